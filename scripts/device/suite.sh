@@ -1,0 +1,37 @@
+#!/bin/bash
+# suite.sh - run on the GPU machine (through the `device` tool): the example and the
+# upstream libgomp suite with the stock plugin and ours, side by side, in one call.
+#
+# usage: scripts/device/suite.sh CARRY_DIR       (results under $OUT, at most 8 files)
+# CARRY_DIR holds bundle-16.tar.xz (shared/bundles), plugin/libgomp-plugin-nvptx.so.1
+# (ours, from scripts/build) and saxpy (examples/saxpy.c built by scripts/run-example).
+# env: JOBS (per plugin, default 8), MAX_TIMEOUT (default 90), FILTER (ERE on test
+#      names), SUITE_TIMEOUT (seconds for both suite runs, default 520), PLUGINS
+#      (default "stock ours").
+set -u
+C=$(cd "${1:?usage: suite.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/suite-out}; mkdir -p "$O"
+T=/tmp/suite; rm -rf "$T"; mkdir -p "$T"
+tar -xJf "$C/bundle-16.tar.xz" -C "$T"; B=$T/bundle-16
+CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
+nvidia-smi -L 2>&1 | head -2
+echo "libcuda in $CUDA_LIBDIR; driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null)"
+declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
+{
+  for p in ${PLUGINS:-stock ours}; do
+    echo "== example with $p plugin"
+    GOMP_DEBUG=1 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
+      "$C/saxpy" > "$T/debug-$p.txt" 2>&1; echo "exit $?"
+    grep -E '^(offload plugin|saxpy|OK|FAILED)' "$T/debug-$p.txt"
+  done
+} 2>&1 | tee "$O/example.txt"
+grep -m12 'gomp-plugin-rs' "$T/debug-ours.txt" >> "$O/example.txt"
+for p in ${PLUGINS:-stock ours}; do
+  ( CUDA_LIBDIR=$CUDA_LIBDIR JOBS=${JOBS:-8} MAX_TIMEOUT=${MAX_TIMEOUT:-90} PLUGIN_DIR=${DIR[$p]} \
+      OUT=$T/res-$p timeout "${SUITE_TIMEOUT:-520}" "$B/run-tests.sh" > "$T/log-$p.txt" 2>&1 ) &
+done
+wait
+for p in ${PLUGINS:-stock ours}; do
+  echo "== $p: $(tail -1 "$T/log-$p.txt")"
+  sort -k2 "$T/res-$p"/run/*/result > "$O/results-$p.txt" 2>/dev/null
+  tar -czf "$O/failed-$p.tgz" -C "$T/res-$p" failed-outputs 2>/dev/null
+done | tee -a "$O/example.txt"

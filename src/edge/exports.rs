@@ -1,0 +1,211 @@
+//! `GOMP_OFFLOAD_*` entry points of the nvptx plugin (signatures: ABI spec §2).
+#![allow(non_snake_case)]
+// The signatures are the C contract; raw pointers are checked in the core.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use super::guard;
+use crate::libgomp::abi::*;
+use crate::libgomp::{logger, report, version::Detected};
+use crate::nvptx;
+use std::ffi::{c_char, c_int, c_void};
+
+/// The plugin's `GOMP_VERSION` for the libgomp that loaded us; 0 (which libgomp
+/// rejects as a version mismatch) for a libgomp we do not support, after saying why.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_version() -> u32 {
+    guard::value("version", 0, || {
+        logger::init();
+        let h = crate::libgomp::host::host();
+        log::debug!(
+            "gomp-plugin-rs {} loaded by {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            crate::libgomp::host::detected(),
+            h.and_then(|h| h.path.as_deref()).unwrap_or("?")
+        );
+        match crate::libgomp::host::detected() {
+            Detected::Known(v) => v.plugin_version(),
+            other => {
+                report::error(&format!(
+                    "nvptx plugin (gomp-plugin-rs {}) does not support {other}; not offloading to NVIDIA GPUs",
+                    env!("CARGO_PKG_VERSION")
+                ));
+                0
+            }
+        }
+    })
+}
+
+/// "nvptx".
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_name() -> *const c_char {
+    c"nvptx".as_ptr()
+}
+
+/// Capabilities: OpenMP offloading.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_caps() -> u32 {
+    CAP_OPENMP_400
+}
+
+/// `OFFLOAD_TARGET_TYPE_NVIDIA_PTX`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_type() -> c_int {
+    TARGET_TYPE_NVIDIA_PTX
+}
+
+/// Number of devices usable under the program's `requires` mask (spec §1.5).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_num_devices(omp_requires_mask: u32) -> c_int {
+    guard::value("get_num_devices", 0, || {
+        nvptx::num_devices(omp_requires_mask)
+    })
+}
+
+/// The device's UUID string, malloc'd for libgomp to keep; NULL if unknown.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_uid(ord: c_int) -> *const c_char {
+    guard::value("get_uid", std::ptr::null(), || {
+        let Some(s) = nvptx::uid(ord) else {
+            return std::ptr::null();
+        };
+        let p = report::malloc(s.len() + 1).cast::<u8>();
+        // SAFETY: `p` has room for the string and its NUL.
+        unsafe {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), p, s.len());
+            *p.add(s.len()) = 0;
+        }
+        p as *const c_char
+    })
+}
+
+/// Opens device `ord`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_init_device(ord: c_int) -> bool {
+    guard::ok("init_device", || nvptx::init_device(ord))
+}
+
+/// Closes device `ord`, unloading its images.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_fini_device(ord: c_int) -> bool {
+    guard::ok("fini_device", || nvptx::fini_device(ord))
+}
+
+/// Loads an image; returns the number of table entries or -1. libgomp 13 passes only
+/// five arguments: the sixth is read only for libgomp 14+ and version-3 images.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_load_image(
+    ord: c_int,
+    version: u32,
+    target_data: *const c_void,
+    target_table: *mut *mut AddrPair,
+    rev_fn_table: *mut *mut u64,
+    host_ind_fn_table: *const u64,
+) -> c_int {
+    guard::result("load_image", -1, || {
+        let v14 = nvptx::libgomp().is_some_and(|v| v >= crate::libgomp::version::Libgomp::V14);
+        let ind = if v14 && version_lib(version) >= 3 {
+            host_ind_fn_table
+        } else {
+            std::ptr::null()
+        };
+        // SAFETY: libgomp passes a descriptor and writable out-pointers (contract).
+        unsafe { nvptx::load_image(ord, version, target_data, target_table, rev_fn_table, ind) }
+    })
+}
+
+/// Unloads an image.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_unload_image(
+    ord: c_int,
+    version: u32,
+    target_data: *const c_void,
+) -> bool {
+    guard::ok("unload_image", || {
+        nvptx::unload_image(ord, version, target_data)
+    })
+}
+
+/// Allocates device memory; NULL after an error message.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_alloc(ord: c_int, size: usize) -> *mut c_void {
+    guard::result("alloc", std::ptr::null_mut(), || {
+        Ok(nvptx::device(ord)?.alloc(size)? as *mut c_void)
+    })
+}
+
+/// Frees device memory.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_free(ord: c_int, ptr: *mut c_void) -> bool {
+    guard::ok("free", || nvptx::device(ord)?.free(ptr as u64))
+}
+
+/// Copies device to host.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_dev2host(
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> bool {
+    // SAFETY: libgomp passes a host buffer of `n` bytes.
+    guard::ok("dev2host", || unsafe {
+        nvptx::device(ord)?.dev2host(dst, src as u64, n)
+    })
+}
+
+/// Copies host to device.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_host2dev(
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> bool {
+    // SAFETY: libgomp passes a host buffer of `n` bytes.
+    guard::ok("host2dev", || unsafe {
+        nvptx::device(ord)?.host2dev(dst as u64, src, n)
+    })
+}
+
+/// Copies device to device.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_dev2dev(
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> bool {
+    guard::ok("dev2dev", || {
+        nvptx::device(ord)?.dev2dev(dst as u64, src as u64, n)
+    })
+}
+
+/// Fills device memory with a byte value.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_memset(ord: c_int, ptr: *mut c_void, val: c_int, n: usize) -> bool {
+    guard::ok("memset", || nvptx::device(ord)?.memset(ptr as u64, val, n))
+}
+
+/// Runs an OpenMP target region and waits for it; errors are fatal (contract).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_run(
+    ord: c_int,
+    tgt_fn: *mut c_void,
+    tgt_vars: *mut c_void,
+    args: *mut *mut c_void,
+) {
+    guard::or_fatal("run", || {
+        if args.is_null() {
+            return Err(crate::error::Error::invalid("No target arguments provided"));
+        }
+        if tgt_fn.is_null() {
+            return Err(crate::error::Error::invalid("run: no kernel"));
+        }
+        let dev = nvptx::device(ord)?;
+        // SAFETY: `tgt_fn` is a handle this plugin returned from load_image (libgomp
+        // maps host functions to it); its image stays loaded while libgomp runs it.
+        let f = unsafe { &*(tgt_fn as *const nvptx::image::TargetFn) };
+        // SAFETY: `args` is libgomp's NULL-terminated target-argument array.
+        unsafe { nvptx::run::run(&dev, f, tgt_vars, args) }
+    })
+}

@@ -1,0 +1,10 @@
+//! The libgomp side: which libgomp loaded us, the `GOMP_PLUGIN_*` functions it exports
+//! (we call them, never define them), the contract's constants, and logging through
+//! `GOMP_PLUGIN_debug`. Reusable by any vendor plugin; depends on nothing in the crate.
+
+pub mod abi;
+pub mod host;
+pub mod logger;
+pub mod report;
+pub mod verdef;
+pub mod version;

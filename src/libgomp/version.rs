@@ -1,0 +1,159 @@
+//! Which libgomp loaded us: 13, 14, 15 or 16, or something we must refuse.
+//!
+//! The known releases are told apart by `dlvsym` probes for the newest symbol version
+//! node of each (see the ABI spec, §4). A libgomp that defines a node newer than the
+//! newest we know (read from its ELF version definitions) has a plugin contract we have
+//! not checked, so it is refused rather than guessed at.
+
+use std::fmt;
+
+/// A libgomp release whose plugin contract this plugin implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Libgomp {
+    /// GCC 13: `GOMP_VERSION` 2, 5-argument `load_image`, 9-argument `target_rev`.
+    V13,
+    /// GCC 14.
+    V14,
+    /// GCC 15.
+    V15,
+    /// GCC 16.
+    V16,
+}
+
+impl Libgomp {
+    /// The `GOMP_VERSION` this libgomp expects from `GOMP_OFFLOAD_version`.
+    pub fn plugin_version(self) -> u32 {
+        match self {
+            Libgomp::V13 => 2,
+            _ => 3,
+        }
+    }
+
+    /// The GCC major release.
+    pub fn gcc(self) -> u32 {
+        match self {
+            Libgomp::V13 => 13,
+            Libgomp::V14 => 14,
+            Libgomp::V15 => 15,
+            Libgomp::V16 => 16,
+        }
+    }
+}
+
+/// Outcome of detection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Detected {
+    /// A supported release.
+    Known(Libgomp),
+    /// A release older than 13 (no `GOMP_5.1.1` node).
+    TooOld,
+    /// A release defining version nodes newer than any we know (named here).
+    TooNew(String),
+    /// No libgomp.so.1 is loaded in this process (unit tests, foreign loaders).
+    NotLoaded,
+}
+
+impl fmt::Display for Detected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Detected::Known(v) => write!(f, "libgomp {}", v.gcc()),
+            Detected::TooOld => f.write_str("a libgomp older than GCC 13"),
+            Detected::TooNew(n) => write!(f, "a libgomp newer than GCC 16 (defines {n})"),
+            Detected::NotLoaded => f.write_str("no libgomp"),
+        }
+    }
+}
+
+/// The newest node of each libgomp symbol-version family that this plugin knows (GCC 16).
+const NEWEST_KNOWN: &[(&str, &[u32])] = &[
+    ("GOMP_PLUGIN_", &[1, 4]),
+    ("GOMP_", &[6, 0, 1]),
+    ("GOACC_", &[2, 0, 2]),
+    ("OACC_", &[2, 6, 1]),
+    ("OMP_", &[5, 2]),
+];
+
+/// Probes, newest first: (symbol, version node, release it proves).
+pub const PROBES: &[(&str, &str, Libgomp)] = &[
+    ("omp_target_memset", "GOMP_6.0.1", Libgomp::V16),
+    ("omp_get_uid_from_device", "GOMP_6.0", Libgomp::V15),
+    ("GOMP_add_alloc", "GOMP_5.1.2", Libgomp::V14),
+    ("GOMP_taskwait_depend_nowait", "GOMP_5.1.1", Libgomp::V13),
+];
+
+/// Parses "1.2.3" into numbers; `None` if any part is not a number.
+fn parse_dotted(s: &str) -> Option<Vec<u32>> {
+    s.split('.').map(|p| p.parse().ok()).collect()
+}
+
+/// The first version node in `nodes` that is newer than the newest known node of its
+/// family, if any. Nodes of other libraries (GLIBC_*, ...) are ignored.
+pub fn newer_node<'a>(nodes: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    nodes.into_iter().find(|node| {
+        NEWEST_KNOWN.iter().any(|(family, newest)| {
+            node.strip_prefix(family)
+                .and_then(parse_dotted)
+                .is_some_and(|v| v.as_slice() > *newest)
+        })
+    })
+}
+
+/// Decides the release from probe answers (`has(symbol, node)`) and, when available,
+/// the list of version nodes the library defines.
+pub fn classify(has: impl Fn(&str, &str) -> bool, nodes: Option<&[String]>) -> Detected {
+    if let Some(n) = nodes.and_then(|n| newer_node(n.iter().map(String::as_str))) {
+        return Detected::TooNew(n.to_string());
+    }
+    PROBES
+        .iter()
+        .find(|(sym, node, _)| has(sym, node))
+        .map_or(Detected::TooOld, |&(_, _, v)| Detected::Known(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn probes_pick_newest_release() {
+        let has16 = |_: &str, n: &str| ["GOMP_6.0.1", "GOMP_6.0", "GOMP_5.1.2"].contains(&n);
+        assert_eq!(classify(has16, None), Detected::Known(Libgomp::V16));
+        let has14 = |_: &str, n: &str| ["GOMP_5.1.2", "GOMP_5.1.1"].contains(&n);
+        assert_eq!(classify(has14, None), Detected::Known(Libgomp::V14));
+        let has13 = |_: &str, n: &str| n == "GOMP_5.1.1";
+        assert_eq!(classify(has13, None), Detected::Known(Libgomp::V13));
+        assert_eq!(classify(|_: &str, _: &str| false, None), Detected::TooOld);
+    }
+
+    #[test]
+    fn unknown_newer_nodes_are_refused() {
+        let all = |_: &str, _: &str| true;
+        let n = nodes(&["GLIBC_2.99", "GOMP_6.0.1", "OMP_5.2", "GOMP_PLUGIN_1.4"]);
+        assert_eq!(classify(all, Some(&n)), Detected::Known(Libgomp::V16));
+        for new in [
+            "GOMP_6.1",
+            "GOMP_7.0",
+            "GOMP_PLUGIN_1.5",
+            "OACC_3.0",
+            "OMP_6.0",
+        ] {
+            let n = nodes(&["GOMP_6.0.1", new]);
+            assert_eq!(
+                classify(all, Some(&n)),
+                Detected::TooNew(new.into()),
+                "{new}"
+            );
+        }
+    }
+
+    #[test]
+    fn plugin_versions() {
+        assert_eq!(Libgomp::V13.plugin_version(), 2);
+        assert_eq!(Libgomp::V14.plugin_version(), 3);
+        assert_eq!(Libgomp::V16.plugin_version(), 3);
+    }
+}

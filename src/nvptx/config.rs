@@ -1,0 +1,174 @@
+//! Environment variables the nvptx plugin reads, parsed and validated. Garbage never
+//! crashes: the plugin warns (`libgomp: ...`) and uses the default.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `GOMP_NVPTX_JIT` | `-O0`..`-O4`: PTX JIT optimisation level | driver default |
+//! | `GOMP_NVPTX_LOWLAT_POOL` | bytes of dynamic shared memory per team for `omp_low_lat_mem_space` | 8192 |
+//! | `GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE` | CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`) | driver default |
+//! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
+
+/// Parsed settings. Plain data, read once per device initialisation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `CU_JIT_OPTIMIZATION_LEVEL`, if requested.
+    pub jit_opt_level: Option<u32>,
+    /// Dynamic shared memory per launch, bytes.
+    pub lowlat_pool: usize,
+    /// CUDA per-thread stack size, if requested.
+    pub native_stack: Option<usize>,
+    /// Soft-stack bytes per warp.
+    pub soft_stack: usize,
+}
+
+/// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
+pub const DEFAULT_LOWLAT_POOL: usize = 8 * 1024;
+/// Default soft stack per warp (as GCC's plugin).
+pub const DEFAULT_SOFT_STACK: usize = 128 * 1024;
+
+/// Parses a byte count: decimal or `0x` hex, optional `k`/`m`/`g` suffix (binary).
+pub fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (num, mul) = match s.as_bytes().last()? {
+        b'k' | b'K' => (&s[..s.len() - 1], 1usize << 10),
+        b'm' | b'M' => (&s[..s.len() - 1], 1 << 20),
+        b'g' | b'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n = match num.strip_prefix("0x").or_else(|| num.strip_prefix("0X")) {
+        Some(h) => usize::from_str_radix(h, 16).ok()?,
+        None => num.parse::<usize>().ok()?,
+    };
+    n.checked_mul(mul)
+}
+
+/// Parses `GOMP_NVPTX_JIT`: space-separated options, of which only `-O0`..`-O4` exist.
+pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
+    let mut level = None;
+    for opt in s.split_whitespace() {
+        match opt.strip_prefix("-O").and_then(|l| l.parse::<u32>().ok()) {
+            Some(l) if l <= 4 && opt.len() == 3 => level = Some(l),
+            _ => {
+                return Err(format!(
+                    "Error parsing GOMP_NVPTX_JIT: unknown option '{opt}'"
+                ))
+            }
+        }
+    }
+    Ok(level)
+}
+
+impl Config {
+    /// Reads the settings through `get` (the environment in production), reporting each
+    /// bad value through `warn` and falling back to its default.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
+        let size = |name: &str, default: usize, max: usize| -> Option<usize> {
+            let v = get(name)?;
+            match parse_size(&v) {
+                Some(n) if n <= max => Some(n),
+                _ => {
+                    warn(&format!(
+                        "Invalid value '{v}' for {name}; using the default ({default})"
+                    ));
+                    None
+                }
+            }
+        };
+        let jit_opt_level =
+            get("GOMP_NVPTX_JIT").and_then(|v| parse_jit(&v).map_err(|e| warn(&e)).ok().flatten());
+        Config {
+            jit_opt_level,
+            lowlat_pool: size("GOMP_NVPTX_LOWLAT_POOL", DEFAULT_LOWLAT_POOL, 1 << 20)
+                .unwrap_or(DEFAULT_LOWLAT_POOL),
+            native_stack: size("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", 0, 1 << 30)
+                .filter(|&n| n > 0),
+            soft_stack: size("GOMP_NVPTX_SOFT_STACK_SIZE", DEFAULT_SOFT_STACK, 1 << 30)
+                .filter(|&n| n >= 1024)
+                .map(|n| n.next_multiple_of(16))
+                .unwrap_or(DEFAULT_SOFT_STACK),
+        }
+    }
+
+    /// Reads the process environment; warnings go to libgomp's error stream.
+    pub fn from_env() -> Config {
+        Config::from_lookup(|k| std::env::var(k).ok(), crate::libgomp::report::error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("8192"), Some(8192));
+        assert_eq!(parse_size(" 64k"), Some(65536));
+        assert_eq!(parse_size("2M"), Some(2 << 20));
+        assert_eq!(parse_size("0x100"), Some(256));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        for bad in [
+            "",
+            "k",
+            "-1",
+            "12q",
+            "0x",
+            "99999999999999999999",
+            "18446744073709551615g",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn jit_levels() {
+        assert_eq!(parse_jit(""), Ok(None));
+        assert_eq!(parse_jit("-O3"), Ok(Some(3)));
+        assert_eq!(parse_jit("-O0 -O4"), Ok(Some(4)));
+        assert!(parse_jit("-O5").is_err());
+        assert!(parse_jit("-O33").is_err());
+        assert!(parse_jit("--fast").is_err());
+    }
+
+    fn cfg(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
+        let warnings = RefCell::new(Vec::new());
+        let c = Config::from_lookup(
+            |k| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            },
+            |w| warnings.borrow_mut().push(w.to_string()),
+        );
+        (c, warnings.into_inner())
+    }
+
+    #[test]
+    fn defaults_and_garbage() {
+        let (c, w) = cfg(&[]);
+        assert_eq!(c.lowlat_pool, DEFAULT_LOWLAT_POOL);
+        assert_eq!(c.soft_stack, DEFAULT_SOFT_STACK);
+        assert_eq!((c.jit_opt_level, c.native_stack), (None, None));
+        assert!(w.is_empty());
+        let (c, w) = cfg(&[
+            ("GOMP_NVPTX_LOWLAT_POOL", "lots"),
+            ("GOMP_NVPTX_JIT", "-O9"),
+            ("GOMP_NVPTX_SOFT_STACK_SIZE", "\u{1F4A5}"),
+            ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "99g"),
+        ]);
+        assert_eq!(c, cfg(&[]).0);
+        assert_eq!(w.len(), 4, "{w:?}");
+        let (c, w) = cfg(&[
+            ("GOMP_NVPTX_LOWLAT_POOL", "16k"),
+            ("GOMP_NVPTX_JIT", "-O1"),
+            ("GOMP_NVPTX_SOFT_STACK_SIZE", "65537"),
+            ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "4096"),
+        ]);
+        assert!(w.is_empty());
+        assert_eq!(c.lowlat_pool, 16384);
+        assert_eq!(c.jit_opt_level, Some(1));
+        assert_eq!(c.soft_stack, 65552);
+        assert_eq!(c.native_stack, Some(4096));
+    }
+}

@@ -1,0 +1,201 @@
+//! One opened CUDA device: its context, properties, settings and per-device pools.
+
+use super::config::Config;
+use super::image::Image;
+use super::stacks::StackCache;
+use super::streams::{Stream, StreamPool};
+use crate::cu;
+use crate::cuda::sys::*;
+use crate::error::Result;
+use std::ffi::c_char;
+use std::sync::Mutex;
+
+/// Device facts read once at initialisation.
+#[derive(Clone, Debug, Default)]
+pub struct Props {
+    /// Marketing name.
+    pub name: String,
+    /// Streaming multiprocessors.
+    pub num_sms: i32,
+    /// 32-bit registers per SM.
+    pub regs_per_sm: i32,
+    /// Core clock in kHz (0 if the driver no longer reports it).
+    pub clock_khz: i32,
+    /// Compute capability.
+    pub cc: (i32, i32),
+    /// Largest dynamic shared memory a block may opt in to.
+    pub max_smem_optin: i32,
+}
+
+/// An initialised device. Shared (`Arc`) by all threads; interior state is locked.
+pub struct Device {
+    /// libgomp's index of this device within the plugin.
+    pub ord: i32,
+    /// The CUDA device.
+    pub cu_dev: CUdevice,
+    ctx: CUcontext,
+    owns_primary: bool,
+    /// Properties.
+    pub props: Props,
+    /// Settings from the environment.
+    pub config: Config,
+    /// Idle streams.
+    pub streams: StreamPool,
+    /// Idle soft-stack blocks.
+    pub stacks: StackCache,
+    /// Loaded images, in load order.
+    pub images: Mutex<Vec<Box<Image>>>,
+}
+
+// SAFETY: the context handle may be made current on any thread; all mutable state is
+// behind mutexes.
+unsafe impl Send for Device {}
+// SAFETY: as above.
+unsafe impl Sync for Device {}
+
+fn attr(dev: CUdevice, a: CUdevice_attribute) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: out-pointer to a local.
+    unsafe { cu!(cuDeviceGetAttribute(&mut v, a, dev)) }?;
+    Ok(v)
+}
+
+/// Reads one device attribute, or 0 if the driver does not know it.
+pub fn attr_or_zero(dev: CUdevice, a: CUdevice_attribute) -> i32 {
+    attr(dev, a).unwrap_or(0)
+}
+
+impl Device {
+    /// Opens device `ord`: borrows the calling thread's current context when it belongs
+    /// to this device, else retains the device's primary context (shared with the CUDA
+    /// runtime and other libraries).
+    pub fn open(ord: i32) -> Result<Device> {
+        let mut cu_dev: CUdevice = 0;
+        // SAFETY: out-pointer to a local.
+        unsafe { cu!(cuDeviceGet(&mut cu_dev, ord)) }?;
+        let mut cur: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        unsafe { cu!(cuCtxGetCurrent(&mut cur)) }?;
+        let mut cur_dev: CUdevice = -1;
+        // SAFETY: out-pointer to a local; only asked when a context is current.
+        let borrow = !cur.is_null()
+            && unsafe { cu!(cuCtxGetDevice(&mut cur_dev)) }.is_ok()
+            && cur_dev == cu_dev;
+        let (ctx, owns_primary) = if borrow {
+            (cur, false)
+        } else {
+            let mut ctx: CUcontext = std::ptr::null_mut();
+            // SAFETY: out-pointer to a local.
+            unsafe { cu!(cuDevicePrimaryCtxRetain(&mut ctx, cu_dev)) }?;
+            (ctx, true)
+        };
+        let mut name = [0 as c_char; 256];
+        // SAFETY: the buffer holds 256 bytes.
+        unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), 256, cu_dev)) }?;
+        let name = name
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8 as char)
+            .collect();
+        let props = Props {
+            name,
+            num_sms: attr(cu_dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            regs_per_sm: attr(cu_dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
+            clock_khz: attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+            cc: (
+                attr(cu_dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(cu_dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            max_smem_optin: attr_or_zero(
+                cu_dev,
+                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            ),
+        };
+        let dev = Device {
+            ord,
+            cu_dev,
+            ctx,
+            owns_primary,
+            props,
+            config: Config::from_env(),
+            streams: StreamPool::default(),
+            stacks: StackCache::default(),
+            images: Mutex::new(Vec::new()),
+        };
+        dev.activate()?;
+        if let Some(n) = dev.config.native_stack {
+            // SAFETY: plain limit setting in the current context.
+            unsafe { cu!(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, n)) }?;
+        }
+        log::debug!(
+            "device {ord}: {} (sm_{}{}, {} SMs, {} kHz), {} context",
+            dev.props.name,
+            dev.props.cc.0,
+            dev.props.cc.1,
+            dev.props.num_sms,
+            dev.props.clock_khz,
+            if owns_primary {
+                "primary"
+            } else {
+                "borrowed current"
+            }
+        );
+        Ok(dev)
+    }
+
+    /// Makes this device's context current on the calling thread, if it is not already.
+    /// Every entry point that touches the device calls this first, so any host thread
+    /// (an OpenMP worker, say) may use the device.
+    pub fn activate(&self) -> Result<()> {
+        let mut cur: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        unsafe { cu!(cuCtxGetCurrent(&mut cur)) }?;
+        if cur != self.ctx {
+            // SAFETY: `ctx` is alive until `close`.
+            unsafe { cu!(cuCtxSetCurrent(self.ctx)) }?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on a pooled stream, then waits for the stream. The stream goes back to
+    /// the pool only if it finished cleanly.
+    pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
+        let s = self.streams.acquire()?;
+        let out = f(s);
+        // SAFETY: the stream belongs to this device and is not shared.
+        let synced = unsafe { cu!(cuStreamSynchronize(s.0)) };
+        match (out, synced) {
+            (Ok(v), Ok(())) => {
+                self.streams.release(s);
+                Ok(v)
+            }
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(e.into()),
+        }
+    }
+
+    /// Releases everything the device holds: images (running their destructors), cached
+    /// stacks, streams, and the primary context reference.
+    pub fn close(&self) -> Result<()> {
+        self.activate()?;
+        let images: Vec<_> = self
+            .images
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        let mut first_err = None;
+        for img in images {
+            if let Err(e) = img.unload(self) {
+                first_err.get_or_insert(e);
+            }
+        }
+        self.stacks.trim();
+        self.streams.destroy_all();
+        if self.owns_primary {
+            // SAFETY: balanced with the retain in `open`.
+            unsafe { cu!(cuDevicePrimaryCtxRelease(self.cu_dev)) }?;
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}

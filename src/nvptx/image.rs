@@ -1,0 +1,251 @@
+//! A loaded offload image: its CUDA module, kernels and the device-side globals the
+//! plugin fills in (ICVs, clock tick, indirect-function map), and the table returned
+//! to libgomp (spec §5.3).
+
+use super::descriptor::{self, Descriptor, RawDescriptor};
+use super::device::Device;
+use super::link::link_ptx;
+use crate::cu;
+use crate::cuda::sys::*;
+use crate::error::{Error, Result};
+use crate::libgomp::abi::AddrPair;
+use std::ffi::{c_void, CStr, CString};
+
+/// A kernel of a loaded image. Its address is the opaque handle libgomp passes back
+/// as `fn` to `run`; it lives as long as its [`Image`].
+#[derive(Debug)]
+pub struct TargetFn {
+    /// The CUDA function.
+    pub func: CUfunction,
+    /// Kernel name, for diagnostics.
+    pub name: String,
+    /// The JIT's limit on threads per block for this kernel.
+    pub max_threads_per_block: i32,
+    /// Registers per thread.
+    pub regs: i32,
+    /// OpenACC dimensions from the compiler.
+    pub dims: [u16; 3],
+}
+
+/// An image loaded on one device. Owned by the device's image list.
+pub struct Image {
+    /// The `target_data` pointer libgomp identifies the image by.
+    pub key: usize,
+    module: CUmodule,
+    /// Kernels, in host-table order (addresses stable: never resized).
+    pub fns: Vec<TargetFn>,
+    /// Device memory the plugin allocated for this image (indirect-function map).
+    owned: Vec<CUdeviceptr>,
+}
+
+// SAFETY: CUDA module and function handles may be used from any host thread.
+unsafe impl Send for Image {}
+// SAFETY: as above; the image is immutable after loading.
+unsafe impl Sync for Image {}
+
+/// Looks up a device global; `None` if the module does not define it.
+fn global(module: CUmodule, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
+    let (mut p, mut n) = (0, 0);
+    // SAFETY: out-pointers to locals; `module` is loaded.
+    match unsafe { cu!(cuModuleGetGlobal(&mut p, &mut n, module, name.as_ptr())) } {
+        Ok(()) => Ok(Some((p, n))),
+        Err(e) if e.code == CUDA_ERROR_NOT_FOUND => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: out-pointer to a local.
+    unsafe { cu!(cuFuncGetAttribute(&mut v, a, f)) }?;
+    Ok(v)
+}
+
+/// Looks up a kernel; `None` if the module does not define it. `module` must be loaded.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn find_function(module: CUmodule, name: &CStr) -> Result<Option<CUfunction>> {
+    let mut f: CUfunction = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local; `module` is loaded.
+    match unsafe { cu!(cuModuleGetFunction(&mut f, module, name.as_ptr())) } {
+        Ok(()) => Ok(Some(f)),
+        Err(e) if e.code == CUDA_ERROR_NOT_FOUND => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl Image {
+    /// Loads the image `data` of version word `version` on `dev`, returning it and the
+    /// address table for libgomp (functions, variables, then the ICV block).
+    ///
+    /// # Safety
+    /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`
+    /// must be NULL or hold the image's `ind_fn_num` host addresses.
+    pub unsafe fn load(
+        dev: &Device,
+        version: u32,
+        data: *const RawDescriptor,
+        host_ind_fns: *const u64,
+    ) -> Result<(Box<Image>, Vec<AddrPair>)> {
+        // SAFETY: forwarded caller guarantee.
+        let desc = unsafe { descriptor::read(version, data) }?;
+        let module = link_ptx(&desc.ptx, dev.config.jit_opt_level)?;
+        let mut img = Box::new(Image {
+            key: data as usize,
+            module,
+            fns: Vec::new(),
+            owned: Vec::new(),
+        });
+        // On any error below, the partly built image is unloaded by `Drop`-free cleanup.
+        // SAFETY: forwarded caller guarantee.
+        match unsafe { img.fill(dev, &desc, host_ind_fns) } {
+            Ok(table) => Ok((img, table)),
+            Err(e) => {
+                let _ = img.release(dev);
+                Err(e)
+            }
+        }
+    }
+
+    unsafe fn fill(
+        &mut self,
+        dev: &Device,
+        desc: &Descriptor,
+        host_ind_fns: *const u64,
+    ) -> Result<Vec<AddrPair>> {
+        for f in &desc.funcs {
+            let name = f.name.to_string_lossy().into_owned();
+            let func = find_function(self.module, &f.name)?
+                .ok_or_else(|| Error::invalid(format!("offload image lacks kernel '{name}'")))?;
+            let static_smem = func_attr(func, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+            let want = static_smem as usize + dev.config.lowlat_pool;
+            if want > 48 * 1024 && dev.config.lowlat_pool <= dev.props.max_smem_optin as usize {
+                // Dynamic shared memory above 48 KiB must be opted in to per kernel.
+                // SAFETY: plain attribute setting on a loaded function.
+                unsafe {
+                    cu!(cuFuncSetAttribute(
+                        func,
+                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        dev.config.lowlat_pool as i32
+                    ))
+                }?;
+            }
+            self.fns.push(TargetFn {
+                func,
+                name,
+                max_threads_per_block: func_attr(func, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+                regs: func_attr(func, CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                dims: f.dims,
+            });
+        }
+        let mut table: Vec<AddrPair> = self
+            .fns
+            .iter()
+            .map(|f| {
+                let a = f as *const TargetFn as usize;
+                AddrPair {
+                    start: a,
+                    end: a + 1,
+                }
+            })
+            .collect();
+        for v in &desc.vars {
+            let (p, n) = global(self.module, v)?.ok_or_else(|| {
+                Error::invalid(format!(
+                    "offload image lacks variable '{}'",
+                    v.to_string_lossy()
+                ))
+            })?;
+            table.push(AddrPair {
+                start: p as usize,
+                end: p as usize + n,
+            });
+        }
+        if desc.ind_fn_num > 0 && !host_ind_fns.is_null() {
+            // SAFETY: forwarded caller guarantee on `host_ind_fns`.
+            unsafe { self.map_indirect_functions(dev, desc.ind_fn_num as usize, host_ind_fns) }?;
+        }
+        let icvs = global(self.module, c"__gomp_additional_icvs")?.map_or(
+            AddrPair::default(),
+            |(p, n)| AddrPair {
+                start: p as usize,
+                end: p as usize + n,
+            },
+        );
+        table.push(icvs);
+        if let (Some((p, 8)), k) = (
+            global(self.module, c"__nvptx_clocktick")?,
+            dev.props.clock_khz,
+        ) {
+            if k > 0 {
+                let tick: f64 = 1e-3 / k as f64;
+                // SAFETY: `tick` is 8 readable bytes.
+                unsafe { dev.host2dev(p, (&tick as *const f64).cast(), 8) }?;
+            }
+        }
+        super::run::run_cdtors(dev, self.module, c"__do_global_ctors__entry")?;
+        Ok(table)
+    }
+
+    /// Writes the (host address, device address) pairs of the image's indirect
+    /// functions, NULL-terminated, into `__gomp_indirect_addr_map`; the device runtime
+    /// builds its lookup table from it.
+    unsafe fn map_indirect_functions(
+        &mut self,
+        dev: &Device,
+        n: usize,
+        host: *const u64,
+    ) -> Result<()> {
+        let Some((map_var, _)) = global(self.module, c"__gomp_indirect_addr_map")? else {
+            return Ok(());
+        };
+        let (table, size) = global(self.module, c"$offload_ind_func_table")?
+            .ok_or_else(|| Error::invalid("offload image lacks $offload_ind_func_table"))?;
+        if size < n * 8 {
+            return Err(Error::invalid(
+                "offload image: $offload_ind_func_table too small",
+            ));
+        }
+        let mut dev_addrs = vec![0u64; n];
+        // SAFETY: `dev_addrs` has n*8 writable bytes.
+        unsafe { dev.dev2host(dev_addrs.as_mut_ptr().cast(), table, n * 8) }?;
+        let mut pairs = Vec::with_capacity(2 * n + 2);
+        for (i, d) in dev_addrs.iter().enumerate() {
+            // SAFETY: `host` holds n entries (caller).
+            pairs.push(unsafe { *host.add(i) });
+            pairs.push(*d);
+        }
+        pairs.extend([0, 0]);
+        let bytes = pairs.len() * 8;
+        let buf = dev.alloc(bytes)?;
+        self.owned.push(buf);
+        // SAFETY: `pairs` has `bytes` readable bytes; `buf` is a fresh pointer value.
+        unsafe { dev.host2dev(buf, pairs.as_ptr().cast(), bytes) }?;
+        // SAFETY: `buf` is 8 readable bytes.
+        unsafe { dev.host2dev(map_var, (&buf as *const CUdeviceptr).cast::<c_void>(), 8) }?;
+        log::debug!("mapped {n} indirect function(s)");
+        Ok(())
+    }
+
+    /// Runs the image's destructors and unloads it.
+    pub fn unload(&self, dev: &Device) -> Result<()> {
+        let dtors = super::run::run_cdtors(dev, self.module, c"__do_global_dtors__entry");
+        self.release(dev)?;
+        dtors
+    }
+
+    fn release(&self, dev: &Device) -> Result<()> {
+        for &p in &self.owned {
+            let _ = dev.free(p);
+        }
+        // SAFETY: the module was loaded by `load` and is unloaded once.
+        unsafe { cu!(cuModuleUnload(self.module)) }?;
+        Ok(())
+    }
+}
+
+/// Name helper for kernels looked up with a suffix.
+pub fn with_suffix(name: &CStr, suffix: &str) -> CString {
+    let mut v = name.to_bytes().to_vec();
+    v.extend_from_slice(suffix.as_bytes());
+    CString::new(v).unwrap_or_default()
+}
