@@ -1,0 +1,59 @@
+#!/bin/sh
+# generate.sh - regenerate include/gomp_plugin_nvptx.h from the crate with cbindgen.
+# usage: include/generate.sh [--check]     (--check: fail if the committed file differs)
+# Needs cbindgen (cargo install cbindgen; configured by cbindgen.toml at the repo root)
+# and gcc (to list the header's declarations).
+#
+# Before writing (or comparing) it refuses a header that declares anything but the
+# GOMP_OFFLOAD_* entry points of libgomp.map, all of them, plus the types those use:
+# cbindgen also picks up `extern "C"` import blocks and unrelated #[repr(C)] items, and
+# such a leak must be fixed in cbindgen.toml ([export] exclude), not committed.
+set -eu
+cd "$(dirname "$0")/.."
+out=include/gomp_plugin_nvptx.h
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cbindgen --config cbindgen.toml --crate gomp-plugin-rs --quiet --output "$tmp/h.h" .
+
+# What the header may declare: exactly the libgomp.map exports.
+sed -n 's/^[[:space:]]*\(GOMP_OFFLOAD_[A-Za-z0-9_]*\);.*/\1/p' libgomp.map | sort > "$tmp/want"
+# What it does declare: every function prototype gcc sees coming from the header.
+printf '#include "h.h"\n' > "$tmp/t.c"
+gcc -std=c11 -fsyntax-only -aux-info "$tmp/aux" -I"$tmp" "$tmp/t.c"
+grep '^/\* [^ ]*h\.h:' "$tmp/aux" | sed 's/.*[[:space:]*]\([A-Za-z_][A-Za-z0-9_]*\) (.*/\1/' | sort > "$tmp/have"
+bad=0
+if ! cmp -s "$tmp/want" "$tmp/have"; then
+  echo "generate.sh: header functions differ from libgomp.map (-map +header):" >&2
+  diff "$tmp/want" "$tmp/have" | sed -n 's/^[<>]/  &/p' | sed 's/  </  -/; s/  >/  +/' >&2
+  bad=1
+fi
+# Types: each struct/union/enum the header defines must appear in an entry point's
+# prototype (the only legitimate reason for it to be there).
+for t in $(sed -n 's/^\(typedef \)\{0,1\}\(struct\|union\|enum\) \([A-Za-z_][A-Za-z0-9_]*\).*/\3/p' "$tmp/h.h" | sort -u); do
+  if ! grep -q "GOMP_OFFLOAD_.*[^A-Za-z0-9_]$t[^A-Za-z0-9_]" "$tmp/aux"; then
+    echo "generate.sh: type $t is not used by any GOMP_OFFLOAD_* prototype" >&2
+    bad=1
+  fi
+done
+# Macros: only the include guard.
+if grep '^#define' "$tmp/h.h" | grep -qv '^#define GOMP_PLUGIN_NVPTX_H$'; then
+  echo "generate.sh: unexpected macros:" >&2
+  grep '^#define' "$tmp/h.h" | grep -v '^#define GOMP_PLUGIN_NVPTX_H$' | sed 's/^/  /' >&2
+  bad=1
+fi
+if [ $bad -ne 0 ]; then
+  echo "generate.sh: fix cbindgen.toml ([export] exclude / item_types) or libgomp.map" >&2
+  exit 1
+fi
+
+if [ "${1:-}" = --check ]; then
+  if diff -u "$out" "$tmp/h.h"; then
+    echo "cbindgen: $out is up to date"
+  else
+    echo "cbindgen: $out is stale; run include/generate.sh" >&2
+    exit 1
+  fi
+  exit 0
+fi
+cp "$tmp/h.h" "$out"
+echo "cbindgen: wrote $out"
