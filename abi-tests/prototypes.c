@@ -1,0 +1,91 @@
+/* prototypes.c - compile-time check of include/gomp_plugin_nvptx.h against the ABI spec.
+ *
+ *   gcc -std=c11 -Wall -Werror -Werror=incompatible-pointer-types -fsyntax-only \
+ *       -Iinclude abi-tests/prototypes.c
+ *
+ * (abi-tests/check-exports.sh runs exactly this.) It compiles only if our generated
+ * header agrees with the C signatures of the GOMP_OFFLOAD_* entry points we export,
+ * as shared/design/plugin-abi.md section 2 gives them (= libgomp/libgomp-plugin.h of
+ * GCC 14-16):
+ *   1. every entry point is declared by the header (using an undeclared identifier is
+ *      an error, and the table below is compiled before any declaration of our own);
+ *   2. the spec's prototypes are then redeclared verbatim: C makes a redeclaration
+ *      with an incompatible type a hard error ("conflicting types"), down to
+ *      parameter count, return type and pointee qualifiers;
+ *   3. the header's AddrPair has the layout of libgomp's struct addr_pair, checked
+ *      with _Static_assert; load_image's prototype is redeclared with the header's
+ *      name in place of the tag (the C types differ by name only).
+ * Types that are typedefs of the same C type are compatible, so uint32_t for
+ * `unsigned` and size_t for uintptr_t are accepted on LP64 Linux, as the ABI is.
+ * Add an entry point here when it is added to libgomp.map.
+ */
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gomp_plugin_nvptx.h"
+
+/* 1. Declared by the header (before this file declares anything itself). */
+void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
+  (void (*)(void)) GOMP_OFFLOAD_version,
+  (void (*)(void)) GOMP_OFFLOAD_get_name,
+  (void (*)(void)) GOMP_OFFLOAD_get_caps,
+  (void (*)(void)) GOMP_OFFLOAD_get_type,
+  (void (*)(void)) GOMP_OFFLOAD_get_num_devices,
+  (void (*)(void)) GOMP_OFFLOAD_get_uid,
+  (void (*)(void)) GOMP_OFFLOAD_init_device,
+  (void (*)(void)) GOMP_OFFLOAD_fini_device,
+  (void (*)(void)) GOMP_OFFLOAD_load_image,
+  (void (*)(void)) GOMP_OFFLOAD_unload_image,
+  (void (*)(void)) GOMP_OFFLOAD_alloc,
+  (void (*)(void)) GOMP_OFFLOAD_free,
+  (void (*)(void)) GOMP_OFFLOAD_dev2host,
+  (void (*)(void)) GOMP_OFFLOAD_host2dev,
+  (void (*)(void)) GOMP_OFFLOAD_dev2dev,
+  (void (*)(void)) GOMP_OFFLOAD_memset,
+  (void (*)(void)) GOMP_OFFLOAD_run,
+};
+
+/* 3. libgomp's table entry (libgomp-plugin.h) and the header's equivalent. */
+struct addr_pair
+{
+  uintptr_t start;
+  uintptr_t end;
+};
+
+#define SAME_TYPE(expr, type) _Generic ((expr), type: 1, default: 0)
+_Static_assert (sizeof (AddrPair) == sizeof (struct addr_pair), "AddrPair size");
+_Static_assert (alignof (AddrPair) == alignof (struct addr_pair), "AddrPair alignment");
+_Static_assert (offsetof (AddrPair, start) == offsetof (struct addr_pair, start),
+		"AddrPair.start offset");
+_Static_assert (offsetof (AddrPair, end) == offsetof (struct addr_pair, end),
+		"AddrPair.end offset");
+_Static_assert (SAME_TYPE (((AddrPair *) 0)->start, uintptr_t), "AddrPair.start type");
+_Static_assert (SAME_TYPE (((AddrPair *) 0)->end, uintptr_t), "AddrPair.end type");
+
+/* 2. The spec's prototypes (plugin-abi.md section 2), verbatim. */
+extern unsigned GOMP_OFFLOAD_version (void);
+extern const char *GOMP_OFFLOAD_get_name (void);
+extern unsigned GOMP_OFFLOAD_get_caps (void);
+extern int GOMP_OFFLOAD_get_type (void);
+extern int GOMP_OFFLOAD_get_num_devices (unsigned omp_requires_mask);
+extern const char *GOMP_OFFLOAD_get_uid (int ord);
+extern bool GOMP_OFFLOAD_init_device (int ord);
+extern bool GOMP_OFFLOAD_fini_device (int ord);
+extern bool GOMP_OFFLOAD_unload_image (int ord, unsigned version, const void *target_data);
+extern void *GOMP_OFFLOAD_alloc (int ord, size_t);
+extern bool GOMP_OFFLOAD_free (int ord, void *);
+extern bool GOMP_OFFLOAD_dev2host (int, void *dst, const void *src, size_t);
+extern bool GOMP_OFFLOAD_host2dev (int, void *dst, const void *src, size_t);
+extern bool GOMP_OFFLOAD_dev2dev (int, void *dst, const void *src, size_t);
+extern bool GOMP_OFFLOAD_memset (int ord, void *ptr, int val, size_t n);
+extern void GOMP_OFFLOAD_run (int ord, void *fn, void *vars, void **args);
+
+/* load_image, 6-argument form (GCC 14+; libgomp 13 passes the first five). The tag
+   is mapped to the header's name, whose layout section 3 proved identical. */
+#define addr_pair AddrPair
+extern int GOMP_OFFLOAD_load_image (int ord, unsigned version, const void *target_data,
+				    struct addr_pair **target_table,
+				    uint64_t **rev_fn_table, uint64_t *host_ind_fn_table);
+#undef addr_pair
