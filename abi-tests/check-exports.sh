@@ -1,0 +1,220 @@
+#!/bin/sh
+# check-exports.sh - check the built plugin's ELF interface against libgomp.map, the ABI
+# spec (shared/design/plugin-abi.md sections 1.1, 1.2) and GCC's stock nvptx plugins.
+#
+# usage: abi-tests/check-exports.sh [OURS [STOCK16 [STOCK14]]]
+#   OURS     our plugin          (default: target/plugin/libgomp-plugin-nvptx.so.1, built by
+#                                 scripts/build; this script builds nothing)
+#   STOCK16  GCC 16 stock plugin (default: bundle-16/plugin/libgomp-plugin-nvptx.so.1
+#                                 extracted from $BUNDLES/bundle-16.tar.xz)
+#   STOCK14  GCC 14 stock plugin (default: the same from $BUNDLES/bundle-14.tar.xz)
+# environment: PLUGIN, STOCK16, STOCK14 (same as the arguments), BUNDLES (default:
+#   ../shared/bundles next to the repository), MAP (default: libgomp.map), CC (gcc).
+# needs: readelf, tar + xz, $CC; cbindgen for the header freshness check (skipped without).
+#
+# Checks (each prints PASS/FAIL and a reason; see abi-tests/README.md):
+#   ours is an ELF shared object for the stock plugin's machine; SONAME is
+#   libgomp-plugin-nvptx.so.1; libgomp.map names only GOMP_OFFLOAD_* symbols; ours
+#   defines every one of them and no other global symbol (no GOMP_PLUGIN_* definitions,
+#   no Rust symbols, nothing else); every symbol ours exports is exported by the stock
+#   GCC 16 plugin; the required entry points of spec section 1.2 (always: version ...
+#   host2dev; OpenMP on libgomp 16: run, dev2dev, memset) are exported, and the stock
+#   plugins export them too (cross-check of the lists below); no GOMP_OFFLOAD_* symbol
+#   carries a symbol version; abi-tests/prototypes.c compiles against
+#   include/gomp_plugin_nvptx.h; the header is what include/generate.sh produces.
+# Informational: stock GCC 16 / GCC 14 exports we do not implement yet.
+# Exit status: 0 if every check passed, 1 otherwise. Last line: "N passed, M failed".
+set -u
+LC_ALL=C; export LC_ALL   # one collation for sort/comm
+here=$PWD
+abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$here/$1" ;; esac; }
+ours=${1:-${PLUGIN:-}}; [ -n "$ours" ] && ours=$(abspath "$ours")
+stock16=${2:-${STOCK16:-}}; [ -n "$stock16" ] && stock16=$(abspath "$stock16")
+stock14=${3:-${STOCK14:-}}; [ -n "$stock14" ] && stock14=$(abspath "$stock14")
+map=${MAP:-}; [ -n "$map" ] && map=$(abspath "$map")
+cd "$(dirname "$0")/.." || exit 2
+repo=$PWD
+: "${ours:=$repo/target/plugin/libgomp-plugin-nvptx.so.1}"
+: "${map:=$repo/libgomp.map}"
+bundles=${BUNDLES:-$repo/../shared/bundles}
+CC=${CC:-gcc}
+SONAME=libgomp-plugin-nvptx.so.1
+
+# Spec section 1.2: looked up with DLSYM (a missing one makes libgomp skip the plugin).
+ALWAYS="version get_name get_caps get_type get_num_devices init_device fini_device
+  load_image unload_image alloc free dev2host host2dev"
+OPENMP14="run dev2dev"          # caps & OPENMP_400, libgomp 13-15
+OPENMP16="run dev2dev memset"   # caps & OPENMP_400, libgomp 16
+
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+npass=0 nfail=0
+pass() { npass=$((npass + 1)); echo "PASS  $*"; }
+fail() { nfail=$((nfail + 1)); echo "FAIL  $*"; }
+info() { echo "info  $*"; }
+detail() { sed 's/^/        /'; }    # indent a list under the line above
+prefixed() { for n in $1; do echo "GOMP_OFFLOAD_$n"; done | sort -u; }
+
+# Defined global (GLOBAL/WEAK/UNIQUE) dynamic symbols, as readelf prints them
+# (binutils >= 2.35 appends @VERSION / @@VERSION to versioned ones).
+dynsyms_raw() {
+  readelf --dyn-syms -W "$1" 2>/dev/null | awk '
+    $1 ~ /^[0-9]+:$/ && NF >= 8 && $7 != "UND" &&
+    ($5 == "GLOBAL" || $5 == "WEAK" || $5 == "UNIQUE" || $5 == "GNU_UNIQUE") { print $8 }' | sort -u
+}
+dynsyms() { dynsyms_raw "$1" | sed 's/@.*//' | sort -u; }
+
+# Stock plugin from a bundle: bundle-N/plugin/libgomp-plugin-nvptx.so.1.
+stock_from_bundle() {  # $1 = 14 | 16
+  tb="$bundles/bundle-$1.tar.xz"
+  [ -r "$tb" ] || { echo "no $tb" >&2; return 1; }
+  tar -xJf "$tb" -C "$tmp" "bundle-$1/plugin/$SONAME" || return 1
+  printf '%s\n' "$tmp/bundle-$1/plugin/$SONAME"
+}
+for v in 16 14; do
+  eval "s=\$stock$v"
+  if [ -z "$s" ]; then
+    s=$(stock_from_bundle $v 2>"$tmp/err$v") || s=""
+  fi
+  if [ -n "$s" ] && readelf -h "$s" >/dev/null 2>&1; then
+    dynsyms "$s" | grep '^GOMP_OFFLOAD_' > "$tmp/stock$v"
+    info "stock GCC $v plugin: $s ($(wc -l < "$tmp/stock$v") GOMP_OFFLOAD_* exports)"
+  else
+    fail "stock GCC $v plugin not available: ${s:-$(cat "$tmp/err$v" 2>/dev/null)}"
+    s=""
+  fi
+  eval "stock$v=\$s"
+done
+info "ours: $ours"
+
+# --- ours: ELF type, machine, SONAME ------------------------------------------------------
+machine() { readelf -h "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p'; }
+if ! readelf -h "$ours" >/dev/null 2>&1; then
+  fail "ours is not a readable ELF file: $ours (run scripts/build)"
+  echo "$npass passed, $nfail failed"; exit 1
+fi
+type=$(readelf -h "$ours" | sed -n 's/^ *Type: *\([A-Z]*\).*/\1/p')
+want_machine=$(machine "${stock16:-${stock14:-$ours}}")
+if [ "$type" = DYN ] && [ "$(machine "$ours")" = "$want_machine" ]; then
+  pass "ours is an ELF shared object for $want_machine"
+else
+  fail "ours is type '$type', machine '$(machine "$ours")' (want DYN, '$want_machine')"
+fi
+
+soname=$(readelf -d "$ours" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+if [ "$soname" = "$SONAME" ]; then
+  pass "SONAME is $SONAME"
+else
+  fail "SONAME is '${soname:-<none>}', want $SONAME"
+fi
+
+# --- libgomp.map ↔ dynamic symbol table ------------------------------------------------------
+# The script as one line without comments, then the names between "global:" and "local:".
+tr '\n' ' ' < "$map" | sed -E 's:/\*([^*]|\*+[^*/])*\*+/: :g' > "$tmp/map_text"
+sed -E 's/.*global://; s/local:.*//' "$tmp/map_text" | tr ' \t;{}' '\n\n\n\n\n' | grep . | sort -u > "$tmp/map"
+if [ -s "$tmp/map" ] && ! grep -qv '^GOMP_OFFLOAD_[A-Za-z0-9_]*$' "$tmp/map" \
+   && grep -qE 'global:.*local:[[:space:]]*\*[[:space:]]*;[[:space:]]*\}' "$tmp/map_text"; then
+  pass "libgomp.map exports $(wc -l < "$tmp/map") GOMP_OFFLOAD_* names and hides the rest (local: *)"
+else
+  fail "libgomp.map must list only GOMP_OFFLOAD_* names under global: and end in 'local: *;'"
+  grep -v '^GOMP_OFFLOAD_[A-Za-z0-9_]*$' "$tmp/map" | detail
+fi
+
+dynsyms_raw "$ours" > "$tmp/ours_raw"
+dynsyms "$ours" > "$tmp/ours"
+comm -23 "$tmp/map" "$tmp/ours" > "$tmp/missing"
+if [ ! -s "$tmp/missing" ]; then
+  pass "ours defines every libgomp.map symbol"
+else
+  fail "ours lacks $(wc -l < "$tmp/missing") libgomp.map symbol(s):"; detail < "$tmp/missing"
+fi
+
+comm -13 "$tmp/map" "$tmp/ours" > "$tmp/extra"
+grep '^GOMP_PLUGIN_' "$tmp/extra" > "$tmp/extra_plugin"
+grep -E '^(_ZN|_R[A-Z0-9_]|__rust|rust_)' "$tmp/extra" > "$tmp/extra_rust"
+grep -vE '^(GOMP_PLUGIN_|_ZN|_R[A-Z0-9_]|__rust|rust_)' "$tmp/extra" > "$tmp/extra_other"
+if [ ! -s "$tmp/extra_plugin" ]; then
+  pass "ours defines no GOMP_PLUGIN_* symbol (those are libgomp's)"
+else
+  fail "ours defines $(wc -l < "$tmp/extra_plugin") GOMP_PLUGIN_* symbol(s):"; detail < "$tmp/extra_plugin"
+fi
+if [ ! -s "$tmp/extra_rust" ]; then
+  pass "ours exports no Rust symbols"
+else
+  fail "ours exports $(wc -l < "$tmp/extra_rust") Rust symbol(s):"; head -n 10 "$tmp/extra_rust" | detail
+fi
+if [ ! -s "$tmp/extra_other" ]; then
+  pass "ours defines no other global symbol outside libgomp.map"
+else
+  fail "ours defines $(wc -l < "$tmp/extra_other") global symbol(s) not in libgomp.map:"
+  head -n 10 "$tmp/extra_other" | detail
+fi
+
+# --- against the stock GCC 16 plugin -----------------------------------------------------------
+if [ -n "$stock16" ]; then
+  dynsyms "$stock16" > "$tmp/stock16_all"
+  comm -23 "$tmp/ours" "$tmp/stock16_all" > "$tmp/invented"
+  if [ ! -s "$tmp/invented" ]; then
+    pass "every symbol ours exports is exported by the stock GCC 16 plugin"
+  else
+    fail "ours exports $(wc -l < "$tmp/invented") symbol(s) the stock GCC 16 plugin does not:"
+    head -n 10 "$tmp/invented" | detail
+  fi
+fi
+
+# --- required entry points (spec section 1.2) --------------------------------------------------
+required() {  # $1 = description, $2 = short names, $3 = symbol list file, $4 = whose
+  prefixed "$2" | comm -23 - "$3" > "$tmp/req_missing"
+  if [ ! -s "$tmp/req_missing" ]; then
+    pass "$4 exports the $1 ($(echo $2 | wc -w))"
+  else
+    fail "$4 lacks $(wc -l < "$tmp/req_missing") of the $1:"; detail < "$tmp/req_missing"
+  fi
+}
+required "always-required entry points" "$ALWAYS" "$tmp/ours" ours
+required "OpenMP entry points libgomp 16 requires" "$OPENMP16" "$tmp/ours" ours
+# Cross-check the lists above against what GCC's own plugins export.
+[ -n "$stock16" ] && required "required entry points of libgomp 16" "$ALWAYS $OPENMP16" "$tmp/stock16" "stock GCC 16"
+[ -n "$stock14" ] && required "required entry points of libgomp 14" "$ALWAYS $OPENMP14" "$tmp/stock14" "stock GCC 14"
+
+# --- symbol versions -----------------------------------------------------------------------
+grep '^GOMP_OFFLOAD_.*@' "$tmp/ours_raw" > "$tmp/versioned"
+readelf -V -W "$ours" | awk '/^Version definition section/ { d = 1; next } /^Version / { d = 0 }
+  d && /Name:/ && !/BASE/ { for (i = 1; i <= NF; i++) if ($i == "Name:") print "version node " $(i + 1) }' \
+  >> "$tmp/versioned"
+if [ ! -s "$tmp/versioned" ]; then
+  pass "no GOMP_OFFLOAD_* symbol is versioned (unversioned like GCC's plugin)"
+else
+  fail "ours has symbol versions (GCC's plugin exports GOMP_OFFLOAD_* unversioned):"
+  detail < "$tmp/versioned"
+fi
+
+# --- the C header ------------------------------------------------------------------------------
+if "$CC" -std=c11 -Wall -Werror -Werror=incompatible-pointer-types -fsyntax-only \
+     -Iinclude abi-tests/prototypes.c > "$tmp/cc.log" 2>&1; then
+  pass "abi-tests/prototypes.c: include/gomp_plugin_nvptx.h agrees with the spec's prototypes"
+else
+  fail "abi-tests/prototypes.c does not compile against include/gomp_plugin_nvptx.h:"
+  grep -E 'error|note: previous' "$tmp/cc.log" | head -n 12 | detail
+fi
+if command -v cbindgen >/dev/null 2>&1; then
+  if include/generate.sh --check > "$tmp/gen.log" 2>&1; then
+    pass "include/gomp_plugin_nvptx.h is up to date with the crate (include/generate.sh --check)"
+  else
+    fail "include/gomp_plugin_nvptx.h is stale or invalid (run include/generate.sh):"
+    head -n 20 "$tmp/gen.log" | detail
+  fi
+else
+  info "skipped: header freshness (cbindgen not installed)"
+fi
+
+# --- informational: what the stock plugins have that we do not ------------------------------------
+for v in 16 14; do
+  [ -s "$tmp/stock$v" ] || continue
+  comm -23 "$tmp/stock$v" "$tmp/ours" > "$tmp/todo$v"
+  info "stock GCC $v exports $(wc -l < "$tmp/todo$v") GOMP_OFFLOAD_* symbol(s) we do not implement yet:"
+  [ -s "$tmp/todo$v" ] && sed 's/^GOMP_OFFLOAD_//' "$tmp/todo$v" | xargs | fold -s -w 88 | sed 's/ *$//' | detail
+done
+
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]
