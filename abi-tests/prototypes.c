@@ -45,6 +45,13 @@ void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
   (void (*)(void)) GOMP_OFFLOAD_dev2dev,
   (void (*)(void)) GOMP_OFFLOAD_memset,
   (void (*)(void)) GOMP_OFFLOAD_run,
+  (void (*)(void)) GOMP_OFFLOAD_memcpy2d,
+  (void (*)(void)) GOMP_OFFLOAD_memcpy3d,
+  (void (*)(void)) GOMP_OFFLOAD_managed_alloc,
+  (void (*)(void)) GOMP_OFFLOAD_managed_free,
+  (void (*)(void)) GOMP_OFFLOAD_is_accessible_ptr,
+  (void (*)(void)) GOMP_OFFLOAD_page_locked_host_alloc,
+  (void (*)(void)) GOMP_OFFLOAD_page_locked_host_free,
 };
 
 /* 3. libgomp's table entry (libgomp-plugin.h) and the header's equivalent. */
@@ -81,6 +88,21 @@ extern bool GOMP_OFFLOAD_host2dev (int, void *dst, const void *src, size_t);
 extern bool GOMP_OFFLOAD_dev2dev (int, void *dst, const void *src, size_t);
 extern bool GOMP_OFFLOAD_memset (int ord, void *ptr, int val, size_t n);
 extern void GOMP_OFFLOAD_run (int ord, void *fn, void *vars, void **args);
+extern int GOMP_OFFLOAD_memcpy2d (int dst_ord, int src_ord, size_t dim1_size, size_t dim0_len,
+				  void *dst, size_t dst_off1_size, size_t dst_off0_len,
+				  size_t dst_dim1_size, const void *src, size_t src_off1_size,
+				  size_t src_off0_len, size_t src_dim1_size);
+extern int GOMP_OFFLOAD_memcpy3d (int dst_ord, int src_ord, size_t dim2_size, size_t dim1_len,
+				  size_t dim0_len, void *dst, size_t dst_off2_size,
+				  size_t dst_off1_len, size_t dst_off0_len, size_t dst_dim2_size,
+				  size_t dst_dim1_len, const void *src, size_t src_off2_size,
+				  size_t src_off1_len, size_t src_off0_len, size_t src_dim2_size,
+				  size_t src_dim1_len);
+extern void *GOMP_OFFLOAD_managed_alloc (int, size_t);
+extern bool GOMP_OFFLOAD_managed_free (int, void *);
+extern int GOMP_OFFLOAD_is_accessible_ptr (int ord, const void *, size_t);
+extern bool GOMP_OFFLOAD_page_locked_host_alloc (void **ptr, size_t);
+extern bool GOMP_OFFLOAD_page_locked_host_free (void *);
 
 /* load_image, 6-argument form (GCC 14+; libgomp 13 passes the first five). The tag
    is mapped to the header's name, whose layout section 3 proved identical. */

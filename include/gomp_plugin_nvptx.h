@@ -82,7 +82,7 @@ int GOMP_OFFLOAD_load_image(int ord,
                             const void *target_data,
                             struct AddrPair **target_table,
                             uint64_t **rev_fn_table,
-                            const uint64_t *host_ind_fn_table);
+                            uint64_t *host_ind_fn_table);
 
 /**
  * Unloads an image.
@@ -123,6 +123,69 @@ bool GOMP_OFFLOAD_memset(int ord, void *ptr, int val, size_t n);
  * Runs an OpenMP target region and waits for it; errors are fatal (contract).
  */
 void GOMP_OFFLOAD_run(int ord, void *tgt_fn, void *tgt_vars, void **args);
+
+/**
+ * Page-locked host memory (libgomp 16's pinned allocator); `*ptr` NULL for size 0 or
+ * out-of-memory, false only on other errors.
+ */
+bool GOMP_OFFLOAD_page_locked_host_alloc(void **ptr, size_t size);
+
+/**
+ * Frees page-locked host memory.
+ */
+bool GOMP_OFFLOAD_page_locked_host_free(void *ptr);
+
+/**
+ * Managed memory on device `ord`; NULL after an error message.
+ */
+void *GOMP_OFFLOAD_managed_alloc(int ord, size_t size);
+
+/**
+ * Frees managed memory.
+ */
+bool GOMP_OFFLOAD_managed_free(int ord, void *ptr);
+
+/**
+ * 1 if device `ord` can access all of `[ptr, ptr+size)`, else 0.
+ */
+int GOMP_OFFLOAD_is_accessible_ptr(int ord, const void *ptr, size_t size);
+
+/**
+ * 2-D rectangular copy; ord -1 is the host. Returns 1 on success, 0 after an error.
+ */
+int GOMP_OFFLOAD_memcpy2d(int dst_ord,
+                          int src_ord,
+                          size_t dim1_size,
+                          size_t dim0_len,
+                          void *dst,
+                          size_t dst_off1_size,
+                          size_t dst_off0_len,
+                          size_t dst_dim1_size,
+                          const void *src,
+                          size_t src_off1_size,
+                          size_t src_off0_len,
+                          size_t src_dim1_size);
+
+/**
+ * 3-D rectangular copy; ord -1 is the host. Returns 1 on success, 0 after an error.
+ */
+int GOMP_OFFLOAD_memcpy3d(int dst_ord,
+                          int src_ord,
+                          size_t dim2_size,
+                          size_t dim1_len,
+                          size_t dim0_len,
+                          void *dst,
+                          size_t dst_off2_size,
+                          size_t dst_off1_len,
+                          size_t dst_off0_len,
+                          size_t dst_dim2_size,
+                          size_t dst_dim1_len,
+                          const void *src,
+                          size_t src_off2_size,
+                          size_t src_off1_len,
+                          size_t src_off0_len,
+                          size_t src_dim2_size,
+                          size_t src_dim1_len);
 
 #ifdef __cplusplus
 }  // extern "C"

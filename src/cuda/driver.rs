@@ -148,6 +148,9 @@ driver_table! {
         cuMemcpyDtoHAsync = "cuMemcpyDtoHAsync_v2" (*mut c_void, CUdeviceptr, usize, CUstream);
         cuMemcpyDtoDAsync = "cuMemcpyDtoDAsync_v2" (CUdeviceptr, CUdeviceptr, usize, CUstream);
         cuMemsetD8Async = "cuMemsetD8Async" (CUdeviceptr, u8, usize, CUstream);
+        cuMemcpy2DAsync = "cuMemcpy2DAsync_v2" (*const CUDA_MEMCPY2D, CUstream);
+        cuMemcpy2DUnaligned = "cuMemcpy2DUnaligned_v2" (*const CUDA_MEMCPY2D);
+        cuMemcpy3DAsync = "cuMemcpy3DAsync_v2" (*const CUDA_MEMCPY3D, CUstream);
         cuMemHostAlloc = "cuMemHostAlloc" (*mut *mut c_void, usize, u32);
         cuMemFreeHost = "cuMemFreeHost" (*mut c_void);
         cuPointerGetAttribute = "cuPointerGetAttribute" (*mut c_void, CUpointer_attribute, CUdeviceptr);

@@ -7,6 +7,7 @@ use super::guard;
 use crate::libgomp::abi::*;
 use crate::libgomp::{logger, report, version::Detected};
 use crate::nvptx;
+use crate::nvptx::rect::{desc2d, desc3d, Side};
 use std::ffi::{c_char, c_int, c_void};
 
 /// The plugin's `GOMP_VERSION` for the libgomp that loaded us; 0 (which libgomp
@@ -99,7 +100,7 @@ pub extern "C" fn GOMP_OFFLOAD_load_image(
     target_data: *const c_void,
     target_table: *mut *mut AddrPair,
     rev_fn_table: *mut *mut u64,
-    host_ind_fn_table: *const u64,
+    host_ind_fn_table: *mut u64,
 ) -> c_int {
     guard::result("load_image", -1, || {
         let v14 = nvptx::libgomp().is_some_and(|v| v >= crate::libgomp::version::Libgomp::V14);
@@ -208,4 +209,154 @@ pub extern "C" fn GOMP_OFFLOAD_run(
         // SAFETY: `args` is libgomp's NULL-terminated target-argument array.
         unsafe { nvptx::run::run(&dev, f, tgt_vars, args) }
     })
+}
+
+/// Page-locked host memory (libgomp 16's pinned allocator); `*ptr` NULL for size 0 or
+/// out-of-memory, false only on other errors.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_page_locked_host_alloc(ptr: *mut *mut c_void, size: usize) -> bool {
+    guard::ok("page_locked_host_alloc", || {
+        if ptr.is_null() {
+            return Err(crate::error::Error::invalid(
+                "page_locked_host_alloc: no result pointer",
+            ));
+        }
+        let p = nvptx::any_device()?.pinned_alloc(size)?;
+        // SAFETY: checked non-NULL; libgomp passes a writable pointer.
+        unsafe { *ptr = p.unwrap_or(std::ptr::null_mut()) };
+        Ok(())
+    })
+}
+
+/// Frees page-locked host memory.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_page_locked_host_free(ptr: *mut c_void) -> bool {
+    guard::ok("page_locked_host_free", || {
+        nvptx::any_device()?.pinned_free(ptr as usize)
+    })
+}
+
+/// Managed memory on device `ord`; NULL after an error message.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_managed_alloc(ord: c_int, size: usize) -> *mut c_void {
+    guard::result("managed_alloc", std::ptr::null_mut(), || {
+        Ok(nvptx::device(ord)?.managed_alloc(size)? as *mut c_void)
+    })
+}
+
+/// Frees managed memory.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_managed_free(ord: c_int, ptr: *mut c_void) -> bool {
+    guard::ok("managed_free", || nvptx::device(ord)?.free(ptr as u64))
+}
+
+/// 1 if device `ord` can access all of `[ptr, ptr+size)`, else 0.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_is_accessible_ptr(
+    ord: c_int,
+    ptr: *const c_void,
+    size: usize,
+) -> c_int {
+    guard::result("is_accessible_ptr", 0, || {
+        Ok(nvptx::device(ord)?.is_accessible(ptr as usize, size) as c_int)
+    })
+}
+
+fn rect_device(
+    dst_ord: c_int,
+    src_ord: c_int,
+) -> crate::error::Result<std::sync::Arc<nvptx::device::Device>> {
+    nvptx::device(if dst_ord >= 0 { dst_ord } else { src_ord })
+}
+
+fn side(
+    ord: c_int,
+    base: *const c_void,
+    pitch: usize,
+    rows: usize,
+    off: (usize, usize, usize),
+) -> crate::error::Result<Side> {
+    Side::at(ord, base as usize, pitch, rows, off)
+        .ok_or_else(|| crate::error::Error::invalid("omp_target_memcpy_rect: offsets overflow"))
+}
+
+/// 2-D rectangular copy; ord -1 is the host. Returns 1 on success, 0 after an error.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn GOMP_OFFLOAD_memcpy2d(
+    dst_ord: c_int,
+    src_ord: c_int,
+    dim1_size: usize,
+    dim0_len: usize,
+    dst: *mut c_void,
+    dst_off1_size: usize,
+    dst_off0_len: usize,
+    dst_dim1_size: usize,
+    src: *const c_void,
+    src_off1_size: usize,
+    src_off0_len: usize,
+    src_dim1_size: usize,
+) -> c_int {
+    guard::ok("memcpy2d", || {
+        let d = side(
+            dst_ord,
+            dst,
+            dst_dim1_size,
+            0,
+            (dst_off1_size, dst_off0_len, 0),
+        )?;
+        let s = side(
+            src_ord,
+            src,
+            src_dim1_size,
+            0,
+            (src_off1_size, src_off0_len, 0),
+        )?;
+        // SAFETY: libgomp passes host blocks valid for the described rectangle.
+        unsafe { rect_device(dst_ord, src_ord)?.copy2d(&desc2d(d, s, dim1_size, dim0_len)) }
+    }) as c_int
+}
+
+/// 3-D rectangular copy; ord -1 is the host. Returns 1 on success, 0 after an error.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn GOMP_OFFLOAD_memcpy3d(
+    dst_ord: c_int,
+    src_ord: c_int,
+    dim2_size: usize,
+    dim1_len: usize,
+    dim0_len: usize,
+    dst: *mut c_void,
+    dst_off2_size: usize,
+    dst_off1_len: usize,
+    dst_off0_len: usize,
+    dst_dim2_size: usize,
+    dst_dim1_len: usize,
+    src: *const c_void,
+    src_off2_size: usize,
+    src_off1_len: usize,
+    src_off0_len: usize,
+    src_dim2_size: usize,
+    src_dim1_len: usize,
+) -> c_int {
+    guard::ok("memcpy3d", || {
+        let d = side(
+            dst_ord,
+            dst,
+            dst_dim2_size,
+            dst_dim1_len,
+            (dst_off2_size, dst_off1_len, dst_off0_len),
+        )?;
+        let s = side(
+            src_ord,
+            src,
+            src_dim2_size,
+            src_dim1_len,
+            (src_off2_size, src_off1_len, src_off0_len),
+        )?;
+        // SAFETY: libgomp passes host blocks valid for the described box.
+        unsafe {
+            rect_device(dst_ord, src_ord)?.copy3d(&desc3d(d, s, dim2_size, dim1_len, dim0_len))
+        }
+    }) as c_int
 }

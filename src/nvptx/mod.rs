@@ -4,10 +4,12 @@
 pub mod config;
 pub mod descriptor;
 pub mod device;
+pub mod host_memory;
 pub mod image;
 pub mod launch;
 pub mod link;
 pub mod memory;
+pub mod rect;
 pub mod run;
 pub mod stacks;
 pub mod streams;
@@ -110,6 +112,21 @@ pub fn device(ord: i32) -> Result<Arc<Device>> {
         .cloned()
         .flatten()
         .ok_or_else(|| Error::invalid(format!("nvptx device {ord} is not initialized")))?;
+    d.activate()?;
+    Ok(d)
+}
+
+/// The first initialised device (for calls that name none, like page-locked host
+/// allocation), with its context made current.
+pub fn any_device() -> Result<Arc<Device>> {
+    let d = DEVICES
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .flatten()
+        .next()
+        .cloned()
+        .ok_or_else(|| Error::invalid("no nvptx device is initialized"))?;
     d.activate()?;
     Ok(d)
 }
