@@ -52,6 +52,11 @@ void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
   (void (*)(void)) GOMP_OFFLOAD_is_accessible_ptr,
   (void (*)(void)) GOMP_OFFLOAD_page_locked_host_alloc,
   (void (*)(void)) GOMP_OFFLOAD_page_locked_host_free,
+  (void (*)(void)) GOMP_OFFLOAD_interop,
+  (void (*)(void)) GOMP_OFFLOAD_get_interop_int,
+  (void (*)(void)) GOMP_OFFLOAD_get_interop_ptr,
+  (void (*)(void)) GOMP_OFFLOAD_get_interop_str,
+  (void (*)(void)) GOMP_OFFLOAD_get_interop_type_desc,
 };
 
 /* 3. libgomp's table entry (libgomp-plugin.h) and the header's equivalent. */
@@ -103,6 +108,26 @@ extern bool GOMP_OFFLOAD_managed_free (int, void *);
 extern int GOMP_OFFLOAD_is_accessible_ptr (int ord, const void *, size_t);
 extern bool GOMP_OFFLOAD_page_locked_host_alloc (void **ptr, size_t);
 extern bool GOMP_OFFLOAD_page_locked_host_free (void *);
+
+/* Interop (libgomp 15+): libgomp-plugin.h's object and omp.h's enums.  The header's
+   InteropObj must have the layout of struct interop_obj_t. */
+typedef enum omp_interop_property_t { omp_ipr_fr_id = -1, omp_ipr_first = -9 } omp_interop_property_t;
+typedef enum omp_interop_rc_t { omp_irc_no_value = 1, omp_irc_other = -6 } omp_interop_rc_t;
+typedef enum omp_interop_fr_t { omp_ifr_cuda = 1, omp_ifr_last = 7 } omp_interop_fr_t;
+struct interop_obj_t { void *stream; void *device_data; omp_interop_fr_t fr; int device_num; };
+enum gomp_interop_flag { gomp_interop_flag_init, gomp_interop_flag_use, gomp_interop_flag_destroy };
+_Static_assert (sizeof (InteropObj) == sizeof (struct interop_obj_t), "InteropObj size");
+_Static_assert (offsetof (InteropObj, fr) == offsetof (struct interop_obj_t, fr), "InteropObj.fr");
+_Static_assert (offsetof (InteropObj, device_num) == offsetof (struct interop_obj_t, device_num),
+		"InteropObj.device_num");
+extern void GOMP_OFFLOAD_interop (InteropObj *, int, enum gomp_interop_flag, bool, const char *);
+extern intptr_t GOMP_OFFLOAD_get_interop_int (InteropObj *, omp_interop_property_t,
+					      omp_interop_rc_t *);
+extern void *GOMP_OFFLOAD_get_interop_ptr (InteropObj *, omp_interop_property_t,
+					   omp_interop_rc_t *);
+extern const char *GOMP_OFFLOAD_get_interop_str (InteropObj *obj, omp_interop_property_t,
+						 omp_interop_rc_t *);
+extern const char *GOMP_OFFLOAD_get_interop_type_desc (InteropObj *, omp_interop_property_t);
 
 /* load_image, 6-argument form (GCC 14+; libgomp 13 passes the first five). The tag
    is mapped to the header's name, whose layout section 3 proved identical. */

@@ -28,6 +28,29 @@ typedef struct AddrPair {
   size_t end;
 } AddrPair;
 
+/**
+ * libgomp's `struct interop_obj_t` (libgomp-plugin.h): allocated and freed by libgomp,
+ * filled in by the plugin.
+ */
+typedef struct InteropObj {
+  /**
+   * The `targetsync` stream, or NULL.
+   */
+  void *stream;
+  /**
+   * Plugin data (unused here).
+   */
+  void *device_data;
+  /**
+   * The chosen foreign runtime (`omp_interop_fr_t`).
+   */
+  int fr;
+  /**
+   * The OpenMP device number (set by libgomp).
+   */
+  int device_num;
+} InteropObj;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -186,6 +209,35 @@ int GOMP_OFFLOAD_memcpy3d(int dst_ord,
                           size_t src_off0_len,
                           size_t src_dim2_size,
                           size_t src_dim1_len);
+
+/**
+ * Initialises (0), uses (1) or destroys (2) an OpenMP interop object.
+ */
+void GOMP_OFFLOAD_interop(struct InteropObj *obj,
+                          int ord,
+                          uint32_t flag,
+                          bool targetsync,
+                          const char *prefer_type);
+
+/**
+ * Integer interop property; `*rc` says whether it exists and its type.
+ */
+ptrdiff_t GOMP_OFFLOAD_get_interop_int(struct InteropObj *obj, int prop, int *rc);
+
+/**
+ * Pointer interop property.
+ */
+void *GOMP_OFFLOAD_get_interop_ptr(struct InteropObj *obj, int prop, int *rc);
+
+/**
+ * String interop property (static text).
+ */
+const char *GOMP_OFFLOAD_get_interop_str(struct InteropObj *obj, int prop, int *rc);
+
+/**
+ * The C type of an interop property, or NULL.
+ */
+const char *GOMP_OFFLOAD_get_interop_type_desc(struct InteropObj *obj, int prop);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -7,6 +7,7 @@ use super::guard;
 use crate::libgomp::abi::*;
 use crate::libgomp::{logger, report, version::Detected};
 use crate::nvptx;
+use crate::nvptx::interop::{self, InteropObj};
 use crate::nvptx::rect::{desc2d, desc3d, Side};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -359,4 +360,93 @@ pub extern "C" fn GOMP_OFFLOAD_memcpy3d(
             rect_device(dst_ord, src_ord)?.copy3d(&desc3d(d, s, dim2_size, dim1_len, dim0_len))
         }
     }) as c_int
+}
+
+/// Initialises (0), uses (1) or destroys (2) an OpenMP interop object.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_interop(
+    obj: *mut InteropObj,
+    ord: c_int,
+    flag: u32,
+    targetsync: bool,
+    prefer_type: *const c_char,
+) {
+    guard::or_fatal("interop", || {
+        // SAFETY: libgomp passes its live, calloc'd object.
+        let obj = unsafe { obj.as_mut() }
+            .ok_or_else(|| crate::error::Error::invalid("interop: no object"))?;
+        // SAFETY: `prefer_type` is NULL or the compiler's encoding.
+        unsafe { nvptx::device(ord)?.interop(obj, flag, targetsync, prefer_type) }
+    })
+}
+
+fn interop_query(obj: *mut InteropObj, prop: c_int, kind: u8, rc: *mut c_int) -> interop::Value {
+    let (v, code) = guard::result(
+        "get_interop",
+        (interop::Value::None, interop::IRC_NO_VALUE),
+        || {
+            // SAFETY: libgomp passes an object it initialised through us.
+            let o = unsafe { obj.as_ref() }
+                .ok_or_else(|| crate::error::Error::invalid("interop: no object"))?;
+            let (dev, ctx) = nvptx::device(o.device_num)?.interop_handles();
+            Ok(interop::as_kind(interop::property(o, prop, dev, ctx), kind))
+        },
+    );
+    if !rc.is_null() {
+        // SAFETY: checked non-NULL; libgomp passes the caller's return-code slot.
+        unsafe { *rc = code };
+    }
+    v
+}
+
+/// Integer interop property; `*rc` says whether it exists and its type.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_interop_int(
+    obj: *mut InteropObj,
+    prop: c_int,
+    rc: *mut c_int,
+) -> isize {
+    match interop_query(obj, prop, b'i', rc) {
+        interop::Value::Int(v) => v,
+        _ => 0,
+    }
+}
+
+/// Pointer interop property.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_interop_ptr(
+    obj: *mut InteropObj,
+    prop: c_int,
+    rc: *mut c_int,
+) -> *mut c_void {
+    match interop_query(obj, prop, b'p', rc) {
+        interop::Value::Ptr(p) => p,
+        _ => std::ptr::null_mut(),
+    }
+}
+
+/// String interop property (static text).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_interop_str(
+    obj: *mut InteropObj,
+    prop: c_int,
+    rc: *mut c_int,
+) -> *const c_char {
+    match interop_query(obj, prop, b's', rc) {
+        interop::Value::Str(s) => s.as_ptr(),
+        _ => std::ptr::null(),
+    }
+}
+
+/// The C type of an interop property, or NULL.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_interop_type_desc(
+    obj: *mut InteropObj,
+    prop: c_int,
+) -> *const c_char {
+    guard::value("get_interop_type_desc", std::ptr::null(), || {
+        // SAFETY: libgomp passes an object it initialised through us.
+        let fr = unsafe { obj.as_ref() }.map_or(interop::FR_CUDA, |o| o.fr);
+        interop::type_desc(fr, prop).map_or(std::ptr::null(), |s| s.as_ptr())
+    })
 }

@@ -143,6 +143,11 @@ impl Device {
         Ok(dev)
     }
 
+    /// The device's CUDA context (borrowed or primary; alive until `close`).
+    pub fn context(&self) -> CUcontext {
+        self.ctx
+    }
+
     /// Makes this device's context current on the calling thread, if it is not already.
     /// Every entry point that touches the device calls this first, so any host thread
     /// (an OpenMP worker, say) may use the device.

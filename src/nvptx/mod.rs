@@ -6,6 +6,7 @@ pub mod descriptor;
 pub mod device;
 pub mod host_memory;
 pub mod image;
+pub mod interop;
 pub mod launch;
 pub mod link;
 pub mod memory;
