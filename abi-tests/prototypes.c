@@ -45,6 +45,7 @@ void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
   (void (*)(void)) GOMP_OFFLOAD_dev2dev,
   (void (*)(void)) GOMP_OFFLOAD_memset,
   (void (*)(void)) GOMP_OFFLOAD_run,
+  (void (*)(void)) GOMP_OFFLOAD_async_run,
   (void (*)(void)) GOMP_OFFLOAD_memcpy2d,
   (void (*)(void)) GOMP_OFFLOAD_memcpy3d,
   (void (*)(void)) GOMP_OFFLOAD_managed_alloc,
@@ -93,6 +94,7 @@ extern bool GOMP_OFFLOAD_host2dev (int, void *dst, const void *src, size_t);
 extern bool GOMP_OFFLOAD_dev2dev (int, void *dst, const void *src, size_t);
 extern bool GOMP_OFFLOAD_memset (int ord, void *ptr, int val, size_t n);
 extern void GOMP_OFFLOAD_run (int ord, void *fn, void *vars, void **args);
+extern void GOMP_OFFLOAD_async_run (int ord, void *fn, void *vars, void **args, void *async_data);
 extern int GOMP_OFFLOAD_memcpy2d (int dst_ord, int src_ord, size_t dim1_size, size_t dim0_len,
 				  void *dst, size_t dst_off1_size, size_t dst_off0_len,
 				  size_t dst_dim1_size, const void *src, size_t src_off1_size,

@@ -148,6 +148,12 @@ bool GOMP_OFFLOAD_memset(int ord, void *ptr, int val, size_t n);
 void GOMP_OFFLOAD_run(int ord, void *tgt_fn, void *tgt_vars, void **args);
 
 /**
+ * Launches an OpenMP target region without waiting (`nowait`); completion is
+ * reported through `GOMP_PLUGIN_target_task_completion(async_data)`.
+ */
+void GOMP_OFFLOAD_async_run(int ord, void *tgt_fn, void *tgt_vars, void **args, void *async_data);
+
+/**
  * Page-locked host memory (libgomp 16's pinned allocator); `*ptr` NULL for size 0 or
  * out-of-memory, false only on other errors.
  */

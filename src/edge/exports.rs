@@ -212,6 +212,30 @@ pub extern "C" fn GOMP_OFFLOAD_run(
     })
 }
 
+/// Launches an OpenMP target region without waiting (`nowait`); completion is
+/// reported through `GOMP_PLUGIN_target_task_completion(async_data)`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_async_run(
+    ord: c_int,
+    tgt_fn: *mut c_void,
+    tgt_vars: *mut c_void,
+    args: *mut *mut c_void,
+    async_data: *mut c_void,
+) {
+    guard::or_fatal("async_run", || {
+        if args.is_null() || tgt_fn.is_null() {
+            return Err(crate::error::Error::invalid(
+                "async_run: no kernel or no target arguments",
+            ));
+        }
+        let dev = nvptx::device(ord)?;
+        // SAFETY: as in GOMP_OFFLOAD_run.
+        let f = unsafe { &*(tgt_fn as *const nvptx::image::TargetFn) };
+        // SAFETY: `args` is libgomp's NULL-terminated target-argument array.
+        unsafe { nvptx::run::run_async(&dev, f, tgt_vars, args, async_data) }
+    })
+}
+
 /// Page-locked host memory (libgomp 16's pinned allocator); `*ptr` NULL for size 0 or
 /// out-of-memory, false only on other errors.
 #[no_mangle]

@@ -1,5 +1,6 @@
 //! One opened CUDA device: its context, properties, settings and per-device pools.
 
+use super::async_queue::AsyncQueue;
 use super::config::Config;
 use super::image::Image;
 use super::stacks::StackCache;
@@ -45,6 +46,8 @@ pub struct Device {
     pub stacks: StackCache,
     /// Loaded images, in load order.
     pub images: Mutex<Vec<Box<Image>>>,
+    /// Asynchronous launches (`nowait`) and their completion thread.
+    pub async_queue: AsyncQueue,
 }
 
 // SAFETY: the context handle may be made current on any thread; all mutable state is
@@ -121,6 +124,7 @@ impl Device {
             streams: StreamPool::default(),
             stacks: StackCache::default(),
             images: Mutex::new(Vec::new()),
+            async_queue: AsyncQueue::default(),
         };
         dev.activate()?;
         if let Some(n) = dev.config.native_stack {
@@ -183,6 +187,7 @@ impl Device {
     /// stacks, streams, and the primary context reference.
     pub fn close(&self) -> Result<()> {
         self.activate()?;
+        self.async_queue.shutdown();
         let images: Vec<_> = self
             .images
             .lock()

@@ -1,9 +1,11 @@
 //! The nvptx core: devices, images, memory and launches on NVIDIA GPUs through the CUDA
 //! driver. Depends on `cuda` and `libgomp`; called only by the exported edge.
 
+pub mod async_queue;
 pub mod config;
 pub mod descriptor;
 pub mod device;
+pub mod events;
 pub mod host_memory;
 pub mod image;
 pub mod interop;

@@ -1,13 +1,97 @@
-//! Launching OpenMP kernels (`GOMP_OFFLOAD_run`) and the image constructor/destructor
-//! kernels, synchronously on a pooled stream with a soft-stack block of their own.
+//! Launching OpenMP kernels: `GOMP_OFFLOAD_run` (synchronous, on a pooled stream) and
+//! `GOMP_OFFLOAD_async_run` (stream-ordered, completion reported by the device's
+//! completion thread), each with a soft-stack block of its own; and the image
+//! constructor/destructor kernels.
 
 use super::device::Device;
 use super::image::{find_function, with_suffix, TargetFn};
-use super::launch::{decode_args, geometry, Limits};
+use super::launch::{decode_args, geometry, Geometry, Limits};
+use super::stacks::StackBlock;
+use super::streams::Stream;
 use crate::cu;
 use crate::cuda::sys::*;
 use crate::error::Result;
 use std::ffi::{c_void, CStr};
+
+/// A kernel ready to launch: its geometry and its own soft-stack block.
+pub struct Prepared<'a> {
+    f: &'a TargetFn,
+    g: Geometry,
+    vars: u64,
+    /// The soft stacks the kernel uses until it completes.
+    pub stacks: StackBlock,
+}
+
+/// Decodes the launch arguments, picks the geometry and takes a stack block.
+///
+/// # Safety
+/// `args` must satisfy [`decode_args`].
+pub unsafe fn prepare<'a>(
+    dev: &Device,
+    f: &'a TargetFn,
+    vars: *mut c_void,
+    args: *const *mut c_void,
+) -> Result<Prepared<'a>> {
+    // SAFETY: forwarded caller guarantee.
+    let req = unsafe { decode_args(args) };
+    let g = geometry(
+        req,
+        Limits {
+            num_sms: dev.props.num_sms,
+            regs_per_sm: dev.props.regs_per_sm,
+            max_threads_per_block: f.max_threads_per_block,
+            regs_per_thread: f.regs,
+        },
+    );
+    let stacks = dev
+        .stacks
+        .acquire(dev.config.soft_stack * (g.teams as usize) * (g.warps as usize))?;
+    log::debug!(
+        "kernel {}: launch {} team(s) x {} warp(s) (requested teams {}, thread_limit {}), {} dynamic smem",
+        f.name,
+        g.teams,
+        g.warps,
+        req.teams,
+        req.thread_limit,
+        dev.config.lowlat_pool
+    );
+    Ok(Prepared {
+        f,
+        g,
+        vars: vars as u64,
+        stacks,
+    })
+}
+
+/// Enqueues a prepared kernel on `s` (does not wait).
+pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
+    let mut vars = p.vars;
+    let mut stacks = p.stacks.ptr;
+    let mut size = dev.config.soft_stack as u64;
+    let mut params: [*mut c_void; 3] = [
+        (&mut vars as *mut u64).cast(),
+        (&mut stacks as *mut CUdeviceptr).cast(),
+        (&mut size as *mut u64).cast(),
+    ];
+    // SAFETY: the kernel's PTX entry takes (u64 vars, u64 stacks, u64 size); the driver
+    // copies the parameters, which point to locals alive during the call.
+    unsafe {
+        cu!(cuLaunchKernel(
+            p.f.func,
+            p.g.teams,
+            1,
+            1,
+            32,
+            p.g.warps,
+            1,
+            dev.config.lowlat_pool as u32,
+            s.0,
+            params.as_mut_ptr(),
+            std::ptr::null_mut()
+        ))
+    }?;
+    Ok(())
+}
 
 /// Runs `f` with the mapped-variable block `vars` and libgomp's target arguments
 /// `args`, and waits for it.
@@ -21,61 +105,30 @@ pub unsafe fn run(
     args: *const *mut c_void,
 ) -> Result<()> {
     // SAFETY: forwarded caller guarantee.
-    let req = unsafe { decode_args(args) };
-    let g = geometry(
-        req,
-        Limits {
-            num_sms: dev.props.num_sms,
-            regs_per_sm: dev.props.regs_per_sm,
-            max_threads_per_block: f.max_threads_per_block,
-            regs_per_thread: f.regs,
-        },
-    );
-    let stack_size = dev.config.soft_stack;
-    let stacks = dev
-        .stacks
-        .acquire(stack_size * (g.teams as usize) * (g.warps as usize))?;
-    log::debug!(
-        "kernel {}: launch {} team(s) x {} warp(s) (requested teams {}, thread_limit {}), {} dynamic smem",
-        f.name,
-        g.teams,
-        g.warps,
-        req.teams,
-        req.thread_limit,
-        dev.config.lowlat_pool
-    );
-    let mut p_vars = vars as u64;
-    let mut p_stacks = stacks.ptr;
-    let mut p_size = stack_size as u64;
-    let mut params: [*mut c_void; 3] = [
-        (&mut p_vars as *mut u64).cast(),
-        (&mut p_stacks as *mut CUdeviceptr).cast(),
-        (&mut p_size as *mut u64).cast(),
-    ];
-    let r = dev.on_stream(|s| {
-        // SAFETY: the kernel's PTX entry takes (u64 vars, u64 stacks, u64 size); the
-        // parameter pointers refer to locals that outlive the launch call.
-        unsafe {
-            cu!(cuLaunchKernel(
-                f.func,
-                g.teams,
-                1,
-                1,
-                32,
-                g.warps,
-                1,
-                dev.config.lowlat_pool as u32,
-                s.0,
-                params.as_mut_ptr(),
-                std::ptr::null_mut()
-            ))
-        }
-        .map_err(Into::into)
-    });
-    if r.is_ok() {
-        dev.stacks.release(stacks);
-    }
-    r
+    let p = unsafe { prepare(dev, f, vars, args) }?;
+    dev.on_stream(|s| enqueue(dev, &p, s))?;
+    dev.stacks.release(p.stacks);
+    Ok(())
+}
+
+/// Launches `f` without waiting; libgomp's `async_data` is handed back through
+/// `GOMP_PLUGIN_target_task_completion` once the kernel has completed.
+///
+/// # Safety
+/// As [`run`].
+pub unsafe fn run_async(
+    dev: &std::sync::Arc<Device>,
+    f: &TargetFn,
+    vars: *mut c_void,
+    args: *const *mut c_void,
+    async_data: *mut c_void,
+) -> Result<()> {
+    // SAFETY: forwarded caller guarantee.
+    let p = unsafe { prepare(dev, f, vars, args) }?;
+    dev.async_queue.reserve(p.stacks.size);
+    let s = dev.async_queue.stream()?;
+    enqueue(dev, &p, s)?;
+    super::async_queue::submit(dev, s, p.stacks, async_data as usize)
 }
 
 /// Runs the image's global constructor or destructor kernel `base` (or its `__mgomp`
