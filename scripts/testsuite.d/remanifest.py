@@ -16,6 +16,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLANNER = os.path.join(HERE, "..", "toolchain", "plan-tests.py")
+DEFAULTS = ["-", "-", "0", "-", "300", "-", "-", "0", "0", "-", "0"]   # per manifest column
 
 
 def read_manifest(path):
@@ -49,7 +50,8 @@ def replan(src, bundle, out=sys.stdout, planner=PLANNER):
         (keep if os.path.isfile(os.path.join(bundle, r[1])) else unbuilt).append(r)
     newmap = {r[0]: r for r in keep}
     res = {
-        "changed": [r[0] for r in keep if r[0] in oldmap and oldmap[r[0]] != r],
+        # a column the old manifest lacks counts as unchanged where the new one has its default
+        "changed": [r[0] for r in keep if r[0] in oldmap and oldmap[r[0]] + DEFAULTS[len(oldmap[r[0]]):] != r],
         "added": [r[0] for r in keep if r[0] not in oldmap],
         "dropped": [r[0] for r in old if r[0] not in newmap],
         "unbuilt": [r[0] for r in unbuilt],

@@ -144,6 +144,10 @@ class FixturePlanTest(unittest.TestCase):
         t = plan("libgomp.oacc-c-c++-common", "libgomp.oacc-c-c++-common/skip-shared.c")
         self.assertFalse(t["shouldfail"])
 
+    def test_exclusive(self):
+        self.assertTrue(plan("libgomp.oacc-c-c++-common", "libgomp.oacc-c-c++-common/timed.c")["exclusive"])
+        self.assertFalse(plan("libgomp.oacc-c-c++-common", "libgomp.oacc-c-c++-common/usm.c")["exclusive"])
+
     def test_probe_requirement(self):
         t = plan("libgomp.oacc-c-c++-common", "libgomp.oacc-c-c++-common/usm.c")
         self.assertEqual(t["requires"], ["omp_usm"])
@@ -169,7 +173,7 @@ class FixturePlanTest(unittest.TestCase):
                 skipped = [l.split("\t") for l in fh]
         names = [r[0] for r in rows]
         self.assertIn("libgomp.oacc-fortran/stop-like.f", names)
-        self.assertTrue(all(len(r) == 10 for r in rows))
+        self.assertTrue(all(len(r) == 11 for r in rows))
         env = {r[0]: r[5] for r in rows}
         self.assertEqual(env["libgomp.c/env-vars.c"], "OMP_STACKSIZE_ALL=42%20M;OMP_SCHEDULE=guided,2")
         self.assertEqual([s[:2] for s in skipped], [["libgomp.c/amd-only.c", "amd-only"]])
@@ -217,6 +221,11 @@ class RealSourcesTest(unittest.TestCase):
         self.assertNotIn(".*.*", t["regex"])
         with open(os.path.join(FIX, "display-env.out"), encoding="latin-1") as fh:
             self.assertTrue(pcre(t["regex"], fh.read()))
+
+    def test_exclusive_timing_tests(self):
+        for n in ("lib-74.c", "lib-75.c", "lib-76.c", "lib-91.c"):
+            self.assertTrue(plan("libgomp.oacc-c-c++-common", "libgomp.oacc-c-c++-common/" + n, REAL)["exclusive"], n)
+        self.assertFalse(plan("libgomp.c-c++-common", "libgomp.c-c++-common/for-5.c", REAL)["exclusive"])
 
     def test_xfail_run_reverse_offload_5(self):
         t = plan("libgomp.fortran", "libgomp.fortran/reverse-offload-5.f90", REAL)

@@ -46,6 +46,7 @@ TESTS = {
         + ('[ "$_STDBUF_O" = L ] || exit 15\n' if STDBUF else "")
         + 'exit 0', 0, "-", 300, "FOO=a%20b%3Bc%25", "-", 0, 0),
 }
+EXCLUSIVE = {"libgomp.c/pass.c", "libgomp.c/shouldfail.c"}
 EXPECT = {
     "libgomp.c/pass.c": ("PASS", ""),
     "libgomp.c/fail.c": ("FAIL", "exit 3"),
@@ -95,7 +96,10 @@ class FakeBundleTest(unittest.TestCase):
             binp = "bin/" + name + ".exe"
             os.symlink(os.path.realpath(BASH), os.path.join(b, binp))
             envcol = "BASH_ENV=" + pct(sp) + (";" + env if env else "")
-            rows.append("\t".join([name, binp, str(sf), rx, str(tmo), envcol, req, str(xf), str(ox), name.split("/")[0]]))
+            cols = [name, binp, str(sf), rx, str(tmo), envcol, req, str(xf), str(ox), name.split("/")[0]]
+            if name in EXCLUSIVE:                       # others: the older 10-column form
+                cols.append("1")
+            rows.append("\t".join(cols))
         with open(os.path.join(b, "manifest.tsv"), "w") as fh:
             fh.write("\n".join(rows) + "\n")
 
@@ -124,6 +128,10 @@ class FakeBundleTest(unittest.TestCase):
         self.assertEqual(ge.status, "FAIL")
         self.assertTrue(ge.detail.startswith("output check error:"), ge.detail)
         self.assertEqual(p.stdout.strip().splitlines()[-1], "9 passed, 6 failed, 1 skipped")
+        # exclusive tests run one by one after the others
+        ran = [l.split()[1] for l in p.stdout.splitlines() if l.split(":")[0] in compare.STATUSES]
+        self.assertEqual(set(ran[-2:]), EXCLUSIVE)
+        self.assertIn("2 of them run alone at the end", p.stdout)
         self.assertTrue(os.path.exists(os.path.join(out, "failed-outputs", "libgomp.c__fail.c.txt")))
         self.assertFalse(os.path.exists(os.path.join(out, "failed-outputs", "libgomp.c__pass.c.txt")))
 
