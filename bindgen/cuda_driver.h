@@ -20,6 +20,7 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUarray_st *CUarray;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 
 typedef struct CUuuid_st { char bytes[16]; } CUuuid;
 
@@ -113,6 +114,24 @@ typedef int CUpointer_attribute;
 #define CU_MEMHOSTALLOC_DEVICEMAP 2
 #define CU_MEM_ATTACH_GLOBAL 1
 #define CU_GET_PROC_ADDRESS_LEGACY_STREAM 1
+
+/* CUmemPool_attribute */
+typedef int CUmemPool_attribute;
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+
+/* CUmemPoolProps (88 bytes in CUDA 11.2-13; zero what is not set). */
+#define CU_MEM_ALLOCATION_TYPE_PINNED 1
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+typedef struct CUmemPoolProps_st {
+  int allocType;
+  int handleTypes;
+  int locationType;
+  int locationId;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned char reserved[56];
+} CUmemPoolProps;
 
 /* CUdriverProcAddressQueryResult */
 typedef int CUdriverProcAddressQueryResult;

@@ -170,6 +170,12 @@ driver_table! {
         cuMemAllocManaged = "cuMemAllocManaged" (*mut CUdeviceptr, usize, u32);
         cuMemAllocAsync = "cuMemAllocAsync" (*mut CUdeviceptr, usize, CUstream);
         cuMemFreeAsync = "cuMemFreeAsync" (CUdeviceptr, CUstream);
+        cuMemAllocFromPoolAsync = "cuMemAllocFromPoolAsync" (*mut CUdeviceptr, usize, CUmemoryPool, CUstream);
+        cuMemPoolCreate = "cuMemPoolCreate" (*mut CUmemoryPool, *const CUmemPoolProps);
+        cuMemPoolDestroy = "cuMemPoolDestroy" (CUmemoryPool);
+        cuMemPoolSetAttribute = "cuMemPoolSetAttribute" (CUmemoryPool, CUmemPool_attribute, *mut c_void);
+        cuMemPoolGetAttribute = "cuMemPoolGetAttribute" (CUmemoryPool, CUmemPool_attribute, *mut c_void);
+        cuMemPoolTrimTo = "cuMemPoolTrimTo" (CUmemoryPool, usize);
         cuOccupancyMaxActiveBlocksPerMultiprocessor = "cuOccupancyMaxActiveBlocksPerMultiprocessor" (*mut i32, CUfunction, i32, usize);
     }
 }

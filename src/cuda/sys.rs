@@ -70,6 +70,10 @@ pub const CU_MEMHOSTALLOC_PORTABLE: i32 = 1;
 pub const CU_MEMHOSTALLOC_DEVICEMAP: i32 = 2;
 pub const CU_MEM_ATTACH_GLOBAL: i32 = 1;
 pub const CU_GET_PROC_ADDRESS_LEGACY_STREAM: i32 = 1;
+pub const CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: i32 = 4;
+pub const CU_MEMPOOL_ATTR_USED_MEM_CURRENT: i32 = 7;
+pub const CU_MEM_ALLOCATION_TYPE_PINNED: i32 = 1;
+pub const CU_MEM_LOCATION_TYPE_DEVICE: i32 = 1;
 pub const CU_GET_PROC_ADDRESS_SUCCESS: i32 = 0;
 pub const CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND: i32 = 1;
 pub const CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: i32 = 2;
@@ -118,6 +122,12 @@ pub struct CUarray_st {
 }
 pub type CUarray = *mut CUarray_st;
 #[repr(C)]
+#[derive(Debug)]
+pub struct CUmemPoolHandle_st {
+    _unused: [u8; 0],
+}
+pub type CUmemoryPool = *mut CUmemPoolHandle_st;
+#[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct CUuuid_st {
     pub bytes: [::core::ffi::c_char; 16usize],
@@ -131,6 +141,19 @@ pub type CUjitInputType = ::core::ffi::c_int;
 pub type CUlimit = ::core::ffi::c_int;
 pub type CUmemorytype = ::core::ffi::c_int;
 pub type CUpointer_attribute = ::core::ffi::c_int;
+pub type CUmemPool_attribute = ::core::ffi::c_int;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct CUmemPoolProps_st {
+    pub allocType: ::core::ffi::c_int,
+    pub handleTypes: ::core::ffi::c_int,
+    pub locationType: ::core::ffi::c_int,
+    pub locationId: ::core::ffi::c_int,
+    pub win32SecurityAttributes: *mut ::core::ffi::c_void,
+    pub maxSize: usize,
+    pub reserved: [::core::ffi::c_uchar; 56usize],
+}
+pub type CUmemPoolProps = CUmemPoolProps_st;
 pub type CUdriverProcAddressQueryResult = ::core::ffi::c_int;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

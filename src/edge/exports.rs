@@ -272,7 +272,9 @@ pub extern "C" fn GOMP_OFFLOAD_managed_alloc(ord: c_int, size: usize) -> *mut c_
 /// Frees managed memory.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_managed_free(ord: c_int, ptr: *mut c_void) -> bool {
-    guard::ok("managed_free", || nvptx::device(ord)?.free(ptr as u64))
+    guard::ok("managed_free", || {
+        nvptx::device(ord)?.free_direct(ptr as u64)
+    })
 }
 
 /// 1 if device `ord` can access all of `[ptr, ptr+size)`, else 0.

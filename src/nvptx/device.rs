@@ -3,6 +3,7 @@
 use super::async_queue::AsyncQueue;
 use super::config::Config;
 use super::image::Image;
+use super::pool::Pool;
 use super::stacks::StackCache;
 use super::streams::{Stream, StreamPool};
 use crate::cu;
@@ -48,6 +49,8 @@ pub struct Device {
     pub images: Mutex<Vec<Box<Image>>>,
     /// Asynchronous launches (`nowait`) and their completion thread.
     pub async_queue: AsyncQueue,
+    /// The device-memory pool (`None`: plain cuMemAlloc/cuMemFree).
+    pub pool: Option<Pool>,
 }
 
 // SAFETY: the context handle may be made current on any thread; all mutable state is
@@ -125,14 +128,20 @@ impl Device {
             stacks: StackCache::default(),
             images: Mutex::new(Vec::new()),
             async_queue: AsyncQueue::default(),
+            pool: None,
         };
         dev.activate()?;
+        let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
+        let dev = Device {
+            pool: Pool::create(cu_dev, pools)?,
+            ..dev
+        };
         if let Some(n) = dev.config.native_stack {
             // SAFETY: plain limit setting in the current context.
             unsafe { cu!(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, n)) }?;
         }
         log::debug!(
-            "device {ord}: {} (sm_{}{}, {} SMs, {} kHz), {} context",
+            "device {ord}: {} (sm_{}{}, {} SMs, {} kHz), {} context, {}",
             dev.props.name,
             dev.props.cc.0,
             dev.props.cc.1,
@@ -142,6 +151,11 @@ impl Device {
                 "primary"
             } else {
                 "borrowed current"
+            },
+            if dev.pool.is_some() {
+                "stream-ordered memory pool"
+            } else {
+                "cuMemAlloc (no memory pools)"
             }
         );
         Ok(dev)
@@ -201,6 +215,14 @@ impl Device {
             }
         }
         self.stacks.trim();
+        if let Some(p) = &self.pool {
+            log::debug!(
+                "device {}: {} byte(s) still allocated from the pool at close",
+                self.ord,
+                p.used()
+            );
+            p.destroy();
+        }
         self.streams.destroy_all();
         if self.owns_primary {
             // SAFETY: balanced with the retain in `open`.

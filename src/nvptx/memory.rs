@@ -8,21 +8,30 @@ use crate::error::{Error, Result};
 use std::ffi::c_void;
 
 impl Device {
-    /// Allocates `size` device bytes. On out-of-memory the cached soft stacks are freed
+    /// Allocates `size` device bytes, from the pool when there is one. On
+    /// out-of-memory the pool's unused memory and the cached soft stacks are released
     /// and the allocation retried once.
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
+        match self.alloc_once(size.max(1)) {
+            Err(Error::Cuda(e)) if e.code == crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY => {
+                if let Some(p) = &self.pool {
+                    p.trim();
+                }
+                self.stacks.trim();
+                self.alloc_once(size.max(1))
+            }
+            r => r,
+        }
+    }
+
+    fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {
+        if let Some(pool) = &self.pool {
+            return pool.alloc(size);
+        }
         let mut p: CUdeviceptr = 0;
         // SAFETY: out-pointer to a local; context current (caller).
-        match unsafe { cu!(cuMemAlloc(&mut p, size.max(1))) } {
-            Ok(()) => Ok(p),
-            Err(e) if e.code == crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY => {
-                self.stacks.trim();
-                // SAFETY: as above.
-                unsafe { cu!(cuMemAlloc(&mut p, size.max(1))) }?;
-                Ok(p)
-            }
-            Err(e) => Err(e.into()),
-        }
+        unsafe { cu!(cuMemAlloc(&mut p, size)) }?;
+        Ok(p)
     }
 
     /// Frees a block from [`Device::alloc`]. NULL is accepted and ignored.
@@ -30,8 +39,20 @@ impl Device {
         if p == 0 {
             return Ok(());
         }
+        if let Some(pool) = &self.pool {
+            return pool.free(p);
+        }
         // SAFETY: `p` came from cuMemAlloc in this context (libgomp's bookkeeping).
         unsafe { cu!(cuMemFree(p)) }?;
+        Ok(())
+    }
+
+    /// Frees memory that did not come from [`Device::alloc`] (managed memory).
+    pub fn free_direct(&self, p: CUdeviceptr) -> Result<()> {
+        if p != 0 {
+            // SAFETY: `p` came from a cuMemAlloc-family call (caller).
+            unsafe { cu!(cuMemFree(p)) }?;
+        }
         Ok(())
     }
 

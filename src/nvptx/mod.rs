@@ -12,6 +12,7 @@ pub mod interop;
 pub mod launch;
 pub mod link;
 pub mod memory;
+pub mod pool;
 pub mod rect;
 pub mod run;
 pub mod stacks;

@@ -1,0 +1,232 @@
+/* offload_bench.c - micro-benchmarks of an OpenMP offload plugin, run the same way with
+ * GCC's stock plugin and ours (bench/device-run.sh alternates them).
+ *
+ * usage: offload_bench MODE [args]
+ *   empty N            median time of N empty `omp target` regions (us)
+ *   nowait N           N `target nowait map(tofrom:a[i:1])` + taskwait, issued from an
+ *                      OpenMP worker thread; time per region (us), result checked
+ *   nomap_worker       `target` without map clauses on an OpenMP worker thread (the
+ *                      stock plugin aborts: "invalid device context")
+ *   threads T MS K     T host threads each run K target regions that spin MS ms on the
+ *                      GPU; prints regions/s and the speed-up over one thread
+ *   alloc N BYTES      median omp_target_alloc + omp_target_free (us)
+ *   bw BYTES           host->device and device->host omp_target_memcpy bandwidth
+ *                      (GB/s) from malloc'd (pageable) and ompx_gnu_pinned_mem_alloc memory
+ * Each result is a line "metric NAME VALUE UNIT"; a wrong result prints "ERROR ..." and
+ * exits 1. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double median (double *v, int n)
+{
+  qsort (v, n, sizeof *v, cmp);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int on_device (void)
+{
+  int d = 0;
+#pragma omp target map(from: d)
+  d = !omp_is_initial_device ();
+  return d;
+}
+
+static int mode_empty (int n)
+{
+  double *t = malloc (n * sizeof *t);
+  for (int i = 0; i < n + 10; i++)
+    {
+      double t0 = omp_get_wtime ();
+#pragma omp target
+      ;
+      if (i >= 10)
+        t[i - 10] = omp_get_wtime () - t0;
+    }
+  printf ("metric empty_target %.2f us\n", median (t, n) * 1e6);
+  free (t);
+  return 0;
+}
+
+static int mode_nowait (int n)
+{
+  int *a = calloc (n, sizeof *a);
+  double best[5];
+  for (int rep = 0; rep < 5; rep++)
+    {
+      double t0 = omp_get_wtime ();
+#pragma omp parallel num_threads(4)
+#pragma omp single
+      {
+        for (int i = 0; i < n; i++)
+          {
+#pragma omp target nowait map(tofrom: a[i:1])
+            a[i] += 1;
+          }
+#pragma omp taskwait
+      }
+      best[rep] = (omp_get_wtime () - t0) / n;
+    }
+  for (int i = 0; i < n; i++)
+    if (a[i] != 5)
+      {
+        printf ("ERROR nowait: a[%d] = %d, want 5\n", i, a[i]);
+        return 1;
+      }
+  printf ("metric nowait_per_region %.2f us\n", median (best, 5) * 1e6);
+  free (a);
+  return 0;
+}
+
+static int mode_nomap_worker (void)
+{
+  int ran = 0;
+  /* Thread 1 of the team (never the initial thread) launches a region without map
+     clauses, so nothing made the device context current on that thread before.  */
+#pragma omp parallel num_threads(2) shared(ran)
+  if (omp_get_thread_num () == 1)
+    {
+#pragma omp target
+      ;
+      ran = 1;
+    }
+  printf ("metric nomap_worker_ok %d bool\n", ran);
+  return !ran;
+}
+
+static void spin_region (double ms)
+{
+#pragma omp target firstprivate(ms)
+  {
+    double t0 = omp_get_wtime ();
+    while (omp_get_wtime () - t0 < ms * 1e-3)
+      ;
+  }
+}
+
+static int mode_threads (int nthreads, double ms, int k)
+{
+  double t0 = omp_get_wtime ();
+  for (int i = 0; i < k; i++)
+    spin_region (ms);
+  double one = k / (omp_get_wtime () - t0);
+  t0 = omp_get_wtime ();
+#pragma omp parallel num_threads(nthreads)
+  for (int i = 0; i < k; i++)
+    spin_region (ms);
+  double many = nthreads * k / (omp_get_wtime () - t0);
+  printf ("metric threads1_regions_per_s %.1f 1/s\n", one);
+  printf ("metric threads%d_regions_per_s %.1f 1/s\n", nthreads, many);
+  printf ("metric threads%d_speedup %.2f x\n", nthreads, many / one);
+  return 0;
+}
+
+static int mode_alloc (int n, size_t bytes)
+{
+  int dev = omp_get_default_device ();
+  double *t = malloc (n * sizeof *t);
+  for (int i = 0; i < n + 10; i++)
+    {
+      double t0 = omp_get_wtime ();
+      void *p = omp_target_alloc (bytes, dev);
+      if (!p)
+        {
+          printf ("ERROR alloc: omp_target_alloc returned NULL\n");
+          return 1;
+        }
+      omp_target_free (p, dev);
+      if (i >= 10)
+        t[i - 10] = omp_get_wtime () - t0;
+    }
+  printf ("metric alloc_free_%zuB %.2f us\n", bytes, median (t, n) * 1e6);
+  free (t);
+  return 0;
+}
+
+static int bw_one (const char *kind, char *h, size_t bytes)
+{
+  int dev = omp_get_default_device (), host = omp_get_initial_device ();
+  char *d = omp_target_alloc (bytes, dev);
+  if (!d)
+    {
+      printf ("ERROR bw: no device memory\n");
+      return 1;
+    }
+  memset (h, 7, bytes);
+  double up[3], down[3];
+  for (int r = 0; r < 3; r++)
+    {
+      double t0 = omp_get_wtime ();
+      omp_target_memcpy (d, h, bytes, 0, 0, dev, host);
+      up[r] = bytes / (omp_get_wtime () - t0) / 1e9;
+      h[0] = h[bytes - 1] = 0;
+      t0 = omp_get_wtime ();
+      omp_target_memcpy (h, d, bytes, 0, 0, host, dev);
+      down[r] = bytes / (omp_get_wtime () - t0) / 1e9;
+      if (h[0] != 7 || h[bytes - 1] != 7)
+        {
+          printf ("ERROR bw: data not copied back\n");
+          return 1;
+        }
+    }
+  printf ("metric h2d_%s_%zuB %.2f GB/s\n", kind, bytes, median (up, 3));
+  printf ("metric d2h_%s_%zuB %.2f GB/s\n", kind, bytes, median (down, 3));
+  omp_target_free (d, dev);
+  return 0;
+}
+
+static int mode_bw (size_t bytes)
+{
+  char *h = malloc (bytes);
+  int rc = bw_one ("pageable", h, bytes);
+  free (h);
+  char *p = omp_alloc (bytes, ompx_gnu_pinned_mem_alloc);
+  if (!p)
+    {
+      printf ("ERROR bw: ompx_gnu_pinned_mem_alloc failed\n");
+      return 1;
+    }
+  rc |= bw_one ("pinned", p, bytes);
+  omp_free (p, ompx_gnu_pinned_mem_alloc);
+  return rc;
+}
+
+int main (int argc, char **argv)
+{
+  if (argc < 2)
+    {
+      fprintf (stderr, "usage: %s empty|nowait|nomap_worker|threads|alloc|bw ...\n", argv[0]);
+      return 2;
+    }
+  const char *m = argv[1];
+  double t0 = omp_get_wtime ();
+  int dev = on_device ();
+  printf ("metric first_target_region %.2f ms\n", (omp_get_wtime () - t0) * 1e3);
+  if (!dev)
+    {
+      printf ("ERROR not running on a GPU\n");
+      return 1;
+    }
+  if (!strcmp (m, "empty"))
+    return mode_empty (argc > 2 ? atoi (argv[2]) : 1000);
+  if (!strcmp (m, "nowait"))
+    return mode_nowait (argc > 2 ? atoi (argv[2]) : 1000);
+  if (!strcmp (m, "nomap_worker"))
+    return mode_nomap_worker ();
+  if (!strcmp (m, "threads"))
+    return mode_threads (argc > 2 ? atoi (argv[2]) : 8, argc > 3 ? atof (argv[3]) : 1.0,
+                         argc > 4 ? atoi (argv[4]) : 50);
+  if (!strcmp (m, "alloc"))
+    return mode_alloc (argc > 2 ? atoi (argv[2]) : 1000, argc > 3 ? strtoull (argv[3], 0, 0) : 1 << 20);
+  if (!strcmp (m, "bw"))
+    return mode_bw (argc > 2 ? strtoull (argv[2], 0, 0) : 1UL << 30);
+  fprintf (stderr, "unknown mode %s\n", m);
+  return 2;
+}

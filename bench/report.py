@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""report.py - turn bench/device-run.sh's bench-raw.txt into a Markdown table and a PNG.
+
+usage: bench/report.py RAW OUT_BASENAME [--device NAME] [--note TEXT]
+Writes OUT_BASENAME.md (metric, stock median, ours median, ours/stock, better side) and
+OUT_BASENAME.png (one bar pair per metric, log scale). Medians over the repetitions;
+ERROR lines are listed under the table. The raw-CUDA floor column is left out until a
+floor program exists (it is not invented here)."""
+import statistics
+import sys
+from collections import defaultdict
+
+# Whether a larger value is better, by unit.
+HIGHER_BETTER = {"GB/s": True, "1/s": True, "x": True, "bool": True, "us": False, "ms": False}
+
+
+def parse(path):
+    vals, units, errors = defaultdict(lambda: defaultdict(list)), {}, []
+    for line in open(path):
+        f = line.split()
+        if len(f) >= 6 and f[2] == "metric":
+            plugin, name, value, unit = f[0], f[3], float(f[4]), f[5]
+            vals[name][plugin].append(value)
+            units[name] = unit
+        elif len(f) >= 3 and f[2] == "ERROR":
+            errors.append(line.strip())
+    return vals, units, errors
+
+
+def table(vals, units):
+    rows = []
+    for name in vals:
+        s, o = vals[name].get("stock"), vals[name].get("ours")
+        ms = statistics.median(s) if s else None
+        mo = statistics.median(o) if o else None
+        ratio = mo / ms if ms and mo is not None else None
+        rows.append((name, units[name], ms, mo, ratio, len(s or []), len(o or [])))
+    return rows
+
+
+def fmt(v):
+    return "—" if v is None else (f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}")
+
+
+def main():
+    raw, base = sys.argv[1], sys.argv[2]
+    device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "GPU"
+    note = sys.argv[sys.argv.index("--note") + 1] if "--note" in sys.argv else ""
+    vals, units, errors = parse(raw)
+    rows = table(vals, units)
+    out = [f"# Benchmarks: stock GCC 16 plugin vs gomp-plugin-rs on {device}", ""]
+    if note:
+        out += [note, ""]
+    out += ["Medians over repetitions (runs alternate stock, ours on the same binary).", "",
+            "| metric | unit | stock | ours | ours/stock | better | runs |", "|---|---|---|---|---|---|---|"]
+    for name, unit, ms, mo, ratio, ns, no in rows:
+        better = "—"
+        if ratio is not None and ms != mo:
+            hb = HIGHER_BETTER.get(unit, True)
+            better = "ours" if (mo > ms) == hb else "stock"
+        out.append(f"| {name} | {unit} | {fmt(ms)} | {fmt(mo)} | {fmt(ratio)} | {better} | {ns}+{no} |")
+    if errors:
+        out += ["", "Errors (a failed run gives no number):", ""] + [f"- `{e}`" for e in errors]
+    open(base + ".md", "w").write("\n".join(out) + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report: matplotlib not installed; no plot")
+        return
+    names = [r[0] for r in rows]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(names) + 1.5))
+    y = range(len(names))
+    for off, idx, label in ((-0.2, 2, "stock"), (0.2, 3, "ours")):
+        ax.barh([i + off for i in y], [r[idx] or 0 for r in rows], height=0.4, label=label)
+    ax.set_yticks(list(y))
+    ax.set_yticklabels([f"{r[0]} [{r[1]}]" for r in rows], fontsize=8)
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.legend()
+    ax.set_title(f"stock vs ours, {device} (medians; log scale)")
+    fig.tight_layout()
+    fig.savefig(base + ".png", dpi=110)
+    print(f"report: wrote {base}.md and {base}.png")
+
+
+if __name__ == "__main__":
+    main()
