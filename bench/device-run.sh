@@ -3,7 +3,7 @@
 # alternating (stock, ours, stock, ours, ...) on the same binary in one call.
 # usage: bench/device-run.sh CARRY_DIR [REPS]
 # CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours) and
-# offload_bench (bench/offload_bench.c built by bench/build.sh). Writes
+# offload_bench and revoff_bench (built by bench/build.sh). Writes
 # $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines).
 set -u
 C=$(cd "${1:?usage: device-run.sh CARRY_DIR [REPS]}" && pwd); REPS=${2:-3}
@@ -25,6 +25,11 @@ for rep in $(seq 1 "$REPS"); do
       sed "s/^/$p $rep /" "$T/one.txt" | grep -E "^$p $rep (metric|ERROR)" >> "$O/bench-raw.txt"
       [ $rc = 0 ] || echo "$p $rep ERROR mode '$m' exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
     done
+    timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
+      "$C/revoff_bench" 1000 > "$T/one.txt" 2>&1
+    rc=$?
+    sed "s/^/$p $rep /" "$T/one.txt" | grep -E "^$p $rep (metric|ERROR)" >> "$O/bench-raw.txt"
+    [ $rc = 0 ] || echo "$p $rep ERROR revoff_bench exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
   done
 done
 echo "bench: $(grep -c metric "$O/bench-raw.txt") metrics, $(grep -c ERROR "$O/bench-raw.txt") errors"

@@ -153,6 +153,7 @@ driver_table! {
         cuMemcpy3DAsync = "cuMemcpy3DAsync_v2" (*const CUDA_MEMCPY3D, CUstream);
         cuMemHostAlloc = "cuMemHostAlloc" (*mut *mut c_void, usize, u32);
         cuMemFreeHost = "cuMemFreeHost" (*mut c_void);
+        cuMemHostGetDevicePointer = "cuMemHostGetDevicePointer_v2" (*mut CUdeviceptr, *mut c_void, u32);
         cuPointerGetAttribute = "cuPointerGetAttribute" (*mut c_void, CUpointer_attribute, CUdeviceptr);
         cuStreamCreate = "cuStreamCreate" (*mut CUstream, u32);
         cuStreamDestroy = "cuStreamDestroy_v2" (CUstream);

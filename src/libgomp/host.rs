@@ -38,6 +38,9 @@ pub struct Host {
     pub malloc: MallocFn,
     /// `GOMP_PLUGIN_target_task_completion` (GOMP_PLUGIN_1.1).
     pub task_completion: Option<TaskCompletionFn>,
+    /// `GOMP_PLUGIN_target_rev` (GOMP_PLUGIN_1.4); its arity depends on the release,
+    /// so it is kept untyped (see `nvptx::reverse`).
+    pub target_rev: Option<usize>,
 }
 
 const RTLD_LAZY: c_int = 0x1;
@@ -115,6 +118,7 @@ fn find() -> Option<Host> {
             malloc: std::mem::transmute::<*mut c_void, MallocFn>(malloc),
             task_completion: sym("GOMP_PLUGIN_target_task_completion", "GOMP_PLUGIN_1.1")
                 .map(|p| std::mem::transmute::<*mut c_void, TaskCompletionFn>(p)),
+            target_rev: sym("GOMP_PLUGIN_target_rev", "GOMP_PLUGIN_1.4").map(|p| p as usize),
         })
     }
 }

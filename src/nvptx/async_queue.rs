@@ -130,6 +130,7 @@ fn finish(dev: &Device, p: Pending) {
     dev.stacks.release(p.stacks);
     dev.async_queue.events.release(p.event);
     dev.async_queue.unreserve(bytes);
+    dev.reverse.kernel_finished();
     if let Some(done) = crate::libgomp::host::host().and_then(|h| h.task_completion) {
         // SAFETY: `async_data` is the handle libgomp gave async_run; completion may be
         // signalled from any thread and makes no plugin calls.

@@ -4,6 +4,7 @@ use super::async_queue::AsyncQueue;
 use super::config::Config;
 use super::image::Image;
 use super::pool::Pool;
+use super::reverse::Reverse;
 use super::stacks::StackCache;
 use super::streams::{Stream, StreamPool};
 use crate::cu;
@@ -51,6 +52,8 @@ pub struct Device {
     pub async_queue: AsyncQueue,
     /// The device-memory pool (`None`: plain cuMemAlloc/cuMemFree).
     pub pool: Option<Pool>,
+    /// Reverse-offload mailbox and service thread.
+    pub reverse: Reverse,
 }
 
 // SAFETY: the context handle may be made current on any thread; all mutable state is
@@ -129,6 +132,7 @@ impl Device {
             images: Mutex::new(Vec::new()),
             async_queue: AsyncQueue::default(),
             pool: None,
+            reverse: Reverse::default(),
         };
         dev.activate()?;
         let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
@@ -202,6 +206,7 @@ impl Device {
     pub fn close(&self) -> Result<()> {
         self.activate()?;
         self.async_queue.shutdown();
+        self.reverse.shutdown();
         let images: Vec<_> = self
             .images
             .lock()

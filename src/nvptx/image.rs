@@ -44,7 +44,8 @@ unsafe impl Send for Image {}
 unsafe impl Sync for Image {}
 
 /// Looks up a device global; `None` if the module does not define it.
-fn global(module: CUmodule, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn global(module: CUmodule, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
     let (mut p, mut n) = (0, 0);
     // SAFETY: out-pointers to locals; `module` is loaded.
     match unsafe { cu!(cuModuleGetGlobal(&mut p, &mut n, module, name.as_ptr())) } {
@@ -224,6 +225,11 @@ impl Image {
         unsafe { dev.host2dev(map_var, (&buf as *const CUdeviceptr).cast::<c_void>(), 8) }?;
         log::debug!("mapped {n} indirect function(s)");
         Ok(())
+    }
+
+    /// The CUDA module (alive until `unload`).
+    pub fn module(&self) -> CUmodule {
+        self.module
     }
 
     /// Runs the image's destructors and unloads it.

@@ -14,6 +14,7 @@ pub mod link;
 pub mod memory;
 pub mod pool;
 pub mod rect;
+pub mod reverse;
 pub mod run;
 pub mod stacks;
 pub mod streams;
@@ -195,6 +196,11 @@ pub unsafe fn load_image(
     let dev = device(ord)?;
     // SAFETY: forwarded caller guarantees.
     let (img, pairs) = unsafe { image::Image::load(&dev, version, data.cast(), host_ind_fns) }?;
+    let rev = if rev_fn_table.is_null() {
+        std::ptr::null_mut()
+    } else {
+        reverse::setup(&dev, img.module(), img.fns.len())?
+    };
     let out = crate::libgomp::report::malloc(pairs.len() * std::mem::size_of::<AddrPair>())
         .cast::<AddrPair>();
     // SAFETY: `out` has room for `pairs.len()` entries; `table` is writable (caller).
@@ -202,9 +208,7 @@ pub unsafe fn load_image(
         std::ptr::copy_nonoverlapping(pairs.as_ptr(), out, pairs.len());
         *table = out;
         if !rev_fn_table.is_null() {
-            // Reverse offload is not served yet (programs requiring it fall back to
-            // the host in `num_devices`), so no device functions are offered.
-            *rev_fn_table = std::ptr::null_mut();
+            *rev_fn_table = rev;
         }
     }
     log::debug!(

@@ -106,7 +106,10 @@ pub unsafe fn run(
 ) -> Result<()> {
     // SAFETY: forwarded caller guarantee.
     let p = unsafe { prepare(dev, f, vars, args) }?;
-    dev.on_stream(|s| enqueue(dev, &p, s))?;
+    dev.reverse.kernel_started();
+    let r = dev.on_stream(|s| enqueue(dev, &p, s));
+    dev.reverse.kernel_finished();
+    r?;
     dev.stacks.release(p.stacks);
     Ok(())
 }
@@ -127,6 +130,7 @@ pub unsafe fn run_async(
     let p = unsafe { prepare(dev, f, vars, args) }?;
     dev.async_queue.reserve(p.stacks.size);
     let s = dev.async_queue.stream()?;
+    dev.reverse.kernel_started();
     enqueue(dev, &p, s)?;
     super::async_queue::submit(dev, s, p.stacks, async_data as usize)
 }

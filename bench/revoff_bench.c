@@ -1,0 +1,61 @@
+/* revoff_bench.c - reverse offload (`target device(ancestor: 1)`) micro-benchmarks.
+ * `requires reverse_offload` applies to the whole program, hence a file of its own.
+ *
+ * usage: revoff_bench [N]
+ *   metric revoff_round_trip  mean time of N device->host->device calls (us)
+ *   metric empty_target_revoff median empty `omp target` in such a program (us)
+ * The host function counts its calls; a wrong count prints "ERROR" and exits 1. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#pragma omp requires reverse_offload
+
+static int host_calls;
+
+static int cmp (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+int main (int argc, char **argv)
+{
+  int n = argc > 1 ? atoi (argv[1]) : 1000;
+  int dev = 0;
+  double t0 = omp_get_wtime ();
+#pragma omp target map(from: dev)
+  dev = !omp_is_initial_device ();
+  printf ("metric first_target_region_revoff %.2f ms\n", (omp_get_wtime () - t0) * 1e3);
+  if (!dev)
+    {
+      printf ("ERROR not running on a GPU\n");
+      return 1;
+    }
+  t0 = omp_get_wtime ();
+#pragma omp target firstprivate(n)
+  for (int i = 0; i < n; i++)
+    {
+#pragma omp target device(ancestor: 1)
+      host_calls++;
+    }
+  double per = (omp_get_wtime () - t0) / n;
+  if (host_calls != n)
+    {
+      printf ("ERROR reverse offload: %d host calls, want %d\n", host_calls, n);
+      return 1;
+    }
+  printf ("metric revoff_round_trip %.2f us\n", per * 1e6);
+  double t[1000];
+  for (int i = 0; i < 1010; i++)
+    {
+      double s = omp_get_wtime ();
+#pragma omp target
+      ;
+      if (i >= 10)
+        t[i - 10] = omp_get_wtime () - s;
+    }
+  qsort (t, 1000, sizeof *t, cmp);
+  printf ("metric empty_target_revoff %.2f us\n", 0.5 * (t[499] + t[500]) * 1e6);
+  return 0;
+}

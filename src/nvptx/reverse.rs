@@ -1,0 +1,263 @@
+//! Reverse offload (`target device(ancestor: 1)`): the device writes a request into a
+//! host-pinned mailbox (`struct rev_offload`, spec §6.4) and spins until the host
+//! clears it. A per-device service thread polls the mailbox while kernels of the device
+//! are running (spinning, so a round trip costs microseconds, not a `usleep`), parks
+//! otherwise, and hands each request to libgomp's `GOMP_PLUGIN_target_rev` with the
+//! arity of the libgomp that loaded us. Copies go through the plugin's synchronous
+//! copy entry points, which use their own streams and so run beside the kernel.
+
+use super::device::Device;
+use crate::cu;
+use crate::cuda::sys::*;
+use crate::error::Result;
+use crate::libgomp::version::Libgomp;
+use crate::libgomp::{host, report};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The device's request block (`struct rev_offload`, 48 bytes, same in 13-16).
+#[repr(C)]
+pub struct Mailbox {
+    /// Device address of the host function's device counterpart; non-zero = request.
+    pub fn_: AtomicU64,
+    /// Number of mapped items.
+    pub mapnum: u64,
+    /// Device address of the address array.
+    pub addrs: u64,
+    /// Device address of the size array.
+    pub sizes: u64,
+    /// Device address of the kind array (u16 each).
+    pub kinds: u64,
+    /// The requesting device's OpenMP number.
+    pub dev_num: i32,
+}
+
+/// Reverse-offload state of one device: the mailbox and its service thread.
+/// Thread-safe; owned by the [`Device`].
+#[derive(Default)]
+pub struct Reverse {
+    mailbox: Mutex<Option<usize>>,
+    /// Kernels of this device in flight (the service thread spins while non-zero).
+    active: AtomicUsize,
+    wake: Condvar,
+    parked: Mutex<()>,
+    stop: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// `GOMP_PLUGIN_target_rev` of libgomp 14+.
+type TargetRev7 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, *mut c_void);
+/// The copy callbacks libgomp 13 takes: (dst, src, size, token).
+type CopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut c_void);
+/// `GOMP_PLUGIN_target_rev` of libgomp 13.
+type TargetRev9 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, CopyFn, CopyFn, *mut c_void);
+
+unsafe extern "C" fn dev_to_host(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    token: *mut c_void,
+) {
+    let r = super::device(token as usize as i32).and_then(|d| {
+        // SAFETY: libgomp passes a host buffer of `n` bytes.
+        unsafe { d.dev2host(dst, src as u64, n) }
+    });
+    if let Err(e) = r {
+        report::fatal(&format!("reverse offload: {e}"));
+    }
+}
+
+unsafe extern "C" fn host_to_dev(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    token: *mut c_void,
+) {
+    let r = super::device(token as usize as i32).and_then(|d| {
+        // SAFETY: libgomp passes a host buffer of `n` bytes.
+        unsafe { d.host2dev(dst as u64, src, n) }
+    });
+    if let Err(e) = r {
+        report::fatal(&format!("reverse offload: {e}"));
+    }
+}
+
+impl Reverse {
+    /// Marks a kernel of the device as running (wakes the service thread).
+    pub fn kernel_started(&self) {
+        if self.active.fetch_add(1, Ordering::AcqRel) == 0 && self.mailbox_addr().is_some() {
+            let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+        }
+    }
+
+    /// Marks a kernel of the device as finished.
+    pub fn kernel_finished(&self) {
+        self.active.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn mailbox_addr(&self) -> Option<usize> {
+        *self.mailbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stops the service thread and frees the mailbox (device close).
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        {
+            let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+        }
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
+        if let Some(p) = self
+            .mailbox
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            // SAFETY: the mailbox came from cuMemHostAlloc; the thread using it has ended.
+            let _ = unsafe { cu!(cuMemFreeHost(p as *mut c_void)) };
+        }
+    }
+}
+
+/// Sets up reverse offload for a loaded module: reads `$offload_func_table` (the device
+/// addresses libgomp maps back to host functions) and, if there are any, points the
+/// device runtime's `__gomp_rev_offload_var` at the device's mailbox (created, with its
+/// service thread, on first use). Returns the table, malloc'd for libgomp, or NULL.
+pub fn setup(dev: &Arc<Device>, module: CUmodule, num_funcs: usize) -> Result<*mut u64> {
+    let Some((table, size)) = super::image::global(module, c"$offload_func_table")? else {
+        return Ok(std::ptr::null_mut());
+    };
+    let n = size / 8;
+    let mut entries = vec![0u64; n.max(num_funcs)];
+    // SAFETY: `entries` has at least `size` writable bytes.
+    unsafe { dev.dev2host(entries.as_mut_ptr().cast(), table, n * 8) }?;
+    if entries.iter().all(|&e| e == 0) {
+        return Ok(std::ptr::null_mut());
+    }
+    let Some((var, 8)) = super::image::global(module, c"__gomp_rev_offload_var")? else {
+        log::debug!("image has reverse-offload functions but no __gomp_rev_offload_var");
+        return Ok(std::ptr::null_mut());
+    };
+    let mailbox = ensure_mailbox(dev)?;
+    let mut dptr: CUdeviceptr = 0;
+    // SAFETY: `mailbox` is mapped page-locked memory; out-pointer to a local.
+    unsafe {
+        cu!(cuMemHostGetDevicePointer(
+            &mut dptr,
+            mailbox as *mut c_void,
+            0
+        ))
+    }?;
+    // SAFETY: `dptr` is 8 readable bytes.
+    unsafe { dev.host2dev(var, (&dptr as *const CUdeviceptr).cast(), 8) }?;
+    let out = report::malloc(entries.len() * 8).cast::<u64>();
+    // SAFETY: `out` has room for every entry.
+    unsafe { std::ptr::copy_nonoverlapping(entries.as_ptr(), out, entries.len()) };
+    log::debug!(
+        "reverse offload: {} function(s), mailbox {mailbox:#x}",
+        entries.iter().filter(|&&e| e != 0).count()
+    );
+    Ok(out)
+}
+
+fn ensure_mailbox(dev: &Arc<Device>) -> Result<usize> {
+    let r = &dev.reverse;
+    let mut mb = r.mailbox.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = *mb {
+        return Ok(p);
+    }
+    let mut p: *mut c_void = std::ptr::null_mut();
+    let flags = (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) as u32;
+    // SAFETY: out-pointer to a local; context current (caller).
+    unsafe {
+        cu!(cuMemHostAlloc(
+            &mut p,
+            std::mem::size_of::<Mailbox>(),
+            flags
+        ))
+    }?;
+    // SAFETY: freshly allocated, large enough, exclusively ours.
+    unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<Mailbox>()) };
+    *mb = Some(p as usize);
+    let d = Arc::clone(dev);
+    let addr = p as usize;
+    let handle = std::thread::Builder::new()
+        .name(format!("nvptx{}-reverse", dev.ord))
+        .spawn(move || serve(&d, addr))
+        .map_err(|e| {
+            crate::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
+        })?;
+    *r.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+    Ok(p as usize)
+}
+
+fn serve(dev: &Device, mailbox: usize) {
+    if let Err(e) = dev.activate() {
+        report::fatal(&format!("reverse-offload thread: {e}"));
+    }
+    // SAFETY: the mailbox stays allocated until `shutdown` has joined this thread.
+    let mb = unsafe { &*(mailbox as *const Mailbox) };
+    let r = &dev.reverse;
+    let mut idle = 0u32;
+    while !r.stop.load(Ordering::Acquire) {
+        let f = mb.fn_.load(Ordering::Acquire);
+        if f != 0 {
+            handle(dev, mb, f);
+            mb.fn_.store(0, Ordering::Release);
+            idle = 0;
+            continue;
+        }
+        if r.active.load(Ordering::Acquire) > 0 {
+            idle = idle.saturating_add(1);
+            if idle > 10_000 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        let g = r.parked.lock().unwrap_or_else(|e| e.into_inner());
+        if r.active.load(Ordering::Acquire) == 0 && !r.stop.load(Ordering::Acquire) {
+            // The timeout also covers kernels that request before being counted.
+            let _ = r.wake.wait_timeout(g, Duration::from_millis(2));
+        }
+    }
+}
+
+fn handle(dev: &Device, mb: &Mailbox, f: u64) {
+    let Some(rev) = host::host().and_then(|h| h.target_rev) else {
+        report::fatal("reverse offload requested, but libgomp lacks GOMP_PLUGIN_target_rev");
+    };
+    let (n, a, s, k, d) = (mb.mapnum, mb.addrs, mb.sizes, mb.kinds, mb.dev_num);
+    log::trace!("reverse offload: fn {f:#x}, {n} mapping(s)");
+    if crate::nvptx::libgomp() == Some(Libgomp::V13) {
+        // SAFETY: libgomp 13's signature; the token is this device's ordinal.
+        let rev: TargetRev9 = unsafe { std::mem::transmute::<usize, TargetRev9>(rev) };
+        // SAFETY: arguments as the device wrote them; callbacks match CopyFn.
+        unsafe {
+            rev(
+                f,
+                n,
+                a,
+                s,
+                k,
+                d,
+                dev_to_host,
+                host_to_dev,
+                dev.ord as usize as *mut c_void,
+            )
+        };
+    } else {
+        // SAFETY: libgomp 14+'s signature.
+        let rev: TargetRev7 = unsafe { std::mem::transmute::<usize, TargetRev7>(rev) };
+        // SAFETY: arguments as the device wrote them; a NULL queue makes libgomp use
+        // the synchronous copy entry points.
+        unsafe { rev(f, n, a, s, k, d, std::ptr::null_mut()) };
+    }
+}
