@@ -6,8 +6,9 @@
 # CARRY_DIR holds bundle-16.tar.xz (shared/bundles), plugin/libgomp-plugin-nvptx.so.1
 # (ours, from scripts/build) and saxpy (examples/saxpy.c built by scripts/run-example).
 # env: JOBS (per plugin, default 8), MAX_TIMEOUT (default 90), FILTER (ERE on test
-#      names), SUITE_TIMEOUT (seconds for both suite runs, default 520), PLUGINS
-#      (default "stock ours").
+#      names), SUITE_TIMEOUT (seconds for each suite run, default 520), PLUGINS
+#      (default "stock ours"), SEQUENTIAL=1 (one plugin after the other, each with
+#      all JOBS, instead of both at once: fairer timings, fewer load-induced timeouts).
 set -u
 C=$(cd "${1:?usage: suite.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/suite-out}; mkdir -p "$O"
 T=/tmp/suite; rm -rf "$T"; mkdir -p "$T"
@@ -28,6 +29,7 @@ grep -m12 'gomp-plugin-rs' "$T/debug-ours.txt" >> "$O/example.txt"
 for p in ${PLUGINS:-stock ours}; do
   ( CUDA_LIBDIR=$CUDA_LIBDIR JOBS=${JOBS:-8} MAX_TIMEOUT=${MAX_TIMEOUT:-90} PLUGIN_DIR=${DIR[$p]} \
       OUT=$T/res-$p timeout "${SUITE_TIMEOUT:-520}" "$B/run-tests.sh" > "$T/log-$p.txt" 2>&1 ) &
+  [ "${SEQUENTIAL:-0}" = 1 ] && wait
 done
 wait
 for p in ${PLUGINS:-stock ours}; do
