@@ -1,8 +1,8 @@
 //! Asynchronous OpenMP launches (`target nowait` → `GOMP_OFFLOAD_async_run`).
 //!
 //! A launch is enqueued on one of a few per-device async streams, followed by a pooled
-//! event; the device's completion thread polls the outstanding events and, for each
-//! one that completed, gives back the kernel's stack block and event and tells libgomp
+//! event; the device's completion thread waits in the driver for the oldest
+//! outstanding event and, for each launch that completed, gives back the kernel's stack block and event and tells libgomp
 //! (`GOMP_PLUGIN_target_task_completion`). No host callback per launch, no CUDA call in
 //! a CUDA callback. Soft-stack bytes in flight are bounded, so a `nowait` storm waits
 //! for earlier kernels instead of exhausting device memory.
@@ -15,11 +15,11 @@ use crate::cu;
 use crate::cuda::sys::*;
 use crate::error::Result;
 use crate::libgomp::report;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Async streams per device: enough for concurrency, few enough to stay cheap.
 const ASYNC_STREAMS: usize = 8;
@@ -142,39 +142,39 @@ fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
     if let Err(e) = dev.activate() {
         report::fatal(&format!("nvptx completion thread: {e}"));
     }
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut idle_rounds = 0u32;
+    // Outstanding launches in submission order. The thread waits in the driver for
+    // the oldest one (no sleeping poll loop, which under CPU load adds a scheduler
+    // tick of latency per region), then completes every other one already done.
+    let mut pending: VecDeque<Pending> = VecDeque::new();
     loop {
         if pending.is_empty() {
             match rx.recv() {
-                Ok(p) => pending.push(p),
+                Ok(p) => pending.push_back(p),
                 Err(_) => return,
             }
         }
         pending.extend(rx.try_iter());
-        let mut progressed = false;
+        if let Some(oldest) = pending.front() {
+            // SAFETY: the event was recorded by `submit` and is owned by this entry.
+            if let Err(e) = unsafe { cu!(cuEventSynchronize(oldest.event.0)) } {
+                report::fatal(&format!("asynchronous target region failed: {e}"));
+            }
+        }
+        if let Some(p) = pending.pop_front() {
+            finish(dev, p);
+        }
         let mut i = 0;
         while i < pending.len() {
-            // SAFETY: the event was recorded by `submit` and is owned by this entry.
+            // SAFETY: as above.
             match unsafe { cu!(cuEventQuery(pending[i].event.0)) } {
                 Ok(()) => {
-                    finish(dev, pending.swap_remove(i));
-                    progressed = true;
+                    if let Some(p) = pending.remove(i) {
+                        finish(dev, p);
+                    }
                 }
                 Err(e) if e.code == CUDA_ERROR_NOT_READY => i += 1,
                 Err(e) => report::fatal(&format!("asynchronous target region failed: {e}")),
             }
-        }
-        // Spin briefly for low latency, then back off to spare the CPU.
-        idle_rounds = if progressed {
-            0
-        } else {
-            idle_rounds.saturating_add(1)
-        };
-        match idle_rounds {
-            0 => {}
-            1..=200 => std::thread::yield_now(),
-            _ => std::thread::sleep(Duration::from_micros(20)),
         }
     }
 }
