@@ -1,0 +1,47 @@
+#!/bin/bash
+# libgomp_versions.sh - the plugin's libgomp detection against stand-in libgomps that
+# carry the symbol-version nodes of GCC 12 (too old), 13, 14, 15, 16 and an invented
+# newer release (tests/fake_libgomp/). Checks GOMP_OFFLOAD_version's answer (2 for 13,
+# 3 for 14-16, 0 plus a clear message otherwise) and that no GPU means 0 devices.
+# usage: tests/libgomp_versions.sh      (after scripts/build; prints "N passed, M failed")
+set -uo pipefail
+cd "$(dirname "$0")/.."
+F=tests/fake_libgomp
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cc -O1 "$F/drive.c" -o "$T/drive" -ldl || exit 1
+plugin_nodes='GOMP_PLUGIN_1.0 { global: GOMP_PLUGIN_malloc; GOMP_PLUGIN_malloc_cleared; GOMP_PLUGIN_realloc; GOMP_PLUGIN_debug; GOMP_PLUGIN_error; GOMP_PLUGIN_fatal; local: *; };
+GOMP_PLUGIN_1.1 { global: GOMP_PLUGIN_target_task_completion; } GOMP_PLUGIN_1.0;
+GOMP_PLUGIN_1.4 { global: GOMP_PLUGIN_target_rev; } GOMP_PLUGIN_1.1;'
+node() { echo "$1 { global: $2; };"; }
+pass=0 fail=0
+case_() {  # case_ NAME WANT_VERSION WANT_MESSAGE_REGEX NODE_LINES...
+  local name=$1 want=$2 msg=$3; shift 3
+  mkdir -p "$T/$name"
+  { echo "$plugin_nodes"; printf '%s\n' "$@"; } > "$T/$name/map"
+  cc -shared -fPIC -Wl,-soname,libgomp.so.1 -Wl,--version-script="$T/$name/map" \
+     "$F/fake_libgomp.c" -o "$T/$name/libgomp.so.1" || { fail=$((fail + 1)); return; }
+  out=$(LD_LIBRARY_PATH=$T/$name GOMP_PLUGIN_RS_LIBCUDA=/nonexistent/libcuda.so.1 \
+        "$T/drive" "$PWD/target/plugin/libgomp-plugin-nvptx.so.1" 2>&1)
+  if grep -qx "version=$want" <<< "$out" && grep -qx 'devices=0' <<< "$out" &&
+     { [ -z "$msg" ] || grep -qE "$msg" <<< "$out"; }; then
+    echo "PASS: $name -> version $want"; pass=$((pass + 1))
+  else
+    echo "FAIL: $name (want version=$want${msg:+, message /$msg/})"; echo "$out" | sed 's/^/    /'
+    fail=$((fail + 1))
+  fi
+}
+n13=$(node GOMP_5.1.1 GOMP_taskwait_depend_nowait)
+n14=$(node GOMP_5.1.2 GOMP_add_alloc)
+n15=$(node GOMP_6.0 omp_get_uid_from_device)
+n16=$(node GOMP_6.0.1 omp_target_memset)
+case_ gcc12 0 'does not support a libgomp older than GCC 13' "$(node GOMP_5.1 GOMP_future_entry)"
+case_ gcc13 2 '' "$n13"
+case_ gcc14 3 '' "$n13" "$n14"
+case_ gcc15 3 '' "$n13" "$n14" "$n15"
+case_ gcc16 3 '' "$n13" "$n14" "$n15" "$n16"
+case_ gcc17 0 'does not support a libgomp newer than GCC 16 \(defines GOMP_7\.0\)' \
+  "$n13" "$n14" "$n15" "$n16" "$(node GOMP_7.0 GOMP_future_entry)"
+case_ plugin-abi-1.5 0 'newer than GCC 16 \(defines GOMP_PLUGIN_1\.5\)' \
+  "$n13" "$n14" "$n15" "$n16" "$(node GOMP_PLUGIN_1.5 GOMP_future_entry)"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
