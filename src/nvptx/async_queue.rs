@@ -9,6 +9,7 @@
 
 use super::device::Device;
 use super::events::{Event, EventPool};
+use super::idle_pool::Handle;
 use super::stacks::StackBlock;
 use super::streams::Stream;
 use crate::cu;
@@ -51,10 +52,7 @@ impl AsyncQueue {
     pub fn stream(&self) -> Result<Stream> {
         let mut v = self.streams.lock().unwrap_or_else(|e| e.into_inner());
         if v.len() < ASYNC_STREAMS {
-            let mut s: CUstream = std::ptr::null_mut();
-            // SAFETY: out-pointer to a local; device context current (caller).
-            unsafe { cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING as u32)) }?;
-            v.push(Stream(s));
+            v.push(Stream::create()?);
         }
         Ok(v[self.next.fetch_add(1, Ordering::Relaxed) % v.len()])
     }

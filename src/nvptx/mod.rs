@@ -7,6 +7,7 @@ pub mod descriptor;
 pub mod device;
 pub mod events;
 pub mod host_memory;
+pub mod idle_pool;
 pub mod image;
 pub mod interop;
 pub mod launch;

@@ -55,19 +55,22 @@ type CopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut c_voi
 /// `GOMP_PLUGIN_target_rev` of libgomp 13.
 type TargetRev9 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, CopyFn, CopyFn, *mut c_void);
 
+/// Runs a copy for libgomp 13's callbacks on the device named by `token` (its
+/// ordinal); a failure is fatal, as the callbacks cannot report one.
+fn copy_for_libgomp13(token: *mut c_void, copy: impl FnOnce(&Device) -> Result<()>) {
+    if let Err(e) = super::device(token as usize as i32).and_then(|d| copy(&d)) {
+        report::fatal(&format!("reverse offload: {e}"));
+    }
+}
+
 unsafe extern "C" fn dev_to_host(
     dst: *mut c_void,
     src: *const c_void,
     n: usize,
     token: *mut c_void,
 ) {
-    let r = super::device(token as usize as i32).and_then(|d| {
-        // SAFETY: libgomp passes a host buffer of `n` bytes.
-        unsafe { d.dev2host(dst, src as u64, n) }
-    });
-    if let Err(e) = r {
-        report::fatal(&format!("reverse offload: {e}"));
-    }
+    // SAFETY: libgomp passes a host buffer of `n` bytes.
+    copy_for_libgomp13(token, |d| unsafe { d.dev2host(dst, src as u64, n) });
 }
 
 unsafe extern "C" fn host_to_dev(
@@ -76,13 +79,8 @@ unsafe extern "C" fn host_to_dev(
     n: usize,
     token: *mut c_void,
 ) {
-    let r = super::device(token as usize as i32).and_then(|d| {
-        // SAFETY: libgomp passes a host buffer of `n` bytes.
-        unsafe { d.host2dev(dst as u64, src, n) }
-    });
-    if let Err(e) = r {
-        report::fatal(&format!("reverse offload: {e}"));
-    }
+    // SAFETY: libgomp passes a host buffer of `n` bytes.
+    copy_for_libgomp13(token, |d| unsafe { d.host2dev(dst as u64, src, n) });
 }
 
 impl Reverse {

@@ -21,22 +21,24 @@ void GOMP_PLUGIN_debug (int kind, const char *fmt, ...)
   vfprintf (stderr, fmt, ap);
   va_end (ap);
 }
+static void report (const char *fmt, va_list ap)
+{
+  fputs ("libgomp: ", stderr);
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+}
 void GOMP_PLUGIN_error (const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  fputs ("libgomp: ", stderr);
-  vfprintf (stderr, fmt, ap);
-  fputc ('\n', stderr);
+  report (fmt, ap);
   va_end (ap);
 }
 void GOMP_PLUGIN_fatal (const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  fputs ("libgomp: ", stderr);
-  vfprintf (stderr, fmt, ap);
-  fputc ('\n', stderr);
+  report (fmt, ap);
   va_end (ap);
   exit (EXIT_FAILURE);
 }
