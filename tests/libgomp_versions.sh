@@ -2,7 +2,8 @@
 # libgomp_versions.sh - the plugin's libgomp detection against stand-in libgomps that
 # carry the symbol-version nodes of GCC 12 (too old), 13, 14, 15, 16 and an invented
 # newer release (tests/fake_libgomp/). Checks GOMP_OFFLOAD_version's answer (2 for 13,
-# 3 for 14-16, 0 plus a clear message otherwise) and that no GPU means 0 devices.
+# 3 for 14-16, 0 plus a clear message otherwise) and that no GPU means 0 devices;
+# then calls every entry point the wrong way and checks the error convention.
 # usage: tests/libgomp_versions.sh      (after scripts/build; prints "N passed, M failed")
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,5 +44,19 @@ case_ gcc17 0 'does not support a libgomp newer than GCC 16 \(defines GOMP_7\.0\
   "$n13" "$n14" "$n15" "$n16" "$(node GOMP_7.0 GOMP_future_entry)"
 case_ plugin-abi-1.5 0 'newer than GCC 16 \(defines GOMP_PLUGIN_1\.5\)' \
   "$n13" "$n14" "$n15" "$n16" "$(node GOMP_PLUGIN_1.5 GOMP_future_entry)"
+
+# Wrong calls under libgomp 16 without a GPU: error convention, a message, no crash.
+cc -O1 "$F/badcalls.c" -o "$T/badcalls" -ldl || exit 1
+out=$(LD_LIBRARY_PATH=$T/gcc16 GOMP_PLUGIN_RS_LIBCUDA=/nonexistent/libcuda.so.1 \
+      "$T/badcalls" "$PWD/target/plugin/libgomp-plugin-nvptx.so.1" 2>&1)
+rc=$?
+msgs=$(grep -c '^libgomp: ' <<< "$out")
+if [ $rc = 0 ] && ! grep -q '^WRONG' <<< "$out" && [ "$msgs" -ge 10 ] &&
+   grep -q 'Offload data incompatible with PTX plugin (expected 1, received 2)' <<< "$out"; then
+  echo "PASS: $(grep -c '^ok' <<< "$out") wrong calls answered by the error convention, $msgs libgomp: messages"
+  pass=$((pass + 1))
+else
+  echo "FAIL: wrong calls (exit $rc, $msgs messages)"; echo "$out" | sed 's/^/    /'; fail=$((fail + 1))
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
