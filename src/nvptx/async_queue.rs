@@ -155,6 +155,7 @@ fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
         if let Some(oldest) = pending.front() {
             // SAFETY: the event was recorded by `submit` and is owned by this entry.
             if let Err(e) = unsafe { cu!(cuEventSynchronize(oldest.event.0)) } {
+                let e = super::run::kernel_error(e.into());
                 report::fatal(&format!("asynchronous target region failed: {e}"));
             }
         }
@@ -171,7 +172,10 @@ fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
                     }
                 }
                 Err(e) if e.code == CUDA_ERROR_NOT_READY => i += 1,
-                Err(e) => report::fatal(&format!("asynchronous target region failed: {e}")),
+                Err(e) => {
+                    let e = super::run::kernel_error(e.into());
+                    report::fatal(&format!("asynchronous target region failed: {e}"))
+                }
             }
         }
     }

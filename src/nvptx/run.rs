@@ -10,7 +10,7 @@ use super::stacks::StackBlock;
 use super::streams::Stream;
 use crate::cu;
 use crate::cuda::sys::*;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::ffi::{c_void, CStr};
 
 /// A kernel ready to launch: its geometry and its own soft-stack block.
@@ -93,6 +93,17 @@ pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
     Ok(())
 }
 
+/// Explains a failed kernel as GCC's plugin does: a trap (`abort()`, `stop` or
+/// `error stop` in a target region) shows up as CUDA's "unspecified launch failure".
+pub fn kernel_error(e: Error) -> Error {
+    match e {
+        Error::Cuda(c) if c.code == CUDA_ERROR_LAUNCH_FAILED => {
+            Error::invalid(format!("{c} (perhaps abort was called)"))
+        }
+        e => e,
+    }
+}
+
 /// Runs `f` with the mapped-variable block `vars` and libgomp's target arguments
 /// `args`, and waits for it.
 ///
@@ -109,7 +120,7 @@ pub unsafe fn run(
     dev.reverse.kernel_started();
     let r = dev.on_stream(|s| enqueue(dev, &p, s));
     dev.reverse.kernel_finished();
-    r?;
+    r.map_err(kernel_error)?;
     dev.stacks.release(p.stacks);
     Ok(())
 }
@@ -187,4 +198,26 @@ pub fn run_cdtors(dev: &Device, module: CUmodule, base: &CStr) -> Result<()> {
         dev.stacks.release(b);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::CudaError;
+
+    #[test]
+    fn traps_are_explained() {
+        let trap = Error::Cuda(CudaError {
+            func: "cuStreamSynchronize",
+            code: CUDA_ERROR_LAUNCH_FAILED,
+        });
+        assert!(kernel_error(trap)
+            .to_string()
+            .ends_with("(perhaps abort was called)"));
+        let oom = Error::Cuda(CudaError {
+            func: "cuMemAlloc",
+            code: CUDA_ERROR_OUT_OF_MEMORY,
+        });
+        assert_eq!(kernel_error(oom.clone()), oom);
+    }
 }
