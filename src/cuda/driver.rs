@@ -102,11 +102,6 @@ macro_rules! driver_table {
                 )*
                 Ok(Driver { _lib: r.lib, missing_optional, $($name,)* $($oname,)* })
             }
-
-            /// Names of every entry point in the table, required first.
-            pub fn entry_names() -> &'static [&'static str] {
-                &[$(stringify!($name),)* $(stringify!($oname),)*]
-            }
         }
     };
 }
@@ -120,15 +115,12 @@ driver_table! {
         cuDeviceGet = "cuDeviceGet" (*mut CUdevice, i32);
         cuDeviceGetAttribute = "cuDeviceGetAttribute" (*mut i32, CUdevice_attribute, CUdevice);
         cuDeviceGetName = "cuDeviceGetName" (*mut c_char, i32, CUdevice);
-        cuDeviceTotalMem = "cuDeviceTotalMem_v2" (*mut usize, CUdevice);
         cuDevicePrimaryCtxRetain = "cuDevicePrimaryCtxRetain" (*mut CUcontext, CUdevice);
         cuDevicePrimaryCtxRelease = "cuDevicePrimaryCtxRelease_v2" (CUdevice);
         cuCtxGetCurrent = "cuCtxGetCurrent" (*mut CUcontext);
         cuCtxSetCurrent = "cuCtxSetCurrent" (CUcontext);
         cuCtxGetDevice = "cuCtxGetDevice" (*mut CUdevice);
-        cuCtxSynchronize = "cuCtxSynchronize" ();
         cuCtxSetLimit = "cuCtxSetLimit" (CUlimit, usize);
-        cuCtxGetLimit = "cuCtxGetLimit" (*mut usize, CUlimit);
         cuLinkCreate = "cuLinkCreate_v2" (u32, *mut CUjit_option, *mut *mut c_void, *mut CUlinkState);
         cuLinkAddData = "cuLinkAddData_v2" (CUlinkState, CUjitInputType, *mut c_void, usize, *const c_char, u32, *mut CUjit_option, *mut *mut c_void);
         cuLinkComplete = "cuLinkComplete" (CUlinkState, *mut *mut c_void, *mut usize);
@@ -142,8 +134,6 @@ driver_table! {
         cuLaunchKernel = "cuLaunchKernel" (CUfunction, u32, u32, u32, u32, u32, u32, u32, CUstream, *mut *mut c_void, *mut *mut c_void);
         cuMemAlloc = "cuMemAlloc_v2" (*mut CUdeviceptr, usize);
         cuMemFree = "cuMemFree_v2" (CUdeviceptr);
-        cuMemGetInfo = "cuMemGetInfo_v2" (*mut usize, *mut usize);
-        cuMemGetAddressRange = "cuMemGetAddressRange_v2" (*mut CUdeviceptr, *mut usize, CUdeviceptr);
         cuMemcpyHtoDAsync = "cuMemcpyHtoDAsync_v2" (CUdeviceptr, *const c_void, usize, CUstream);
         cuMemcpyDtoHAsync = "cuMemcpyDtoHAsync_v2" (*mut c_void, CUdeviceptr, usize, CUstream);
         cuMemcpyDtoDAsync = "cuMemcpyDtoDAsync_v2" (CUdeviceptr, CUdeviceptr, usize, CUstream);
@@ -158,7 +148,6 @@ driver_table! {
         cuStreamCreate = "cuStreamCreate" (*mut CUstream, u32);
         cuStreamDestroy = "cuStreamDestroy_v2" (CUstream);
         cuStreamSynchronize = "cuStreamSynchronize" (CUstream);
-        cuStreamQuery = "cuStreamQuery" (CUstream);
         cuEventCreate = "cuEventCreate" (*mut CUevent, u32);
         cuEventDestroy = "cuEventDestroy_v2" (CUevent);
         cuEventRecord = "cuEventRecord" (CUevent, CUstream);
@@ -169,7 +158,6 @@ driver_table! {
         cuDeviceGetUuid_v2 = "cuDeviceGetUuid_v2" (*mut CUuuid, CUdevice);
         cuDeviceGetUuid = "cuDeviceGetUuid" (*mut CUuuid, CUdevice);
         cuMemAllocManaged = "cuMemAllocManaged" (*mut CUdeviceptr, usize, u32);
-        cuMemAllocAsync = "cuMemAllocAsync" (*mut CUdeviceptr, usize, CUstream);
         cuMemFreeAsync = "cuMemFreeAsync" (CUdeviceptr, CUstream);
         cuMemAllocFromPoolAsync = "cuMemAllocFromPoolAsync" (*mut CUdeviceptr, usize, CUmemoryPool, CUstream);
         cuMemPoolCreate = "cuMemPoolCreate" (*mut CUmemoryPool, *const CUmemPoolProps);
@@ -177,7 +165,6 @@ driver_table! {
         cuMemPoolSetAttribute = "cuMemPoolSetAttribute" (CUmemoryPool, CUmemPool_attribute, *mut c_void);
         cuMemPoolGetAttribute = "cuMemPoolGetAttribute" (CUmemoryPool, CUmemPool_attribute, *mut c_void);
         cuMemPoolTrimTo = "cuMemPoolTrimTo" (CUmemoryPool, usize);
-        cuOccupancyMaxActiveBlocksPerMultiprocessor = "cuOccupancyMaxActiveBlocksPerMultiprocessor" (*mut i32, CUfunction, i32, usize);
     }
 }
 

@@ -96,7 +96,7 @@ impl Image {
             fns: Vec::new(),
             owned: Vec::new(),
         });
-        // On any error below, the partly built image is unloaded by `Drop`-free cleanup.
+        // On an error below, the partly built image releases what it holds.
         // SAFETY: forwarded caller guarantee.
         match unsafe { img.fill(dev, &desc, host_ind_fns) } {
             Ok(table) => Ok((img, table)),
