@@ -58,6 +58,24 @@ void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
   (void (*)(void)) GOMP_OFFLOAD_get_interop_ptr,
   (void (*)(void)) GOMP_OFFLOAD_get_interop_str,
   (void (*)(void)) GOMP_OFFLOAD_get_interop_type_desc,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_exec,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_exec,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_create_thread_data,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_destroy_thread_data,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_construct,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_destruct,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_test,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_synchronize,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_serialize,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_queue_callback,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_host2dev,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_dev2host,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_async_dev2dev,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_get_property,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_get_current_device,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_get_current_context,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_get_stream,
+  (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_set_stream,
 };
 
 /* 3. libgomp's table entry (libgomp-plugin.h) and the header's equivalent. */
@@ -138,3 +156,49 @@ extern int GOMP_OFFLOAD_load_image (int ord, unsigned version, const void *targe
 				    struct addr_pair **target_table,
 				    uint64_t **rev_fn_table, uint64_t *host_ind_fn_table);
 #undef addr_pair
+
+/* OpenACC (all versions; async_dev2dev 16+). The queue is opaque to libgomp; the
+   header names its tag GoaccAsyncqueue. libgomp's property union and enum are
+   declared as in libgomp-plugin.h; the union must have the header's layout and the
+   tags are mapped like addr_pair above. */
+enum goacc_property
+{
+  GOACC_PROPERTY_MEMORY = 1,
+  GOACC_PROPERTY_FREE_MEMORY = 2,
+  GOACC_PROPERTY_NAME = 0x10001,
+  GOACC_PROPERTY_VENDOR = 0x10002,
+  GOACC_PROPERTY_DRIVER = 0x10003
+};
+union goacc_property_value_spec { const char *ptr; size_t val; };
+_Static_assert (sizeof (PropertyValue) == sizeof (union goacc_property_value_spec),
+		"PropertyValue size");
+#define goacc_asyncqueue GoaccAsyncqueue
+#define goacc_property_value PropertyValue
+extern void GOMP_OFFLOAD_openacc_exec (void (*) (void *), size_t, void **, void **,
+				       unsigned *, void *);
+extern void GOMP_OFFLOAD_openacc_async_exec (void (*) (void *), size_t, void **, void **,
+					     unsigned *, void *, struct goacc_asyncqueue *);
+extern void *GOMP_OFFLOAD_openacc_create_thread_data (int);
+extern void GOMP_OFFLOAD_openacc_destroy_thread_data (void *);
+extern struct goacc_asyncqueue *GOMP_OFFLOAD_openacc_async_construct (int);
+extern bool GOMP_OFFLOAD_openacc_async_destruct (struct goacc_asyncqueue *);
+extern int GOMP_OFFLOAD_openacc_async_test (struct goacc_asyncqueue *);
+extern bool GOMP_OFFLOAD_openacc_async_synchronize (struct goacc_asyncqueue *);
+extern bool GOMP_OFFLOAD_openacc_async_serialize (struct goacc_asyncqueue *,
+						  struct goacc_asyncqueue *);
+extern void GOMP_OFFLOAD_openacc_async_queue_callback (struct goacc_asyncqueue *,
+						       void (*)(void *), void *);
+extern bool GOMP_OFFLOAD_openacc_async_host2dev (int, void *, const void *, size_t,
+						 struct goacc_asyncqueue *);
+extern bool GOMP_OFFLOAD_openacc_async_dev2host (int, void *, const void *, size_t,
+						 struct goacc_asyncqueue *);
+extern bool GOMP_OFFLOAD_openacc_async_dev2dev (int, void *, const void *, size_t,
+						struct goacc_asyncqueue *);
+extern union goacc_property_value GOMP_OFFLOAD_openacc_get_property (int,
+								     enum goacc_property);
+extern void *GOMP_OFFLOAD_openacc_cuda_get_current_device (void);
+extern void *GOMP_OFFLOAD_openacc_cuda_get_current_context (void);
+extern void *GOMP_OFFLOAD_openacc_cuda_get_stream (struct goacc_asyncqueue *);
+extern int GOMP_OFFLOAD_openacc_cuda_set_stream (struct goacc_asyncqueue *, void *);
+#undef goacc_asyncqueue
+#undef goacc_property_value

@@ -20,7 +20,8 @@ sed -n 's/^[[:space:]]*\(GOMP_OFFLOAD_[A-Za-z0-9_]*\);.*/\1/p' libgomp.map | sor
 # What it does declare: every function prototype gcc sees coming from the header.
 printf '#include "h.h"\n' > "$tmp/t.c"
 gcc -std=c11 -fsyntax-only -aux-info "$tmp/aux" -I"$tmp" "$tmp/t.c"
-grep '^/\* [^ ]*h\.h:' "$tmp/aux" | sed 's/.*[[:space:]*]\([A-Za-z_][A-Za-z0-9_]*\) (.*/\1/' | sort > "$tmp/have"
+# (the first "name (" after "extern": parameters may be function pointers)
+grep '^/\* [^ ]*h\.h:' "$tmp/aux" | perl -ne 'print "$1\n" if /\*\/ extern .*?([A-Za-z_][A-Za-z0-9_]*) \(/' | sort > "$tmp/have"
 bad=0
 if ! cmp -s "$tmp/want" "$tmp/have"; then
   echo "generate.sh: header functions differ from libgomp.map (-map +header):" >&2
@@ -30,7 +31,7 @@ fi
 # Types: each struct/union/enum the header defines must appear in an entry point's
 # prototype (the only legitimate reason for it to be there).
 for t in $(sed -n 's/^\(typedef \)\{0,1\}\(struct\|union\|enum\) \([A-Za-z_][A-Za-z0-9_]*\).*/\3/p' "$tmp/h.h" | sort -u); do
-  if ! grep -q "GOMP_OFFLOAD_.*[^A-Za-z0-9_]$t[^A-Za-z0-9_]" "$tmp/aux"; then
+  if ! grep 'GOMP_OFFLOAD_' "$tmp/aux" | grep -q "[^A-Za-z0-9_]$t[^A-Za-z0-9_]"; then
     echo "generate.sh: type $t is not used by any GOMP_OFFLOAD_* prototype" >&2
     bad=1
   fi

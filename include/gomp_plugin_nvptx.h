@@ -51,6 +51,28 @@ typedef struct InteropObj {
   int device_num;
 } InteropObj;
 
+/**
+ * libgomp's `struct goacc_asyncqueue`, opaque to it; behind the pointer is a leaked
+ * `Box<AccQueue>`.
+ */
+typedef struct GoaccAsyncqueue {
+  uint8_t _opaque[0];
+} GoaccAsyncqueue;
+
+/**
+ * `union goacc_property_value`: a size or a string, returned in one register.
+ */
+typedef union PropertyValue {
+  /**
+   * For memory sizes.
+   */
+  size_t size;
+  /**
+   * For name, vendor and driver.
+   */
+  const char *text;
+} PropertyValue;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -67,7 +89,7 @@ uint32_t GOMP_OFFLOAD_version(void);
 const char *GOMP_OFFLOAD_get_name(void);
 
 /**
- * Capabilities: OpenMP offloading.
+ * Capabilities: OpenMP and OpenACC offloading.
  */
 uint32_t GOMP_OFFLOAD_get_caps(void);
 
@@ -244,6 +266,121 @@ const char *GOMP_OFFLOAD_get_interop_str(struct InteropObj *obj, int prop, int *
  * The C type of an interop property, or NULL.
  */
 const char *GOMP_OFFLOAD_get_interop_type_desc(struct InteropObj *obj, int prop);
+
+/**
+ * Runs an OpenACC kernel and waits for it. Errors are fatal.
+ */
+void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
+                               size_t _mapnum,
+                               void **_hostaddrs,
+                               void **devaddrs,
+                               uint32_t *dims,
+                               void *_targ_mem_desc);
+
+/**
+ * Enqueues an OpenACC kernel on `aq`. Errors are fatal.
+ */
+void GOMP_OFFLOAD_openacc_async_exec(void (*fn_)(void*),
+                                     size_t _mapnum,
+                                     void **_hostaddrs,
+                                     void **devaddrs,
+                                     uint32_t *dims,
+                                     void *_targ_mem_desc,
+                                     struct GoaccAsyncqueue *aq);
+
+/**
+ * Per-thread data for device `ord` (makes its context current on this thread).
+ */
+void *GOMP_OFFLOAD_openacc_create_thread_data(int ord);
+
+/**
+ * Frees what create_thread_data returned.
+ */
+void GOMP_OFFLOAD_openacc_destroy_thread_data(void *data);
+
+/**
+ * A new async queue on device `ord`; NULL after an error message.
+ */
+struct GoaccAsyncqueue *GOMP_OFFLOAD_openacc_async_construct(int ord);
+
+/**
+ * Waits for `aq` and destroys it.
+ */
+bool GOMP_OFFLOAD_openacc_async_destruct(struct GoaccAsyncqueue *aq);
+
+/**
+ * 1 when `aq` is idle, 0 when busy, -1 after an error message.
+ */
+int GOMP_OFFLOAD_openacc_async_test(struct GoaccAsyncqueue *aq);
+
+/**
+ * Waits for all work and callbacks queued on `aq`.
+ */
+bool GOMP_OFFLOAD_openacc_async_synchronize(struct GoaccAsyncqueue *aq);
+
+/**
+ * Makes later work on `aq2` wait for the work queued on `aq1` so far.
+ */
+bool GOMP_OFFLOAD_openacc_async_serialize(struct GoaccAsyncqueue *aq1, struct GoaccAsyncqueue *aq2);
+
+/**
+ * Runs `cb(data)` once the work queued on `aq` so far has completed.
+ */
+void GOMP_OFFLOAD_openacc_async_queue_callback(struct GoaccAsyncqueue *aq,
+                                               void (*cb)(void*),
+                                               void *data);
+
+/**
+ * Queues a host-to-device copy on `aq`.
+ */
+bool GOMP_OFFLOAD_openacc_async_host2dev(int ord,
+                                         void *dst,
+                                         const void *src,
+                                         size_t n,
+                                         struct GoaccAsyncqueue *aq);
+
+/**
+ * Queues a device-to-host copy on `aq`.
+ */
+bool GOMP_OFFLOAD_openacc_async_dev2host(int ord,
+                                         void *dst,
+                                         const void *src,
+                                         size_t n,
+                                         struct GoaccAsyncqueue *aq);
+
+/**
+ * Queues a device-to-device copy on `aq` (libgomp 16, acc_memcpy_device).
+ */
+bool GOMP_OFFLOAD_openacc_async_dev2dev(int ord,
+                                        void *dst,
+                                        const void *src,
+                                        size_t n,
+                                        struct GoaccAsyncqueue *aq);
+
+/**
+ * Property `prop` of device `ord`; 0 / NULL when unknown or on error.
+ */
+union PropertyValue GOMP_OFFLOAD_openacc_get_property(int ord, unsigned int prop);
+
+/**
+ * Pointer to the calling thread's `CUdevice`; NULL without OpenACC thread data.
+ */
+void *GOMP_OFFLOAD_openacc_cuda_get_current_device(void);
+
+/**
+ * The calling thread's device context; NULL without OpenACC thread data.
+ */
+void *GOMP_OFFLOAD_openacc_cuda_get_current_context(void);
+
+/**
+ * The CUDA stream of `aq`.
+ */
+void *GOMP_OFFLOAD_openacc_cuda_get_stream(struct GoaccAsyncqueue *aq);
+
+/**
+ * Makes `aq` use the program's `stream`; 1 on success, 0 after an error message.
+ */
+int GOMP_OFFLOAD_openacc_cuda_set_stream(struct GoaccAsyncqueue *aq, void *stream);
 
 #ifdef __cplusplus
 }  // extern "C"

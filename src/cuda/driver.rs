@@ -148,6 +148,10 @@ driver_table! {
         cuStreamCreate = "cuStreamCreate" (*mut CUstream, u32);
         cuStreamDestroy = "cuStreamDestroy_v2" (CUstream);
         cuStreamSynchronize = "cuStreamSynchronize" (CUstream);
+        cuStreamQuery = "cuStreamQuery" (CUstream);
+        cuStreamWaitEvent = "cuStreamWaitEvent" (CUstream, CUevent, u32);
+        cuMemGetInfo = "cuMemGetInfo_v2" (*mut usize, *mut usize);
+        cuDeviceTotalMem = "cuDeviceTotalMem_v2" (*mut usize, CUdevice);
         cuEventCreate = "cuEventCreate" (*mut CUevent, u32);
         cuEventDestroy = "cuEventDestroy_v2" (CUevent);
         cuEventRecord = "cuEventRecord" (CUevent, CUstream);
@@ -165,6 +169,7 @@ driver_table! {
         cuMemPoolSetAttribute = "cuMemPoolSetAttribute" (CUmemoryPool, CUmemPool_attribute, *mut c_void);
         cuMemPoolGetAttribute = "cuMemPoolGetAttribute" (CUmemoryPool, CUmemPool_attribute, *mut c_void);
         cuMemPoolTrimTo = "cuMemPoolTrimTo" (CUmemoryPool, usize);
+        cuOccupancyMaxPotentialBlockSize = "cuOccupancyMaxPotentialBlockSize" (*mut i32, *mut i32, CUfunction, *mut c_void, usize, i32);
     }
 }
 

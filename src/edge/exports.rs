@@ -43,10 +43,10 @@ pub extern "C" fn GOMP_OFFLOAD_get_name() -> *const c_char {
     c"nvptx".as_ptr()
 }
 
-/// Capabilities: OpenMP offloading.
+/// Capabilities: OpenMP and OpenACC offloading.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_get_caps() -> u32 {
-    CAP_OPENMP_400
+    CAP_OPENMP_400 | CAP_OPENACC_200
 }
 
 /// `OFFLOAD_TARGET_TYPE_NVIDIA_PTX`.
@@ -131,14 +131,14 @@ pub extern "C" fn GOMP_OFFLOAD_unload_image(
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_alloc(ord: c_int, size: usize) -> *mut c_void {
     guard::result("alloc", std::ptr::null_mut(), || {
-        Ok(nvptx::device(ord)?.alloc(size)? as *mut c_void)
+        Ok(nvptx::device(ord)?.alloc_for_libgomp(size)? as *mut c_void)
     })
 }
 
 /// Frees device memory.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_free(ord: c_int, ptr: *mut c_void) -> bool {
-    guard::ok("free", || nvptx::device(ord)?.free(ptr as u64))
+    guard::ok("free", || nvptx::device(ord)?.free_for_libgomp(ptr as u64))
 }
 
 /// Copies device to host.

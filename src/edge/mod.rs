@@ -4,3 +4,4 @@
 
 pub mod exports;
 pub mod guard;
+pub mod openacc;

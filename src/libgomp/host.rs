@@ -20,6 +20,12 @@ pub type FatalFn = unsafe extern "C" fn(*const c_char, ...) -> !;
 pub type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
 /// `GOMP_PLUGIN_target_task_completion(void *async_data)`.
 pub type TaskCompletionFn = unsafe extern "C" fn(*mut c_void);
+/// `GOMP_PLUGIN_acc_default_dim(unsigned i)`.
+pub type AccDefaultDimFn = unsafe extern "C" fn(u32) -> c_int;
+/// `GOMP_PLUGIN_goacc_thread(void)` and `GOMP_PLUGIN_acc_thread(void)`.
+pub type ThreadFn = unsafe extern "C" fn() -> *mut c_void;
+/// `GOMP_PLUGIN_goacc_profiling_dispatch(acc_prof_info *, acc_event_info *, acc_api_info *)`.
+pub type ProfDispatchFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void);
 
 /// The host libgomp as seen from the plugin. Created once, read-only afterwards, shared
 /// by all threads.
@@ -41,6 +47,14 @@ pub struct Host {
     /// `GOMP_PLUGIN_target_rev` (GOMP_PLUGIN_1.4); its arity depends on the release,
     /// so it is kept untyped (see `nvptx::reverse`).
     pub target_rev: Option<usize>,
+    /// `GOMP_PLUGIN_acc_default_dim` (GOMP_PLUGIN_1.2).
+    pub acc_default_dim: Option<AccDefaultDimFn>,
+    /// `GOMP_PLUGIN_acc_thread` (GOMP_PLUGIN_1.0): the calling thread's plugin data.
+    pub acc_thread: Option<ThreadFn>,
+    /// `GOMP_PLUGIN_goacc_thread` (GOMP_PLUGIN_1.3): the calling thread's OpenACC state.
+    pub goacc_thread: Option<ThreadFn>,
+    /// `GOMP_PLUGIN_goacc_profiling_dispatch` (GOMP_PLUGIN_1.3).
+    pub prof_dispatch: Option<ProfDispatchFn>,
 }
 
 const RTLD_LAZY: c_int = 0x1;
@@ -119,6 +133,14 @@ fn find() -> Option<Host> {
             task_completion: sym("GOMP_PLUGIN_target_task_completion", "GOMP_PLUGIN_1.1")
                 .map(|p| std::mem::transmute::<*mut c_void, TaskCompletionFn>(p)),
             target_rev: sym("GOMP_PLUGIN_target_rev", "GOMP_PLUGIN_1.4").map(|p| p as usize),
+            acc_default_dim: sym("GOMP_PLUGIN_acc_default_dim", "GOMP_PLUGIN_1.2")
+                .map(|p| std::mem::transmute::<*mut c_void, AccDefaultDimFn>(p)),
+            acc_thread: sym("GOMP_PLUGIN_acc_thread", "GOMP_PLUGIN_1.0")
+                .map(|p| std::mem::transmute::<*mut c_void, ThreadFn>(p)),
+            goacc_thread: sym("GOMP_PLUGIN_goacc_thread", "GOMP_PLUGIN_1.3")
+                .map(|p| std::mem::transmute::<*mut c_void, ThreadFn>(p)),
+            prof_dispatch: sym("GOMP_PLUGIN_goacc_profiling_dispatch", "GOMP_PLUGIN_1.3")
+                .map(|p| std::mem::transmute::<*mut c_void, ProfDispatchFn>(p)),
         })
     }
 }

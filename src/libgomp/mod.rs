@@ -3,6 +3,7 @@
 //! `GOMP_PLUGIN_debug`. Reusable by any vendor plugin; depends on nothing in the crate.
 
 pub mod abi;
+pub mod acc_prof;
 pub mod host;
 pub mod logger;
 pub mod report;

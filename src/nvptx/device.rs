@@ -1,16 +1,19 @@
 //! One opened CUDA device: its context, properties, settings and per-device pools.
 
 use super::async_queue::AsyncQueue;
+use super::blocks::Blocks;
 use super::config::Config;
 use super::image::Image;
 use super::pool::Pool;
 use super::reverse::Reverse;
+use super::small_blocks::SmallBlocks;
 use super::stacks::StackCache;
 use super::streams::{Stream, StreamPool};
 use crate::cu;
 use crate::cuda::sys::*;
 use crate::error::Result;
 use std::ffi::c_char;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Device facts read once at initialisation.
@@ -54,6 +57,14 @@ pub struct Device {
     pub pool: Option<Pool>,
     /// Reverse-offload mailbox and service thread.
     pub reverse: Reverse,
+    /// Live blocks from `alloc`.
+    pub blocks: Blocks,
+    /// Free small blocks.
+    pub small: SmallBlocks,
+    /// Set once the program uses OpenACC on this device: synchronous copies then go
+    /// through CUDA's legacy default stream, so they stay ordered after the work of
+    /// OpenACC queues as they are with the stock plugin.
+    openacc: AtomicBool,
 }
 
 // SAFETY: the context handle may be made current on any thread; all mutable state is
@@ -82,21 +93,27 @@ impl Device {
         let mut cu_dev: CUdevice = 0;
         // SAFETY: out-pointer to a local.
         unsafe { cu!(cuDeviceGet(&mut cu_dev, ord)) }?;
+        let mut primary: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; balanced by the release below or in `close`.
+        unsafe { cu!(cuDevicePrimaryCtxRetain(&mut primary, cu_dev)) }?;
         let mut cur: CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local.
         unsafe { cu!(cuCtxGetCurrent(&mut cur)) }?;
         let mut cur_dev: CUdevice = -1;
+        // A context the program made current for this device is borrowed; the primary
+        // context (also when left current by an earlier open/close, when it may have
+        // been reset) is retained. A stale current context fails cuCtxGetDevice.
         // SAFETY: out-pointer to a local; only asked when a context is current.
         let borrow = !cur.is_null()
+            && cur != primary
             && unsafe { cu!(cuCtxGetDevice(&mut cur_dev)) }.is_ok()
             && cur_dev == cu_dev;
         let (ctx, owns_primary) = if borrow {
+            // SAFETY: balanced with the retain above; the primary context is not used.
+            unsafe { cu!(cuDevicePrimaryCtxRelease(cu_dev)) }?;
             (cur, false)
         } else {
-            let mut ctx: CUcontext = std::ptr::null_mut();
-            // SAFETY: out-pointer to a local.
-            unsafe { cu!(cuDevicePrimaryCtxRetain(&mut ctx, cu_dev)) }?;
-            (ctx, true)
+            (primary, true)
         };
         let mut name = [0 as c_char; 256];
         // SAFETY: the buffer holds 256 bytes.
@@ -133,6 +150,9 @@ impl Device {
             async_queue: AsyncQueue::default(),
             pool: None,
             reverse: Reverse::default(),
+            blocks: Blocks::default(),
+            small: SmallBlocks::default(),
+            openacc: AtomicBool::new(false),
         };
         dev.activate()?;
         let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
@@ -201,6 +221,24 @@ impl Device {
         }
     }
 
+    /// Notes that the program uses OpenACC on this device (see the `openacc` field).
+    pub fn use_openacc(&self) {
+        self.openacc.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs a synchronous copy `f` on a stream and waits for it: a pooled stream, or
+    /// CUDA's legacy default stream once OpenACC is in use.
+    pub fn on_copy_stream(&self, f: impl FnOnce(Stream) -> Result<()>) -> Result<()> {
+        if !self.openacc.load(Ordering::Relaxed) {
+            return self.on_stream(f);
+        }
+        let legacy = Stream(std::ptr::null_mut());
+        f(legacy)?;
+        // SAFETY: waiting on the legacy default stream of the current context.
+        unsafe { cu!(cuStreamSynchronize(legacy.0)) }?;
+        Ok(())
+    }
+
     /// Releases everything the device holds: images (running their destructors), cached
     /// stacks, streams, and the primary context reference.
     pub fn close(&self) -> Result<()> {
@@ -220,6 +258,9 @@ impl Device {
             }
         }
         self.stacks.trim();
+        for c in self.small.drain_chunks() {
+            let _ = self.free_chunk(c);
+        }
         if let Some(p) = &self.pool {
             log::debug!(
                 "device {}: {} byte(s) still allocated from the pool at close",
@@ -229,6 +270,13 @@ impl Device {
             p.destroy();
         }
         self.streams.destroy_all();
+        let mut cur: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; unsetting our context on this thread so a
+        // later open does not find a released one current.
+        if unsafe { cu!(cuCtxGetCurrent(&mut cur)) }.is_ok() && cur == self.ctx && self.owns_primary
+        {
+            let _ = unsafe { cu!(cuCtxSetCurrent(std::ptr::null_mut())) };
+        }
         if self.owns_primary {
             // SAFETY: balanced with the retain in `open`.
             unsafe { cu!(cuDevicePrimaryCtxRelease(self.cu_dev)) }?;

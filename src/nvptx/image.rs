@@ -25,6 +25,9 @@ pub struct TargetFn {
     pub regs: i32,
     /// OpenACC dimensions from the compiler.
     pub dims: [u16; 3],
+    /// The occupancy calculator's (grid, block) for this kernel, asked on first
+    /// OpenACC launch (`None` inside: the driver has no calculator).
+    pub occupancy: once_cell::sync::OnceCell<Option<(u32, u32)>>,
 }
 
 /// An image loaded on one device. Owned by the device's image list.
@@ -136,6 +139,7 @@ impl Image {
                 max_threads_per_block: func_attr(func, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
                 regs: func_attr(func, CU_FUNC_ATTRIBUTE_NUM_REGS)?,
                 dims: f.dims,
+                occupancy: Default::default(),
             });
         }
         let mut table: Vec<AddrPair> = self

@@ -1,17 +1,29 @@
-//! Device memory and copies for one device. Every copy runs on a pooled stream and is
-//! complete when the call returns (the contract's synchronous semantics).
+//! Device memory and copies for one device. Every copy is complete when the call
+//! returns (the contract's synchronous semantics); it runs on a pooled stream, or on
+//! CUDA's legacy default stream once OpenACC is in use (see `Device::on_copy_stream`).
 
+use super::blocks::check_copy;
 use super::device::Device;
 use crate::cu;
 use crate::cuda::sys::CUdeviceptr;
 use crate::error::{Error, Result};
+use crate::libgomp::acc_prof;
 use std::ffi::c_void;
 
 impl Device {
-    /// Allocates `size` device bytes, from the pool when there is one. On
-    /// out-of-memory the pool's unused memory and the cached soft stacks are released
-    /// and the allocation retried once.
+    /// Allocates `size` device bytes: small blocks from the small-block cache, others
+    /// from the pool when there is one. On out-of-memory the pool's unused memory and
+    /// the cached soft stacks are released and the allocation retried once.
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
+        let p = match self.small.take(size, |bytes| self.alloc_retry(bytes)) {
+            Some(r) => r?,
+            None => self.alloc_retry(size)?,
+        };
+        self.blocks.insert(p, size);
+        Ok(p)
+    }
+
+    fn alloc_retry(&self, size: usize) -> Result<CUdeviceptr> {
         match self.alloc_once(size.max(1)) {
             Err(Error::Cuda(e)) if e.code == crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY => {
                 if let Some(p) = &self.pool {
@@ -34,16 +46,54 @@ impl Device {
         Ok(p)
     }
 
-    /// Frees a block from [`Device::alloc`]. NULL is accepted and ignored.
+    /// Frees a block from [`Device::alloc`]. NULL is accepted and ignored; an address
+    /// that does not start a block is "invalid device address".
     pub fn free(&self, p: CUdeviceptr) -> Result<()> {
+        self.free_block(p).map(|_| ())
+    }
+
+    fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
         if p == 0 {
-            return Ok(());
+            return Ok(0);
         }
+        let size = self.blocks.remove(p)?;
+        if self.small.give(p, size) {
+            return Ok(size);
+        }
+        self.free_chunk(p)?;
+        Ok(size)
+    }
+
+    /// Returns memory from `alloc_retry` (a large block or a small-block chunk) to the
+    /// pool or the driver.
+    pub fn free_chunk(&self, p: CUdeviceptr) -> Result<()> {
         if let Some(pool) = &self.pool {
-            return pool.free(p);
+            pool.free(p)?;
+        } else {
+            // SAFETY: `p` came from cuMemAlloc in this context.
+            unsafe { cu!(cuMemFree(p)) }?;
         }
-        // SAFETY: `p` came from cuMemAlloc in this context (libgomp's bookkeeping).
-        unsafe { cu!(cuMemFree(p)) }?;
+        Ok(())
+    }
+
+    /// `GOMP_OFFLOAD_alloc`: [`Device::alloc`], reported to an OpenACC profiler
+    /// (`acc_ev_alloc`) when one is set up for the calling thread.
+    pub fn alloc_for_libgomp(&self, size: usize) -> Result<CUdeviceptr> {
+        let p = self.alloc(size)?;
+        if let Some(prof) = acc_prof::current() {
+            prof.data(acc_prof::EV_ALLOC, size, p as *const c_void);
+        }
+        Ok(p)
+    }
+
+    /// `GOMP_OFFLOAD_free`: [`Device::free`], reported as `acc_ev_free`.
+    pub fn free_for_libgomp(&self, p: CUdeviceptr) -> Result<()> {
+        self.free_block(p)?;
+        if p != 0 {
+            if let Some(prof) = acc_prof::current() {
+                prof.data(acc_prof::EV_FREE, usize::MAX, p as *const c_void);
+            }
+        }
         Ok(())
     }
 
@@ -64,9 +114,12 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
-        check_ptrs(dst as *const c_void, src)?;
+        check_copy(dst, src)?;
+        self.blocks.check(dst, n)?;
         // SAFETY: readable source (caller); the stream is waited for before returning.
-        self.on_stream(|s| unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, s.0)) }.map_err(Error::from))
+        self.on_copy_stream(|s| {
+            unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, s.0)) }.map_err(Error::from)
+        })
     }
 
     /// Copies `n` bytes from device `src` to host `dst`.
@@ -77,9 +130,12 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
-        check_ptrs(dst, src as *const c_void)?;
+        check_copy(src, dst)?;
+        self.blocks.check(src, n)?;
         // SAFETY: writable destination (caller); waited for before returning.
-        self.on_stream(|s| unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, s.0)) }.map_err(Error::from))
+        self.on_copy_stream(|s| {
+            unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, s.0)) }.map_err(Error::from)
+        })
     }
 
     /// Copies `n` bytes between two device buffers.
@@ -87,9 +143,11 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
-        check_ptrs(dst as *const c_void, src as *const c_void)?;
+        self.check_dev2dev(dst, src, n)?;
         // SAFETY: device addresses are checked by the driver; waited for before returning.
-        self.on_stream(|s| unsafe { cu!(cuMemcpyDtoDAsync(dst, src, n, s.0)) }.map_err(Error::from))
+        self.on_copy_stream(|s| {
+            unsafe { cu!(cuMemcpyDtoDAsync(dst, src, n, s.0)) }.map_err(Error::from)
+        })
     }
 
     /// Sets `n` device bytes at `p` to the low byte of `val`.
@@ -104,11 +162,13 @@ impl Device {
     }
 }
 
-fn check_ptrs(dst: *const c_void, src: *const c_void) -> Result<()> {
-    if dst.is_null() || src.is_null() {
-        return Err(Error::invalid(format!(
-            "invalid copy: NULL address (dst {dst:p}, src {src:p})"
-        )));
+impl Device {
+    /// The address checks of a device-to-device copy, with libgomp's messages.
+    pub fn check_dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
+        if dst == 0 || src == 0 {
+            return Err(Error::invalid("invalid device address"));
+        }
+        self.blocks.check(dst, n)?;
+        self.blocks.check(src, n)
     }
-    Ok(())
 }

@@ -2,6 +2,7 @@
 //! driver. Depends on `cuda` and `libgomp`; called only by the exported edge.
 
 pub mod async_queue;
+pub mod blocks;
 pub mod config;
 pub mod descriptor;
 pub mod device;
@@ -13,10 +14,12 @@ pub mod interop;
 pub mod launch;
 pub mod link;
 pub mod memory;
+pub mod openacc;
 pub mod pool;
 pub mod rect;
 pub mod reverse;
 pub mod run;
+pub mod small_blocks;
 pub mod stacks;
 pub mod streams;
 
@@ -113,6 +116,18 @@ pub fn device(ord: i32) -> Result<Arc<Device>> {
         .ok_or_else(|| Error::invalid(format!("nvptx device {ord} is not initialized")))?;
     d.activate()?;
     Ok(d)
+}
+
+/// Device `ord` with its context made current, if it is open.
+pub fn device_if_open(ord: i32) -> Option<Arc<Device>> {
+    let d = DEVICES
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(usize::try_from(ord).ok()?)
+        .cloned()
+        .flatten()?;
+    d.activate().ok()?;
+    Some(d)
 }
 
 /// The first initialised device (for calls that name none, like page-locked host

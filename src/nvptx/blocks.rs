@@ -1,0 +1,105 @@
+//! The device blocks handed out by `alloc`: their sizes, so a free of an address that
+//! is not a block and a copy running past a block's end get libgomp's errors ("invalid
+//! device address", "invalid size") instead of a driver error or a silent overrun.
+
+use crate::cuda::sys::CUdeviceptr;
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Live blocks of one device by start address. Thread-safe.
+#[derive(Default)]
+pub struct Blocks {
+    live: Mutex<BTreeMap<CUdeviceptr, usize>>,
+}
+
+impl Blocks {
+    /// Records a new block.
+    pub fn insert(&self, p: CUdeviceptr, size: usize) {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(p, size);
+    }
+
+    /// Forgets block `p`; an address that does not start a block is an error.
+    pub fn remove(&self, p: CUdeviceptr) -> Result<usize> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&p)
+            .ok_or_else(|| Error::invalid("invalid device address"))
+    }
+
+    /// Checks `[p, p+n)` against the block containing `p`, if any: running past its
+    /// end is "invalid size". Addresses outside every block (module globals, memory
+    /// the program allocated itself) are left to the driver.
+    pub fn check(&self, p: CUdeviceptr, n: usize) -> Result<()> {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((&start, &size)) = live.range(..=p).next_back() {
+            let end = start + size as u64;
+            if p < end && p.checked_add(n as u64).is_none_or(|e| e > end) {
+                return Err(Error::invalid("invalid size"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The address checks of a copy between host and device, with libgomp's messages.
+pub fn check_copy(dev_ptr: CUdeviceptr, host_ptr: *const std::ffi::c_void) -> Result<()> {
+    if dev_ptr == 0 {
+        return Err(Error::invalid("invalid device address"));
+    }
+    if host_ptr.is_null() {
+        return Err(Error::invalid("invalid host address"));
+    }
+    if dev_ptr == host_ptr as u64 {
+        return Err(Error::invalid("invalid host or device address"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frees_and_ranges() {
+        let b = Blocks::default();
+        b.insert(0x1000, 0x100);
+        assert!(b.check(0x1000, 0x100).is_ok());
+        assert!(b.check(0x1080, 0x80).is_ok());
+        assert_eq!(
+            b.check(0x1080, 0x81).unwrap_err().to_string(),
+            "invalid size"
+        );
+        assert!(b.check(0x2000, 1 << 20).is_ok(), "outside every block");
+        assert_eq!(
+            b.remove(0x1080).unwrap_err().to_string(),
+            "invalid device address"
+        );
+        assert_eq!(b.remove(0x1000).unwrap(), 0x100);
+        assert!(b.remove(0x1000).is_err(), "double free");
+    }
+
+    #[test]
+    fn copy_addresses() {
+        let h = 0x5000usize as *const std::ffi::c_void;
+        assert!(check_copy(0x1000, h).is_ok());
+        assert_eq!(
+            check_copy(0, h).unwrap_err().to_string(),
+            "invalid device address"
+        );
+        assert_eq!(
+            check_copy(0x1000, std::ptr::null())
+                .unwrap_err()
+                .to_string(),
+            "invalid host address"
+        );
+        assert_eq!(
+            check_copy(0x5000, h).unwrap_err().to_string(),
+            "invalid host or device address"
+        );
+    }
+}

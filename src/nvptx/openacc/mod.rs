@@ -1,0 +1,8 @@
+//! OpenACC on the nvptx device: kernel launches with gang/worker/vector dimensions,
+//! async queues, per-thread data, device properties and the CUDA interop calls.
+
+pub mod dims;
+pub mod exec;
+pub mod property;
+pub mod queue;
+pub mod thread;
