@@ -1,16 +1,18 @@
 #!/bin/sh
 # build.sh - compile bench/offload_bench.c with the sid root's gcc-16 (nvptx offload)
-# and bench/revoff_bench.c into .carry/, next to the plugin, for bench/device-run.sh.
+# bench/revoff_bench.c and bench/acc_bench.c (OpenACC) into .carry/, next to the plugin, for bench/device-run.sh.
 set -eu
 cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
 mkdir -p "$WORK/bench" .carry/plugin
-cp bench/offload_bench.c bench/revoff_bench.c "$WORK/bench/"
+cp bench/offload_bench.c bench/revoff_bench.c bench/acc_bench.c "$WORK/bench/"
 for b in offload_bench revoff_bench; do
   scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none $b.c -o $b"
   cp "$WORK/bench/$b" .carry/
 done
+scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenacc -foffload=nvptx-none acc_bench.c -o acc_bench"
+cp "$WORK/bench/acc_bench" .carry/
 scripts/build >/dev/null 2>&1
 objcopy --strip-debug target/plugin/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
-echo "bench: .carry/offload_bench, .carry/revoff_bench and .carry/plugin ready"
+echo "bench: .carry/{offload_bench,revoff_bench,acc_bench} and .carry/plugin ready"

@@ -3,7 +3,8 @@
 # alternating (stock, ours, stock, ours, ...) on the same binary in one call.
 # usage: bench/device-run.sh CARRY_DIR [REPS]
 # CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours) and
-# offload_bench and revoff_bench (built by bench/build.sh). Writes
+# offload_bench, revoff_bench and acc_bench (built by bench/build.sh). env BENCHES
+# (default "omp revoff acc") picks which binaries run. Writes
 # $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines).
 set -u
 C=$(cd "${1:?usage: device-run.sh CARRY_DIR [REPS]}" && pwd); REPS=${2:-3}
@@ -15,21 +16,31 @@ CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
 MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 1048576"
        "bw 4096" "bw 67108864" "bw 1073741824")
+ACC_MODES=("sync 2000" "async 500" "asyncdata 500")
+BENCHES=${BENCHES:-omp revoff acc}
+one() { # PLUGIN REP BINARY ARGS...
+  local p=$1 rep=$2 bin=$3; shift 3
+  timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
+    "$C/$bin" "$@" > "$T/one.txt" 2>&1
+  local rc=$?
+  sed "s/^/$p $rep /" "$T/one.txt" | grep -E "^$p $rep (metric|ERROR)" >> "$O/bench-raw.txt"
+  [ $rc = 0 ] || echo "$p $rep ERROR $bin '$*' exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
+}
 for rep in $(seq 1 "$REPS"); do
   for p in stock ours; do
-    for m in "${MODES[@]}"; do
-      # shellcheck disable=SC2086
-      timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
-        "$C/offload_bench" $m > "$T/one.txt" 2>&1
-      rc=$?
-      sed "s/^/$p $rep /" "$T/one.txt" | grep -E "^$p $rep (metric|ERROR)" >> "$O/bench-raw.txt"
-      [ $rc = 0 ] || echo "$p $rep ERROR mode '$m' exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
-    done
-    timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
-      "$C/revoff_bench" 1000 > "$T/one.txt" 2>&1
-    rc=$?
-    sed "s/^/$p $rep /" "$T/one.txt" | grep -E "^$p $rep (metric|ERROR)" >> "$O/bench-raw.txt"
-    [ $rc = 0 ] || echo "$p $rep ERROR revoff_bench exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
+    if [[ " $BENCHES " == *" acc "* ]]; then
+      for m in "${ACC_MODES[@]}"; do
+        # shellcheck disable=SC2086
+        one "$p" "$rep" acc_bench $m
+      done
+    fi
+    if [[ " $BENCHES " == *" omp "* ]]; then
+      for m in "${MODES[@]}"; do
+        # shellcheck disable=SC2086
+        one "$p" "$rep" offload_bench $m
+      done
+    fi
+    [[ " $BENCHES " == *" revoff "* ]] && one "$p" "$rep" revoff_bench 1000
   done
 done
 echo "bench: $(grep -c metric "$O/bench-raw.txt") metrics, $(grep -c ERROR "$O/bench-raw.txt") errors"
