@@ -1,6 +1,6 @@
 #!/bin/sh
 # build.sh - compile bench/offload_bench.c with the sid root's gcc-16 (nvptx offload)
-# bench/revoff_bench.c and bench/acc_bench.c (OpenACC) into .carry/, next to the plugin, for bench/device-run.sh.
+# bench/revoff_bench.c, bench/acc_bench.c (OpenACC) and bench/cuda_floor.c into .carry/, next to the plugin, for bench/device-run.sh.
 set -eu
 cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
@@ -13,6 +13,9 @@ for b in offload_bench revoff_bench; do
 done
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenacc -foffload=nvptx-none acc_bench.c -o acc_bench"
 cp "$WORK/bench/acc_bench" .carry/
+# The raw-driver floor needs no offload compiler; built with the host's cc (it only
+# dlopens libcuda).
+cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl
 scripts/build >/dev/null 2>&1
 objcopy --strip-debug target/plugin/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
-echo "bench: .carry/{offload_bench,revoff_bench,acc_bench} and .carry/plugin ready"
+echo "bench: .carry/{offload_bench,revoff_bench,acc_bench,cuda_floor} and .carry/plugin ready"

@@ -3,9 +3,10 @@
 # alternating (stock, ours, stock, ours, ...) on the same binary in one call.
 # usage: bench/device-run.sh CARRY_DIR [REPS]
 # CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours) and
-# offload_bench, revoff_bench and acc_bench (built by bench/build.sh). env BENCHES
-# (default "omp revoff acc") picks which binaries run. Writes
-# $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines).
+# offload_bench, revoff_bench, acc_bench and cuda_floor (built by bench/build.sh).
+# env BENCHES (default "floor omp revoff acc") picks which binaries run. Writes
+# $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines);
+# the raw-driver floor's lines have "floor" in place of the plugin.
 set -u
 C=$(cd "${1:?usage: device-run.sh CARRY_DIR [REPS]}" && pwd); REPS=${2:-3}
 O=${OUT:-/tmp/bench-out}; mkdir -p "$O"
@@ -17,7 +18,7 @@ declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
 MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 1048576"
        "bw 4096" "bw 67108864" "bw 1073741824")
 ACC_MODES=("sync 2000" "async 500" "asyncdata 500")
-BENCHES=${BENCHES:-omp revoff acc}
+BENCHES=${BENCHES:-floor omp revoff acc}
 one() { # PLUGIN REP BINARY ARGS...
   local p=$1 rep=$2 bin=$3; shift 3
   timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
@@ -27,6 +28,10 @@ one() { # PLUGIN REP BINARY ARGS...
   [ $rc = 0 ] || echo "$p $rep ERROR $bin '$*' exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
 }
 for rep in $(seq 1 "$REPS"); do
+  if [[ " $BENCHES " == *" floor "* ]]; then
+    timeout 120 "$C/cuda_floor" > "$T/one.txt" 2>&1 || echo "floor $rep ERROR cuda_floor exit $?" >> "$O/bench-raw.txt"
+    sed "s/^/floor $rep /" "$T/one.txt" | grep -E "^floor $rep (metric|ERROR)" >> "$O/bench-raw.txt"
+  fi
   for p in stock ours; do
     if [[ " $BENCHES " == *" acc "* ]]; then
       for m in "${ACC_MODES[@]}"; do

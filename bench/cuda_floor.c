@@ -1,0 +1,187 @@
+/* cuda_floor.c - the raw CUDA driver floor under the plugins' per-region costs: the
+ * enqueue cost of the driver calls an offload region is made of, called directly
+ * (libcuda loaded with dlopen; the kernel is a one-parameter empty PTX entry, so no
+ * CUDA toolkit is needed). Run on the GPU machine by bench/device-run.sh.
+ *
+ * usage: cuda_floor [N]      (N calls per batch, default 500; median of 20 batches)
+ * Prints "metric floor_NAME VALUE us" lines, per call:
+ *   launch_{nb,blk}      cuLaunchKernel on a non-blocking / blocking stream
+ *   h2d8_{pageable,pinned}  cuMemcpyHtoDAsync of 8 bytes on a non-blocking stream
+ *   write8               cuStreamWriteValue64_v2 (8 bytes by value), if present
+ *   event_record         cuEventRecord
+ *   acc_region_{nb,blk}  h2d8 pageable + event + launch + event (an async OpenACC
+ *                        region's driver calls) on a non-blocking / blocking stream
+ *   acc_region_w8_blk    the same with write8 in place of the h2d8
+ *   sync_launch          launch + cuStreamSynchronize (a synchronous region's floor)
+ * A failing driver call prints "ERROR ..." and exits 1. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef int CUresult;
+typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+static CUresult (*cuInit) (unsigned);
+static CUresult (*cuDeviceGet) (int *, int);
+static CUresult (*cuDevicePrimaryCtxRetain) (CUcontext *, int);
+static CUresult (*cuCtxSetCurrent) (CUcontext);
+static CUresult (*cuModuleLoadData) (CUmodule *, const void *);
+static CUresult (*cuModuleGetFunction) (CUfunction *, CUmodule, const char *);
+static CUresult (*cuStreamCreate) (CUstream *, unsigned);
+static CUresult (*cuStreamSynchronize) (CUstream);
+static CUresult (*cuLaunchKernel) (CUfunction, unsigned, unsigned, unsigned, unsigned,
+				   unsigned, unsigned, unsigned, CUstream, void **, void **);
+static CUresult (*cuMemAlloc) (CUdeviceptr *, size_t);
+static CUresult (*cuMemHostAlloc) (void **, size_t, unsigned);
+static CUresult (*cuMemcpyHtoDAsync) (CUdeviceptr, const void *, size_t, CUstream);
+static CUresult (*cuEventCreate) (CUevent *, unsigned);
+static CUresult (*cuEventRecord) (CUevent, CUstream);
+static CUresult (*cuStreamWriteValue64) (CUstream, CUdeviceptr, unsigned long long, unsigned);
+
+static const char ptx[] =
+  ".version 6.0\n.target sm_52\n.address_size 64\n"
+  ".visible .entry k(.param .u64 p)\n{\n\tret;\n}\n";
+
+#define CHECK(call)                                                         \
+  do {                                                                      \
+    CUresult r_ = (call);                                                   \
+    if (r_ != 0)                                                            \
+      {                                                                     \
+	printf ("ERROR %s = %d\n", #call, r_);                              \
+	exit (1);                                                           \
+      }                                                                     \
+  } while (0)
+
+static double now (void)
+{
+  struct timespec t;
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int cmp (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+#define BATCHES 20
+static CUfunction fn;
+static CUdeviceptr dptr;
+static void *pageable, *pinned;
+static CUevent ev;
+
+static void launch (CUstream s)
+{
+  void *params[1] = { &dptr };
+  CHECK (cuLaunchKernel (fn, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
+enum op { LAUNCH, H2D_PAGEABLE, H2D_PINNED, WRITE8, EVENT, ACC_REGION, ACC_REGION_W8,
+	  SYNC_LAUNCH };
+
+static void one (enum op op, CUstream s)
+{
+  switch (op)
+    {
+    case LAUNCH: launch (s); break;
+    case H2D_PAGEABLE: CHECK (cuMemcpyHtoDAsync (dptr, pageable, 8, s)); break;
+    case H2D_PINNED: CHECK (cuMemcpyHtoDAsync (dptr, pinned, 8, s)); break;
+    case WRITE8: CHECK (cuStreamWriteValue64 (s, dptr, 42, 0)); break;
+    case EVENT: CHECK (cuEventRecord (ev, s)); break;
+    case ACC_REGION_W8:
+      CHECK (cuStreamWriteValue64 (s, dptr, 42, 0));
+      CHECK (cuEventRecord (ev, s));
+      launch (s);
+      CHECK (cuEventRecord (ev, s));
+      break;
+    case ACC_REGION:
+      CHECK (cuMemcpyHtoDAsync (dptr, pageable, 8, s));
+      CHECK (cuEventRecord (ev, s));
+      launch (s);
+      CHECK (cuEventRecord (ev, s));
+      break;
+    case SYNC_LAUNCH: launch (s); CHECK (cuStreamSynchronize (s)); break;
+    }
+}
+
+static void measure (const char *name, enum op op, CUstream s, int n)
+{
+  double t[BATCHES];
+  for (int b = 0; b < BATCHES + 1; b++)
+    {
+      double t0 = now ();
+      for (int i = 0; i < n; i++)
+	one (op, s);
+      double t1 = now ();
+      CHECK (cuStreamSynchronize (s));
+      if (b > 0)
+	t[b - 1] = (t1 - t0) / n;
+    }
+  qsort (t, BATCHES, sizeof *t, cmp);
+  printf ("metric floor_%s %.2f us\n", name, 0.5 * (t[9] + t[10]) * 1e6);
+}
+
+#define SYM(f)                                                              \
+  do {                                                                      \
+    *(void **) &f = dlsym (h, #f);                                          \
+    if (!f)                                                                 \
+      {                                                                     \
+	printf ("ERROR no %s in libcuda\n", #f);                            \
+	return 1;                                                           \
+      }                                                                     \
+  } while (0)
+
+int main (int argc, char **argv)
+{
+  int n = argc > 1 ? atoi (argv[1]) : 500;
+  void *h = dlopen ("libcuda.so.1", RTLD_NOW);
+  if (!h)
+    {
+      printf ("ERROR cannot load libcuda.so.1\n");
+      return 1;
+    }
+  SYM (cuInit); SYM (cuDeviceGet); SYM (cuDevicePrimaryCtxRetain); SYM (cuCtxSetCurrent);
+  SYM (cuModuleLoadData); SYM (cuModuleGetFunction); SYM (cuStreamCreate);
+  SYM (cuStreamSynchronize); SYM (cuLaunchKernel); SYM (cuEventCreate); SYM (cuEventRecord);
+  *(void **) &cuMemAlloc = dlsym (h, "cuMemAlloc_v2");
+  *(void **) &cuMemcpyHtoDAsync = dlsym (h, "cuMemcpyHtoDAsync_v2");
+  SYM (cuMemHostAlloc);
+  *(void **) &cuStreamWriteValue64 = dlsym (h, "cuStreamWriteValue64_v2");
+  if (!cuMemAlloc || !cuMemcpyHtoDAsync)
+    {
+      printf ("ERROR no cuMemAlloc_v2/cuMemcpyHtoDAsync_v2\n");
+      return 1;
+    }
+  int dev;
+  CUcontext ctx;
+  CUmodule mod;
+  CUstream nb, blk;
+  CHECK (cuInit (0));
+  CHECK (cuDeviceGet (&dev, 0));
+  CHECK (cuDevicePrimaryCtxRetain (&ctx, dev));
+  CHECK (cuCtxSetCurrent (ctx));
+  CHECK (cuModuleLoadData (&mod, ptx));
+  CHECK (cuModuleGetFunction (&fn, mod, "k"));
+  CHECK (cuStreamCreate (&nb, 1));
+  CHECK (cuStreamCreate (&blk, 0));
+  CHECK (cuMemAlloc (&dptr, 256));
+  CHECK (cuMemHostAlloc (&pinned, 4096, 0));
+  CHECK (cuEventCreate (&ev, 2));
+  pageable = calloc (1, 4096);
+  measure ("launch_nb", LAUNCH, nb, n);
+  measure ("launch_blk", LAUNCH, blk, n);
+  measure ("h2d8_pageable", H2D_PAGEABLE, nb, n);
+  measure ("h2d8_pinned", H2D_PINNED, nb, n);
+  if (cuStreamWriteValue64)
+    measure ("write8", WRITE8, nb, n);
+  measure ("event_record", EVENT, nb, n);
+  measure ("acc_region_nb", ACC_REGION, nb, n);
+  measure ("acc_region_blk", ACC_REGION, blk, n);
+  if (cuStreamWriteValue64)
+    measure ("acc_region_w8_blk", ACC_REGION_W8, blk, n);
+  measure ("sync_launch", SYNC_LAUNCH, nb, n / 5 + 1);
+  return 0;
+}
