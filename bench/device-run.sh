@@ -16,6 +16,7 @@ B=$T/bundle-16
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
 MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 1048576"
+       "alloc_cycles 100000"
        "bw 4096" "bw 67108864" "bw 1073741824")
 ACC_MODES=("sync 2000" "async 500" "asyncdata 500")
 BENCHES=${BENCHES:-floor omp revoff acc}

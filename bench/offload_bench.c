@@ -10,10 +10,13 @@
  *   threads T MS K     T host threads each run K target regions that spin MS ms on the
  *                      GPU; prints regions/s and the speed-up over one thread
  *   alloc N BYTES      median omp_target_alloc + omp_target_free (us)
+ *   alloc_cycles N     N alloc+free cycles of 1 KiB..4 MiB; device memory growth (MiB)
+ *                      between cycle 1000 and cycle N
  *   bw BYTES           host->device and device->host omp_target_memcpy bandwidth
  *                      (GB/s) from malloc'd (pageable) and ompx_gnu_pinned_mem_alloc memory
  * Each result is a line "metric NAME VALUE UNIT"; a wrong result prints "ERROR ..." and
  * exits 1. */
+#include <dlfcn.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +153,64 @@ static int mode_alloc (int n, size_t bytes)
   return 0;
 }
 
+/* Free device memory as the driver reports it (libcuda's cuMemGetInfo_v2, loaded with
+   dlopen; the plugin leaves its context current on this thread), in MiB; -1 if
+   unavailable. */
+static double free_mib (void)
+{
+  static int (*get) (size_t *, size_t *);
+  if (!get)
+    {
+      void *h = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+      if (!h)
+        h = dlopen ("libcuda.so.1", RTLD_NOW);
+      if (h)
+        *(void **) &get = dlsym (h, "cuMemGetInfo_v2");
+    }
+  size_t f = 0, t = 0;
+  if (!get || get (&f, &t) != 0)
+    return -1;
+  return f / 1048576.0;
+}
+
+/* N cycles of omp_target_alloc + omp_target_free of sizes 1 KiB..4 MiB (varying),
+   with a target region each 1000 cycles: device memory after the cycles minus after
+   the first 1000 (a leak or unbounded cache shows up as a positive number). */
+static int mode_alloc_cycles (int n)
+{
+  int dev = omp_get_default_device ();
+  double before = 0;
+  for (int i = 0; i < n; i++)
+    {
+      size_t bytes = (size_t) 1024 << (i % 13);
+      void *p = omp_target_alloc (bytes, dev);
+      if (!p)
+        {
+          printf ("ERROR alloc_cycles: omp_target_alloc(%zu) returned NULL at %d\n", bytes, i);
+          return 1;
+        }
+      omp_target_free (p, dev);
+      if (i % 1000 == 999)
+        {
+          if (!on_device ())
+            {
+              printf ("ERROR alloc_cycles: target region did not run on the device\n");
+              return 1;
+            }
+          if (i == 999)
+            before = free_mib ();
+        }
+    }
+  double after = free_mib ();
+  if (before < 0 || after < 0)
+    {
+      printf ("ERROR alloc_cycles: cuMemGetInfo unavailable\n");
+      return 1;
+    }
+  printf ("metric alloc_cycles_growth_%d %.1f MiB\n", n, before - after);
+  return 0;
+}
+
 static int bw_one (const char *kind, char *h, size_t bytes)
 {
   int dev = omp_get_default_device (), host = omp_get_initial_device ();
@@ -225,6 +286,8 @@ int main (int argc, char **argv)
                          argc > 4 ? atoi (argv[4]) : 50);
   if (!strcmp (m, "alloc"))
     return mode_alloc (argc > 2 ? atoi (argv[2]) : 1000, argc > 3 ? strtoull (argv[3], 0, 0) : 1 << 20);
+  if (!strcmp (m, "alloc_cycles"))
+    return mode_alloc_cycles (argc > 2 ? atoi (argv[2]) : 100000);
   if (!strcmp (m, "bw"))
     return mode_bw (argc > 2 ? strtoull (argv[2], 0, 0) : 1UL << 30);
   fprintf (stderr, "unknown mode %s\n", m);

@@ -7,6 +7,7 @@
 //! | `GOMP_NVPTX_LOWLAT_POOL` | bytes of dynamic shared memory per team for `omp_low_lat_mem_space` | 8192 |
 //! | `GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE` | CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`) | driver default |
 //! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
+//! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
 
 /// Parsed settings. Plain data, read once per device initialisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +20,8 @@ pub struct Config {
     pub native_stack: Option<usize>,
     /// Soft-stack bytes per warp.
     pub soft_stack: usize,
+    /// Device `malloc` heap size, if requested.
+    pub heap: Option<usize>,
 }
 
 /// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
@@ -86,6 +89,7 @@ impl Config {
                 .filter(|&n| n >= 1024)
                 .map(|n| n.next_multiple_of(16))
                 .unwrap_or(DEFAULT_SOFT_STACK),
+            heap: size("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40).filter(|&n| n > 0),
         }
     }
 
@@ -149,23 +153,29 @@ mod tests {
         let (c, w) = cfg(&[]);
         assert_eq!(c.lowlat_pool, DEFAULT_LOWLAT_POOL);
         assert_eq!(c.soft_stack, DEFAULT_SOFT_STACK);
-        assert_eq!((c.jit_opt_level, c.native_stack), (None, None));
+        assert_eq!(
+            (c.jit_opt_level, c.native_stack, c.heap),
+            (None, None, None)
+        );
         assert!(w.is_empty());
         let (c, w) = cfg(&[
             ("GOMP_NVPTX_LOWLAT_POOL", "lots"),
             ("GOMP_NVPTX_JIT", "-O9"),
             ("GOMP_NVPTX_SOFT_STACK_SIZE", "\u{1F4A5}"),
             ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "99g"),
+            ("GOMP_NVPTX_HEAP_SIZE", "2T"),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 4, "{w:?}");
+        assert_eq!(w.len(), 5, "{w:?}");
         let (c, w) = cfg(&[
             ("GOMP_NVPTX_LOWLAT_POOL", "16k"),
             ("GOMP_NVPTX_JIT", "-O1"),
             ("GOMP_NVPTX_SOFT_STACK_SIZE", "65537"),
             ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "4096"),
+            ("GOMP_NVPTX_HEAP_SIZE", "256m"),
         ]);
         assert!(w.is_empty());
+        assert_eq!(c.heap, Some(256 << 20));
         assert_eq!(c.lowlat_pool, 16384);
         assert_eq!(c.jit_opt_level, Some(1));
         assert_eq!(c.soft_stack, 65552);

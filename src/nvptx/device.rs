@@ -4,6 +4,7 @@ use super::async_queue::AsyncQueue;
 use super::blocks::Blocks;
 use super::config::Config;
 use super::image::Image;
+use super::large_blocks::LargeBlocks;
 use super::pool::Pool;
 use super::reverse::Reverse;
 use super::small_blocks::SmallBlocks;
@@ -61,6 +62,8 @@ pub struct Device {
     pub blocks: Blocks,
     /// Free small blocks.
     pub small: SmallBlocks,
+    /// Freed large blocks kept for reuse.
+    pub large: LargeBlocks,
     /// Set once the program uses OpenACC on this device: synchronous copies then go
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
@@ -152,6 +155,7 @@ impl Device {
             reverse: Reverse::default(),
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
+            large: LargeBlocks::default(),
             openacc: AtomicBool::new(false),
         };
         dev.activate()?;
@@ -163,6 +167,10 @@ impl Device {
         if let Some(n) = dev.config.native_stack {
             // SAFETY: plain limit setting in the current context.
             unsafe { cu!(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, n)) }?;
+        }
+        if let Some(n) = dev.config.heap {
+            // SAFETY: plain limit setting in the current context, before any launch.
+            unsafe { cu!(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, n)) }?;
         }
         log::debug!(
             "device {ord}: {} (sm_{}{}, {} SMs, {} kHz), {} context, {}",
@@ -258,7 +266,12 @@ impl Device {
             }
         }
         self.stacks.trim();
-        for c in self.small.drain_chunks() {
+        for c in self
+            .small
+            .drain_chunks()
+            .into_iter()
+            .chain(self.large.drain())
+        {
             let _ = self.free_chunk(c);
         }
         if let Some(p) = &self.pool {

@@ -4,6 +4,7 @@
 
 use super::blocks::check_copy;
 use super::device::Device;
+use super::large_blocks;
 use crate::cu;
 use crate::cuda::sys::CUdeviceptr;
 use crate::error::{Error, Result};
@@ -11,13 +12,20 @@ use crate::libgomp::acc_prof;
 use std::ffi::c_void;
 
 impl Device {
-    /// Allocates `size` device bytes: small blocks from the small-block cache, others
-    /// from the pool when there is one. On out-of-memory the pool's unused memory and
-    /// the cached soft stacks are released and the allocation retried once.
+    /// Allocates `size` device bytes: small blocks from the small-block cache, large
+    /// ones from the large-block cache or else the pool (cuMemAlloc without one). On
+    /// out-of-memory the cached large blocks, the pool's unused memory and the cached
+    /// soft stacks are released and the allocation retried once.
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
         let p = match self.small.take(size, |bytes| self.alloc_retry(bytes)) {
             Some(r) => r?,
-            None => self.alloc_retry(size)?,
+            None => {
+                let r = large_blocks::rounded(size);
+                match self.large.take(r) {
+                    Some(p) => p,
+                    None => self.alloc_retry(r)?,
+                }
+            }
         };
         self.blocks.insert(p, size);
         Ok(p)
@@ -26,6 +34,9 @@ impl Device {
     fn alloc_retry(&self, size: usize) -> Result<CUdeviceptr> {
         match self.alloc_once(size.max(1)) {
             Err(Error::Cuda(e)) if e.code == crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY => {
+                for p in self.large.drain() {
+                    let _ = self.free_chunk(p);
+                }
                 if let Some(p) = &self.pool {
                     p.trim();
                 }
@@ -57,7 +68,7 @@ impl Device {
             return Ok(0);
         }
         let size = self.blocks.remove(p)?;
-        if self.small.give(p, size) {
+        if self.small.give(p, size) || self.large.put(p, large_blocks::rounded(size)) {
             return Ok(size);
         }
         self.free_chunk(p)?;
