@@ -5,14 +5,16 @@
 # usage: scripts/device/suite.sh CARRY_DIR       (results under $OUT, at most 8 files)
 # CARRY_DIR holds bundle-16.tar.xz (shared/bundles), plugin/libgomp-plugin-nvptx.so.1
 # (ours, from scripts/build) and saxpy (examples/saxpy.c built by scripts/run-example).
-# env: JOBS (per plugin, default 8), MAX_TIMEOUT (default 90), FILTER (ERE on test
+# env: BUNDLE (default bundle-16: CARRY_DIR/$BUNDLE.tar.xz, e.g. bundle-14 for the
+#      GCC 14 suite), JOBS (per plugin, default 8), MAX_TIMEOUT (default 90), FILTER (ERE on test
 #      names), SUITE_TIMEOUT (seconds for each suite run, default 520), PLUGINS
 #      (default "stock ours"), SEQUENTIAL=1 (one plugin after the other, each with
 #      all JOBS, instead of both at once: fairer timings, fewer load-induced timeouts).
 set -u
 C=$(cd "${1:?usage: suite.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/suite-out}; mkdir -p "$O"
 T=/tmp/suite; rm -rf "$T"; mkdir -p "$T"
-tar -xJf "$C/bundle-16.tar.xz" -C "$T"; B=$T/bundle-16
+BUNDLE=${BUNDLE:-bundle-16}
+tar -xJf "$C/$BUNDLE.tar.xz" -C "$T"; B=$T/$BUNDLE
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
 nvidia-smi -L 2>&1 | head -2
 echo "libcuda in $CUDA_LIBDIR; driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null)"

@@ -11,5 +11,6 @@ for src in tests/device/*.c; do
   cp "$src" "$WORK/devtests/"
   scripts/toolchain/inroot.sh sid sh -c "cd /w/devtests && gcc-16 -O2 -fopenmp -foffload=nvptx-none $b.c -o $b"
   cp "$WORK/devtests/$b" .carry/tests/
+  if [ -f "tests/device/$b.env" ]; then cp "tests/device/$b.env" ".carry/tests/$b.env"; fi
 done
-echo "tests/device: built $(ls .carry/tests | wc -l) test(s) into .carry/tests"
+echo "tests/device: built $(ls .carry/tests | grep -vc '\.env$') test(s) into .carry/tests"
