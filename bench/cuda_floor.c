@@ -13,6 +13,10 @@
  *                        region's driver calls) on a non-blocking / blocking stream
  *   acc_region_w8_blk    the same with write8 in place of the h2d8
  *   sync_launch          launch + cuStreamSynchronize (a synchronous region's floor)
+ *   h2d4k_async_sync     4 KiB pageable cuMemcpyHtoDAsync + cuStreamSynchronize
+ *   h2d4k_pool_async_sync  the same into memory from the default stream-ordered pool
+ *   h2d4k_sync[_ptds]    4 KiB pageable cuMemcpyHtoD_v2 (legacy stream) / _v2_ptds
+ *                        (per-thread default stream)
  * A failing driver call prints "ERROR ..." and exits 1. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -38,6 +42,9 @@ static CUresult (*cuMemHostAlloc) (void **, size_t, unsigned);
 static CUresult (*cuMemcpyHtoDAsync) (CUdeviceptr, const void *, size_t, CUstream);
 static CUresult (*cuEventCreate) (CUevent *, unsigned);
 static CUresult (*cuEventRecord) (CUevent, CUstream);
+static CUresult (*cuMemcpyHtoD) (CUdeviceptr, const void *, size_t);
+static CUresult (*cuMemcpyHtoD_ptds) (CUdeviceptr, const void *, size_t);
+static CUresult (*cuMemAllocAsync) (CUdeviceptr *, size_t, CUstream);
 static CUresult (*cuStreamWriteValue64) (CUstream, CUdeviceptr, unsigned long long, unsigned);
 
 static const char ptx[] =
@@ -69,7 +76,7 @@ static int cmp (const void *a, const void *b)
 
 #define BATCHES 20
 static CUfunction fn;
-static CUdeviceptr dptr;
+static CUdeviceptr dptr, pool_ptr;
 static void *pageable, *pinned;
 static CUevent ev;
 
@@ -80,7 +87,7 @@ static void launch (CUstream s)
 }
 
 enum op { LAUNCH, H2D_PAGEABLE, H2D_PINNED, WRITE8, EVENT, ACC_REGION, ACC_REGION_W8,
-	  SYNC_LAUNCH };
+	  SYNC_LAUNCH, H2D4K_ASYNC_SYNC, H2D4K_SYNC, H2D4K_SYNC_PTDS, H2D4K_POOL_ASYNC_SYNC };
 
 static void one (enum op op, CUstream s)
 {
@@ -104,6 +111,16 @@ static void one (enum op op, CUstream s)
       CHECK (cuEventRecord (ev, s));
       break;
     case SYNC_LAUNCH: launch (s); CHECK (cuStreamSynchronize (s)); break;
+    case H2D4K_ASYNC_SYNC:
+      CHECK (cuMemcpyHtoDAsync (dptr, pageable, 4096, s));
+      CHECK (cuStreamSynchronize (s));
+      break;
+    case H2D4K_POOL_ASYNC_SYNC:
+      CHECK (cuMemcpyHtoDAsync (pool_ptr, pageable, 4096, s));
+      CHECK (cuStreamSynchronize (s));
+      break;
+    case H2D4K_SYNC: CHECK (cuMemcpyHtoD (dptr, pageable, 4096)); break;
+    case H2D4K_SYNC_PTDS: CHECK (cuMemcpyHtoD_ptds (dptr, pageable, 4096)); break;
     }
 }
 
@@ -150,6 +167,9 @@ int main (int argc, char **argv)
   *(void **) &cuMemcpyHtoDAsync = dlsym (h, "cuMemcpyHtoDAsync_v2");
   SYM (cuMemHostAlloc);
   *(void **) &cuStreamWriteValue64 = dlsym (h, "cuStreamWriteValue64_v2");
+  *(void **) &cuMemcpyHtoD = dlsym (h, "cuMemcpyHtoD_v2");
+  *(void **) &cuMemAllocAsync = dlsym (h, "cuMemAllocAsync");
+  *(void **) &cuMemcpyHtoD_ptds = dlsym (h, "cuMemcpyHtoD_v2_ptds");
   if (!cuMemAlloc || !cuMemcpyHtoDAsync)
     {
       printf ("ERROR no cuMemAlloc_v2/cuMemcpyHtoDAsync_v2\n");
@@ -167,7 +187,7 @@ int main (int argc, char **argv)
   CHECK (cuModuleGetFunction (&fn, mod, "k"));
   CHECK (cuStreamCreate (&nb, 1));
   CHECK (cuStreamCreate (&blk, 0));
-  CHECK (cuMemAlloc (&dptr, 256));
+  CHECK (cuMemAlloc (&dptr, 4096));
   CHECK (cuMemHostAlloc (&pinned, 4096, 0));
   CHECK (cuEventCreate (&ev, 2));
   pageable = calloc (1, 4096);
@@ -183,5 +203,13 @@ int main (int argc, char **argv)
   if (cuStreamWriteValue64)
     measure ("acc_region_w8_blk", ACC_REGION_W8, blk, n);
   measure ("sync_launch", SYNC_LAUNCH, nb, n / 5 + 1);
+  measure ("h2d4k_async_sync", H2D4K_ASYNC_SYNC, nb, n / 5 + 1);
+  if (cuMemAllocAsync && cuMemAllocAsync (&pool_ptr, 4096, nb) == 0
+      && cuStreamSynchronize (nb) == 0)
+    measure ("h2d4k_pool_async_sync", H2D4K_POOL_ASYNC_SYNC, nb, n / 5 + 1);
+  if (cuMemcpyHtoD)
+    measure ("h2d4k_sync", H2D4K_SYNC, nb, n / 5 + 1);
+  if (cuMemcpyHtoD_ptds)
+    measure ("h2d4k_sync_ptds", H2D4K_SYNC_PTDS, nb, n / 5 + 1);
   return 0;
 }
