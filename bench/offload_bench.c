@@ -237,6 +237,18 @@ static int bw_one (const char *kind, char *h, size_t bytes)
           return 1;
         }
     }
+  /* Every byte, not just the ends: a pattern up, cleared, and back. */
+  for (size_t i = 0; i < bytes; i++)
+    h[i] = (char) (i * 131 % 251);
+  omp_target_memcpy (d, h, bytes, 0, 0, dev, host);
+  memset (h, 0, bytes);
+  omp_target_memcpy (h, d, bytes, 0, 0, host, dev);
+  for (size_t i = 0; i < bytes; i++)
+    if (h[i] != (char) (i * 131 % 251))
+      {
+        printf ("ERROR bw: byte %zu of %zu wrong after a round trip\n", i, bytes);
+        return 1;
+      }
   printf ("metric h2d_%s_%zuB %.2f GB/s\n", kind, bytes, median (up, 3));
   printf ("metric d2h_%s_%zuB %.2f GB/s\n", kind, bytes, median (down, 3));
   omp_target_free (d, dev);

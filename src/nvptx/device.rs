@@ -9,6 +9,7 @@ use super::pool::Pool;
 use super::reverse::Reverse;
 use super::small_blocks::SmallBlocks;
 use super::stacks::StackCache;
+use super::staging::Staging;
 use super::streams::{Stream, StreamPool};
 use crate::cu;
 use crate::cuda::sys::*;
@@ -64,6 +65,8 @@ pub struct Device {
     pub small: SmallBlocks,
     /// Freed large blocks kept for reuse.
     pub large: LargeBlocks,
+    /// Page-locked buffers for large pageable copies.
+    pub staging: Staging,
     /// Set once the program uses OpenACC on this device: synchronous copies then go
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
@@ -156,6 +159,7 @@ impl Device {
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
+            staging: Staging::default(),
             openacc: AtomicBool::new(false),
         };
         dev.activate()?;
@@ -229,6 +233,11 @@ impl Device {
         }
     }
 
+    /// True once the program uses OpenACC on this device.
+    pub fn openacc_in_use(&self) -> bool {
+        self.openacc.load(Ordering::Relaxed)
+    }
+
     /// Notes that the program uses OpenACC on this device (see the `openacc` field).
     pub fn use_openacc(&self) {
         self.openacc.store(true, Ordering::Relaxed);
@@ -237,7 +246,7 @@ impl Device {
     /// Runs a synchronous copy `f` on a stream and waits for it: a pooled stream, or
     /// CUDA's legacy default stream once OpenACC is in use.
     pub fn on_copy_stream(&self, f: impl FnOnce(Stream) -> Result<()>) -> Result<()> {
-        if !self.openacc.load(Ordering::Relaxed) {
+        if !self.openacc_in_use() {
             return self.on_stream(f);
         }
         let legacy = Stream(std::ptr::null_mut());
@@ -282,6 +291,7 @@ impl Device {
             );
             p.destroy();
         }
+        self.staging.destroy();
         self.streams.destroy_all();
         let mut cur: CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; unsetting our context on this thread so a

@@ -5,8 +5,9 @@
 use super::blocks::check_copy;
 use super::device::Device;
 use super::large_blocks;
+use super::staging;
 use crate::cu;
-use crate::cuda::sys::CUdeviceptr;
+use crate::cuda::sys::{CUdeviceptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
 use crate::error::{Error, Result};
 use crate::libgomp::acc_prof;
 use std::ffi::c_void;
@@ -127,6 +128,12 @@ impl Device {
         }
         check_copy(dst, src)?;
         self.blocks.check(dst, n)?;
+        if self.stage(src, n) {
+            // SAFETY: readable source (caller); device range checked above.
+            if let Some(r) = unsafe { self.staging.host2dev(dst, src, n) } {
+                return r;
+            }
+        }
         // SAFETY: readable source (caller); the stream is waited for before returning.
         self.on_copy_stream(|s| {
             unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, s.0)) }.map_err(Error::from)
@@ -143,6 +150,12 @@ impl Device {
         }
         check_copy(src, dst)?;
         self.blocks.check(src, n)?;
+        if self.stage(dst, n) {
+            // SAFETY: writable destination (caller); device range checked above.
+            if let Some(r) = unsafe { self.staging.dev2host(dst, src, n) } {
+                return r;
+            }
+        }
         // SAFETY: writable destination (caller); waited for before returning.
         self.on_copy_stream(|s| {
             unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, s.0)) }.map_err(Error::from)
@@ -174,6 +187,26 @@ impl Device {
 }
 
 impl Device {
+    /// Whether a copy of `n` bytes from or to host `p` should go through the staging
+    /// buffers: large, OpenMP ordering (not OpenACC's legacy stream), and `p` pageable
+    /// (the driver knows nothing of it; page-locked and managed memory DMA directly).
+    fn stage(&self, p: *const c_void, n: usize) -> bool {
+        if n < staging::MIN_STAGED || self.openacc_in_use() {
+            return false;
+        }
+        let mut ty: u32 = 0;
+        // SAFETY: out-pointer to a local; an unknown (pageable) address is an error
+        // return, not a fault.
+        unsafe {
+            cu!(cuPointerGetAttribute(
+                (&mut ty as *mut u32).cast(),
+                CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                p as CUdeviceptr
+            ))
+        }
+        .is_err()
+    }
+
     /// The address checks of a device-to-device copy, with libgomp's messages.
     pub fn check_dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
         if dst == 0 || src == 0 {

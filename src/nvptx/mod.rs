@@ -22,6 +22,7 @@ pub mod reverse;
 pub mod run;
 pub mod small_blocks;
 pub mod stacks;
+pub mod staging;
 pub mod streams;
 
 use crate::cu;
