@@ -44,10 +44,7 @@ fn exec_common(
     aq: Option<&AccQueue>,
 ) -> Result<()> {
     let dev = match aq {
-        Some(q) => {
-            q.dev.activate()?;
-            q.dev.clone()
-        }
+        Some(q) => q.dev.clone(),
         None => thread::current()
             .map(|t| t.dev.clone())
             .ok_or_else(|| Error::invalid("openacc_exec: thread has no OpenACC device"))?,
