@@ -7,6 +7,9 @@
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging)
 //!   and [`cuda`]: the CUDA driver loaded at run time;
 //! - [`error`]: the shared error type.
+//!
+//! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
+#![warn(missing_docs)]
 
 pub mod cuda;
 pub mod edge;
