@@ -50,7 +50,6 @@ fn exec_common(
             .ok_or_else(|| Error::invalid("openacc_exec: thread has no OpenACC device"))?,
     };
     dev.activate()?;
-    dev.use_openacc();
     // SAFETY: handle from load_image; `dims` is libgomp's 3-entry array.
     unsafe {
         exec::exec(

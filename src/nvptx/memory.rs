@@ -126,8 +126,7 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
-        check_copy(dst, src)?;
-        self.blocks.check(dst, n)?;
+        self.check_host_copy(dst, src, n)?;
         if self.stage(src, n) {
             // SAFETY: readable source (caller); device range checked above.
             if let Some(r) = unsafe { self.staging.host2dev(dst, src, n) } {
@@ -148,8 +147,7 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
-        check_copy(src, dst)?;
-        self.blocks.check(src, n)?;
+        self.check_host_copy(src, dst, n)?;
         if self.stage(dst, n) {
             // SAFETY: writable destination (caller); device range checked above.
             if let Some(r) = unsafe { self.staging.dev2host(dst, src, n) } {
@@ -205,6 +203,18 @@ impl Device {
             ))
         }
         .is_err()
+    }
+
+    /// The address checks of a copy of `n` bytes between host `host_ptr` and device
+    /// `dev_ptr` (either direction), with libgomp's messages.
+    pub fn check_host_copy(
+        &self,
+        dev_ptr: CUdeviceptr,
+        host_ptr: *const c_void,
+        n: usize,
+    ) -> Result<()> {
+        check_copy(dev_ptr, host_ptr)?;
+        self.blocks.check(dev_ptr, n)
     }
 
     /// The address checks of a device-to-device copy, with libgomp's messages.

@@ -10,7 +10,6 @@
 //! Queue streams are created blocking (`CU_STREAM_DEFAULT`), as the stock plugin's are:
 //! work a program puts on CUDA's legacy default stream stays ordered with them.
 
-use super::super::blocks::check_copy;
 use super::super::device::Device;
 use super::super::events::Event;
 use super::super::streams::Stream;
@@ -213,8 +212,7 @@ impl AccQueue {
         if n == 0 {
             return Ok(());
         }
-        check_copy(dst, src)?;
-        self.dev.blocks.check(dst, n)?;
+        self.dev.check_host_copy(dst, src, n)?;
         self.dev.activate()?;
         // SAFETY: caller's guarantee on `src`; the driver checks `dst`.
         unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, self.stream().0)) }?;
@@ -229,8 +227,7 @@ impl AccQueue {
         if n == 0 {
             return Ok(());
         }
-        check_copy(src, dst)?;
-        self.dev.blocks.check(src, n)?;
+        self.dev.check_host_copy(src, dst, n)?;
         self.dev.activate()?;
         // SAFETY: caller's guarantee on `dst`; the driver checks `src`.
         unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, self.stream().0)) }?;
