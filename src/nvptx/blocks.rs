@@ -31,6 +31,14 @@ impl Blocks {
             .ok_or_else(|| Error::invalid("invalid device address"))
     }
 
+    /// Whether `p` lies inside a live block.
+    pub fn contains(&self, p: CUdeviceptr) -> bool {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.range(..=p)
+            .next_back()
+            .is_some_and(|(&start, &size)| p < start + size as u64)
+    }
+
     /// Checks `[p, p+n)` against the block containing `p`, if any: running past its
     /// end is "invalid size". Addresses outside every block (module globals, memory
     /// the program allocated itself) are left to the driver.
@@ -75,6 +83,8 @@ mod tests {
             "invalid size"
         );
         assert!(b.check(0x2000, 1 << 20).is_ok(), "outside every block");
+        assert!(b.contains(0x1000) && b.contains(0x10ff));
+        assert!(!b.contains(0x1100) && !b.contains(0xfff));
         assert_eq!(
             b.remove(0x1080).unwrap_err().to_string(),
             "invalid device address"

@@ -4,6 +4,7 @@ use super::async_queue::AsyncQueue;
 use super::blocks::Blocks;
 use super::config::Config;
 use super::image::Image;
+use super::kernel_copy::KernelCopy;
 use super::large_blocks::LargeBlocks;
 use super::pool::Pool;
 use super::reverse::Reverse;
@@ -67,6 +68,8 @@ pub struct Device {
     pub large: LargeBlocks,
     /// Page-locked buffers for large pageable copies.
     pub staging: Staging,
+    /// Copies by kernel for device-heap memory during reverse offload.
+    pub kernel_copy: KernelCopy,
     /// Set once the program uses OpenACC on this device: synchronous copies then go
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
@@ -160,6 +163,7 @@ impl Device {
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
             staging: Staging::default(),
+            kernel_copy: KernelCopy::default(),
             openacc: AtomicBool::new(false),
         };
         dev.activate()?;
@@ -228,7 +232,11 @@ impl Device {
                 self.streams.release(s);
                 Ok(v)
             }
-            (Err(e), _) => Err(e),
+            (Err(e), Ok(())) => {
+                self.streams.release(s);
+                Err(e)
+            }
+            (Err(e), Err(_)) => Err(e),
             (Ok(_), Err(e)) => Err(e.into()),
         }
     }
@@ -292,6 +300,7 @@ impl Device {
             p.destroy();
         }
         self.staging.destroy();
+        self.kernel_copy.destroy();
         self.streams.destroy_all();
         let mut cur: CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; unsetting our context on this thread so a

@@ -134,9 +134,15 @@ impl Device {
             }
         }
         // SAFETY: readable source (caller); the stream is waited for before returning.
-        self.on_copy_stream(|s| {
+        let r = self.on_copy_stream(|s| {
             unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, s.0)) }.map_err(Error::from)
-        })
+        });
+        if self.device_heap_copy(&r, dst) {
+            // SAFETY: readable source (caller); `dst` comes from the device runtime
+            // serving a reverse-offload request (see `device_heap_copy`).
+            return unsafe { self.kernel_copy.host2dev(self, dst, src, n) };
+        }
+        r
     }
 
     /// Copies `n` bytes from device `src` to host `dst`.
@@ -155,9 +161,25 @@ impl Device {
             }
         }
         // SAFETY: writable destination (caller); waited for before returning.
-        self.on_copy_stream(|s| {
+        let r = self.on_copy_stream(|s| {
             unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, s.0)) }.map_err(Error::from)
-        })
+        });
+        if self.device_heap_copy(&r, src) {
+            // SAFETY: writable destination (caller); `src` comes from the device
+            // runtime serving a reverse-offload request (see `device_heap_copy`).
+            return unsafe { self.kernel_copy.dev2host(self, dst, src, n) };
+        }
+        r
+    }
+
+    /// Whether a copy the driver refused as "invalid argument" should be retried by a
+    /// kernel: only while this thread serves a reverse-offload request, and only for
+    /// an address outside the plugin's own allocations — memory the kernel allocated
+    /// itself (device `malloc`), which the driver's copy functions do not know.
+    fn device_heap_copy(&self, r: &Result<()>, dev_addr: CUdeviceptr) -> bool {
+        matches!(r, Err(Error::Cuda(e)) if e.code == crate::cuda::sys::CUDA_ERROR_INVALID_VALUE)
+            && super::reverse::serving_request()
+            && !self.blocks.contains(dev_addr)
     }
 
     /// Copies `n` bytes between two device buffers.

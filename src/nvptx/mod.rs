@@ -11,6 +11,7 @@ pub mod host_memory;
 pub mod idle_pool;
 pub mod image;
 pub mod interop;
+pub mod kernel_copy;
 pub mod large_blocks;
 pub mod launch;
 pub mod link;

@@ -5,6 +5,11 @@
 //! otherwise, and hands each request to libgomp's `GOMP_PLUGIN_target_rev` with the
 //! arity of the libgomp that loaded us. Copies go through the plugin's synchronous
 //! copy entry points, which use their own streams and so run beside the kernel.
+//!
+//! GCC's device runtime sends one request per device at a time (a device-wide lock
+//! around the mailbox), so each device's requests are served in order by its own
+//! thread, and requests of different devices at once, at most
+//! `GOMP_REVERSE_OFFLOAD_THREADS` (default 8) host functions running together.
 
 use super::device::Device;
 use crate::cu;
@@ -17,6 +22,42 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// Counts the host functions running; bounded by `GOMP_REVERSE_OFFLOAD_THREADS`.
+struct Limit {
+    running: Mutex<usize>,
+    freed: Condvar,
+    max: usize,
+}
+
+/// The process-wide limit, sized from the first device that sets up a mailbox.
+static LIMIT: once_cell::sync::OnceCell<Limit> = once_cell::sync::OnceCell::new();
+
+impl Limit {
+    fn enter(&self) {
+        let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= self.max {
+            n = self.freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+    }
+
+    fn leave(&self) {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        self.freed.notify_one();
+    }
+}
+
+thread_local! {
+    /// Set while this thread hands a request to libgomp.
+    static SERVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is serving a reverse-offload request (its copies may
+/// then name memory the kernel allocated itself).
+pub fn serving_request() -> bool {
+    SERVING.with(|s| s.get())
+}
 
 /// The device's request block (`struct rev_offload`, 48 bytes, same in 13-16).
 #[repr(C)]
@@ -142,6 +183,11 @@ pub fn setup(dev: &Arc<Device>, module: CUmodule, num_funcs: usize) -> Result<*m
         log::debug!("image has reverse-offload functions but no __gomp_rev_offload_var");
         return Ok(std::ptr::null_mut());
     };
+    LIMIT.get_or_init(|| Limit {
+        running: Mutex::new(0),
+        freed: Condvar::new(),
+        max: dev.config.reverse_offload_threads,
+    });
     let mailbox = ensure_mailbox(dev)?;
     let mut dptr: CUdeviceptr = 0;
     // SAFETY: `mailbox` is mapped page-locked memory; out-pointer to a local.
@@ -234,6 +280,11 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
     };
     let (n, a, s, k, d) = (mb.mapnum, mb.addrs, mb.sizes, mb.kinds, mb.dev_num);
     log::trace!("reverse offload: fn {f:#x}, {n} mapping(s)");
+    let limit = LIMIT.get();
+    if let Some(l) = limit {
+        l.enter();
+    }
+    SERVING.with(|s| s.set(true));
     if crate::nvptx::libgomp() == Some(Libgomp::V13) {
         // SAFETY: libgomp 13's signature; the token is this device's ordinal.
         let rev: TargetRev9 = unsafe { std::mem::transmute::<usize, TargetRev9>(rev) };
@@ -257,5 +308,9 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
         // SAFETY: arguments as the device wrote them; a NULL queue makes libgomp use
         // the synchronous copy entry points.
         unsafe { rev(f, n, a, s, k, d, std::ptr::null_mut()) };
+    }
+    SERVING.with(|s| s.set(false));
+    if let Some(l) = limit {
+        l.leave();
     }
 }

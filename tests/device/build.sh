@@ -1,15 +1,16 @@
 #!/bin/sh
 # build.sh - compile the GPU-only tests of tests/device/ with the sid root's gcc-16
-# (nvptx offload) into .carry/tests/, for tests/device/run.sh on the GPU machine.
+# and gfortran-16 (nvptx offload) into .carry/tests/, for tests/device/run.sh on the GPU machine.
 set -eu
 cd "$(dirname "$0")/../.."
 export WORK=${WORK:-$PWD/.toolchain}
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
 mkdir -p "$WORK/devtests" .carry/tests
-for src in tests/device/*.c; do
-  b=$(basename "$src" .c)
+for src in tests/device/*.c tests/device/*.f90; do
+  f=$(basename "$src"); b=${f%.*}
+  case $f in *.f90) cc=gfortran-16 ;; *) cc=gcc-16 ;; esac
   cp "$src" "$WORK/devtests/"
-  scripts/toolchain/inroot.sh sid sh -c "cd /w/devtests && gcc-16 -O2 -fopenmp -foffload=nvptx-none $b.c -o $b"
+  scripts/toolchain/inroot.sh sid sh -c "cd /w/devtests && $cc -O2 -fopenmp -foffload=nvptx-none $f -o $b"
   cp "$WORK/devtests/$b" .carry/tests/
   if [ -f "tests/device/$b.env" ]; then cp "tests/device/$b.env" ".carry/tests/$b.env"; fi
 done

@@ -1,0 +1,218 @@
+//! Copies by kernel, for device memory the driver's copy functions refuse: memory a
+//! kernel allocated with device-side `malloc` (Fortran allocatables allocated inside a
+//! target region, for instance) is no driver allocation, so `cuMemcpy*` answers
+//! "invalid argument" for it. Reverse offload maps such memory back to the host
+//! (`libgomp.fortran/reverse-offload-5.f90`); there, a small kernel on its own stream
+//! copies through a page-locked, device-mapped bounce buffer while the requesting
+//! kernel waits. Used only while a reverse-offload request is being served, where the
+//! device runtime itself supplied the addresses: a kernel touching a wrong address
+//! would fault and take the context with it, where the driver merely refuses.
+
+use super::device::Device;
+use crate::cu;
+use crate::cuda::sys::*;
+use crate::error::{Error, Result};
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// Bytes of the bounce buffer (larger copies go in pieces).
+const BOUNCE: usize = 1 << 20;
+/// Threads per block of the copy kernel.
+const THREADS: u32 = 256;
+
+/// A grid-stride byte copy through generic addresses: `copy(dst, src, n)`.
+const PTX: &str = "\
+.version 6.0
+.target sm_52
+.address_size 64
+.visible .entry gomp_rs_copy(.param .u64 dst, .param .u64 src, .param .u64 n)
+{
+\t.reg .u64 %d, %s, %n, %i, %stride, %t;
+\t.reg .u32 %tid, %cta, %ntid, %ncta;
+\t.reg .u16 %c;
+\t.reg .pred %p;
+\tld.param.u64 %d, [dst];
+\tld.param.u64 %s, [src];
+\tld.param.u64 %n, [n];
+\tmov.u32 %tid, %tid.x;
+\tmov.u32 %cta, %ctaid.x;
+\tmov.u32 %ntid, %ntid.x;
+\tmov.u32 %ncta, %nctaid.x;
+\tmul.wide.u32 %i, %cta, %ntid;
+\tcvt.u64.u32 %t, %tid;
+\tadd.u64 %i, %i, %t;
+\tmul.wide.u32 %stride, %ntid, %ncta;
+LOOP:
+\tsetp.ge.u64 %p, %i, %n;
+\t@%p bra DONE;
+\tadd.u64 %t, %s, %i;
+\tld.u8 %c, [%t];
+\tadd.u64 %t, %d, %i;
+\tst.u8 [%t], %c;
+\tadd.u64 %i, %i, %stride;
+\tbra LOOP;
+DONE:
+\tret;
+}
+\0";
+
+/// The loaded copy kernel and its bounce buffer.
+struct Loaded {
+    module: CUmodule,
+    func: CUfunction,
+    bounce: *mut u8,
+    bounce_dev: CUdeviceptr,
+}
+
+/// A device's kernel-copy state, created on first use. Thread-safe: one copy at a
+/// time per device (they are rare: reverse-offload mappings of device-heap memory).
+#[derive(Default)]
+pub struct KernelCopy {
+    slot: Mutex<Option<Loaded>>,
+}
+
+// SAFETY: the module, function and page-locked buffer are used only under the mutex.
+unsafe impl Send for Loaded {}
+
+impl Loaded {
+    fn load() -> Result<Loaded> {
+        let mut module: CUmodule = std::ptr::null_mut();
+        // SAFETY: NUL-terminated PTX text; out-pointer to a local; context current.
+        unsafe { cu!(cuModuleLoadData(&mut module, PTX.as_ptr().cast())) }?;
+        let mut func: CUfunction = std::ptr::null_mut();
+        let mut bounce: *mut c_void = std::ptr::null_mut();
+        let mut bounce_dev: CUdeviceptr = 0;
+        let flags = (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) as u32;
+        let r = (|| -> Result<()> {
+            // SAFETY: out-pointer to a local; the entry name is NUL-terminated.
+            unsafe {
+                cu!(cuModuleGetFunction(
+                    &mut func,
+                    module,
+                    c"gomp_rs_copy".as_ptr()
+                ))
+            }?;
+            // SAFETY: out-pointer to a local; context current.
+            unsafe { cu!(cuMemHostAlloc(&mut bounce, BOUNCE, flags)) }?;
+            // SAFETY: `bounce` is mapped page-locked memory; out-pointer to a local.
+            unsafe { cu!(cuMemHostGetDevicePointer(&mut bounce_dev, bounce, 0)) }?;
+            Ok(())
+        })();
+        if let Err(e) = r {
+            if !bounce.is_null() {
+                // SAFETY: allocated just above, not shared.
+                let _ = unsafe { cu!(cuMemFreeHost(bounce)) };
+            }
+            // SAFETY: loaded just above, no kernel of it is running.
+            let _ = unsafe { cu!(cuModuleUnload(module)) };
+            return Err(e);
+        }
+        Ok(Loaded {
+            module,
+            func,
+            bounce: bounce.cast(),
+            bounce_dev,
+        })
+    }
+
+    /// Runs `copy(dst, src, n)` on a stream of the device and waits for it.
+    fn run(&self, dev: &Device, dst: u64, src: u64, n: usize) -> Result<()> {
+        let blocks = (n as u64).div_ceil(THREADS as u64).clamp(1, 1024) as u32;
+        let (mut d, mut s, mut len) = (dst, src, n as u64);
+        let mut params: [*mut c_void; 3] = [
+            (&mut d as *mut u64).cast(),
+            (&mut s as *mut u64).cast(),
+            (&mut len as *mut u64).cast(),
+        ];
+        dev.on_stream(|st| {
+            // SAFETY: the parameters match the entry's three u64s and live across
+            // the call; the stream belongs to the device; waited for by on_stream.
+            unsafe {
+                cu!(cuLaunchKernel(
+                    self.func,
+                    blocks,
+                    1,
+                    1,
+                    THREADS,
+                    1,
+                    1,
+                    0,
+                    st.0,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut()
+                ))
+            }
+            .map_err(Error::from)
+        })
+    }
+}
+
+impl KernelCopy {
+    fn with(&self, f: impl FnOnce(&Loaded) -> Result<()>) -> Result<()> {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(Loaded::load()?);
+            log::debug!("loaded the copy kernel for device-allocated memory");
+        }
+        f(slot.as_ref().expect("just loaded"))
+    }
+
+    /// Copies `n` bytes from device address `src` (any memory a kernel can read) to
+    /// host `dst`. Context current (caller).
+    ///
+    /// # Safety
+    /// `dst` must be writable for `n` bytes; `src` must be readable by a kernel.
+    pub unsafe fn dev2host(
+        &self,
+        dev: &Device,
+        dst: *mut c_void,
+        src: u64,
+        n: usize,
+    ) -> Result<()> {
+        self.with(|l| {
+            for off in (0..n).step_by(BOUNCE) {
+                let len = BOUNCE.min(n - off);
+                l.run(dev, l.bounce_dev, src + off as u64, len)?;
+                // SAFETY: the kernel has finished writing `len` bounce bytes; `dst`
+                // is writable for `n` (caller).
+                unsafe { std::ptr::copy_nonoverlapping(l.bounce, dst.cast::<u8>().add(off), len) };
+            }
+            Ok(())
+        })
+    }
+
+    /// Copies `n` bytes from host `src` to device address `dst` (any memory a kernel
+    /// can write). Context current (caller).
+    ///
+    /// # Safety
+    /// `src` must be readable for `n` bytes; `dst` must be writable by a kernel.
+    pub unsafe fn host2dev(
+        &self,
+        dev: &Device,
+        dst: u64,
+        src: *const c_void,
+        n: usize,
+    ) -> Result<()> {
+        self.with(|l| {
+            for off in (0..n).step_by(BOUNCE) {
+                let len = BOUNCE.min(n - off);
+                // SAFETY: `src` readable for `n` (caller); no kernel uses the bounce
+                // buffer now (the mutex).
+                unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>().add(off), l.bounce, len) };
+                l.run(dev, dst + off as u64, l.bounce_dev, len)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Unloads the kernel and frees the bounce buffer (device close).
+    pub fn destroy(&self) {
+        if let Some(l) = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // SAFETY: nothing runs the kernel or uses the buffer any more.
+            unsafe {
+                let _ = cu!(cuMemFreeHost(l.bounce.cast()));
+                let _ = cu!(cuModuleUnload(l.module));
+            }
+        }
+    }
+}
