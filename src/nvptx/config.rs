@@ -8,6 +8,7 @@
 //! | `GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE` | CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`) | driver default |
 //! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
 //! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
+//! | `GOMP_REVERSE_OFFLOAD_THREADS` | most reverse-offload host functions running at once (1–1024) | 8 |
 
 /// Parsed settings. Plain data, read once per device initialisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,10 +23,14 @@ pub struct Config {
     pub soft_stack: usize,
     /// Device `malloc` heap size, if requested.
     pub heap: Option<usize>,
+    /// Most reverse-offload requests served at once, process-wide.
+    pub reverse_offload_threads: usize,
 }
 
 /// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
 pub const DEFAULT_LOWLAT_POOL: usize = 8 * 1024;
+/// Default `GOMP_REVERSE_OFFLOAD_THREADS` (as the devel/omp branch that introduced it).
+pub const DEFAULT_REVERSE_OFFLOAD_THREADS: usize = 8;
 /// Default soft stack per warp (as GCC's plugin).
 pub const DEFAULT_SOFT_STACK: usize = 128 * 1024;
 
@@ -90,6 +95,18 @@ impl Config {
                 .map(|n| n.next_multiple_of(16))
                 .unwrap_or(DEFAULT_SOFT_STACK),
             heap: size("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40).filter(|&n| n > 0),
+            reverse_offload_threads: get("GOMP_REVERSE_OFFLOAD_THREADS")
+                .and_then(|v| match v.trim().parse::<usize>() {
+                    Ok(n) if (1..=1024).contains(&n) => Some(n),
+                    _ => {
+                        warn(&format!(
+                            "Invalid value '{v}' for GOMP_REVERSE_OFFLOAD_THREADS; \
+                             using the default ({DEFAULT_REVERSE_OFFLOAD_THREADS})"
+                        ));
+                        None
+                    }
+                })
+                .unwrap_or(DEFAULT_REVERSE_OFFLOAD_THREADS),
         }
     }
 
@@ -164,17 +181,25 @@ mod tests {
             ("GOMP_NVPTX_SOFT_STACK_SIZE", "\u{1F4A5}"),
             ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "99g"),
             ("GOMP_NVPTX_HEAP_SIZE", "2T"),
+            ("GOMP_REVERSE_OFFLOAD_THREADS", "0"),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 5, "{w:?}");
+        assert_eq!(w.len(), 6, "{w:?}");
+        for bad in ["-1", "1025", "many", ""] {
+            let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", bad)]);
+            assert_eq!(c.reverse_offload_threads, DEFAULT_REVERSE_OFFLOAD_THREADS);
+            assert_eq!(w.len(), 1, "{bad}");
+        }
         let (c, w) = cfg(&[
             ("GOMP_NVPTX_LOWLAT_POOL", "16k"),
             ("GOMP_NVPTX_JIT", "-O1"),
             ("GOMP_NVPTX_SOFT_STACK_SIZE", "65537"),
             ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "4096"),
             ("GOMP_NVPTX_HEAP_SIZE", "256m"),
+            ("GOMP_REVERSE_OFFLOAD_THREADS", " 2 "),
         ]);
         assert!(w.is_empty());
+        assert_eq!(c.reverse_offload_threads, 2);
         assert_eq!(c.heap, Some(256 << 20));
         assert_eq!(c.lowlat_pool, 16384);
         assert_eq!(c.jit_opt_level, Some(1));
