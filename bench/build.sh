@@ -15,7 +15,7 @@ scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenacc -foff
 cp "$WORK/bench/acc_bench" .carry/
 # The raw-driver floor needs no offload compiler; built with the host's cc (it only
 # dlopens libcuda).
-cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl
+cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl -lpthread
 scripts/build >/dev/null 2>&1
 objcopy --strip-debug target/plugin/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
 echo "bench: .carry/{offload_bench,revoff_bench,acc_bench,cuda_floor} and .carry/plugin ready"

@@ -17,8 +17,17 @@
  *   h2d4k_pool_async_sync  the same into memory from the default stream-ordered pool
  *   h2d4k_sync[_ptds]    4 KiB pageable cuMemcpyHtoD_v2 (legacy stream) / _v2_ptds
  *                        (per-thread default stream)
+ *   revoff_flag          one device->host->device round trip through a mapped
+ *                        page-locked word: the kernel stores a flag (st.release.sys),
+ *                        a host thread spinning on it clears it, the kernel spins
+ *                        (ld.acquire.sys) until it sees 0 (mean of 20000)
+ *   revoff_protocol      the same with the rest of what GCC's device runtime does per
+ *                        reverse-offload request (config/nvptx/target.c): a device-wide
+ *                        spin lock around it and the five request fields written to the
+ *                        mailbox before the flag; a plugin cannot go below this
  * A failing driver call prints "ERROR ..." and exits 1. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -46,10 +55,33 @@ static CUresult (*cuMemcpyHtoD) (CUdeviceptr, const void *, size_t);
 static CUresult (*cuMemcpyHtoD_ptds) (CUdeviceptr, const void *, size_t);
 static CUresult (*cuMemAllocAsync) (CUdeviceptr *, size_t, CUstream);
 static CUresult (*cuStreamWriteValue64) (CUstream, CUdeviceptr, unsigned long long, unsigned);
+static CUresult (*cuMemHostGetDevicePointer) (CUdeviceptr *, void *, unsigned);
 
 static const char ptx[] =
   ".version 6.0\n.target sm_52\n.address_size 64\n"
   ".visible .entry k(.param .u64 p)\n{\n\tret;\n}\n";
+
+/* The reverse-offload request protocol of GCC's nvptx device runtime, reduced to its
+   memory operations: n requests; FULL != 0 adds the lock and the request fields.  */
+static const char rev_ptx[] =
+  ".version 7.0\n.target sm_70\n.address_size 64\n"
+  ".global .align 4 .u32 lock;\n"
+  ".visible .entry rev(.param .u64 mb, .param .u32 n, .param .u32 full)\n{\n"
+  "\t.reg .u64 %a, %v, %f, %l;\n\t.reg .u32 %i, %n, %full, %old;\n\t.reg .pred %p, %q;\n"
+  "\tld.param.u64 %a, [mb];\n\tld.param.u32 %n, [n];\n\tld.param.u32 %full, [full];\n"
+  "\tsetp.ne.u32 %q, %full, 0;\n\tmov.u64 %l, lock;\n\tmov.u32 %i, 0;\n"
+  "LOOP:\n"
+  "\t@!%q bra FLAG;\n"
+  "LOCK:\n\tatom.global.cas.b32 %old, [%l], 0, 1;\n\tsetp.ne.u32 %p, %old, 0;\n\t@%p bra LOCK;\n"
+  "\tcvt.u64.u32 %v, %i;\n"
+  "\tst.global.u64 [%a+8], %v;\n\tst.global.u64 [%a+16], %v;\n"
+  "\tst.global.u64 [%a+24], %v;\n\tst.global.u64 [%a+32], %v;\n"
+  "\tst.global.u32 [%a+40], %i;\n"
+  "FLAG:\n\tadd.u32 %i, %i, 1;\n\tcvt.u64.u32 %v, %i;\n"
+  "\tst.global.release.sys.u64 [%a], %v;\n"
+  "SPIN:\n\tld.acquire.sys.global.u64 %f, [%a];\n\tsetp.ne.u64 %p, %f, 0;\n\t@%p bra SPIN;\n"
+  "\t@%q atom.global.exch.b32 %old, [%l], 0;\n"
+  "\tsetp.lt.u32 %p, %i, %n;\n\t@%p bra LOOP;\n\tret;\n}\n";
 
 #define CHECK(call)                                                         \
   do {                                                                      \
@@ -141,6 +173,37 @@ static void measure (const char *name, enum op op, CUstream s, int n)
   printf ("metric floor_%s %.2f us\n", name, 0.5 * (t[9] + t[10]) * 1e6);
 }
 
+static volatile unsigned long long *mailbox;
+static volatile int responder_stop;
+
+/* The host side: clear every request as soon as it appears.  */
+static void *responder (void *arg)
+{
+  (void) arg;
+  while (!responder_stop)
+    if (__atomic_load_n (mailbox, __ATOMIC_ACQUIRE) != 0)
+      __atomic_store_n (mailbox, 0, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+/* Mean round trip of N requests (after 100 warm-up ones).  */
+static void measure_rev (const char *name, CUmodule mod, CUstream s, int full)
+{
+  CUfunction rev;
+  CUdeviceptr dmb;
+  CHECK (cuModuleGetFunction (&rev, mod, "rev"));
+  CHECK (cuMemHostGetDevicePointer (&dmb, (void *) mailbox, 0));
+  unsigned n = 100;
+  void *params[3] = { &dmb, &n, &full };
+  CHECK (cuLaunchKernel (rev, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+  CHECK (cuStreamSynchronize (s));
+  n = 20000;
+  double t0 = now ();
+  CHECK (cuLaunchKernel (rev, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+  CHECK (cuStreamSynchronize (s));
+  printf ("metric floor_%s %.2f us\n", name, (now () - t0) / n * 1e6);
+}
+
 #define SYM(f)                                                              \
   do {                                                                      \
     *(void **) &f = dlsym (h, #f);                                          \
@@ -166,6 +229,7 @@ int main (int argc, char **argv)
   *(void **) &cuMemAlloc = dlsym (h, "cuMemAlloc_v2");
   *(void **) &cuMemcpyHtoDAsync = dlsym (h, "cuMemcpyHtoDAsync_v2");
   SYM (cuMemHostAlloc);
+  SYM (cuMemHostGetDevicePointer);
   *(void **) &cuStreamWriteValue64 = dlsym (h, "cuStreamWriteValue64_v2");
   *(void **) &cuMemcpyHtoD = dlsym (h, "cuMemcpyHtoD_v2");
   *(void **) &cuMemAllocAsync = dlsym (h, "cuMemAllocAsync");
@@ -211,5 +275,22 @@ int main (int argc, char **argv)
     measure ("h2d4k_sync", H2D4K_SYNC, nb, n / 5 + 1);
   if (cuMemcpyHtoD_ptds)
     measure ("h2d4k_sync_ptds", H2D4K_SYNC_PTDS, nb, n / 5 + 1);
+
+  CUmodule rmod;
+  void *mb;
+  pthread_t th;
+  CHECK (cuModuleLoadData (&rmod, rev_ptx));
+  CHECK (cuMemHostAlloc (&mb, 64, 0x1 | 0x2)); /* PORTABLE | DEVICEMAP */
+  mailbox = mb;
+  *mailbox = 0;
+  if (pthread_create (&th, NULL, responder, NULL))
+    {
+      printf ("ERROR pthread_create\n");
+      return 1;
+    }
+  measure_rev ("revoff_flag", rmod, nb, 0);
+  measure_rev ("revoff_protocol", rmod, nb, 1);
+  responder_stop = 1;
+  pthread_join (th, NULL);
   return 0;
 }

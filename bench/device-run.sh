@@ -4,9 +4,18 @@
 # usage: bench/device-run.sh CARRY_DIR [REPS]
 # CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours) and
 # offload_bench, revoff_bench, acc_bench and cuda_floor (built by bench/build.sh).
-# env BENCHES (default "floor omp revoff acc") picks which binaries run. Writes
-# $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines);
-# the raw-driver floor's lines have "floor" in place of the plugin.
+# env BENCHES (default "floor omp revoff acc jit stress suite") picks what runs:
+#   floor   bench/cuda_floor.c (raw driver costs, no plugin)
+#   omp     offload_bench modes (OMP_MODES="a;b" picks some)
+#   revoff  revoff_bench 1000;  acc  acc_bench modes
+#   jit     first target region with an empty CUDA JIT cache and again with it filled
+#   stress  revoff_bench 100000 once per plugin (1e5 reverse-offload requests)
+#   suite   wall time of the upstream suite's SUITE_FILTER tests (default the
+#           libgomp.c directory; 14 jobs) once per plugin, from bundle-16's runner
+# Writes $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines;
+# the raw-driver floor's lines have "floor" in place of the plugin), then, through
+# bench/report.py, $OUT/bench.md (the table) and $OUT/bench.png (the plot; needs
+# matplotlib: WHEELS=DIR installs it from wheels carried there, see bench/README.md).
 set -u
 C=$(cd "${1:?usage: device-run.sh CARRY_DIR [REPS]}" && pwd); REPS=${2:-3}
 O=${OUT:-/tmp/bench-out}; mkdir -p "$O"
@@ -21,34 +30,73 @@ MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 10
 # OMP_MODES="bw 67108864;bw 1073741824" runs only those offload_bench modes.
 [ -n "${OMP_MODES:-}" ] && IFS=';' read -ra MODES <<< "$OMP_MODES"
 ACC_MODES=("sync 2000" "async 500" "asyncdata 500")
-BENCHES=${BENCHES:-floor omp revoff acc}
-one() { # PLUGIN REP BINARY ARGS...
-  local p=$1 rep=$2 bin=$3; shift 3
+BENCHES=${BENCHES:-floor omp revoff acc jit stress suite}
+has() { [[ " $BENCHES " == *" $1 "* ]]; }
+run_bin() { # PLUGIN BINARY ARGS... -> $T/one.txt; returns the exit status
+  local p=$1 bin=$2; shift 2
   timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
     "$C/$bin" "$@" > "$T/one.txt" 2>&1
+}
+# PLUGIN REP BINARY ARGS...: records the run's metric and ERROR lines (env KEEP: only
+# the metrics named by this ERE; SUFFIX: appended to their names)
+one() {
+  local p=$1 rep=$2 bin=$3; shift 3
+  run_bin "$p" "$bin" "$@"
   local rc=$?
-  sed "s/^/$p $rep /" "$T/one.txt" | grep -E "^$p $rep (metric|ERROR)" >> "$O/bench-raw.txt"
+  grep -E "^(metric ${KEEP:-[^ ]+} |ERROR)" "$T/one.txt" | sed "s/^metric \([^ ]*\)/metric \1${SUFFIX:-}/; s/^/$p $rep /" >> "$O/bench-raw.txt"
   [ $rc = 0 ] || echo "$p $rep ERROR $bin '$*' exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
 }
 for rep in $(seq 1 "$REPS"); do
-  if [[ " $BENCHES " == *" floor "* ]]; then
+  if has floor; then
     timeout 120 "$C/cuda_floor" > "$T/one.txt" 2>&1 || echo "floor $rep ERROR cuda_floor exit $?" >> "$O/bench-raw.txt"
     sed "s/^/floor $rep /" "$T/one.txt" | grep -E "^floor $rep (metric|ERROR)" >> "$O/bench-raw.txt"
   fi
   for p in stock ours; do
-    if [[ " $BENCHES " == *" acc "* ]]; then
+    if has acc; then
       for m in "${ACC_MODES[@]}"; do
         # shellcheck disable=SC2086
         one "$p" "$rep" acc_bench $m
       done
     fi
-    if [[ " $BENCHES " == *" omp "* ]]; then
+    if has omp; then
       for m in "${MODES[@]}"; do
         # shellcheck disable=SC2086
         one "$p" "$rep" offload_bench $m
       done
     fi
-    [[ " $BENCHES " == *" revoff "* ]] && one "$p" "$rep" revoff_bench 1000
+    has revoff && one "$p" "$rep" revoff_bench 1000
+    if has jit; then
+      rm -rf "$T/jit-cache"
+      for phase in cold warm; do
+        CUDA_CACHE_PATH=$T/jit-cache KEEP=first_target_region SUFFIX=_${phase}_jit \
+          one "$p" "$rep" offload_bench empty 10
+      done
+    fi
   done
 done
+for p in stock ours; do
+  if has stress; then
+    s0=$(date +%s.%N)
+    KEEP=revoff_round_trip SUFFIX=_1e5 one "$p" 1 revoff_bench 100000
+    awk -v p="$p" -v s0="$s0" -v s1="$(date +%s.%N)" \
+      'END { printf "%s 1 metric revoff_stress_1e5_wall %.2f s\n", p, s1 - s0 }' /dev/null >> "$O/bench-raw.txt"
+  fi
+  if has suite; then
+    s0=$(date +%s.%N)
+    CUDA_LIBDIR=$CUDA_LIBDIR JOBS=14 MAX_TIMEOUT=90 PLUGIN_DIR=${DIR[$p]} OUT=$T/suite-$p \
+      FILTER=${SUITE_FILTER:-'^libgomp\.c/'} timeout 300 "$B/run-tests.sh" > "$T/suite-$p.log" 2>&1
+    awk -v p="$p" -v s0="$s0" -v s1="$(date +%s.%N)" \
+      'END { printf "%s 1 metric suite_wall %.1f s\n", p, s1 - s0 }' /dev/null >> "$O/bench-raw.txt"
+    echo "$p 1 metric suite_passed $(cat "$T/suite-$p"/run/*/result 2>/dev/null | grep -c '^PASS') count" >> "$O/bench-raw.txt"
+    echo "suite ($p): $(tail -1 "$T/suite-$p.log")"
+  fi
+done
 echo "bench: $(grep -c metric "$O/bench-raw.txt") metrics, $(grep -c ERROR "$O/bench-raw.txt") errors"
+if [ -n "${WHEELS:-}" ] && [ -d "$WHEELS" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site "$WHEELS"/*.whl > /dev/null 2>&1 && export PYTHONPATH=/tmp/site
+fi
+GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 | sed 's/, / (driver /; s/$/)/')
+python3 "$(dirname "$0")/report.py" "$O/bench-raw.txt" "$O/bench" --device "${GPU:-GPU}" \
+  --note "\`bench/device-run.sh CARRY_DIR $REPS\` (BENCHES=\"$BENCHES\"), $(date -u +%Y-%m-%d)."
+

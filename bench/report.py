@@ -2,7 +2,7 @@
 """report.py - turn bench/device-run.sh's bench-raw.txt into a Markdown table and a PNG.
 
 usage: bench/report.py RAW OUT_BASENAME [--device NAME] [--note TEXT]
-Writes OUT_BASENAME.md (metric, stock median, ours median, ours/stock, better side) and
+Writes OUT_BASENAME.md (metric, floor, stock median, ours median, ours/stock, better side) and
 OUT_BASENAME.png (one bar pair per metric, log scale). Medians over the repetitions;
 ERROR lines are listed under the table. Lines of the raw-driver floor (bench/cuda_floor.c,
 plugin field "floor") go into a table of their own: the cost of the bare driver calls
@@ -12,7 +12,19 @@ import sys
 from collections import defaultdict
 
 # Whether a larger value is better, by unit.
-HIGHER_BETTER = {"GB/s": True, "1/s": True, "x": True, "bool": True, "us": False, "ms": False}
+HIGHER_BETTER = {"GB/s": True, "1/s": True, "x": True, "bool": True, "count": True,
+                 "us": False, "ms": False, "s": False, "MiB": False}
+
+# The raw-driver floor under a plugin metric (bench/cuda_floor.c), where one applies.
+FLOOR_OF = {
+    "empty_target": "floor_sync_launch",
+    "acc_sync_launch": "floor_sync_launch",
+    "acc_async_enqueue": "floor_acc_region_blk",
+    "acc_async_per_launch": "floor_acc_region_blk",
+    "nowait_per_region": "floor_acc_region_nb",
+    "revoff_round_trip": "floor_revoff_protocol",
+    "revoff_round_trip_1e5": "floor_revoff_protocol",
+}
 
 
 def parse(path):
@@ -55,14 +67,19 @@ def main():
     out = [f"# Benchmarks: stock GCC 16 plugin vs gomp-plugin-rs on {device}", ""]
     if note:
         out += [note, ""]
-    out += ["Medians over repetitions (runs alternate stock, ours on the same binary).", "",
-            "| metric | unit | stock | ours | ours/stock | better | runs |", "|---|---|---|---|---|---|---|"]
+    out += ["Medians over repetitions (runs alternate stock, ours on the same binary). "
+            "floor: the bare driver calls of the same operation (bench/cuda_floor.c, "
+            "same run), where one applies.", "",
+            "| metric | unit | floor | stock | ours | ours/stock | better | runs |",
+            "|---|---|---|---|---|---|---|---|"]
     for name, unit, ms, mo, ratio, ns, no in rows:
         better = "—"
         if ratio is not None and ms != mo:
             hb = HIGHER_BETTER.get(unit, True)
             better = "ours" if (mo > ms) == hb else "stock"
-        out.append(f"| {name} | {unit} | {fmt(ms)} | {fmt(mo)} | {fmt(ratio)} | {better} | {ns}+{no} |")
+        fl = floor.get(FLOOR_OF.get(name, ""))
+        fl = fmt(statistics.median(fl)) if fl else "—"
+        out.append(f"| {name} | {unit} | {fl} | {fmt(ms)} | {fmt(mo)} | {fmt(ratio)} | {better} | {ns}+{no} |")
     if floor:
         out += ["", "Raw CUDA driver floor (bench/cuda_floor.c: the driver calls alone, no plugin):", "",
                 "| metric | unit | median | runs |", "|---|---|---|---|"]

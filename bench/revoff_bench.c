@@ -4,6 +4,8 @@
  * usage: revoff_bench [N]
  *   metric revoff_round_trip  mean time of N device->host->device calls (us)
  *   metric empty_target_revoff median empty `omp target` in such a program (us)
+ *   metric revoff_concurrent_per_s  requests served per second when 4 kernels
+ *          launched with `target nowait` each make N/4 requests at the same time
  * The host function counts its calls; a wrong count prints "ERROR" and exits 1. */
 #include <omp.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #pragma omp requires reverse_offload
 
 static int host_calls;
+static int kernel_calls[4];
 
 /* Runs on the host only; the counter is never referenced inside a target region, so
    no implicit mapping copies it around.  */
@@ -19,6 +22,12 @@ static void
 host_bump (void)
 {
   host_calls++;
+}
+
+static void
+host_bump_k (int k)
+{
+  __atomic_fetch_add (&kernel_calls[k], 1, __ATOMIC_RELAXED);
 }
 
 static int cmp (const void *a, const void *b)
@@ -54,6 +63,31 @@ int main (int argc, char **argv)
       return 1;
     }
   printf ("metric revoff_round_trip %.2f us\n", per * 1e6);
+  int per_kernel = n / 4 > 0 ? n / 4 : 1;
+  t0 = omp_get_wtime ();
+#pragma omp parallel num_threads(1)
+#pragma omp single
+  {
+    for (int k = 0; k < 4; k++)
+      {
+#pragma omp target nowait firstprivate(k, per_kernel)
+	for (int i = 0; i < per_kernel; i++)
+	  {
+#pragma omp target device(ancestor: 1) firstprivate(k)
+	    host_bump_k (k);
+	  }
+      }
+#pragma omp taskwait
+  }
+  double dt = omp_get_wtime () - t0;
+  for (int k = 0; k < 4; k++)
+    if (kernel_calls[k] != per_kernel)
+      {
+	printf ("ERROR concurrent reverse offload: kernel %d made %d host calls, want %d\n",
+		k, kernel_calls[k], per_kernel);
+	return 1;
+      }
+  printf ("metric revoff_concurrent_per_s %.0f 1/s\n", 4 * per_kernel / dt);
   double t[1000];
   for (int i = 0; i < 1010; i++)
     {

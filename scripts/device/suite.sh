@@ -9,7 +9,12 @@
 #      GCC 14 suite), JOBS (per plugin, default 8), MAX_TIMEOUT (default 90), FILTER (ERE on test
 #      names), SUITE_TIMEOUT (seconds for each suite run, default 520), PLUGINS
 #      (default "stock ours"), SEQUENTIAL=1 (one plugin after the other, each with
-#      all JOBS, instead of both at once: fairer timings, fewer load-induced timeouts).
+#      all JOBS, instead of both at once: fairer timings, fewer load-induced timeouts),
+#      SPLIT_GPUS (default 1 when the machine has two GPUs or more: each plugin's run
+#      gets a GPU of its own through CUDA_VISIBLE_DEVICES, both at once; 0: share GPU 0).
+# The summary (example.txt) gives each plugin's run-tests.sh totals and wall time.
+# Whole GCC 16 suite, both plugins, one call: on nvidia-h200-x2 with JOBS=14 (each
+# plugin on its own GPU and 16 cores), see docs/testsuite.md.
 set -u
 C=$(cd "${1:?usage: suite.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/suite-out}; mkdir -p "$O"
 T=/tmp/suite; rm -rf "$T"; mkdir -p "$T"
@@ -28,14 +33,23 @@ declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
   done
 } 2>&1 | tee "$O/example.txt"
 grep -m12 'gomp-plugin-rs' "$T/debug-ours.txt" >> "$O/example.txt"
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+SPLIT=${SPLIT_GPUS:-$([ "$NGPU" -ge 2 ] && echo 1 || echo 0)}
+i=0
 for p in ${PLUGINS:-stock ours}; do
-  ( CUDA_LIBDIR=$CUDA_LIBDIR JOBS=${JOBS:-8} MAX_TIMEOUT=${MAX_TIMEOUT:-90} PLUGIN_DIR=${DIR[$p]} \
-      OUT=$T/res-$p timeout "${SUITE_TIMEOUT:-520}" "$B/run-tests.sh" > "$T/log-$p.txt" 2>&1 ) &
+  vis=${CUDA_VISIBLE_DEVICES:-}
+  [ "$SPLIT" = 1 ] && vis=$((i % NGPU)) && echo "== $p on GPU $vis" | tee -a "$O/example.txt"
+  i=$((i + 1))
+  ( [ -n "$vis" ] && export CUDA_VISIBLE_DEVICES=$vis
+    s0=$(date +%s.%N)
+    CUDA_LIBDIR=$CUDA_LIBDIR JOBS=${JOBS:-8} MAX_TIMEOUT=${MAX_TIMEOUT:-90} PLUGIN_DIR=${DIR[$p]} \
+      OUT=$T/res-$p timeout "${SUITE_TIMEOUT:-520}" "$B/run-tests.sh" > "$T/log-$p.txt" 2>&1
+    echo "$s0 $(date +%s.%N)" | awk '{printf "%.0f\n", $2 - $1}' > "$T/wall-$p" ) &
   [ "${SEQUENTIAL:-0}" = 1 ] && wait
 done
 wait
 for p in ${PLUGINS:-stock ours}; do
-  echo "== $p: $(tail -1 "$T/log-$p.txt")"
+  echo "== $p: $(tail -1 "$T/log-$p.txt") (wall $(cat "$T/wall-$p") s)"
   sort -k2 "$T/res-$p"/run/*/result > "$O/results-$p.txt" 2>/dev/null
   tar -czf "$O/failed-$p.tgz" -C "$T/res-$p" failed-outputs 2>/dev/null
 done | tee -a "$O/example.txt"
