@@ -4,6 +4,7 @@
 
 use super::descriptor::{self, Descriptor, RawDescriptor};
 use super::device::Device;
+use super::indirect_table::IndirectTable;
 use super::link::link_ptx;
 use crate::cu;
 use crate::cuda::sys::*;
@@ -37,7 +38,8 @@ pub struct Image {
     module: CUmodule,
     /// Kernels, in host-table order (addresses stable: never resized).
     pub fns: Vec<TargetFn>,
-    /// Device memory the plugin allocated for this image (indirect-function map).
+    /// Device memory the plugin allocated for this image (indirect-function table or
+    /// map).
     owned: Vec<CUdeviceptr>,
 }
 
@@ -191,18 +193,22 @@ impl Image {
         Ok(table)
     }
 
-    /// Writes the (host address, device address) pairs of the image's indirect
-    /// functions, NULL-terminated, into `__gomp_indirect_addr_map`; the device runtime
-    /// builds its lookup table from it.
+    /// Gives the device the (host address, device address) pairs of the image's
+    /// indirect functions. A libgomp 16 image (it defines `__gomp_indirect_addr_hmap`)
+    /// gets the complete hash table its device runtime looks up
+    /// ([`IndirectTable`]); older images get the NULL-terminated pair list in
+    /// `__gomp_indirect_addr_map`. Either block is freed when the image is unloaded.
     unsafe fn map_indirect_functions(
         &mut self,
         dev: &Device,
         n: usize,
         host: *const u64,
     ) -> Result<()> {
-        let Some((map_var, _)) = global(self.module, c"__gomp_indirect_addr_map")? else {
+        let hmap = global(self.module, c"__gomp_indirect_addr_hmap")?;
+        let map = global(self.module, c"__gomp_indirect_addr_map")?;
+        if hmap.is_none() && map.is_none() {
             return Ok(());
-        };
+        }
         let (table, size) = global(self.module, c"$offload_ind_func_table")?
             .ok_or_else(|| Error::invalid("offload image lacks $offload_ind_func_table"))?;
         if size < n * 8 {
@@ -213,22 +219,42 @@ impl Image {
         let mut dev_addrs = vec![0u64; n];
         // SAFETY: `dev_addrs` has n*8 writable bytes.
         unsafe { dev.dev2host(dev_addrs.as_mut_ptr().cast(), table, n * 8) }?;
-        let mut pairs = Vec::with_capacity(2 * n + 2);
-        for (i, d) in dev_addrs.iter().enumerate() {
-            // SAFETY: `host` holds n entries (caller).
-            pairs.push(unsafe { *host.add(i) });
-            pairs.push(*d);
+        // SAFETY: `host` holds n entries (caller).
+        let host = unsafe { std::slice::from_raw_parts(host, n) };
+        let pairs: Vec<(u64, u64)> = host.iter().copied().zip(dev_addrs).collect();
+        if let Some((var, _)) = hmap {
+            let t = IndirectTable::build(&pairs)?;
+            self.upload_map(dev, var, &t.to_bytes())?;
+            log::debug!(
+                "indirect functions: {} entries in a host-built hash table of {} slots \
+                 (__gomp_indirect_addr_hmap)",
+                t.len(),
+                t.size()
+            );
+        } else if let Some((var, _)) = map {
+            let bytes: Vec<u8> = pairs
+                .iter()
+                .chain(std::iter::once(&(0, 0)))
+                .flat_map(|&(h, d)| [h.to_le_bytes(), d.to_le_bytes()])
+                .flatten()
+                .collect();
+            self.upload_map(dev, var, &bytes)?;
+            log::debug!(
+                "indirect functions: {n} entries in a linear map (__gomp_indirect_addr_map)"
+            );
         }
-        pairs.extend([0, 0]);
-        let bytes = pairs.len() * 8;
-        let buf = dev.alloc(bytes)?;
-        self.owned.push(buf);
-        // SAFETY: `pairs` has `bytes` readable bytes; `buf` is a fresh pointer value.
-        unsafe { dev.host2dev(buf, pairs.as_ptr().cast(), bytes) }?;
-        // SAFETY: `buf` is 8 readable bytes.
-        unsafe { dev.host2dev(map_var, (&buf as *const CUdeviceptr).cast::<c_void>(), 8) }?;
-        log::debug!("mapped {n} indirect function(s)");
         Ok(())
+    }
+
+    /// Copies `bytes` into a fresh device block owned by the image and writes the
+    /// block's address into the pointer variable at `var`.
+    fn upload_map(&mut self, dev: &Device, var: CUdeviceptr, bytes: &[u8]) -> Result<()> {
+        let buf = dev.alloc(bytes.len())?;
+        self.owned.push(buf);
+        // SAFETY: `bytes` is readable for its length; `buf` holds as many bytes.
+        unsafe { dev.host2dev(buf, bytes.as_ptr().cast(), bytes.len()) }?;
+        // SAFETY: `buf` is 8 readable bytes; the variable is a device pointer.
+        unsafe { dev.host2dev(var, (&buf as *const CUdeviceptr).cast::<c_void>(), 8) }
     }
 
     /// The CUDA module (alive until `unload`).

@@ -10,6 +10,7 @@ pub mod events;
 pub mod host_memory;
 pub mod idle_pool;
 pub mod image;
+pub mod indirect_table;
 pub mod interop;
 pub mod kernel_copy;
 pub mod large_blocks;
