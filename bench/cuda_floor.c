@@ -229,7 +229,12 @@ int main (int argc, char **argv)
   *(void **) &cuMemAlloc = dlsym (h, "cuMemAlloc_v2");
   *(void **) &cuMemcpyHtoDAsync = dlsym (h, "cuMemcpyHtoDAsync_v2");
   SYM (cuMemHostAlloc);
-  SYM (cuMemHostGetDevicePointer);
+  *(void **) &cuMemHostGetDevicePointer = dlsym (h, "cuMemHostGetDevicePointer_v2");
+  if (!cuMemHostGetDevicePointer)
+    {
+      printf ("ERROR no cuMemHostGetDevicePointer_v2\n");
+      return 1;
+    }
   *(void **) &cuStreamWriteValue64 = dlsym (h, "cuStreamWriteValue64_v2");
   *(void **) &cuMemcpyHtoD = dlsym (h, "cuMemcpyHtoD_v2");
   *(void **) &cuMemAllocAsync = dlsym (h, "cuMemAllocAsync");

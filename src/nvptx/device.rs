@@ -267,6 +267,16 @@ impl Device {
     /// Releases everything the device holds: images (running their destructors), cached
     /// stacks, streams, and the primary context reference.
     pub fn close(&self) -> Result<()> {
+        if super::reverse::serving_request() {
+            // A reverse-offload host function ended the program (`exit`, Fortran
+            // `stop`): the requesting kernel still waits for its answer, so nothing
+            // that waits for kernels may run. The process is going away.
+            log::debug!(
+                "device {}: finalized from a reverse-offload host function; left to process exit",
+                self.ord
+            );
+            return Ok(());
+        }
         self.activate()?;
         self.async_queue.shutdown();
         self.reverse.shutdown();

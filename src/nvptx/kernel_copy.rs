@@ -27,29 +27,29 @@ const PTX: &str = "\
 .address_size 64
 .visible .entry gomp_rs_copy(.param .u64 dst, .param .u64 src, .param .u64 n)
 {
-\t.reg .u64 %d, %s, %n, %i, %stride, %t;
-\t.reg .u32 %tid, %cta, %ntid, %ncta;
-\t.reg .u16 %c;
-\t.reg .pred %p;
-\tld.param.u64 %d, [dst];
-\tld.param.u64 %s, [src];
-\tld.param.u64 %n, [n];
-\tmov.u32 %tid, %tid.x;
-\tmov.u32 %cta, %ctaid.x;
-\tmov.u32 %ntid, %ntid.x;
-\tmov.u32 %ncta, %nctaid.x;
-\tmul.wide.u32 %i, %cta, %ntid;
-\tcvt.u64.u32 %t, %tid;
-\tadd.u64 %i, %i, %t;
-\tmul.wide.u32 %stride, %ntid, %ncta;
+\t.reg .u64 %rd<8>;
+\t.reg .u32 %r<5>;
+\t.reg .u16 %rs<2>;
+\t.reg .pred %p<2>;
+\tld.param.u64 %rd1, [dst];
+\tld.param.u64 %rd2, [src];
+\tld.param.u64 %rd3, [n];
+\tmov.u32 %r1, %tid.x;
+\tmov.u32 %r2, %ctaid.x;
+\tmov.u32 %r3, %ntid.x;
+\tmov.u32 %r4, %nctaid.x;
+\tmul.wide.u32 %rd4, %r2, %r3;
+\tcvt.u64.u32 %rd5, %r1;
+\tadd.u64 %rd4, %rd4, %rd5;
+\tmul.wide.u32 %rd6, %r3, %r4;
 LOOP:
-\tsetp.ge.u64 %p, %i, %n;
-\t@%p bra DONE;
-\tadd.u64 %t, %s, %i;
-\tld.u8 %c, [%t];
-\tadd.u64 %t, %d, %i;
-\tst.u8 [%t], %c;
-\tadd.u64 %i, %i, %stride;
+\tsetp.ge.u64 %p1, %rd4, %rd3;
+\t@%p1 bra DONE;
+\tadd.u64 %rd7, %rd2, %rd4;
+\tld.u8 %rs1, [%rd7];
+\tadd.u64 %rd7, %rd1, %rd4;
+\tst.u8 [%rd7], %rs1;
+\tadd.u64 %rd4, %rd4, %rd6;
 \tbra LOOP;
 DONE:
 \tret;

@@ -177,9 +177,15 @@ impl Device {
     /// an address outside the plugin's own allocations — memory the kernel allocated
     /// itself (device `malloc`), which the driver's copy functions do not know.
     fn device_heap_copy(&self, r: &Result<()>, dev_addr: CUdeviceptr) -> bool {
-        matches!(r, Err(Error::Cuda(e)) if e.code == crate::cuda::sys::CUDA_ERROR_INVALID_VALUE)
+        let Err(e) = r else { return false };
+        let retry = matches!(e, Error::Cuda(c) if c.code == crate::cuda::sys::CUDA_ERROR_INVALID_VALUE)
             && super::reverse::serving_request()
-            && !self.blocks.contains(dev_addr)
+            && !self.blocks.contains(dev_addr);
+        log::debug!(
+            "copy at device address {dev_addr:#x} failed ({e}){}",
+            if retry { "; copying with a kernel" } else { "" }
+        );
+        retry
     }
 
     /// Copies `n` bytes between two device buffers.

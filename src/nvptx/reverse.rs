@@ -87,6 +87,10 @@ pub struct Reverse {
     parked: Mutex<()>,
     stop: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Requests served, and host-side nanoseconds spent on them (from seeing the
+    /// request to answering it), counted only under `GOMP_DEBUG`.
+    served: AtomicU64,
+    host_ns: AtomicU64,
 }
 
 /// `GOMP_PLUGIN_target_rev` of libgomp 14+.
@@ -144,13 +148,23 @@ impl Reverse {
 
     /// Stops the service thread and frees the mailbox (device close).
     pub fn shutdown(&self) {
+        let n = self.served.load(Ordering::Relaxed);
+        if n > 0 {
+            log::debug!(
+                "reverse offload: {n} request(s) served, {:.2} us each on the host (request seen to answer)",
+                self.host_ns.load(Ordering::Relaxed) as f64 / n as f64 / 1e3
+            );
+        }
         self.stop.store(true, Ordering::Release);
         {
             let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
             self.wake.notify_all();
         }
         if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = t.join();
+            // A host function that exits the program finalizes from this very thread.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
         if let Some(p) = self
             .mailbox
@@ -248,12 +262,19 @@ fn serve(dev: &Device, mailbox: usize) {
     // SAFETY: the mailbox stays allocated until `shutdown` has joined this thread.
     let mb = unsafe { &*(mailbox as *const Mailbox) };
     let r = &dev.reverse;
+    let timing = log::log_enabled!(log::Level::Debug);
     let mut idle = 0u32;
     while !r.stop.load(Ordering::Acquire) {
         let f = mb.fn_.load(Ordering::Acquire);
         if f != 0 {
+            let t0 = timing.then(std::time::Instant::now);
             handle(dev, mb, f);
             mb.fn_.store(0, Ordering::Release);
+            if let Some(t0) = t0 {
+                r.served.fetch_add(1, Ordering::Relaxed);
+                r.host_ns
+                    .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            }
             idle = 0;
             continue;
         }
