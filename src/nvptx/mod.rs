@@ -8,6 +8,7 @@ pub mod descriptor;
 pub mod device;
 pub mod events;
 pub mod host_memory;
+pub mod host_ranges;
 pub mod idle_pool;
 pub mod image;
 pub mod interop;
