@@ -3,6 +3,7 @@
 use super::async_queue::AsyncQueue;
 use super::blocks::Blocks;
 use super::config::Config;
+use super::host_memory::{HostChunks, HostPool};
 use super::image::Image;
 use super::large_blocks::LargeBlocks;
 use super::pool::Pool;
@@ -67,6 +68,8 @@ pub struct Device {
     pub large: LargeBlocks,
     /// Page-locked buffers for large pageable copies.
     pub staging: Staging,
+    /// Pooled page-locked host memory (`page_locked_host_alloc`).
+    pub pinned: HostPool,
     /// Set once the program uses OpenACC on this device: synchronous copies then go
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
@@ -160,6 +163,7 @@ impl Device {
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
             staging: Staging::default(),
+            pinned: HostPool::new(HostChunks { ord }),
             openacc: AtomicBool::new(false),
         };
         dev.activate()?;
@@ -292,6 +296,9 @@ impl Device {
             p.destroy();
         }
         self.staging.destroy();
+        if let Err(e) = self.pinned.destroy() {
+            first_err.get_or_insert(e);
+        }
         self.streams.destroy_all();
         let mut cur: CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; unsetting our context on this thread so a
