@@ -7,6 +7,7 @@ pub mod config;
 pub mod descriptor;
 pub mod device;
 pub mod events;
+pub mod host_lock;
 pub mod host_memory;
 pub mod host_ranges;
 pub mod idle_pool;

@@ -6,7 +6,7 @@
 //!   classes (multiples of 64 bytes, four per power of two) and carved from shared
 //!   [`CHUNK`]-byte chunks; a freed block goes to its class's free list and is reused by
 //!   the next request of that class. Blocks are 64-byte aligned.
-//! - Large requests get their own allocation, rounded up to [`GRANULE`] (page-aligned);
+//! - Large requests get their own allocation, rounded up to [`LARGE_GRANULE`] (page-aligned);
 //!   freed ones are kept for a request of the same rounded size, up to [`CACHE_CAP`]
 //!   bytes, and the cache is emptied (and the request retried) when the source runs out
 //!   of memory.
@@ -26,7 +26,7 @@ pub const CHUNK: usize = 4 << 20;
 /// Largest request served from chunks.
 pub const SMALL_MAX: usize = 256 << 10;
 /// Rounding of large requests (a multiple of the page size).
-pub const GRANULE: usize = 64 << 10;
+pub const LARGE_GRANULE: usize = 64 << 10;
 /// Most bytes of freed large blocks kept for reuse.
 pub const CACHE_CAP: usize = 256 << 20;
 /// Alignment of every block.
@@ -72,7 +72,7 @@ pub fn class_size(c: usize) -> usize {
 
 /// The size a large request is allocated (and cached) with.
 pub fn large_size(size: usize) -> usize {
-    size.next_multiple_of(GRANULE)
+    size.next_multiple_of(LARGE_GRANULE)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
