@@ -8,6 +8,12 @@
 //! | `GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE` | CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`) | driver default |
 //! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
 //! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
+//!
+//! Not for users (an experiment knob, deliberately left out of the README):
+//! `GOMP_NVPTX_STAGING="threads,chunk_bytes,buffers"` shapes the staging engine of large
+//! pageable copies ([`StagingParams`]; default `4,4m,2`).
+
+use super::staging::StagingParams;
 
 /// Parsed settings. Plain data, read once per device initialisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +28,8 @@ pub struct Config {
     pub soft_stack: usize,
     /// Device `malloc` heap size, if requested.
     pub heap: Option<usize>,
+    /// Shape of the staging engine for large pageable copies.
+    pub staging: StagingParams,
 }
 
 /// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
@@ -90,6 +98,17 @@ impl Config {
                 .map(|n| n.next_multiple_of(16))
                 .unwrap_or(DEFAULT_SOFT_STACK),
             heap: size("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40).filter(|&n| n > 0),
+            staging: get("GOMP_NVPTX_STAGING")
+                .and_then(|v| {
+                    StagingParams::parse(&v)
+                        .map_err(|e| {
+                            warn(&format!(
+                                "Invalid value '{v}' for GOMP_NVPTX_STAGING ({e}); using the default"
+                            ))
+                        })
+                        .ok()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -157,6 +176,7 @@ mod tests {
             (c.jit_opt_level, c.native_stack, c.heap),
             (None, None, None)
         );
+        assert_eq!(c.staging, StagingParams::default());
         assert!(w.is_empty());
         let (c, w) = cfg(&[
             ("GOMP_NVPTX_LOWLAT_POOL", "lots"),
@@ -164,17 +184,27 @@ mod tests {
             ("GOMP_NVPTX_SOFT_STACK_SIZE", "\u{1F4A5}"),
             ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "99g"),
             ("GOMP_NVPTX_HEAP_SIZE", "2T"),
+            ("GOMP_NVPTX_STAGING", "4,4m"),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 5, "{w:?}");
+        assert_eq!(w.len(), 6, "{w:?}");
         let (c, w) = cfg(&[
             ("GOMP_NVPTX_LOWLAT_POOL", "16k"),
             ("GOMP_NVPTX_JIT", "-O1"),
             ("GOMP_NVPTX_SOFT_STACK_SIZE", "65537"),
             ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "4096"),
             ("GOMP_NVPTX_HEAP_SIZE", "256m"),
+            ("GOMP_NVPTX_STAGING", "12,16m,3"),
         ]);
         assert!(w.is_empty());
+        assert_eq!(
+            c.staging,
+            StagingParams {
+                threads: 12,
+                chunk: 16 << 20,
+                buffers: 3
+            }
+        );
         assert_eq!(c.heap, Some(256 << 20));
         assert_eq!(c.lowlat_pool, 16384);
         assert_eq!(c.jit_opt_level, Some(1));

@@ -66,7 +66,7 @@ pub struct Device {
     pub small: SmallBlocks,
     /// Freed large blocks kept for reuse.
     pub large: LargeBlocks,
-    /// Page-locked buffers for large pageable copies.
+    /// The staging engine (page-locked buffers, lane threads) for large pageable copies.
     pub staging: Staging,
     /// Pooled page-locked host memory (`page_locked_host_alloc`).
     pub pinned: HostPool,
@@ -146,13 +146,15 @@ impl Device {
                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             ),
         };
+        let config = Config::from_env();
         let dev = Device {
             ord,
             cu_dev,
             ctx,
             owns_primary,
             props,
-            config: Config::from_env(),
+            staging: Staging::new(config.staging),
+            config,
             streams: StreamPool::default(),
             stacks: StackCache::default(),
             images: Mutex::new(Vec::new()),
@@ -162,7 +164,6 @@ impl Device {
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
-            staging: Staging::default(),
             pinned: HostPool::new(HostChunks { ord }),
             openacc: AtomicBool::new(false),
         };

@@ -130,7 +130,7 @@ impl Device {
         self.check_host_copy(dst, src, n)?;
         if self.stage(src, n) {
             // SAFETY: readable source (caller); device range checked above.
-            if let Some(r) = unsafe { self.staging.host2dev(dst, src, n) } {
+            if let Some(r) = unsafe { self.staging.host2dev(self.context(), dst, src, n) } {
                 return r;
             }
         }
@@ -151,7 +151,7 @@ impl Device {
         self.check_host_copy(src, dst, n)?;
         if self.stage(dst, n) {
             // SAFETY: writable destination (caller); device range checked above.
-            if let Some(r) = unsafe { self.staging.dev2host(dst, src, n) } {
+            if let Some(r) = unsafe { self.staging.dev2host(self.context(), dst, src, n) } {
                 return r;
             }
         }
