@@ -14,10 +14,12 @@
 #
 # Checks (each prints PASS/FAIL and a reason; see abi-tests/README.md):
 #   ours is an ELF shared object for the stock plugin's machine; SONAME is
-#   libgomp-plugin-nvptx.so.1; libgomp.map names only GOMP_OFFLOAD_* symbols; ours
-#   defines every one of them and no other global symbol (no GOMP_PLUGIN_* definitions,
-#   no Rust symbols, nothing else); every symbol ours exports is exported by the stock
-#   GCC 16 plugin; the required entry points of spec section 1.2 (always: version ...
+#   libgomp-plugin-nvptx.so.1; libgomp.map names only GOMP_OFFLOAD_* symbols and the
+#   plugin's own API (exactly $EXTENSIONS below); ours defines every one of them and no
+#   other global symbol (no GOMP_PLUGIN_* definitions, no Rust symbols, nothing else);
+#   every GOMP_OFFLOAD_* symbol ours exports is exported by the stock GCC 16 plugin; the
+#   own API is prefixed gomp_nvptx_ and clashes with nothing the stock plugin exports;
+#   the required entry points of spec section 1.2 (always: version ...
 #   host2dev; OpenMP on libgomp 16: run, dev2dev, memset) are exported, and the stock
 #   plugins export them too (cross-check of the lists below); no GOMP_OFFLOAD_* symbol
 #   carries a symbol version; abi-tests/prototypes.c compiles against
@@ -45,6 +47,11 @@ ALWAYS="version get_name get_caps get_type get_num_devices init_device fini_devi
   load_image unload_image alloc free dev2host host2dev"
 OPENMP14="run dev2dev"          # caps & OPENMP_400, libgomp 13-15
 OPENMP16="run dev2dev memset"   # caps & OPENMP_400, libgomp 16
+# The plugin's own C API (src/edge/extensions.rs, README "Page-locking host memory"):
+# exported on purpose beside the entry points, not part of libgomp's contract. Any
+# other non-GOMP_OFFLOAD_* export is a leak.
+EXTENSIONS="gomp_nvptx_host_lock gomp_nvptx_host_unlock"
+EXT_PREFIX=gomp_nvptx_
 
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
@@ -112,12 +119,14 @@ fi
 # The script as one line without comments, then the names between "global:" and "local:".
 tr '\n' ' ' < "$map" | sed -E 's:/\*([^*]|\*+[^*/])*\*+/: :g' > "$tmp/map_text"
 sed -E 's/.*global://; s/local:.*//' "$tmp/map_text" | tr ' \t;{}' '\n\n\n\n\n' | grep . | sort -u > "$tmp/map"
-if [ -s "$tmp/map" ] && ! grep -qv '^GOMP_OFFLOAD_[A-Za-z0-9_]*$' "$tmp/map" \
+printf '%s\n' $EXTENSIONS | sort -u > "$tmp/ext"
+grep -v '^GOMP_OFFLOAD_[A-Za-z0-9_]*$' "$tmp/map" > "$tmp/map_ext"
+if [ -s "$tmp/map" ] && cmp -s "$tmp/map_ext" "$tmp/ext" \
    && grep -qE 'global:.*local:[[:space:]]*\*[[:space:]]*;[[:space:]]*\}' "$tmp/map_text"; then
-  pass "libgomp.map exports $(wc -l < "$tmp/map") GOMP_OFFLOAD_* names and hides the rest (local: *)"
+  pass "libgomp.map exports $(grep -c '^GOMP_OFFLOAD_' "$tmp/map") GOMP_OFFLOAD_* names and the $(wc -l < "$tmp/ext") of the own API, and hides the rest (local: *)"
 else
-  fail "libgomp.map must list only GOMP_OFFLOAD_* names under global: and end in 'local: *;'"
-  grep -v '^GOMP_OFFLOAD_[A-Za-z0-9_]*$' "$tmp/map" | detail
+  fail "libgomp.map must list only GOMP_OFFLOAD_* names and exactly the own API ($EXTENSIONS) under global: and end in 'local: *;'"
+  diff "$tmp/ext" "$tmp/map_ext" | sed -n 's/^> /unexpected: /p; s/^< /missing: /p' | detail
 fi
 
 dynsyms_raw "$ours" > "$tmp/ours_raw"
@@ -157,13 +166,25 @@ if [ -n "$stock16" ]; then
   # lacks but its GCN plugin has: async_run (nowait) and can_run.
   printf '%s\n' GOMP_OFFLOAD_async_run GOMP_OFFLOAD_can_run >> "$tmp/stock16_all"
   sort -u -o "$tmp/stock16_all" "$tmp/stock16_all"
-  comm -23 "$tmp/ours" "$tmp/stock16_all" > "$tmp/invented"
+  grep '^GOMP_OFFLOAD_' "$tmp/ours" | comm -23 - "$tmp/stock16_all" > "$tmp/invented"
   if [ ! -s "$tmp/invented" ]; then
-    pass "every symbol ours exports is exported by the stock GCC 16 plugin (or is the spec's optional async_run/can_run)"
+    pass "every GOMP_OFFLOAD_* symbol ours exports is exported by the stock GCC 16 plugin (or is the spec's optional async_run/can_run)"
   else
-    fail "ours exports $(wc -l < "$tmp/invented") symbol(s) the stock GCC 16 plugin does not:"
+    fail "ours exports $(wc -l < "$tmp/invented") GOMP_OFFLOAD_* symbol(s) the stock GCC 16 plugin does not:"
     head -n 10 "$tmp/invented" | detail
   fi
+fi
+
+# --- the plugin's own API ---------------------------------------------------------------------
+grep -v '^GOMP_OFFLOAD_' "$tmp/ours" | comm -12 - "$tmp/map" > "$tmp/ours_ext"
+cat "$tmp/stock16_all" "$tmp/stock14" 2>/dev/null | sort -u | comm -12 - "$tmp/ext" > "$tmp/ext_clash"
+if cmp -s "$tmp/ours_ext" "$tmp/ext" && ! grep -qv "^$EXT_PREFIX" "$tmp/ext" && [ ! -s "$tmp/ext_clash" ]; then
+  pass "ours exports the own API exactly ($(xargs < "$tmp/ext")), prefixed $EXT_PREFIX, exported by no stock plugin"
+else
+  fail "own API exports differ from '$EXTENSIONS', lack the $EXT_PREFIX prefix or clash with the stock plugin:"
+  { diff "$tmp/ext" "$tmp/ours_ext" | sed -n 's/^> /unexpected: /p; s/^< /missing: /p'
+    grep -v "^$EXT_PREFIX" "$tmp/ext" | sed 's/^/unprefixed: /'
+    sed 's/^/also stock: /' "$tmp/ext_clash"; } | detail
 fi
 
 # --- required entry points (spec section 1.2) --------------------------------------------------

@@ -14,7 +14,9 @@
  *      parameter count, return type and pointee qualifiers;
  *   3. the header's AddrPair has the layout of libgomp's struct addr_pair, checked
  *      with _Static_assert; load_image's prototype is redeclared with the header's
- *      name in place of the tag (the C types differ by name only).
+ *      name in place of the tag (the C types differ by name only);
+ *   4. the plugin's own gomp_nvptx_* API (README "Page-locking host memory") has the
+ *      prototypes the README documents.
  * Types that are typedefs of the same C type are compatible, so uint32_t for
  * `unsigned` and size_t for uintptr_t are accepted on LP64 Linux, as the ABI is.
  * Add an entry point here when it is added to libgomp.map.
@@ -76,6 +78,9 @@ void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
   (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_get_current_context,
   (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_get_stream,
   (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_set_stream,
+  /* The plugin's own API (not libgomp's contract; section 4 below). */
+  (void (*)(void)) gomp_nvptx_host_lock,
+  (void (*)(void)) gomp_nvptx_host_unlock,
 };
 
 /* 3. libgomp's table entry (libgomp-plugin.h) and the header's equivalent. */
@@ -202,3 +207,7 @@ extern void *GOMP_OFFLOAD_openacc_cuda_get_stream (struct goacc_asyncqueue *);
 extern int GOMP_OFFLOAD_openacc_cuda_set_stream (struct goacc_asyncqueue *, void *);
 #undef goacc_asyncqueue
 #undef goacc_property_value
+
+/* 4. The plugin's own API (src/edge/extensions.rs), as the README documents it. */
+extern int gomp_nvptx_host_lock (void *p, size_t size, int device);
+extern int gomp_nvptx_host_unlock (void *p, int device);

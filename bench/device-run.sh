@@ -26,7 +26,9 @@ CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
 MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 1048576"
        "alloc_cycles 100000"
-       "bw 4096" "bw 67108864" "bw 1073741824")
+       "bw 4096" "bw 67108864" "bw 1073741824"
+       "pinned_alloc 1000 4096" "pinned_alloc 1000 1048576" "pinned_alloc 100 67108864"
+       "pinned_alloc_mt 8 1000 4096")
 # OMP_MODES="bw 67108864;bw 1073741824" runs only those offload_bench modes.
 [ -n "${OMP_MODES:-}" ] && IFS=';' read -ra MODES <<< "$OMP_MODES"
 ACC_MODES=("sync 2000" "async 500" "asyncdata 500")

@@ -14,6 +14,15 @@
  *                      between cycle 1000 and cycle N
  *   bw BYTES           host->device and device->host omp_target_memcpy bandwidth
  *                      (GB/s) from malloc'd (pageable) and ompx_gnu_pinned_mem_alloc memory
+ *   pinned_alloc N BYTES
+ *                      median omp_alloc(BYTES, ompx_gnu_pinned_mem_alloc) + omp_free (us),
+ *                      the first (cold) pair, and a mapped target region on one block
+ *   pinned_alloc_mt T N BYTES
+ *                      T OpenMP threads each do N pinned alloc+free pairs (4 blocks live
+ *                      per thread, each filled with the thread's pattern and checked
+ *                      before its free, so overlapping blocks are caught), then each
+ *                      maps a fresh block into a target region; median per-pair time
+ *                      over the threads (us) and pairs per second in all
  * Each result is a line "metric NAME VALUE UNIT"; a wrong result prints "ERROR ..." and
  * exits 1. */
 #include <dlfcn.h>
@@ -271,11 +280,134 @@ static int mode_bw (size_t bytes)
   return rc;
 }
 
+/* Fills the ends of p (at most 256 bytes each) with c; check_ends verifies them. */
+static void fill_ends (unsigned char *p, size_t bytes, unsigned char c)
+{
+  size_t k = bytes < 256 ? bytes : 256;
+  memset (p, c, k);
+  memset (p + bytes - k, c, k);
+}
+
+static int check_ends (const unsigned char *p, size_t bytes, unsigned char c)
+{
+  size_t k = bytes < 256 ? bytes : 256;
+  for (size_t i = 0; i < k; i++)
+    if (p[i] != c || p[bytes - 1 - i] != c)
+      return 0;
+  return 1;
+}
+
+/* A target region increments every int of p (mapped tofrom); 1 if all came back +1. */
+static int map_check (int *p, size_t n, int base)
+{
+  for (size_t i = 0; i < n; i++)
+    p[i] = base + (int) i;
+#pragma omp target map(tofrom: p[0:n])
+  for (size_t i = 0; i < n; i++)
+    p[i] += 1;
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != base + (int) i + 1)
+      return 0;
+  return 1;
+}
+
+static int mode_pinned_alloc (int n, size_t bytes)
+{
+  double t0 = omp_get_wtime ();
+  void *p = omp_alloc (bytes, ompx_gnu_pinned_mem_alloc);
+  omp_free (p, ompx_gnu_pinned_mem_alloc);
+  double first = omp_get_wtime () - t0;
+  if (!p)
+    {
+      printf ("ERROR pinned_alloc: omp_alloc(%zu, ompx_gnu_pinned_mem_alloc) returned NULL\n", bytes);
+      return 1;
+    }
+  double *t = malloc (n * sizeof *t);
+  for (int i = 0; i < n + 10; i++)
+    {
+      t0 = omp_get_wtime ();
+      p = omp_alloc (bytes, ompx_gnu_pinned_mem_alloc);
+      if (!p)
+        {
+          printf ("ERROR pinned_alloc: NULL at iteration %d\n", i);
+          return 1;
+        }
+      omp_free (p, ompx_gnu_pinned_mem_alloc);
+      if (i >= 10)
+        t[i - 10] = omp_get_wtime () - t0;
+    }
+  int *q = omp_alloc (bytes, ompx_gnu_pinned_mem_alloc);
+  if (!q || !map_check (q, bytes / sizeof (int), 12345))
+    {
+      printf ("ERROR pinned_alloc: pinned block not usable by a target region\n");
+      return 1;
+    }
+  omp_free (q, ompx_gnu_pinned_mem_alloc);
+  printf ("metric pinned_alloc_first_%zuB %.2f us\n", bytes, first * 1e6);
+  printf ("metric pinned_alloc_free_%zuB %.2f us\n", bytes, median (t, n) * 1e6);
+  free (t);
+  return 0;
+}
+
+static int mode_pinned_alloc_mt (int nthreads, int n, size_t bytes)
+{
+  double *per = calloc (nthreads, sizeof *per);
+  int bad = 0;
+  double t0 = omp_get_wtime ();
+#pragma omp parallel num_threads(nthreads) reduction(+: bad)
+  {
+    int me = omp_get_thread_num ();
+    unsigned char pat = (unsigned char) (me + 1);
+    unsigned char *live[4] = { 0 };
+    double s = omp_get_wtime ();
+    for (int i = 0; i < n && !bad; i++)
+      {
+        unsigned char **slot = &live[i % 4];
+        if (*slot)
+          {
+            if (!check_ends (*slot, bytes, pat))
+              bad++;
+            omp_free (*slot, ompx_gnu_pinned_mem_alloc);
+          }
+        *slot = omp_alloc (bytes, ompx_gnu_pinned_mem_alloc);
+        if (!*slot)
+          bad++;
+        else
+          fill_ends (*slot, bytes, pat);
+      }
+    for (int k = 0; k < 4; k++)
+      if (live[k])
+        {
+          if (!check_ends (live[k], bytes, pat))
+            bad++;
+          omp_free (live[k], ompx_gnu_pinned_mem_alloc);
+        }
+    per[me] = (omp_get_wtime () - s) / n;
+    int *q = omp_alloc (bytes, ompx_gnu_pinned_mem_alloc);
+    if (!q || !map_check (q, bytes / sizeof (int), 1000 * me))
+      bad++;
+    omp_free (q, ompx_gnu_pinned_mem_alloc);
+  }
+  double wall = omp_get_wtime () - t0;
+  if (bad)
+    {
+      printf ("ERROR pinned_alloc_mt: %d failed, overlapping or unusable allocation(s)\n", bad);
+      return 1;
+    }
+  printf ("metric pinned_alloc_mt%d_free_%zuB %.2f us\n", nthreads, bytes,
+          median (per, nthreads) * 1e6);
+  printf ("metric pinned_alloc_mt%d_pairs_per_s_%zuB %.0f 1/s\n", nthreads, bytes,
+          (double) nthreads * n / wall);
+  free (per);
+  return 0;
+}
+
 int main (int argc, char **argv)
 {
   if (argc < 2)
     {
-      fprintf (stderr, "usage: %s empty|nowait|nomap_worker|threads|alloc|bw ...\n", argv[0]);
+      fprintf (stderr, "usage: %s empty|nowait|nomap_worker|threads|alloc|alloc_cycles|bw|"
+               "pinned_alloc|pinned_alloc_mt ...\n", argv[0]);
       return 2;
     }
   const char *m = argv[1];
@@ -300,6 +432,12 @@ int main (int argc, char **argv)
     return mode_alloc (argc > 2 ? atoi (argv[2]) : 1000, argc > 3 ? strtoull (argv[3], 0, 0) : 1 << 20);
   if (!strcmp (m, "alloc_cycles"))
     return mode_alloc_cycles (argc > 2 ? atoi (argv[2]) : 100000);
+  if (!strcmp (m, "pinned_alloc"))
+    return mode_pinned_alloc (argc > 2 ? atoi (argv[2]) : 1000,
+                              argc > 3 ? strtoull (argv[3], 0, 0) : 4096);
+  if (!strcmp (m, "pinned_alloc_mt"))
+    return mode_pinned_alloc_mt (argc > 2 ? atoi (argv[2]) : 8, argc > 3 ? atoi (argv[3]) : 1000,
+                                 argc > 4 ? strtoull (argv[4], 0, 0) : 4096);
   if (!strcmp (m, "bw"))
     return mode_bw (argc > 2 ? strtoull (argv[2], 0, 0) : 1UL << 30);
   fprintf (stderr, "unknown mode %s\n", m);

@@ -5,7 +5,8 @@
 # and gcc (to list the header's declarations).
 #
 # Before writing (or comparing) it refuses a header that declares anything but the
-# GOMP_OFFLOAD_* entry points of libgomp.map, all of them, plus the types those use:
+# functions libgomp.map exports (the GOMP_OFFLOAD_* entry points and the plugin's own
+# gomp_nvptx_* API), all of them, plus the types those use:
 # cbindgen also picks up `extern "C"` import blocks and unrelated #[repr(C)] items, and
 # such a leak must be fixed in cbindgen.toml ([export] exclude), not committed.
 set -eu
@@ -16,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 cbindgen --config cbindgen.toml --crate gomp-plugin-rs --quiet --output "$tmp/h.h" .
 
 # What the header may declare: exactly the libgomp.map exports.
-sed -n 's/^[[:space:]]*\(GOMP_OFFLOAD_[A-Za-z0-9_]*\);.*/\1/p' libgomp.map | sort > "$tmp/want"
+sed -n 's/^[[:space:]]*\(\(GOMP_OFFLOAD\|gomp_nvptx\)_[A-Za-z0-9_]*\);.*/\1/p' libgomp.map | sort > "$tmp/want"
 # What it does declare: every function prototype gcc sees coming from the header.
 printf '#include "h.h"\n' > "$tmp/t.c"
 gcc -std=c11 -fsyntax-only -aux-info "$tmp/aux" -I"$tmp" "$tmp/t.c"
@@ -29,7 +30,7 @@ if ! cmp -s "$tmp/want" "$tmp/have"; then
   bad=1
 fi
 # Types: each struct/union/enum the header defines must appear in an entry point's
-# prototype (the only legitimate reason for it to be there).
+# prototype (the only legitimate reason for it to be there; gomp_nvptx_* use none).
 for t in $(sed -n 's/^\(typedef \)\{0,1\}\(struct\|union\|enum\) \([A-Za-z_][A-Za-z0-9_]*\).*/\3/p' "$tmp/h.h" | sort -u); do
   if ! grep 'GOMP_OFFLOAD_' "$tmp/aux" | grep -q "[^A-Za-z0-9_]$t[^A-Za-z0-9_]"; then
     echo "generate.sh: type $t is not used by any GOMP_OFFLOAD_* prototype" >&2

@@ -47,6 +47,24 @@ check "libcuda lacking required entry points: 0 devices, clear debug line" parti
 check "cuInit says no device: 0 devices" nodev
 check "driver with zero devices: 0 devices" zero
 
+# 2b. The plugin's own API (gomp_nvptx_host_lock/unlock) without a GPU: clean errors.
+cc -O1 tests/fallback/host_lock.c -o "$T/host_lock" -ldl
+host_lock() {  # host_lock LIBCUDA
+  GOMP_PLUGIN_RS_LIBCUDA=$1 "$T/host_lock" "$PWD/target/plugin/libgomp-plugin-nvptx.so.1" 2>&1
+}
+lock_nodriver() {
+  out=$(host_lock /nonexistent/libcuda.so.1) && has '^lock=1 unlock=1 null=1$' &&
+  has '^libgomp: gomp_nvptx_host_lock: no CUDA driver: cannot load /nonexistent' &&
+  has '^libgomp: gomp_nvptx_host_unlock: no CUDA driver' &&
+  has '^libgomp: gomp_nvptx_host_lock: nothing to lock'
+}
+lock_nodevice() {
+  out=$(host_lock "$T/zero.so") && has '^lock=1 unlock=1 null=1$' &&
+  has '^libgomp: gomp_nvptx_host_lock: no nvptx device 0 \(the driver reports 0\)'
+}
+check "gomp_nvptx_host_lock/unlock without a driver: nonzero, libgomp: message" lock_nodriver
+check "gomp_nvptx_host_lock/unlock without a device: nonzero, libgomp: message" lock_nodevice
+
 # 3. Upstream bundles: version detection and a slice of the suite, on the host.
 B=${BUNDLES:-../shared/bundles}
 for v in 16 14; do

@@ -20,4 +20,8 @@ fuzz_target!(|data: &[u8]| {
     assert!(c.jit_opt_level.is_none_or(|l| l <= 4));
     assert!(c.lowlat_pool <= 1 << 20);
     assert!(c.soft_stack >= 1024 && c.soft_stack % 16 == 0);
+    let s = c.staging;
+    assert!((1..=64).contains(&s.threads) && (2..=16).contains(&s.buffers));
+    assert!(s.chunk % 4096 == 0 && ((64 << 10)..=(256 << 20)).contains(&s.chunk));
+    assert!(s.threads * s.buffers * s.chunk <= 4 << 30);
 });

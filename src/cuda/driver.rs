@@ -169,6 +169,8 @@ driver_table! {
         cuMemPoolSetAttribute = "cuMemPoolSetAttribute" (CUmemoryPool, CUmemPool_attribute, *mut c_void);
         cuMemPoolGetAttribute = "cuMemPoolGetAttribute" (CUmemoryPool, CUmemPool_attribute, *mut c_void);
         cuMemPoolTrimTo = "cuMemPoolTrimTo" (CUmemoryPool, usize);
+        cuMemHostRegister = "cuMemHostRegister_v2" (*mut c_void, usize, u32);
+        cuMemHostUnregister = "cuMemHostUnregister" (*mut c_void);
         cuOccupancyMaxPotentialBlockSize = "cuOccupancyMaxPotentialBlockSize" (*mut i32, *mut i32, CUfunction, *mut c_void, usize, i32);
     }
 }

@@ -236,8 +236,9 @@ pub extern "C" fn GOMP_OFFLOAD_async_run(
     })
 }
 
-/// Page-locked host memory (libgomp 16's pinned allocator); `*ptr` NULL for size 0 or
-/// out-of-memory, false only on other errors.
+/// Page-locked host memory (libgomp 16's pinned allocator) from the first open device's
+/// pinned pool; `*ptr` NULL for size 0 or out-of-memory, false only on other errors.
+/// Any thread (the device's context is made current).
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_page_locked_host_alloc(ptr: *mut *mut c_void, size: usize) -> bool {
     guard::ok("page_locked_host_alloc", || {
@@ -253,12 +254,10 @@ pub extern "C" fn GOMP_OFFLOAD_page_locked_host_alloc(ptr: *mut *mut c_void, siz
     })
 }
 
-/// Frees page-locked host memory.
+/// Frees page-locked host memory from `page_locked_host_alloc`; NULL is accepted.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_page_locked_host_free(ptr: *mut c_void) -> bool {
-    guard::ok("page_locked_host_free", || {
-        nvptx::any_device()?.pinned_free(ptr as usize)
-    })
+    guard::ok("page_locked_host_free", || nvptx::pinned_free(ptr as usize))
 }
 
 /// Managed memory on device `ord`; NULL after an error message.

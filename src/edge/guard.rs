@@ -13,13 +13,24 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+/// The exported symbol of `entry`: `GOMP_OFFLOAD_<entry>`, or the plugin's own API
+/// names (`gomp_nvptx_*`) as they are.
+fn symbol(entry: &str) -> String {
+    if entry.starts_with("gomp_nvptx_") {
+        entry.to_string()
+    } else {
+        format!("GOMP_OFFLOAD_{entry}")
+    }
+}
+
 /// Runs `f`; a panic is reported as an internal error of `entry` and gives `failed`.
 pub fn value<T>(entry: &str, failed: T, f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(p) => {
             report::error(&format!(
-                "internal error in GOMP_OFFLOAD_{entry}: {}",
+                "internal error in {}: {}",
+                symbol(entry),
                 panic_text(&*p)
             ));
             failed
@@ -51,7 +62,8 @@ pub fn or_fatal(entry: &str, f: impl FnOnce() -> Result<()>) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => report::fatal(&e.to_string()),
         Err(p) => report::fatal(&format!(
-            "internal error in GOMP_OFFLOAD_{entry}: {}",
+            "internal error in {}: {}",
+            symbol(entry),
             panic_text(&*p)
         )),
     }

@@ -9,6 +9,12 @@
 //! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
 //! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
 //! | `GOMP_REVERSE_OFFLOAD_THREADS` | most reverse-offload host functions running at once (1–1024) | 8 |
+//!
+//! Not for users (an experiment knob, deliberately left out of the README):
+//! `GOMP_NVPTX_STAGING="threads,chunk_bytes,buffers"` shapes the staging engine of large
+//! pageable copies ([`StagingParams`]; default `4,4m,2`).
+
+use super::staging::StagingParams;
 
 /// Parsed settings. Plain data, read once per device initialisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +31,8 @@ pub struct Config {
     pub heap: Option<usize>,
     /// Most reverse-offload requests served at once, process-wide.
     pub reverse_offload_threads: usize,
+    /// Shape of the staging engine for large pageable copies.
+    pub staging: StagingParams,
 }
 
 /// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
@@ -107,6 +115,17 @@ impl Config {
                     }
                 })
                 .unwrap_or(DEFAULT_REVERSE_OFFLOAD_THREADS),
+            staging: get("GOMP_NVPTX_STAGING")
+                .and_then(|v| {
+                    StagingParams::parse(&v)
+                        .map_err(|e| {
+                            warn(&format!(
+                                "Invalid value '{v}' for GOMP_NVPTX_STAGING ({e}); using the default"
+                            ))
+                        })
+                        .ok()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -174,6 +193,7 @@ mod tests {
             (c.jit_opt_level, c.native_stack, c.heap),
             (None, None, None)
         );
+        assert_eq!(c.staging, StagingParams::default());
         assert!(w.is_empty());
         let (c, w) = cfg(&[
             ("GOMP_NVPTX_LOWLAT_POOL", "lots"),
@@ -182,9 +202,10 @@ mod tests {
             ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "99g"),
             ("GOMP_NVPTX_HEAP_SIZE", "2T"),
             ("GOMP_REVERSE_OFFLOAD_THREADS", "0"),
+            ("GOMP_NVPTX_STAGING", "4,4m"),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 6, "{w:?}");
+        assert_eq!(w.len(), 7, "{w:?}");
         for bad in ["-1", "1025", "many", ""] {
             let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", bad)]);
             assert_eq!(c.reverse_offload_threads, DEFAULT_REVERSE_OFFLOAD_THREADS);
@@ -197,9 +218,18 @@ mod tests {
             ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "4096"),
             ("GOMP_NVPTX_HEAP_SIZE", "256m"),
             ("GOMP_REVERSE_OFFLOAD_THREADS", " 2 "),
+            ("GOMP_NVPTX_STAGING", "12,16m,3"),
         ]);
         assert!(w.is_empty());
         assert_eq!(c.reverse_offload_threads, 2);
+        assert_eq!(
+            c.staging,
+            StagingParams {
+                threads: 12,
+                chunk: 16 << 20,
+                buffers: 3
+            }
+        );
         assert_eq!(c.heap, Some(256 << 20));
         assert_eq!(c.lowlat_pool, 16384);
         assert_eq!(c.jit_opt_level, Some(1));

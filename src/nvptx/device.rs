@@ -3,6 +3,7 @@
 use super::async_queue::AsyncQueue;
 use super::blocks::Blocks;
 use super::config::Config;
+use super::host_memory::{HostChunks, HostPool};
 use super::image::Image;
 use super::kernel_copy::KernelCopy;
 use super::large_blocks::LargeBlocks;
@@ -66,10 +67,12 @@ pub struct Device {
     pub small: SmallBlocks,
     /// Freed large blocks kept for reuse.
     pub large: LargeBlocks,
-    /// Page-locked buffers for large pageable copies.
+    /// The staging engine (page-locked buffers, lane threads) for large pageable copies.
     pub staging: Staging,
     /// Copies by kernel for device-heap memory during reverse offload.
     pub kernel_copy: KernelCopy,
+    /// Pooled page-locked host memory (`page_locked_host_alloc`).
+    pub pinned: HostPool,
     /// Set once the program uses OpenACC on this device: synchronous copies then go
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
@@ -146,13 +149,15 @@ impl Device {
                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             ),
         };
+        let config = Config::from_env();
         let dev = Device {
             ord,
             cu_dev,
             ctx,
             owns_primary,
             props,
-            config: Config::from_env(),
+            staging: Staging::new(config.staging),
+            config,
             streams: StreamPool::default(),
             stacks: StackCache::default(),
             images: Mutex::new(Vec::new()),
@@ -162,8 +167,8 @@ impl Device {
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
-            staging: Staging::default(),
             kernel_copy: KernelCopy::default(),
+            pinned: HostPool::new(HostChunks { ord }),
             openacc: AtomicBool::new(false),
         };
         dev.activate()?;
@@ -311,6 +316,9 @@ impl Device {
         }
         self.staging.destroy();
         self.kernel_copy.destroy();
+        if let Err(e) = self.pinned.destroy() {
+            first_err.get_or_insert(e);
+        }
         self.streams.destroy_all();
         let mut cur: CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; unsetting our context on this thread so a

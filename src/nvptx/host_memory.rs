@@ -1,8 +1,10 @@
 //! Host-visible memory the device can reach: page-locked host allocations (libgomp 16's
-//! pinned allocator) and managed memory (`ompx_gnu_managed_mem_space`), plus the
+//! pinned allocator, served by the device's [`PinnedPool`]) and managed memory (`ompx_gnu_managed_mem_space`), plus the
 //! accessibility query behind `omp_target_is_accessible`.
 
 use super::device::Device;
+use super::host_ranges::{self, Origin};
+use super::pinned_pool::{ChunkSource, PinnedPool};
 use crate::cu;
 use crate::cuda::sys::*;
 use crate::error::Result;
@@ -10,36 +12,65 @@ use std::ffi::c_void;
 
 const PAGE: usize = 4096;
 
+/// The pinned pool's memory source for one device: `cuMemHostAlloc` (PORTABLE |
+/// DEVICEMAP, so every context can use it for DMA) in the device's context, each piece
+/// recorded in the host-range registry so copies from it are known to be page-locked.
+/// Plain data; the caller makes the device's context current.
+pub struct HostChunks {
+    /// The device whose context allocates.
+    pub ord: i32,
+}
+
+impl ChunkSource for HostChunks {
+    fn alloc(&self, bytes: usize) -> Result<Option<usize>> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        let flags = (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32;
+        // SAFETY: out-pointer to a local; the device's context is current (Device methods
+        // activate it before using the pool).
+        match unsafe { cu!(cuMemHostAlloc(&mut p, bytes, flags)) } {
+            Ok(()) => {}
+            Err(e) if e.code == CUDA_ERROR_OUT_OF_MEMORY => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+        if let Err(e) =
+            host_ranges::global().insert_owned(p as usize, bytes, Origin::Pool(self.ord))
+        {
+            log::debug!("pinned chunk {p:p} not registered: {e}");
+        }
+        Ok(Some(p as usize))
+    }
+
+    fn free(&self, p: usize, _bytes: usize) -> Result<()> {
+        host_ranges::global().remove_owned(p);
+        // SAFETY: `p` came from cuMemHostAlloc above; the pool hands it back once.
+        unsafe { cu!(cuMemFreeHost(p as *mut c_void)) }?;
+        Ok(())
+    }
+}
+
+/// A device's pinned pool.
+pub type HostPool = PinnedPool<HostChunks>;
+
 impl Device {
-    /// Page-locked host memory of `size` bytes, usable from every context (PORTABLE).
+    /// Page-locked host memory of `size` bytes from the device's pinned pool, usable
+    /// from every context, 64-byte aligned (page-aligned above the pool's small sizes).
     /// `Ok(None)` for size 0 and on out-of-memory (the contract's "NULL and true").
+    /// Any thread: the device's context is made current first.
     pub fn pinned_alloc(&self, size: usize) -> Result<Option<*mut c_void>> {
         if size == 0 {
             return Ok(None);
         }
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; context current (caller).
-        match unsafe {
-            cu!(cuMemHostAlloc(
-                &mut p,
-                size,
-                CU_MEMHOSTALLOC_PORTABLE as u32
-            ))
-        } {
-            Ok(()) => Ok(Some(p)),
-            Err(e) if e.code == CUDA_ERROR_OUT_OF_MEMORY => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        self.activate()?;
+        Ok(self.pinned.alloc(size)?.map(|p| p as *mut c_void))
     }
 
-    /// Frees memory from [`Device::pinned_alloc`].
+    /// Frees memory from [`Device::pinned_alloc`] (NULL is accepted). Any thread.
     pub fn pinned_free(&self, p: usize) -> Result<()> {
         if p == 0 {
             return Ok(());
         }
-        // SAFETY: `p` came from cuMemHostAlloc (libgomp's bookkeeping).
-        unsafe { cu!(cuMemFreeHost(p as *mut c_void)) }?;
-        Ok(())
+        self.activate()?;
+        self.pinned.free(p)
     }
 
     /// Managed memory (`cuMemAllocManaged`, attached globally).
@@ -65,6 +96,9 @@ impl Device {
         let Some(end) = p.checked_add(size) else {
             return false;
         };
+        if host_ranges::global().contains(p, size) {
+            return true;
+        }
         let mut at = p;
         while at < end {
             let mut kind: CUmemorytype = 0;

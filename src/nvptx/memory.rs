@@ -4,6 +4,7 @@
 
 use super::blocks::check_copy;
 use super::device::Device;
+use super::host_ranges;
 use super::large_blocks;
 use super::staging;
 use crate::cu;
@@ -129,7 +130,7 @@ impl Device {
         self.check_host_copy(dst, src, n)?;
         if self.stage(src, n) {
             // SAFETY: readable source (caller); device range checked above.
-            if let Some(r) = unsafe { self.staging.host2dev(dst, src, n) } {
+            if let Some(r) = unsafe { self.staging.host2dev(self.context(), dst, src, n) } {
                 return r;
             }
         }
@@ -156,7 +157,7 @@ impl Device {
         self.check_host_copy(src, dst, n)?;
         if self.stage(dst, n) {
             // SAFETY: writable destination (caller); device range checked above.
-            if let Some(r) = unsafe { self.staging.dev2host(dst, src, n) } {
+            if let Some(r) = unsafe { self.staging.dev2host(self.context(), dst, src, n) } {
                 return r;
             }
         }
@@ -214,10 +215,15 @@ impl Device {
 
 impl Device {
     /// Whether a copy of `n` bytes from or to host `p` should go through the staging
-    /// buffers: large, OpenMP ordering (not OpenACC's legacy stream), and `p` pageable
-    /// (the driver knows nothing of it; page-locked and managed memory DMA directly).
+    /// buffers: large, OpenMP ordering (not OpenACC's legacy stream), and `p` pageable.
+    /// Memory the plugin page-locked (its pinned pool, `gomp_nvptx_host_lock`) is known
+    /// from the host-range registry; otherwise `p` is pageable when the driver knows
+    /// nothing of it (page-locked and managed memory DMA directly).
     fn stage(&self, p: *const c_void, n: usize) -> bool {
         if n < staging::MIN_STAGED || self.openacc_in_use() {
+            return false;
+        }
+        if host_ranges::global().contains(p as usize, n) {
             return false;
         }
         let mut ty: u32 = 0;

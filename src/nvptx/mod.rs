@@ -7,7 +7,9 @@ pub mod config;
 pub mod descriptor;
 pub mod device;
 pub mod events;
+pub mod host_lock;
 pub mod host_memory;
+pub mod host_ranges;
 pub mod idle_pool;
 pub mod image;
 pub mod indirect_table;
@@ -18,6 +20,7 @@ pub mod launch;
 pub mod link;
 pub mod memory;
 pub mod openacc;
+pub mod pinned_pool;
 pub mod pool;
 pub mod rect;
 pub mod reverse;
@@ -147,6 +150,19 @@ pub fn any_device() -> Result<Arc<Device>> {
         .ok_or_else(|| Error::invalid("no nvptx device is initialized"))?;
     d.activate()?;
     Ok(d)
+}
+
+/// `page_locked_host_free`: gives `p` back to the pinned pool of the device that
+/// allocated it (found through the host-range registry; the first open device if the
+/// registry does not know it).
+pub fn pinned_free(p: usize) -> Result<()> {
+    if p == 0 {
+        return Ok(());
+    }
+    match host_ranges::global().find(p).map(|r| r.origin) {
+        Some(host_ranges::Origin::Pool(ord)) => device(ord)?.pinned_free(p),
+        _ => any_device()?.pinned_free(p),
+    }
 }
 
 /// `init_device`: opens device `ord`. Fails if it is already open or out of range.
