@@ -307,7 +307,10 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
     }
     SERVING.with(|s| s.set(true));
     if crate::nvptx::libgomp() == Some(Libgomp::V13) {
-        log::debug!("reverse offload: fn {f:#x} via 9-argument GOMP_PLUGIN_target_rev (libgomp 13, copy callbacks)");
+        static FIRST: std::sync::Once = std::sync::Once::new();
+        FIRST.call_once(|| {
+            log::debug!("reverse offload: fn {f:#x} via 9-argument GOMP_PLUGIN_target_rev (libgomp 13, copy callbacks); later requests likewise");
+        });
         // SAFETY: libgomp 13's signature; the token is this device's ordinal.
         let rev: TargetRev9 = unsafe { std::mem::transmute::<usize, TargetRev9>(rev) };
         // SAFETY: arguments as the device wrote them; callbacks match CopyFn.
