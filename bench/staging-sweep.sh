@@ -1,7 +1,7 @@
 #!/bin/bash
 # staging-sweep.sh - on the GPU machine: pageable-copy bandwidth with our plugin under
 # several staging shapes (GOMP_NVPTX_STAGING="threads,chunk_bytes,buffers", an
-# experiment knob; default 4,4m,2), to choose the defaults.
+# experiment knob; default: 3 lanes per 4 processors up to 12, 4m, 2), to choose the defaults.
 # usage: bench/staging-sweep.sh CARRY_DIR [REPS] [BYTES]
 # CARRY_DIR as for bench/device-run.sh. env SHAPES (space-separated list) overrides the
 # shapes tried. Writes $OUT/staging-sweep.txt: "SHAPE rep metric NAME VALUE UNIT" lines

@@ -12,7 +12,7 @@
 //!
 //! Not for users (an experiment knob, deliberately left out of the README):
 //! `GOMP_NVPTX_STAGING="threads,chunk_bytes,buffers"` shapes the staging engine of large
-//! pageable copies ([`StagingParams`]; default `4,4m,2`).
+//! pageable copies ([`StagingParams`]; default: 3 lanes per 4 processors, at most 12, `4m`, 2).
 
 use super::staging::StagingParams;
 

@@ -4,7 +4,8 @@
 //! "invalid argument" for it. Reverse offload maps such memory back to the host
 //! (`libgomp.fortran/reverse-offload-5.f90`); there, a small kernel on its own stream
 //! copies through a page-locked, device-mapped bounce buffer while the requesting
-//! kernel waits. Used only while a reverse-offload request is being served, where the
+//! kernel waits. Kernel and buffer are prepared when an image with reverse offload is
+//! loaded ([`KernelCopy::prepare`]), as neither can be created while a kernel waits. Used only while a reverse-offload request is being served, where the
 //! device runtime itself supplied the addresses: a kernel touching a wrong address
 //! would fault and take the context with it, where the driver merely refuses.
 
@@ -148,13 +149,30 @@ impl Loaded {
 }
 
 impl KernelCopy {
-    fn with(&self, f: impl FnOnce(&Loaded) -> Result<()>) -> Result<()> {
+    /// Loads the kernel, allocates the bounce buffer and runs the kernel once, so that
+    /// nothing of it is left to load later. Called when an image with reverse offload
+    /// is loaded, while no kernel of the program runs: page-locked allocation and
+    /// module loading wait for the device to be idle, which a kernel spinning on its
+    /// reverse-offload answer never is.
+    pub fn prepare(&self, dev: &Device) -> Result<()> {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
-            *slot = Some(Loaded::load()?);
-            log::debug!("loaded the copy kernel for device-allocated memory");
+            let l = Loaded::load()?;
+            l.run(dev, l.bounce_dev, l.bounce_dev, 0)?;
+            *slot = Some(l);
+            log::debug!("prepared the copy kernel for device-allocated memory");
         }
-        f(slot.as_ref().expect("just loaded"))
+        Ok(())
+    }
+
+    fn with(&self, f: impl FnOnce(&Loaded) -> Result<()>) -> Result<()> {
+        let slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some(l) => f(l),
+            None => Err(Error::invalid(
+                "the copy kernel for device-allocated memory is not loaded",
+            )),
+        }
     }
 
     /// Copies `n` bytes from device address `src` (any memory a kernel can read) to

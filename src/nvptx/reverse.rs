@@ -25,7 +25,8 @@ use std::time::Duration;
 
 /// Counts the host functions running; bounded by `GOMP_REVERSE_OFFLOAD_THREADS`.
 struct Limit {
-    running: Mutex<usize>,
+    /// (running, waiting) host functions.
+    state: Mutex<(usize, usize)>,
     freed: Condvar,
     max: usize,
 }
@@ -35,16 +36,22 @@ static LIMIT: once_cell::sync::OnceCell<Limit> = once_cell::sync::OnceCell::new(
 
 impl Limit {
     fn enter(&self) {
-        let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        while *n >= self.max {
-            n = self.freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.0 >= self.max {
+            st.1 += 1;
+            st = self.freed.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.1 -= 1;
         }
-        *n += 1;
+        st.0 += 1;
     }
 
     fn leave(&self) {
-        *self.running.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
-        self.freed.notify_one();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 -= 1;
+        // Waking costs a system call, so only when someone waits.
+        if st.1 > 0 {
+            self.freed.notify_one();
+        }
     }
 }
 
@@ -87,10 +94,6 @@ pub struct Reverse {
     parked: Mutex<()>,
     stop: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Requests served, and host-side nanoseconds spent on them (from seeing the
-    /// request to answering it), counted only under `GOMP_DEBUG`.
-    served: AtomicU64,
-    host_ns: AtomicU64,
 }
 
 /// `GOMP_PLUGIN_target_rev` of libgomp 14+.
@@ -148,13 +151,6 @@ impl Reverse {
 
     /// Stops the service thread and frees the mailbox (device close).
     pub fn shutdown(&self) {
-        let n = self.served.load(Ordering::Relaxed);
-        if n > 0 {
-            log::debug!(
-                "reverse offload: {n} request(s) served, {:.2} us each on the host (request seen to answer)",
-                self.host_ns.load(Ordering::Relaxed) as f64 / n as f64 / 1e3
-            );
-        }
         self.stop.store(true, Ordering::Release);
         {
             let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
@@ -198,11 +194,14 @@ pub fn setup(dev: &Arc<Device>, module: CUmodule, num_funcs: usize) -> Result<*m
         return Ok(std::ptr::null_mut());
     };
     LIMIT.get_or_init(|| Limit {
-        running: Mutex::new(0),
+        state: Mutex::new((0, 0)),
         freed: Condvar::new(),
         max: dev.config.reverse_offload_threads,
     });
     let mailbox = ensure_mailbox(dev)?;
+    if let Err(e) = dev.kernel_copy.prepare(dev) {
+        log::debug!("reverse offload: no copy kernel for device-allocated memory ({e})");
+    }
     let mut dptr: CUdeviceptr = 0;
     // SAFETY: `mailbox` is mapped page-locked memory; out-pointer to a local.
     unsafe {
@@ -262,18 +261,16 @@ fn serve(dev: &Device, mailbox: usize) {
     // SAFETY: the mailbox stays allocated until `shutdown` has joined this thread.
     let mb = unsafe { &*(mailbox as *const Mailbox) };
     let r = &dev.reverse;
-    let timing = log::log_enabled!(log::Level::Debug);
+    let mut stats = log::log_enabled!(log::Level::Debug).then(Stats::new);
     let mut idle = 0u32;
     while !r.stop.load(Ordering::Acquire) {
         let f = mb.fn_.load(Ordering::Acquire);
         if f != 0 {
-            let t0 = timing.then(std::time::Instant::now);
+            let seen = ticks();
             handle(dev, mb, f);
             mb.fn_.store(0, Ordering::Release);
-            if let Some(t0) = t0 {
-                r.served.fetch_add(1, Ordering::Relaxed);
-                r.host_ns
-                    .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            if let Some(st) = &mut stats {
+                st.record(seen, ticks());
             }
             idle = 0;
             continue;
@@ -292,6 +289,70 @@ fn serve(dev: &Device, mailbox: usize) {
             // The timeout also covers kernels that request before being counted.
             let _ = r.wake.wait_timeout(g, Duration::from_millis(2));
         }
+    }
+    if let Some(st) = stats {
+        st.report(dev.ord);
+    }
+}
+
+/// A cheap clock for the `GOMP_DEBUG` statistics: the time-stamp counter where there
+/// is one (no system call; they are slow under some sandboxes).
+fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: RDTSC has no preconditions on x86-64.
+    return unsafe { core::arch::x86_64::_rdtsc() };
+    #[cfg(not(target_arch = "x86_64"))]
+    return std::time::UNIX_EPOCH
+        .elapsed()
+        .map_or(0, |d| d.as_nanos() as u64);
+}
+
+/// Per-request timings of one service thread, kept under `GOMP_DEBUG` only.
+struct Stats {
+    start: (u64, std::time::Instant),
+    /// Ticks from seeing a request to answering it.
+    host: Vec<u64>,
+    /// Ticks from answering a request to seeing the next one (the device's part of a
+    /// round trip, when requests follow each other).
+    gap: Vec<u64>,
+    last_answer: Option<u64>,
+}
+
+impl Stats {
+    fn new() -> Stats {
+        Stats {
+            start: (ticks(), std::time::Instant::now()),
+            host: Vec::new(),
+            gap: Vec::new(),
+            last_answer: None,
+        }
+    }
+
+    fn record(&mut self, seen: u64, answered: u64) {
+        self.host.push(answered.wrapping_sub(seen));
+        if let Some(prev) = self.last_answer {
+            self.gap.push(seen.wrapping_sub(prev));
+        }
+        self.last_answer = Some(answered);
+    }
+
+    fn report(mut self, ord: i32) {
+        let ns = self.start.1.elapsed().as_nanos() as f64;
+        let per_ns = ticks().wrapping_sub(self.start.0) as f64 / ns.max(1.0);
+        if self.host.is_empty() || per_ns <= 0.0 {
+            return;
+        }
+        let median = |v: &mut Vec<u64>| {
+            v.sort_unstable();
+            v.get(v.len() / 2).map_or(0.0, |&t| t as f64 / per_ns / 1e3)
+        };
+        log::debug!(
+            "device {ord}: reverse offload: {} request(s); median {:.2} us on the host \
+             (request seen to answered), {:.2} us from an answer to the next request",
+            self.host.len(),
+            median(&mut self.host),
+            median(&mut self.gap)
+        );
     }
 }
 
