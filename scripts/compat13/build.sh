@@ -19,7 +19,9 @@
 # libgomp.oacc-c-c++-common with libgomp's -DACC_DEVICE_TYPE_nvidia=1 -DACC_MEM_SHARED=0).
 # Programs that say `requires reverse_offload` get -foffload-options=nvptx-none=-march=sm_35
 # (GCC 13 defaults to sm_30 and drops their offload code otherwise). Ubuntu's gcc-13 needs
-# -foffload-options=-fcf-protection=none (its default -fcf-protection=full breaks nvptx lto1).
+# -foffload-options=-fcf-protection=none (its default -fcf-protection=full breaks nvptx lto1)
+# and -fno-stack-protector (its default -fstack-protector-strong, recorded in the LTO code, leaves
+# references to __stack_chk_guard in the PTX, which the JIT rejects: session 3, run 5).
 # Flags as libgomp's own harness adds them: see compile1.sh below.
 # A program gcc-13 cannot compile is skipped (compat13/skipped.txt).
 #
@@ -117,7 +119,7 @@ set --; for s in $srcs; do
   else set -- -I/w/src-13/include -I/w/src-13/libgomp "$@" "/w/src-13/$s"; fi
 done
 mkdir -p "/w/compat13/tmp/$n" && cd "/w/compat13/tmp/$n" &&
-if timeout 300 "$cc" -O2 $flags -foffload=nvptx-none -foffload-options=-fcf-protection=none \
+if timeout 300 "$cc" -O2 $flags -foffload=nvptx-none -foffload-options=-fcf-protection=none -fno-stack-protector \
      -L/w/libgomp13/build/.libs -Wl,--no-as-needed "$@" -o "/w/compat13/bin/$n" $libs > log.txt 2>&1; then
   echo "ok $n"
 else
