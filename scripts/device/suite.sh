@@ -13,8 +13,9 @@
 #      SPLIT_GPUS (default 1 when the machine has two GPUs or more: each plugin's run
 #      gets a GPU of its own through CUDA_VISIBLE_DEVICES, both at once; 0: share GPU 0).
 # The summary (example.txt) gives each plugin's run-tests.sh totals and wall time.
-# Whole GCC 16 suite, both plugins, one call: on nvidia-h200-x2 with JOBS=14 (each
-# plugin on its own GPU and 16 cores), see docs/testsuite.md.
+# The whole GCC 16 suite with both plugins needs two calls (PLUGINS=stock, PLUGINS=ours;
+# about 350 s each on the H100 at JOBS=14); the OpenMP directories with both plugins fit
+# one call on nvidia-h200-x2 (JOBS=14 each): docs/testsuite.md.
 set -u
 C=$(cd "${1:?usage: suite.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/suite-out}; mkdir -p "$O"
 T=/tmp/suite; rm -rf "$T"; mkdir -p "$T"
