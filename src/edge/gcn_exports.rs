@@ -4,7 +4,8 @@
 //! return libgomp's failure value after a `libgomp:` message saying they are not
 //! implemented. With 0 devices (the only case verified: no AMD GPU was available)
 //! libgomp never reaches them. OpenACC is not offered (`get_caps`), so no
-//! `openacc_*` entry point is exported; nor is interop. All are thread-safe.
+//! `openacc_*` entry point is exported; nor are interop and page_locked_host_* (which
+//! GCC 16's gcn plugin lacks too). All are thread-safe.
 #![allow(non_snake_case)]
 // The signatures are the C contract; raw pointers are checked in the core.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
@@ -295,30 +296,4 @@ pub extern "C" fn GOMP_OFFLOAD_is_accessible_ptr(
     _size: usize,
 ) -> c_int {
     0
-}
-
-/// Not implemented: false after an error message (libgomp then reports the failure).
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_page_locked_host_alloc(ptr: *mut *mut c_void, _size: usize) -> bool {
-    if !ptr.is_null() {
-        // SAFETY: libgomp passes a writable out-pointer.
-        unsafe { *ptr = std::ptr::null_mut() };
-    }
-    guard::ok("page_locked_host_alloc", || {
-        Err(gcn::not_implemented(
-            "page_locked_host_alloc",
-            "page-locked host memory",
-        ))
-    })
-}
-
-/// Not implemented: false after an error message.
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_page_locked_host_free(_ptr: *mut c_void) -> bool {
-    guard::ok("page_locked_host_free", || {
-        Err(gcn::not_implemented(
-            "page_locked_host_free",
-            "page-locked host memory",
-        ))
-    })
 }
