@@ -8,6 +8,9 @@
 pub mod exports;
 #[cfg(not(feature = "gcn"))]
 pub mod extensions;
+/// The gcn plugin's exports (gcn build; not in the nvptx C header).
+///
+/// cbindgen:ignore
 #[cfg(feature = "gcn")]
 pub mod gcn_exports;
 pub mod guard;
