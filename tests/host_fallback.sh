@@ -4,7 +4,8 @@
 # the offload program falls back to the host with a correct result; stand-in libcuda
 # libraries exercise the driver table's failure paths; the prebuilt upstream bundles
 # (../shared/bundles, when present) check version detection for libgomp 14 and 16 and
-# run a slice of the upstream suite through our plugin on the host.
+# run a slice of the upstream suite through our plugin on the host; the experimental
+# gcn plugin is loaded beside it by real libgomp 16 (section 2c).
 # usage: tests/host_fallback.sh        (after scripts/build; prints "N passed, M failed")
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +65,61 @@ lock_nodevice() {
 }
 check "gomp_nvptx_host_lock/unlock without a driver: nonzero, libgomp: message" lock_nodriver
 check "gomp_nvptx_host_lock/unlock without a device: nonzero, libgomp: message" lock_nodevice
+
+# 2c. The experimental gcn plugin (target/plugin/libgomp-plugin-gcn.so.1) beside ours:
+# real libgomp 16 loads both, each reports 0 devices, and programs built with
+# -foffload=amdgcn-amdhsa (and with nvptx-none,amdgcn-amdhsa) run on the host. The
+# amdgcn offload compiler is added to the sid root on first use.
+[ -x "$R/usr/bin/x86_64-linux-gnu-accel-amdgcn-amdhsa-gcc-16" ] ||
+  scripts/toolchain/inroot.sh sid sh -c \
+    'apt-get install -y -qq --no-install-recommends gcc-16-offload-amdgcn || { apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc-16-offload-amdgcn; }' >/dev/null
+mkdir -p "$WORK/examples" && cp examples/saxpy.c "$WORK/examples/saxpy-gcn.c"
+scripts/toolchain/inroot.sh sid sh -c "cd /w/examples &&
+  gcc-16 -O2 -fopenmp -foffload=amdgcn-amdhsa -foffload-options=-lm saxpy-gcn.c -o saxpy-gcn -lm &&
+  gcc-16 -O2 -fopenmp -foffload=nvptx-none,amdgcn-amdhsa -foffload-options=-lm saxpy-gcn.c -o saxpy-both -lm" ||
+  echo "amdgcn example build failed"
+run_gcn() {  # run_gcn PROGRAM LIBHSA
+  GOMP_DEBUG=1 HSA_RUNTIME_LIB=$2 GOMP_PLUGIN_RS_LIBCUDA=/nonexistent/libcuda.so.1 \
+    "$R/lib64/ld-linux-x86-64.so.2" --library-path \
+    "$PWD/target/plugin:$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$WORK/examples/$1" 1000 2>&1
+}
+both_loaded() {
+  has "offload plugin: $PWD/target/plugin/libgomp-plugin-nvptx.so.1" &&
+  has "offload plugin: $PWD/target/plugin/libgomp-plugin-gcn.so.1" &&
+  has '^gcn \(gomp-plugin-rs\): gomp-plugin-rs [0-9.]+ \(gcn, experimental\) loaded by libgomp 16' &&
+  has 'ran on the host \(fallback\) \(0 offload device' && has '^OK: 0 of 1000 elements wrong'
+}
+gcn_example() {
+  out=$(run_gcn saxpy-gcn /nonexistent/libhsa-runtime64.so.1) && both_loaded &&
+  has '^gcn \(gomp-plugin-rs\): no HSA devices: cannot load /nonexistent/libhsa-runtime64.so.1'
+}
+gcn_both() {
+  out=$(run_gcn saxpy-both /nonexistent/libhsa-runtime64.so.1) && both_loaded &&
+  has 'no CUDA devices: cannot load' && has 'no HSA devices: cannot load'
+}
+check "gcn: -foffload=amdgcn-amdhsa program, libgomp 16 loads both our plugins, 0 devices, host fallback" gcn_example
+check "gcn: -foffload=nvptx-none,amdgcn-amdhsa program, both plugins 0 devices, host fallback" gcn_both
+sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' src/hsa/runtime.rs |
+  grep -vxE 'hsa_init|hsa_status_string|hsa_iterate_agents' | sed 's/.*/STUB(&)/' > "$T/stub_names.h"
+cc -shared -fPIC -DPARTIAL -DINIT_RESULT=0 tests/fallback/stub_libhsa.c -o "$T/hsa_partial.so"
+cc -shared -fPIC -I"$T" -DINIT_RESULT=0x1000 tests/fallback/stub_libhsa.c -o "$T/hsa_initfail.so"
+cc -shared -fPIC -I"$T" -DINIT_RESULT=0 tests/fallback/stub_libhsa.c -o "$T/hsa_noagent.so"
+hsa_partial() { out=$(run_gcn saxpy-gcn "$T/hsa_partial.so") && has "is missing 'hsa_shut_down'" && has '^OK'; }
+hsa_initfail() { out=$(run_gcn saxpy-gcn "$T/hsa_initfail.so") && has 'no HSA devices: hsa_init error: stub error text' && has '^OK'; }
+hsa_noagent() { out=$(run_gcn saxpy-gcn "$T/hsa_noagent.so") && has 'HSA runtime loaded, but no GPU agent: 0 devices' && has '^OK'; }
+check "gcn: libhsa lacking required entry points: 0 devices, clear debug line" hsa_partial
+check "gcn: hsa_init fails: 0 devices" hsa_initfail
+check "gcn: runtime with no GPU agent: 0 devices" hsa_noagent
+gcn_exports() {  # the exported set is exactly libgomp-gcn.map's, SONAME right, all in the stock plugin
+  local so=target/plugin/libgomp-plugin-gcn.so.1
+  out=$(readelf -d "$so"; nm -D --defined-only "$so"; nm -D --defined-only "$R/usr/lib/x86_64-linux-gnu/libgomp-plugin-gcn.so.1") || return 1
+  has 'SONAME.*\[libgomp-plugin-gcn.so.1\]' || return 1
+  diff <(nm -D --defined-only "$so" | awk '{print $3}' | sort) \
+       <(sed -n 's/^ *\(GOMP_OFFLOAD_[a-z0-9_]*\);/\1/p' libgomp-gcn.map | sort) &&
+  comm -23 <(nm -D --defined-only "$so" | awk '{print $3}' | sort) \
+       <(nm -D --defined-only "$R/usr/lib/x86_64-linux-gnu/libgomp-plugin-gcn.so.1" | awk '{print $3}' | sort) | { ! grep .; }
+}
+check "gcn: exports exactly libgomp-gcn.map, all also exported by GCC 16's gcn plugin" gcn_exports
 
 # 3. Upstream bundles: version detection and a slice of the suite, on the host.
 B=${BUNDLES:-../shared/bundles}

@@ -43,3 +43,9 @@ pub struct AddrPair {
     /// One past the last byte.
     pub end: usize,
 }
+
+/// `OFFLOAD_TARGET_TYPE_GCN` (AMD GCN / HSA).
+pub const TARGET_TYPE_GCN: i32 = 8;
+
+/// `GOMP_VERSION_GCN`: the newest device-data version of gcn images we read.
+pub const VERSION_GCN: u32 = 3;

@@ -11,7 +11,11 @@ impl Log for GompLogger {
     }
     fn log(&self, r: &Record) {
         if self.enabled(r.metadata()) {
-            super::report::debug(&format!("nvptx (gomp-plugin-rs): {}\n", r.args()));
+            super::report::debug(&format!(
+                "{} (gomp-plugin-rs): {}\n",
+                crate::PLUGIN_NAME,
+                r.args()
+            ));
         }
     }
     fn flush(&self) {}

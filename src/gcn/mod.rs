@@ -1,0 +1,248 @@
+//! The AMD GCN core (gcn build): GPU agents found through the HSA runtime, and gcn
+//! images (descriptor and code object). **Experimental**: written without AMD
+//! hardware. What works without a GPU (runtime loading, agent discovery, falling back
+//! to 0 devices, reading and checking images) is implemented and tested; the HSA-side
+//! work (loading executables, memory, kernel dispatch) is not implemented and returns
+//! [`Error::NotImplemented`], which the exported edge reports in libgomp's convention.
+//!
+//! Thread-safety: the agent list is computed once (a `OnceCell`); the open flags are
+//! behind a `Mutex`.
+
+pub mod code_object;
+pub mod descriptor;
+pub mod mach;
+
+use crate::error::{Error, Result};
+use crate::hsa::runtime::{self, Runtime};
+use crate::hsa::sys::*;
+use crate::libgomp::abi::*;
+use once_cell::sync::OnceCell;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// Environment variable that makes the plugin report the GPU agents it finds even
+/// though it cannot run kernels on them (for developing the missing parts on real
+/// hardware). Without it, agents found are logged and 0 devices are reported, so
+/// programs fall back to the host instead of failing.
+pub const EXPERIMENTAL_ENV: &str = "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL";
+
+/// One GPU agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    /// The runtime's opaque handle.
+    pub handle: u64,
+    /// `HSA_AGENT_INFO_NAME`, e.g. "gfx90a".
+    pub name: String,
+}
+
+static AGENTS: OnceCell<std::result::Result<Vec<Agent>, String>> = OnceCell::new();
+static OPEN: Mutex<Vec<bool>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn collect(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
+    // SAFETY: `data` is the `(&Runtime, Vec<Agent>)` that `discover` passes, live for
+    // the whole iteration, used by this thread only.
+    let (rt, out) = unsafe { &mut *(data as *mut (&Runtime, Vec<Agent>)) };
+    let mut kind: hsa_device_type_t = 0;
+    // SAFETY: valid agent from the runtime; out-pointer sized for the attribute.
+    let st = unsafe {
+        (rt.hsa_agent_get_info)(
+            agent,
+            hsa_agent_info_t_HSA_AGENT_INFO_DEVICE,
+            (&mut kind as *mut hsa_device_type_t).cast(),
+        )
+    };
+    if st != hsa_status_t_HSA_STATUS_SUCCESS || kind != hsa_device_type_t_HSA_DEVICE_TYPE_GPU {
+        return hsa_status_t_HSA_STATUS_SUCCESS;
+    }
+    let mut name = [0u8; 64];
+    // SAFETY: HSA_AGENT_INFO_NAME writes at most 64 bytes.
+    let st = unsafe {
+        (rt.hsa_agent_get_info)(
+            agent,
+            hsa_agent_info_t_HSA_AGENT_INFO_NAME,
+            name.as_mut_ptr().cast(),
+        )
+    };
+    let name = if st == hsa_status_t_HSA_STATUS_SUCCESS {
+        let n = name.iter().position(|&c| c == 0).unwrap_or(64);
+        String::from_utf8_lossy(&name[..n]).into_owned()
+    } else {
+        "?".into()
+    };
+    out.push(Agent {
+        handle: agent.handle,
+        name,
+    });
+    hsa_status_t_HSA_STATUS_SUCCESS
+}
+
+fn discover() -> std::result::Result<Vec<Agent>, String> {
+    let rt = runtime::load()?;
+    let mut data: (&Runtime, Vec<Agent>) = (rt, Vec::new());
+    // SAFETY: `collect` matches the callback type and only uses `data` during the call.
+    let st = unsafe {
+        (rt.hsa_iterate_agents)(
+            Some(collect),
+            (&mut data as *mut (&Runtime, Vec<Agent>)).cast(),
+        )
+    };
+    if st != hsa_status_t_HSA_STATUS_SUCCESS {
+        return Err(format!("hsa_iterate_agents error: {}", rt.status_text(st)));
+    }
+    Ok(data.1)
+}
+
+/// The GPU agents, found once per process; an error says why there are none usable.
+pub fn agents() -> std::result::Result<&'static [Agent], &'static str> {
+    AGENTS
+        .get_or_init(discover)
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(String::as_str)
+}
+
+/// What [`num_devices`] reports for the agents found, under `requires_mask` and the
+/// value of [`EXPERIMENTAL_ENV`]; the text is the `GOMP_DEBUG` line. Pure.
+pub fn devices_for(found: &[Agent], requires_mask: u32, experimental: bool) -> (i32, String) {
+    let names: Vec<&str> = found.iter().map(|a| a.name.as_str()).collect();
+    if found.is_empty() {
+        return (0, "HSA runtime loaded, but no GPU agent: 0 devices".into());
+    }
+    let unsupported = requires_mask
+        & (REQUIRES_UNIFIED_ADDRESS
+            | REQUIRES_UNIFIED_SHARED_MEMORY
+            | REQUIRES_REVERSE_OFFLOAD
+            | REQUIRES_SELF_MAPS);
+    if unsupported != 0 {
+        return (0, format!("GPU agents {names:?}, but the program requires {unsupported:#x}, which this plugin does not support: 0 devices"));
+    }
+    if !experimental {
+        return (0, format!(
+            "found GPU agent(s) {names:?}, but this experimental plugin cannot load or run kernels (not implemented without AMD hardware): reporting 0 devices so the program falls back to the host (set {EXPERIMENTAL_ENV}=1 to report them)"
+        ));
+    }
+    (found.len() as i32, format!("{} GPU agent(s) {names:?} reported ({EXPERIMENTAL_ENV} is set; kernels cannot run yet)", found.len()))
+}
+
+/// `get_num_devices`: 0 when the runtime is missing or broken, has no GPU agent, or
+/// (without [`EXPERIMENTAL_ENV`]) always, with a `GOMP_DEBUG` line saying why.
+pub fn num_devices(requires_mask: u32) -> i32 {
+    match agents() {
+        Err(e) => {
+            log::debug!("no HSA devices: {e}");
+            0
+        }
+        Ok(found) => {
+            let exp = std::env::var(EXPERIMENTAL_ENV).is_ok_and(|v| v == "1");
+            let (n, why) = devices_for(found, requires_mask, exp);
+            log::debug!("{why}");
+            n
+        }
+    }
+}
+
+fn agent(ord: i32) -> Result<&'static Agent> {
+    let found = agents().map_err(|e| Error::invalid(format!("no gcn device {ord}: {e}")))?;
+    usize::try_from(ord)
+        .ok()
+        .and_then(|i| found.get(i))
+        .ok_or_else(|| Error::invalid(format!("no gcn device {ord} (there are {})", found.len())))
+}
+
+/// Opens device `ord` (records it; no HSA queue is created: dispatch is not implemented).
+pub fn init_device(ord: i32) -> Result<()> {
+    let a = agent(ord)?;
+    let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+    let i = ord as usize;
+    if open.len() <= i {
+        open.resize(i + 1, false);
+    }
+    if open[i] {
+        return Err(Error::invalid(format!("gcn device {ord} is already open")));
+    }
+    open[i] = true;
+    log::debug!(
+        "device {ord}: {} opened (experimental: no queue, no memory)",
+        a.name
+    );
+    Ok(())
+}
+
+/// Closes device `ord`.
+pub fn fini_device(ord: i32) -> Result<()> {
+    let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+    match usize::try_from(ord).ok().and_then(|i| open.get_mut(i)) {
+        Some(o) if *o => {
+            *o = false;
+            Ok(())
+        }
+        _ => Err(Error::invalid(format!("gcn device {ord} is not open"))),
+    }
+}
+
+/// The error of every part not implemented: names the entry point and says why.
+pub fn not_implemented(entry: &str, what: &str) -> Error {
+    Error::NotImplemented(format!(
+        "GOMP_OFFLOAD_{entry}: {what} is not implemented in gomp-plugin-rs's gcn plugin (not implemented/verified without AMD hardware)"
+    ))
+}
+
+/// Reads and checks a gcn image: version, descriptor, code object, kernel descriptors,
+/// and (when `device_target` is given) that the image's target is the device's.
+///
+/// # Safety
+/// `target_data` is NULL or a `gcn_image_desc` (see [`descriptor::read`]).
+pub unsafe fn check_image(
+    version: u32,
+    target_data: *const c_void,
+    device_target: Option<&str>,
+) -> Result<(descriptor::Descriptor, code_object::CodeObject)> {
+    if version_dev(version) > VERSION_GCN {
+        return Err(Error::invalid(format!(
+            "gcn image version {} is newer than the {VERSION_GCN} this plugin reads",
+            version_dev(version)
+        )));
+    }
+    // SAFETY: caller's contract.
+    let d = unsafe { descriptor::read(target_data)? };
+    let co = code_object::CodeObject::parse(&d.image)?;
+    co.check_kernels(d.kernels.iter().map(|k| k.name.as_str()))?;
+    if let Some(dev) = device_target {
+        if !co
+            .target
+            .is_some_and(|t| t == dev || mach::is_generic(co.mach))
+        {
+            return Err(Error::invalid(format!(
+                "gcn image is for {}, the device is {dev}",
+                co.target_name()
+            )));
+        }
+    }
+    Ok((d, co))
+}
+
+/// `load_image`: checks the image (as [`check_image`]), logs what it holds, then fails
+/// with [`Error::NotImplemented`]: creating the HSA executable is not implemented.
+///
+/// # Safety
+/// As [`check_image`].
+pub unsafe fn load_image(ord: i32, version: u32, target_data: *const c_void) -> Result<i32> {
+    let a = agent(ord)?;
+    // SAFETY: caller's contract.
+    let (d, co) = unsafe { check_image(version, target_data, Some(&a.name))? };
+    log::debug!(
+        "image for {}: {} bytes, {} kernel(s), {} variable(s), {} indirect function(s)",
+        co.target_name(),
+        d.image.len(),
+        d.kernels.len(),
+        d.global_variable_count,
+        d.ind_func_count
+    );
+    Err(not_implemented(
+        "load_image",
+        "loading the code object into an HSA executable",
+    ))
+}
+
+#[cfg(test)]
+mod image_tests;
