@@ -5,7 +5,7 @@
 
 use super::guard;
 use crate::libgomp::abi::*;
-use crate::libgomp::{logger, report, version::Detected};
+use crate::libgomp::report;
 use crate::nvptx;
 use crate::nvptx::interop::{self, InteropObj};
 use crate::nvptx::rect::{desc2d, desc3d, Side};
@@ -16,24 +16,7 @@ use std::ffi::{c_char, c_int, c_void};
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_version() -> u32 {
     guard::value("version", 0, || {
-        logger::init();
-        let h = crate::libgomp::host::host();
-        log::debug!(
-            "gomp-plugin-rs {} loaded by {} ({})",
-            env!("CARGO_PKG_VERSION"),
-            crate::libgomp::host::detected(),
-            h.and_then(|h| h.path.as_deref()).unwrap_or("?")
-        );
-        match crate::libgomp::host::detected() {
-            Detected::Known(v) => v.plugin_version(),
-            other => {
-                report::error(&format!(
-                    "nvptx plugin (gomp-plugin-rs {}) does not support {other}; not offloading to NVIDIA GPUs",
-                    env!("CARGO_PKG_VERSION")
-                ));
-                0
-            }
-        }
+        super::handshake::version("", "NVIDIA GPUs")
     })
 }
 

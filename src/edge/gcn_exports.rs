@@ -13,7 +13,6 @@
 use super::guard;
 use crate::gcn;
 use crate::libgomp::abi::*;
-use crate::libgomp::{logger, report, version::Detected};
 use std::ffi::{c_char, c_int, c_void};
 
 /// The plugin's `GOMP_VERSION` for the libgomp that loaded us; 0 (which libgomp
@@ -21,24 +20,7 @@ use std::ffi::{c_char, c_int, c_void};
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_version() -> u32 {
     guard::value("version", 0, || {
-        logger::init();
-        let h = crate::libgomp::host::host();
-        log::debug!(
-            "gomp-plugin-rs {} (gcn, experimental) loaded by {} ({})",
-            env!("CARGO_PKG_VERSION"),
-            crate::libgomp::host::detected(),
-            h.and_then(|h| h.path.as_deref()).unwrap_or("?")
-        );
-        match crate::libgomp::host::detected() {
-            Detected::Known(v) => v.plugin_version(),
-            other => {
-                report::error(&format!(
-                    "gcn plugin (gomp-plugin-rs {}) does not support {other}; not offloading to AMD GPUs",
-                    env!("CARGO_PKG_VERSION")
-                ));
-                0
-            }
-        }
+        super::handshake::version(" (gcn, experimental)", "AMD GPUs")
     })
 }
 

@@ -14,5 +14,6 @@ pub mod extensions;
 #[cfg(feature = "gcn")]
 pub mod gcn_exports;
 pub mod guard;
+pub mod handshake;
 #[cfg(not(feature = "gcn"))]
 pub mod openacc;
