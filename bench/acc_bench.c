@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/time.h>
+#include "median.h"
 
 static double now (void)
 {
@@ -21,17 +22,6 @@ static double now (void)
   return tv.tv_sec + 1e-6 * tv.tv_usec;
 }
 
-static int cmp (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static double median (double *v, int n)
-{
-  qsort (v, n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 #define BATCHES 20
 

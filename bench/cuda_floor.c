@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "median.h"
 
 typedef int CUresult;
 typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
@@ -100,11 +101,6 @@ static double now (void)
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-static int cmp (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
 
 #define BATCHES 20
 static CUfunction fn;
@@ -169,8 +165,7 @@ static void measure (const char *name, enum op op, CUstream s, int n)
       if (b > 0)
 	t[b - 1] = (t1 - t0) / n;
     }
-  qsort (t, BATCHES, sizeof *t, cmp);
-  printf ("metric floor_%s %.2f us\n", name, 0.5 * (t[9] + t[10]) * 1e6);
+  printf ("metric floor_%s %.2f us\n", name, median (t, BATCHES) * 1e6);
 }
 
 static volatile unsigned long long *mailbox;

@@ -30,18 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "median.h"
 
-static int cmp (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static double median (double *v, int n)
-{
-  qsort (v, n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static int on_device (void)
 {

@@ -10,6 +10,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "median.h"
 
 #pragma omp requires reverse_offload
 
@@ -30,11 +31,6 @@ host_bump_k (int k)
   __atomic_fetch_add (&kernel_calls[k], 1, __ATOMIC_RELAXED);
 }
 
-static int cmp (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
 
 int main (int argc, char **argv)
 {
@@ -97,7 +93,6 @@ int main (int argc, char **argv)
       if (i >= 10)
         t[i - 10] = omp_get_wtime () - s;
     }
-  qsort (t, 1000, sizeof *t, cmp);
-  printf ("metric empty_target_revoff %.2f us\n", 0.5 * (t[499] + t[500]) * 1e6);
+  printf ("metric empty_target_revoff %.2f us\n", median (t, 1000) * 1e6);
   return 0;
 }

@@ -30,8 +30,9 @@ for f in "${list[@]}"; do
   d=$(basename "$(dirname "$f")"); case $d in libgomp.*) n="$d--$(basename "$f" .c)";; *) n=$(basename "$f" .c);; esac
   cp "$f" "$W/src/$n.c"
 done
-# Test-local headers the upstream tests include.
+# Test-local headers the upstream tests and the benchmarks include.
 cp "$SRC"/libgomp.oacc-c-c++-common/*.h "$W/src/" 2>/dev/null
+cp bench/median.h "$W/src/"
 : > "$W/skipped.txt"
 for v in 14 15; do
   mkdir -p "$W/gcc-$v"
