@@ -93,6 +93,8 @@ pub struct Reverse {
     wake: Condvar,
     parked: Mutex<()>,
     stop: AtomicBool,
+    /// Set while the service thread is parked (or about to park).
+    sleeping: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -134,7 +136,9 @@ unsafe extern "C" fn host_to_dev(
 impl Reverse {
     /// Marks a kernel of the device as running (wakes the service thread).
     pub fn kernel_started(&self) {
-        if self.active.fetch_add(1, Ordering::AcqRel) == 0 && self.mailbox_addr().is_some() {
+        // Waking costs a system call (microseconds under some sandboxes), so only when
+        // the service thread really sleeps; between back-to-back kernels it spins on.
+        if self.active.fetch_add(1, Ordering::SeqCst) == 0 && self.sleeping.load(Ordering::SeqCst) {
             let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
             self.wake.notify_all();
         }
@@ -143,10 +147,6 @@ impl Reverse {
     /// Marks a kernel of the device as finished.
     pub fn kernel_finished(&self) {
         self.active.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    fn mailbox_addr(&self) -> Option<usize> {
-        *self.mailbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Stops the service thread and frees the mailbox (device close).
@@ -254,6 +254,10 @@ fn ensure_mailbox(dev: &Arc<Device>) -> Result<usize> {
     Ok(p as usize)
 }
 
+/// Spins of the service thread after the device's last kernel ended before it parks
+/// (about 100 us; parking and waking cost system calls).
+const GRACE_SPINS: u32 = 2_000;
+
 fn serve(dev: &Device, mailbox: usize) {
     if let Err(e) = dev.activate() {
         report::fatal(&format!("reverse-offload thread: {e}"));
@@ -262,7 +266,7 @@ fn serve(dev: &Device, mailbox: usize) {
     let mb = unsafe { &*(mailbox as *const Mailbox) };
     let r = &dev.reverse;
     let mut stats = log::log_enabled!(log::Level::Debug).then(Stats::new);
-    let mut idle = 0u32;
+    let (mut idle, mut quiet) = (0u32, 0u32);
     while !r.stop.load(Ordering::Acquire) {
         let f = mb.fn_.load(Ordering::Acquire);
         if f != 0 {
@@ -276,6 +280,7 @@ fn serve(dev: &Device, mailbox: usize) {
             continue;
         }
         if r.active.load(Ordering::Acquire) > 0 {
+            quiet = 0;
             idle = idle.saturating_add(1);
             if idle > 10_000 {
                 std::thread::yield_now();
@@ -284,11 +289,21 @@ fn serve(dev: &Device, mailbox: usize) {
             }
             continue;
         }
+        // No kernel runs: spin a little longer (another launch usually follows at
+        // once), then park.
+        quiet += 1;
+        if quiet < GRACE_SPINS {
+            std::hint::spin_loop();
+            continue;
+        }
+        quiet = 0;
         let g = r.parked.lock().unwrap_or_else(|e| e.into_inner());
-        if r.active.load(Ordering::Acquire) == 0 && !r.stop.load(Ordering::Acquire) {
+        r.sleeping.store(true, Ordering::SeqCst);
+        if r.active.load(Ordering::SeqCst) == 0 && !r.stop.load(Ordering::Acquire) {
             // The timeout also covers kernels that request before being counted.
             let _ = r.wake.wait_timeout(g, Duration::from_millis(2));
         }
+        r.sleeping.store(false, Ordering::SeqCst);
     }
     if let Some(st) = stats {
         st.report(dev.ord);
