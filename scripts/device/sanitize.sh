@@ -5,10 +5,14 @@
 # scripts/toolchain/run-tests.sh (its RUN_WRAPPER), copied over the bundle's.
 #
 # usage: scripts/device/sanitize.sh CARRY_DIR        (results under $OUT)
-# CARRY_DIR holds bundle-16.tar.xz and plugin/ (as for suite.sh).
+# CARRY_DIR holds bundle-16.tar.xz and plugin/ (as for suite.sh), and sanitizer.tar.xz
+# when the machine has no compute-sanitizer: the bin/ and lib/ folders of PyPI's
+# nvidia-cuda-sanitizer-api wheel (nvidia/cu13/; scripts/device/fetch-sanitizer makes it).
 # env: FILTER (ERE on test names; default a mixed subset of OpenMP and OpenACC tests),
 #      TOOL (memcheck; also racecheck, initcheck, synccheck), JOBS (default 8),
-#      MAX_TIMEOUT (default 300: the tools slow kernels down a lot).
+#      MAX_TIMEOUT (default 300: the tools slow kernels down a lot),
+#      SANITIZE_TIMEOUT (default 420: seconds for the whole run; tests not finished by
+#      then are listed as not run).
 # Writes $OUT/sanitize-results.txt (the runner's verdicts) and $OUT/sanitize-errors.txt
 # (each test whose sanitizer summary reports errors, with the summary and first report).
 set -u
@@ -18,13 +22,17 @@ T=/tmp/sanitize; rm -rf "$T"; mkdir -p "$T"
 tar -xJf "$C/bundle-16.tar.xz" -C "$T"; B=$T/bundle-16
 cp "$R/scripts/toolchain/run-tests.sh" "$B/run-tests.sh"
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+if [ ! -x "$CS" ] && [ -f "$C/sanitizer.tar.xz" ]; then
+  mkdir -p "$T/cs" && tar -xJf "$C/sanitizer.tar.xz" -C "$T/cs" && CS=$T/cs/bin/compute-sanitizer
+fi
 [ -x "$CS" ] || { echo "sanitize.sh: no compute-sanitizer on this machine" | tee "$O/sanitize-results.txt"; exit 2; }
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
-DEF='^libgomp\.c/(target-[0-9]+|alloc-pinned-[0-9]+|reverse-offload-1)\.c$|^libgomp\.c-c\+\+-common/(target-[0-9]+|declare-target-indirect-1|omp_target_memset-2)\.c$|^libgomp\.oacc-c-c\+\+-common/(data-[0-9]+|async_queue-1|lib-8[0-9])\.c$'
+DEF='^libgomp\.c/(target-[0-9]+|alloc-pinned-[0-9]+|reverse-offload-1|interop-[a-z0-9-]+|omp_target_.*)\.c$|^libgomp\.c-c\+\+-common/(target-[0-9]+|declare-target-indirect-[0-9]+|omp_target_memset-[0-9]+|target-nowait-[0-9]+|target-memcpy-[a-z0-9-]+|requires-[0-9]+)\.c$|^libgomp\.oacc-c-c\+\+-common/(data-[0-9]+|async_queue-1|lib-8[0-9]|asyncwait-[0-9]+|acc_prof-[a-z0-9-]+|host_data-[0-9]+)\.c$|^libgomp\.fortran/reverse-offload-[0-9]+\.f90$'
 CUDA_LIBDIR=$CUDA_LIBDIR JOBS=${JOBS:-8} MAX_TIMEOUT=${MAX_TIMEOUT:-300} PLUGIN_DIR=$C/plugin KEEP=1 \
   OUT=$T/res FILTER=${FILTER:-$DEF} \
   RUN_WRAPPER="$CS --tool ${TOOL:-memcheck} --error-exitcode 97 --print-limit 10" \
-  "$B/run-tests.sh" > "$T/log.txt" 2>&1
+  timeout "${SANITIZE_TIMEOUT:-420}" "$B/run-tests.sh" > "$T/log.txt" 2>&1
+"$CS" --version | tail -1 > "$O/sanitize-version.txt" 2>&1
 sort -k2 "$T/res"/run/*/result > "$O/sanitize-results.txt" 2>/dev/null
 tail -1 "$T/log.txt" >> "$O/sanitize-results.txt"
 : > "$O/sanitize-errors.txt"; clean=0; dirty=0
@@ -32,7 +40,7 @@ for d in "$T/res"/run/*/; do
   s=$(grep -m1 'ERROR SUMMARY:' "$d/output.txt" 2>/dev/null)
   case $s in
     *"ERROR SUMMARY: 0 errors"*) clean=$((clean + 1)) ;;
-    "") echo "== $(basename "$d"): no sanitizer summary ($(cat "$d/result"))" >> "$O/sanitize-errors.txt" ;;
+    "") { echo "== $(basename "$d"): no sanitizer summary ($(cat "$d/result"))"; head -c 1500 "$d/output.txt"; } >> "$O/sanitize-errors.txt" ;;
     *) dirty=$((dirty + 1))
        { echo "== $(basename "$d"): $s"; grep -m1 -A12 '^========= [A-Z]' "$d/output.txt"; } >> "$O/sanitize-errors.txt" ;;
   esac

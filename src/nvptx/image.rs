@@ -6,6 +6,7 @@ use super::descriptor::{self, Descriptor, RawDescriptor};
 use super::device::Device;
 use super::indirect_table::IndirectTable;
 use super::link::link_ptx;
+use super::ptx_names::PtxNames;
 use crate::cu;
 use crate::cuda::sys::*;
 use crate::error::{Error, Result};
@@ -41,6 +42,8 @@ pub struct Image {
     /// Device memory the plugin allocated for this image (indirect-function table or
     /// map).
     owned: Vec<CUdeviceptr>,
+    /// Identifiers of the image's PTX: optional symbols are looked up only if named.
+    names: PtxNames,
 }
 
 // SAFETY: CUDA module and function handles may be used from any host thread.
@@ -100,6 +103,7 @@ impl Image {
             module,
             fns: Vec::new(),
             owned: Vec::new(),
+            names: PtxNames::from_ptx(&desc.ptx),
         });
         // On an error below, the partly built image releases what it holds.
         // SAFETY: forwarded caller guarantee.
@@ -120,7 +124,8 @@ impl Image {
     ) -> Result<Vec<AddrPair>> {
         for f in &desc.funcs {
             let name = f.name.to_string_lossy().into_owned();
-            let func = find_function(self.module, &f.name)?
+            let func = self
+                .function(&f.name)?
                 .ok_or_else(|| Error::invalid(format!("offload image lacks kernel '{name}'")))?;
             let static_smem = func_attr(func, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
             let want = static_smem as usize + dev.config.lowlat_pool;
@@ -156,7 +161,7 @@ impl Image {
             })
             .collect();
         for v in &desc.vars {
-            let (p, n) = global(self.module, v)?.ok_or_else(|| {
+            let (p, n) = self.global(v)?.ok_or_else(|| {
                 Error::invalid(format!(
                     "offload image lacks variable '{}'",
                     v.to_string_lossy()
@@ -171,25 +176,21 @@ impl Image {
             // SAFETY: forwarded caller guarantee on `host_ind_fns`.
             unsafe { self.map_indirect_functions(dev, desc.ind_fn_num as usize, host_ind_fns) }?;
         }
-        let icvs = global(self.module, c"__gomp_additional_icvs")?.map_or(
-            AddrPair::default(),
-            |(p, n)| AddrPair {
+        let icvs = self
+            .global(c"__gomp_additional_icvs")?
+            .map_or(AddrPair::default(), |(p, n)| AddrPair {
                 start: p as usize,
                 end: p as usize + n,
-            },
-        );
+            });
         table.push(icvs);
-        if let (Some((p, 8)), k) = (
-            global(self.module, c"__nvptx_clocktick")?,
-            dev.props.clock_khz,
-        ) {
+        if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props.clock_khz) {
             if k > 0 {
                 let tick: f64 = 1e-3 / k as f64;
                 // SAFETY: `tick` is 8 readable bytes.
                 unsafe { dev.host2dev(p, (&tick as *const f64).cast(), 8) }?;
             }
         }
-        super::run::run_cdtors(dev, self.module, c"__do_global_ctors__entry")?;
+        super::run::run_cdtors(dev, self, c"__do_global_ctors__entry")?;
         Ok(table)
     }
 
@@ -204,12 +205,13 @@ impl Image {
         n: usize,
         host: *const u64,
     ) -> Result<()> {
-        let hmap = global(self.module, c"__gomp_indirect_addr_hmap")?;
-        let map = global(self.module, c"__gomp_indirect_addr_map")?;
+        let hmap = self.global(c"__gomp_indirect_addr_hmap")?;
+        let map = self.global(c"__gomp_indirect_addr_map")?;
         if hmap.is_none() && map.is_none() {
             return Ok(());
         }
-        let (table, size) = global(self.module, c"$offload_ind_func_table")?
+        let (table, size) = self
+            .global(c"$offload_ind_func_table")?
             .ok_or_else(|| Error::invalid("offload image lacks $offload_ind_func_table"))?;
         if size < n * 8 {
             return Err(Error::invalid(
@@ -257,14 +259,27 @@ impl Image {
         unsafe { dev.host2dev(var, (&buf as *const CUdeviceptr).cast::<c_void>(), 8) }
     }
 
-    /// The CUDA module (alive until `unload`).
-    pub fn module(&self) -> CUmodule {
-        self.module
+    /// The device global `name` of this image, `None` if the image does not define it
+    /// (not asked of the driver when the PTX never names it).
+    pub fn global(&self, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
+        if !self.names.mentions(name) {
+            return Ok(None);
+        }
+        global(self.module, name)
+    }
+
+    /// The kernel `name` of this image, `None` if the image does not define it (not
+    /// asked of the driver when the PTX never names it).
+    pub fn function(&self, name: &CStr) -> Result<Option<CUfunction>> {
+        if !self.names.mentions(name) {
+            return Ok(None);
+        }
+        find_function(self.module, name)
     }
 
     /// Runs the image's destructors and unloads it.
     pub fn unload(&self, dev: &Device) -> Result<()> {
-        let dtors = super::run::run_cdtors(dev, self.module, c"__do_global_dtors__entry");
+        let dtors = super::run::run_cdtors(dev, self, c"__do_global_dtors__entry");
         self.release(dev)?;
         dtors
     }

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod openacc;
 pub mod pinned_pool;
 pub mod pool;
+pub mod ptx_names;
 pub mod rect;
 pub mod reverse;
 pub mod run;
@@ -228,7 +229,7 @@ pub unsafe fn load_image(
     let rev = if rev_fn_table.is_null() {
         std::ptr::null_mut()
     } else {
-        reverse::setup(&dev, img.module(), img.fns.len())?
+        reverse::setup(&dev, &img, img.fns.len())?
     };
     let out = crate::libgomp::report::malloc(pairs.len() * std::mem::size_of::<AddrPair>())
         .cast::<AddrPair>();

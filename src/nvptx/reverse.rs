@@ -12,6 +12,7 @@
 //! `GOMP_REVERSE_OFFLOAD_THREADS` (default 8) host functions running together.
 
 use super::device::Device;
+use super::image::Image;
 use crate::cu;
 use crate::cuda::sys::*;
 use crate::error::Result;
@@ -178,8 +179,8 @@ impl Reverse {
 /// addresses libgomp maps back to host functions) and, if there are any, points the
 /// device runtime's `__gomp_rev_offload_var` at the device's mailbox (created, with its
 /// service thread, on first use). Returns the table, malloc'd for libgomp, or NULL.
-pub fn setup(dev: &Arc<Device>, module: CUmodule, num_funcs: usize) -> Result<*mut u64> {
-    let Some((table, size)) = super::image::global(module, c"$offload_func_table")? else {
+pub fn setup(dev: &Arc<Device>, img: &Image, num_funcs: usize) -> Result<*mut u64> {
+    let Some((table, size)) = img.global(c"$offload_func_table")? else {
         return Ok(std::ptr::null_mut());
     };
     let n = size / 8;
@@ -189,7 +190,7 @@ pub fn setup(dev: &Arc<Device>, module: CUmodule, num_funcs: usize) -> Result<*m
     if entries.iter().all(|&e| e == 0) {
         return Ok(std::ptr::null_mut());
     }
-    let Some((var, 8)) = super::image::global(module, c"__gomp_rev_offload_var")? else {
+    let Some((var, 8)) = img.global(c"__gomp_rev_offload_var")? else {
         log::debug!("image has reverse-offload functions but no __gomp_rev_offload_var");
         return Ok(std::ptr::null_mut());
     };

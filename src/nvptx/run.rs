@@ -4,7 +4,7 @@
 //! constructor/destructor kernels.
 
 use super::device::Device;
-use super::image::{find_function, with_suffix, TargetFn};
+use super::image::{with_suffix, Image, TargetFn};
 use super::launch::{decode_args, geometry, Geometry, Limits};
 use super::stacks::StackBlock;
 use super::streams::Stream;
@@ -148,10 +148,10 @@ pub unsafe fn run_async(
 
 /// Runs the image's global constructor or destructor kernel `base` (or its `__mgomp`
 /// variant, which takes a one-warp soft stack), if the image has one.
-pub fn run_cdtors(dev: &Device, module: CUmodule, base: &CStr) -> Result<()> {
-    let (func, mgomp) = match find_function(module, base)? {
+pub fn run_cdtors(dev: &Device, img: &Image, base: &CStr) -> Result<()> {
+    let (func, mgomp) = match img.function(base)? {
         Some(f) => (f, false),
-        None => match find_function(module, &with_suffix(base, "__mgomp"))? {
+        None => match img.function(&with_suffix(base, "__mgomp"))? {
             Some(f) => (f, true),
             None => return Ok(()),
         },

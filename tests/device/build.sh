@@ -5,13 +5,13 @@ set -eu
 cd "$(dirname "$0")/../.."
 export WORK=${WORK:-$PWD/.toolchain}
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
-mkdir -p "$WORK/devtests" .carry/tests
+rm -rf .carry/tests; mkdir -p "$WORK/devtests" .carry/tests
 for src in tests/device/*.c tests/device/*.f90; do
   f=$(basename "$src"); b=${f%.*}
   case $f in *.f90) cc=gfortran-16 ;; *) cc=gcc-16 ;; esac
   cp "$src" "$WORK/devtests/"
   scripts/toolchain/inroot.sh sid sh -c "cd /w/devtests && $cc -O2 -fopenmp -foffload=nvptx-none $f -o $b"
   cp "$WORK/devtests/$b" .carry/tests/
-  if [ -f "tests/device/$b.env" ]; then cp "tests/device/$b.env" ".carry/tests/$b.env"; fi
+  for x in env expect; do [ ! -f "tests/device/$b.$x" ] || cp "tests/device/$b.$x" ".carry/tests/$b.$x"; done
 done
-echo "tests/device: built $(ls .carry/tests | grep -vc '\.env$') test(s) into .carry/tests"
+echo "tests/device: built $(ls .carry/tests | grep -vcE '\.(env|expect)$') test(s) into .carry/tests"

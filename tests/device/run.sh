@@ -1,8 +1,13 @@
 #!/bin/bash
 # run.sh - on the GPU machine: run each test of CARRY_DIR/tests with the stock plugin and
-# ours (bundle libraries), 60 s each, with the variables of CARRY_DIR/tests/TEST.env
-# (KEY=VALUE lines) if there is one. Prints "PLUGIN TEST: PASS|FAIL|TIMEOUT (line)".
-# env TEST_TIMEOUT: seconds per run (default 60).
+# ours (bundle libraries), with the variables of CARRY_DIR/tests/TEST.env (KEY=VALUE
+# lines) if there is one. A test passes when it exits 0, or, when CARRY_DIR/tests/TEST.expect
+# exists, when it ends as that file says: a line "exit N" (the wanted exit status) and any
+# number of lines "grep ERE" (each must match a line of the test's output).
+# Prints "PLUGIN TEST: PASS|FAIL|TIMEOUT (why; last output line)"; with OUT set, each
+# output is also kept as $OUT/devtests/PLUGIN-TEST.txt.
+# env TEST_TIMEOUT: seconds per run (default 60); TESTS: ERE on test names (default all);
+#     PLUGINS: which plugins (default "stock ours").
 # usage: tests/device/run.sh CARRY_DIR      (CARRY_DIR as for scripts/device/suite.sh)
 set -u
 C=$(cd "${1:?usage: run.sh CARRY_DIR}" && pwd)
@@ -11,17 +16,32 @@ T=/tmp/devtests; mkdir -p "$T"
 B=$T/bundle-16
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
+[ -n "${OUT:-}" ] && mkdir -p "$OUT/devtests"
+verdict() {  # verdict RC OUTPUT_FILE EXPECT_FILE -> prints the verdict word and why
+  local rc=$1 out=$2 exp=$3 want=0 why="" key arg
+  [ "$rc" = 124 ] && { echo "TIMEOUT"; return; }
+  if [ -f "$exp" ]; then
+    while read -r key arg; do
+      case $key in
+        exit) want=$arg ;;
+        grep) grep -qE -- "$arg" "$out" || why="${why:+$why; }no line matches /$arg/" ;;
+      esac
+    done < "$exp"
+  fi
+  [ "$rc" = "$want" ] || why="exit $rc, wanted $want${why:+; $why}"
+  if [ -z "$why" ]; then echo "PASS"; else echo "FAIL($why)"; fi
+}
 for t in "$C"/tests/*; do
-  [[ $t == *.env ]] && continue
+  case $t in *.env|*.expect) continue ;; esac
+  [[ $(basename "$t") =~ ${TESTS:-.} ]] || continue
   envs=()
   [ -f "$t.env" ] && mapfile -t envs < "$t.env"
-  for p in stock ours; do
+  for p in ${PLUGINS:-stock ours}; do
     env "${envs[@]}" timeout "${TEST_TIMEOUT:-60}" "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
       "$t" > "$T/out.txt" 2>&1
     rc=$?
-    case $rc in
-      0) v=PASS ;; 124) v=TIMEOUT ;; *) v="FAIL(exit $rc)" ;;
-    esac
+    v=$(verdict "$rc" "$T/out.txt" "$t.expect")
     echo "$p $(basename "$t"): $v ($(tail -1 "$T/out.txt" | cut -c1-200))"
+    [ -n "${OUT:-}" ] && head -c 200000 "$T/out.txt" > "$OUT/devtests/$p-$(basename "$t").txt"
   done
 done
