@@ -35,14 +35,17 @@ CUDA_LIBDIR=$CUDA_LIBDIR JOBS=${JOBS:-8} MAX_TIMEOUT=${MAX_TIMEOUT:-300} PLUGIN_
 "$CS" --version | tail -1 > "$O/sanitize-version.txt" 2>&1
 sort -k2 "$T/res"/run/*/result > "$O/sanitize-results.txt" 2>/dev/null
 tail -1 "$T/log.txt" >> "$O/sanitize-results.txt"
-: > "$O/sanitize-errors.txt"; clean=0; dirty=0
+: > "$O/sanitize-errors.txt"; clean=0; dirty=0; idle=0
 for d in "$T/res"/run/*/; do
   s=$(grep -m1 'ERROR SUMMARY:' "$d/output.txt" 2>/dev/null)
+  if [ -z "$s" ] && grep -q 'terminated before first instrumented API call' "$d/output.txt" 2>/dev/null; then
+    idle=$((idle + 1)); echo "== $(basename "$d"): no CUDA work to check (the program made no instrumented CUDA call)" >> "$O/sanitize-errors.txt"; continue
+  fi
   case $s in
     *"ERROR SUMMARY: 0 errors"*) clean=$((clean + 1)) ;;
     "") { echo "== $(basename "$d"): no sanitizer summary ($(cat "$d/result"))"; head -c 1500 "$d/output.txt"; } >> "$O/sanitize-errors.txt" ;;
     *) dirty=$((dirty + 1))
-       { echo "== $(basename "$d"): $s"; grep -m1 -A12 '^========= [A-Z]' "$d/output.txt"; } >> "$O/sanitize-errors.txt" ;;
+       { echo "== $(basename "$d"): $s"; grep '^========= ' "$d/output.txt" | grep -v 'COMPUTE-SANITIZER' | head -24; } >> "$O/sanitize-errors.txt" ;;
   esac
 done
-echo "sanitize: $clean test(s) clean, $dirty with errors (tool ${TOOL:-memcheck})" | tee -a "$O/sanitize-results.txt"
+echo "sanitize: $clean test(s) clean, $dirty with errors, $idle without CUDA work (tool ${TOOL:-memcheck})" | tee -a "$O/sanitize-results.txt"
