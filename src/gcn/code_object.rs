@@ -1,11 +1,13 @@
 //! AMDGPU code objects (the `.hsaco` ELF files mkoffload embeds): parsing and the
 //! checks the plugin can make without a GPU. [`CodeObject::parse`] reads the ELF
 //! header, the target (`e_flags`) and the dynamic and static symbol tables, refusing
-//! anything malformed with a clear error and never reading out of bounds;
+//! anything malformed with a clear error and never reading out of bounds, and the
+//! kernel metadata notes ([`super::metadata`]);
 //! [`CodeObject::check_kernels`] verifies that every kernel libgomp names has its
 //! kernel descriptor (`<name>.kd`, 64 bytes). Pure; owned data; thread-safe.
 
 use super::mach;
+use super::metadata::{self, KernelMeta};
 use crate::error::{Error, Result};
 
 /// `EM_AMDGPU`.
@@ -16,6 +18,7 @@ pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
 pub const KERNEL_DESCRIPTOR_SIZE: u64 = 64;
 
 const SHT_SYMTAB: u32 = 2;
+const SHT_NOTE: u32 = 7;
 const SHT_DYNSYM: u32 = 11;
 const STT_OBJECT: u8 = 1;
 
@@ -48,6 +51,8 @@ pub struct CodeObject {
     pub abi_version: u8,
     /// Symbols of `.dynsym` then `.symtab`.
     pub symbols: Vec<Symbol>,
+    /// The kernels the metadata notes describe, in note order.
+    pub kernel_meta: Vec<KernelMeta>,
 }
 
 fn bad(what: impl std::fmt::Display) -> Error {
@@ -162,6 +167,11 @@ impl CodeObject {
                 }
             }
         }
+        let mut kernel_meta = Vec::new();
+        for s in sections.iter().filter(|s| s.kind == SHT_NOTE) {
+            let sec = slice(b, s.offset, s.size, "note section")?;
+            kernel_meta.extend(metadata::from_note_section(sec)?);
+        }
         Ok(CodeObject {
             flags,
             mach: m,
@@ -169,6 +179,7 @@ impl CodeObject {
             generic_version: flags >> mach::GENERIC_VERSION_SHIFT,
             abi_version: b[8],
             symbols,
+            kernel_meta,
         })
     }
 
@@ -183,6 +194,11 @@ impl CodeObject {
     pub fn kernel_descriptor(&self, kernel: &str) -> Option<&Symbol> {
         let want = format!("{kernel}.kd");
         self.symbols.iter().find(|s| s.name == want)
+    }
+
+    /// The metadata of `kernel` (its `.name`), if the notes describe it.
+    pub fn metadata(&self, kernel: &str) -> Option<&KernelMeta> {
+        self.kernel_meta.iter().find(|k| k.name == kernel)
     }
 
     /// Names of all kernels (symbols `<name>.kd`), in table order, without repeats.

@@ -11,6 +11,8 @@
 pub mod code_object;
 pub mod descriptor;
 pub mod mach;
+pub mod metadata;
+pub mod msgpack;
 
 use crate::error::{Error, Result};
 use crate::hsa::runtime::{self, Runtime};
