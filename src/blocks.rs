@@ -34,6 +34,13 @@ impl Blocks {
             .ok_or_else(|| Error::invalid("invalid device address"))
     }
 
+    /// Forgets every block (when its device closes), returning their addresses.
+    pub fn take_all(&self) -> Vec<DevPtr> {
+        std::mem::take(&mut *self.live.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_keys()
+            .collect()
+    }
+
     /// Whether `p` lies inside a live block.
     pub fn contains(&self, p: DevPtr) -> bool {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
@@ -94,6 +101,10 @@ mod tests {
         );
         assert_eq!(b.remove(0x1000).unwrap(), 0x100);
         assert!(b.remove(0x1000).is_err(), "double free");
+        b.insert(0x3000, 8);
+        b.insert(0x2000, 0);
+        assert_eq!(b.take_all(), [0x2000, 0x3000]);
+        assert!(!b.contains(0x3000));
     }
 
     #[test]
