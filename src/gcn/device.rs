@@ -124,6 +124,7 @@ impl Device {
         version: u32,
         target_data: *const c_void,
     ) -> Result<Vec<AddrPair>> {
+        super::check_version(version)?;
         let key = target_data as usize;
         if self
             .images
