@@ -32,6 +32,6 @@ emit src/hsa/sys.rs \
   '//! bindgen/generate.sh from bindgen/hsa/hsa.h (ROCm rocr-runtime 5.2.3, Debian' \
   '//! libhsa-runtime-dev 5.2.3-3); do not edit by hand.' -- \
   bindgen/hsa/hsa.h --no-layout-tests --use-core --no-doc-comments \
-    --allowlist-type 'hsa_(status|system_info|wait_state|agent|device_type|agent_info|signal|queue|region|executable|code_object_reader|kernel_dispatch|isa|profile|default_float|machine_model|symbol|executable_symbol).*' \
+    --allowlist-type 'hsa_(status|system_info|wait_state|agent|device_type|agent_info|signal|queue|region|executable|code_object_reader|kernel_dispatch|packet_type|packet_header|fence_scope|isa|profile|default_float|machine_model|symbol|executable_symbol).*' \
     --allowlist-var 'HSA_.*' -- -x c
 exit $rc

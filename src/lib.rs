@@ -10,11 +10,13 @@
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging),
 //!   shared by both products; `cuda` (nvptx build): the CUDA driver loaded at run
 //!   time; `hsa` (gcn build): the HSA runtime loaded at run time;
-//! - [`error`]: the shared error type.
+//! - [`error`]: the shared error type; [`blocks`]: the registry of device blocks
+//!   handed out by `alloc`, used by both products.
 //!
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
 #![warn(missing_docs)]
 
+pub mod blocks;
 #[cfg(not(feature = "gcn"))]
 pub mod cuda;
 pub mod edge;

@@ -5,7 +5,8 @@
 # libraries exercise the driver table's failure paths; the prebuilt upstream bundles
 # (../shared/bundles, when present) check version detection for libgomp 14 and 16 and
 # run a slice of the upstream suite through our plugin on the host; the experimental
-# gcn plugin is loaded beside it by real libgomp 16 (section 2c).
+# gcn plugin is loaded beside it by real libgomp 16 and driven against stand-in HSA
+# runtimes (section 2c; a stand-in is not an AMD GPU: nothing here ran on one).
 # usage: tests/host_fallback.sh        (after scripts/build; prints "N passed, M failed")
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -104,12 +105,48 @@ sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' src/hsa/runtime.rs |
 cc -shared -fPIC -DPARTIAL -DINIT_RESULT=0 tests/fallback/stub_libhsa.c -o "$T/hsa_partial.so"
 cc -shared -fPIC -I"$T" -DINIT_RESULT=0x1000 tests/fallback/stub_libhsa.c -o "$T/hsa_initfail.so"
 cc -shared -fPIC -I"$T" -DINIT_RESULT=0 tests/fallback/stub_libhsa.c -o "$T/hsa_noagent.so"
+mkdir -p "$T/gpu"
 hsa_partial() { out=$(run_gcn saxpy-gcn "$T/hsa_partial.so") && has "is missing 'hsa_shut_down'" && has '^OK'; }
 hsa_initfail() { out=$(run_gcn saxpy-gcn "$T/hsa_initfail.so") && has 'no HSA devices: hsa_init error: stub error text' && has '^OK'; }
 hsa_noagent() { out=$(run_gcn saxpy-gcn "$T/hsa_noagent.so") && has 'HSA runtime loaded, but no GPU agent: 0 devices' && has '^OK'; }
 check "gcn: libhsa lacking required entry points: 0 devices, clear debug line" hsa_partial
 check "gcn: hsa_init fails: 0 devices" hsa_initfail
 check "gcn: runtime with no GPU agent: 0 devices" hsa_noagent
+# A stand-in runtime with one GPU agent (gfx90a) serving memory from host memory and
+# executables from fake addresses: our gcn entry points driven directly
+# (tests/fallback/gcn_calls.c) with real GCC 16 images. This checks the plugin's HSA
+# call sequence and bookkeeping against a stand-in, not behaviour on an AMD GPU.
+sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' src/hsa/runtime.rs |
+  grep -vxE "$(sed -n 's/^status \(hsa_[a-z0-9_]*\) *(.*/\1/p' tests/fallback/stub_libhsa.c | paste -sd'|')" |
+  sed 's/.*/STUB(&)/' > "$T/gpu/stub_names.h"
+cc -shared -fPIC -I"$T/gpu" -DINIT_RESULT=0 '-DONE_GPU="gfx90a"' tests/fallback/stub_libhsa.c -o "$T/hsa_gpu.so"
+cc -O1 tests/fallback/gcn_calls.c -o "$T/gcn_calls" -ldl
+for f in vadd-gfx90a vadd-gfx908 vars-gfx90a; do xz -dc "tests/fixtures/gcn/$f.hsaco.xz" > "$T/$f.hsaco"; done
+gcn_calls() {
+  out=$(GOMP_DEBUG=1 GOMP_PLUGIN_RS_GCN_EXPERIMENTAL=1 HSA_RUNTIME_LIB=$T/hsa_gpu.so \
+        "$R/lib64/ld-linux-x86-64.so.2" --library-path "$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" \
+        "$T/gcn_calls" "$PWD/target/plugin/libgomp-plugin-gcn.so.1" "$T/hsa_gpu.so" \
+        "$T/vadd-gfx90a.hsaco" "$T/vadd-gfx908.hsaco" "$T/vars-gfx90a.hsaco" 2>&1) &&
+  ! grep -q '^WRONG' <<< "$out" && [ "$(grep -c '^ok:' <<< "$out")" -ge 50 ] &&
+  has 'device 0: gfx90a opened \(base profile' &&
+  has '^libgomp: gcn device 0 is already open' && has '^libgomp: invalid device address 0x' &&
+  has '^libgomp: invalid size' &&
+  has 'loaded image .* \(4 kernel\(s\) of which 2 offload function\(s\), 2 variable\(s\)\); table of 5 entries' &&
+  has 'kernel main._omp_fn.0: object 0x[0-9a-f]+, kernargs 8 bytes \(align 8\), group 1536 bytes' &&
+  has '^libgomp: gcn image is for gfx908, the device is gfx90a' &&
+  has "^libgomp: invalid gcn code object: no kernel descriptor 'nosuch._omp_fn.9.kd'" &&
+  has '^libgomp: GOMP_OFFLOAD_load_image: an image with 1 indirect function' &&
+  has 'version 4 is newer' && has '^libgomp: unload_image: image 0x[0-9a-f]+ is not loaded' &&
+  has 'device 0: closed \(1 image\(s\) unloaded, 1 block\(s\) freed\)'
+}
+gcn_libgomp_stand_in() {  # real libgomp 16 opens the device and loads the program's own image through us
+  out=$(GOMP_PLUGIN_RS_GCN_EXPERIMENTAL=1 run_gcn saxpy-gcn "$T/hsa_gpu.so") &&
+  has 'device 0: loaded image .* \(3 kernel\(s\) of which 1 offload function\(s\), 0 variable\(s\)\); table of 2 entries' &&
+  has 'kernel saxpy._omp_fn.0: object 0x' && has 'ran on the host \(fallback\) \(1 offload device' &&
+  has '^OK: 0 of 1000 elements wrong' && has 'device 0: closed \(1 image\(s\) unloaded'
+}
+check "gcn: libgomp 16 opens the stand-in's gfx90a, loads the program's real image through us, can_run false: host fallback, correct" gcn_libgomp_stand_in
+check "gcn: stand-in runtime with one gfx90a agent: open, memory round trips, memset, free, load/unload of real images, bad calls (stand-in, not hardware)" gcn_calls
 gcn_exports() {  # the exported set is exactly libgomp-gcn.map's, SONAME right, all in the stock plugin
   local so=target/plugin/libgomp-plugin-gcn.so.1
   out=$(readelf -d "$so"; nm -D --defined-only "$so"; nm -D --defined-only "$R/usr/lib/x86_64-linux-gnu/libgomp-plugin-gcn.so.1") || return 1

@@ -1,18 +1,23 @@
 //! `GOMP_OFFLOAD_*` entry points of the gcn plugin (gcn build; signatures: ABI spec §2,
-//! §11). **Experimental**: the handshake, device discovery and image checks are
-//! implemented; entry points that need HSA-side work (executables, memory, dispatch)
-//! return libgomp's failure value after a `libgomp:` message saying they are not
-//! implemented. With 0 devices (the only case verified: no AMD GPU was available)
-//! libgomp never reaches them. OpenACC is not offered (`get_caps`), so no
-//! `openacc_*` entry point is exported; nor are interop and page_locked_host_* (which
-//! GCC 16's gcn plugin lacks too). All are thread-safe.
+//! §11). **Experimental, unverified on AMD hardware**: the handshake, device
+//! discovery, device open/close, memory (alloc, free, copies, memset,
+//! is_accessible_ptr) and image load/unload are implemented from the contract and the
+//! HSA 1.x API; `run`/`async_run` return a precise not-implemented error (the gcn
+//! launch protocol is unspecified here), and `can_run` says false so libgomp runs
+//! target regions on the host. Errors become libgomp's failure value after a
+//! `libgomp:` message. OpenACC is not offered (`get_caps`), so no `openacc_*` entry
+//! point is exported; nor are interop and page_locked_host_* (which GCC 16's gcn
+//! plugin lacks too). All are thread-safe.
 #![allow(non_snake_case)]
 // The signatures are the C contract; raw pointers are checked in the core.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use super::guard;
-use crate::gcn;
+use crate::blocks::DevPtr;
+use crate::error::Error;
+use crate::gcn::{self, device};
 use crate::libgomp::abi::*;
+use crate::libgomp::report;
 use std::ffi::{c_char, c_int, c_void};
 
 /// The plugin's `GOMP_VERSION` for the libgomp that loaded us; 0 (which libgomp
@@ -56,126 +61,137 @@ pub extern "C" fn GOMP_OFFLOAD_get_uid(_ord: c_int) -> *const c_char {
     std::ptr::null()
 }
 
-/// Opens device `ord` (records it only; unverified on hardware).
+/// Opens device `ord`: finds its memory regions (unverified on hardware).
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_init_device(ord: c_int) -> bool {
     guard::ok("init_device", || gcn::init_device(ord))
 }
 
-/// Closes device `ord`.
+/// Closes device `ord`: unloads its images and frees what libgomp left allocated.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_fini_device(ord: c_int) -> bool {
     guard::ok("fini_device", || gcn::fini_device(ord))
 }
 
-/// Checks the image (descriptor, code object, kernel descriptors, target), then fails
-/// with -1: loading it into an HSA executable is not implemented.
+/// Checks the image (descriptor, code object, kernel descriptors, target), loads it
+/// into an HSA executable and returns the entry count of the table it stores in
+/// `*target_table` (kernels, variables, ICV block); -1 after an error message.
+/// Reverse offload is never offered (`get_num_devices` refuses the requirement), so
+/// `*rev_fn_table` is set to NULL.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_load_image(
     ord: c_int,
     version: u32,
     target_data: *const c_void,
-    _target_table: *mut *mut AddrPair,
-    _rev_fn_table: *mut *mut u64,
+    target_table: *mut *mut AddrPair,
+    rev_fn_table: *mut *mut u64,
     _host_ind_fn_table: *mut u64,
 ) -> c_int {
-    // SAFETY: libgomp passes mkoffload's descriptor (contract).
-    guard::result("load_image", -1, || unsafe {
-        gcn::load_image(ord, version, target_data)
+    guard::result("load_image", -1, || {
+        if target_table.is_null() {
+            return Err(Error::invalid("load_image: no table pointer"));
+        }
+        let dev = device::get(ord)?;
+        // SAFETY: libgomp passes mkoffload's descriptor (contract).
+        let pairs = unsafe { dev.load_image(version, target_data)? };
+        let out = report::malloc(std::mem::size_of_val(pairs.as_slice())).cast::<AddrPair>();
+        // SAFETY: `out` has room for the entries; the out-pointers are writable
+        // (contract) or NULL.
+        unsafe {
+            std::ptr::copy_nonoverlapping(pairs.as_ptr(), out, pairs.len());
+            *target_table = out;
+            if !rev_fn_table.is_null() {
+                *rev_fn_table = std::ptr::null_mut();
+            }
+        }
+        Ok(pairs.len() as c_int)
     })
 }
 
-/// Not implemented (no image can be loaded): false after an error message.
+/// Destroys the executable of an image `load_image` loaded; false after an error
+/// message.
 #[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_unload_image(
-    _ord: c_int,
-    _version: u32,
-    _data: *const c_void,
-) -> bool {
+pub extern "C" fn GOMP_OFFLOAD_unload_image(ord: c_int, version: u32, data: *const c_void) -> bool {
     guard::ok("unload_image", || {
-        Err(gcn::not_implemented(
-            "unload_image",
-            "unloading an HSA executable",
-        ))
+        device::get(ord)?.unload_image(version, data)
     })
 }
 
-/// Not implemented: NULL after an error message.
+/// Allocates device memory; NULL after an error message.
 #[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_alloc(_ord: c_int, _size: usize) -> *mut c_void {
+pub extern "C" fn GOMP_OFFLOAD_alloc(ord: c_int, size: usize) -> *mut c_void {
     guard::result("alloc", std::ptr::null_mut(), || {
-        Err(gcn::not_implemented("alloc", "device memory allocation"))
+        Ok(device::get(ord)?.memory.alloc(size)? as *mut c_void)
     })
 }
 
-/// Not implemented: false after an error message.
+/// Frees device memory (NULL is accepted); false after an error message.
 #[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_free(_ord: c_int, _ptr: *mut c_void) -> bool {
-    guard::ok("free", || {
-        Err(gcn::not_implemented("free", "freeing device memory"))
-    })
+pub extern "C" fn GOMP_OFFLOAD_free(ord: c_int, ptr: *mut c_void) -> bool {
+    guard::ok("free", || device::get(ord)?.memory.free(ptr as DevPtr))
 }
 
-/// Not implemented: false after an error message.
+/// Synchronous copy (dev2host); false after an error message.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_dev2host(
-    _ord: c_int,
-    _dst: *mut c_void,
-    _src: *const c_void,
-    _n: usize,
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
 ) -> bool {
-    guard::ok("dev2host", || {
-        Err(gcn::not_implemented("dev2host", "device-to-host copy"))
+    // SAFETY: libgomp passes a host buffer valid for `n` bytes (contract).
+    guard::ok("dev2host", || unsafe {
+        device::get(ord)?.memory.dev2host(dst, src as DevPtr, n)
     })
 }
 
-/// Not implemented: false after an error message.
+/// Synchronous copy (host2dev); false after an error message.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_host2dev(
-    _ord: c_int,
-    _dst: *mut c_void,
-    _src: *const c_void,
-    _n: usize,
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
 ) -> bool {
-    guard::ok("host2dev", || {
-        Err(gcn::not_implemented("host2dev", "host-to-device copy"))
+    // SAFETY: libgomp passes a host buffer valid for `n` bytes (contract).
+    guard::ok("host2dev", || unsafe {
+        device::get(ord)?.memory.host2dev(dst as DevPtr, src, n)
     })
 }
 
-/// Not implemented: false after an error message.
+/// Synchronous device-to-device copy; false after an error message.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_dev2dev(
-    _ord: c_int,
-    _dst: *mut c_void,
-    _src: *const c_void,
-    _n: usize,
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
 ) -> bool {
     guard::ok("dev2dev", || {
-        Err(gcn::not_implemented("dev2dev", "device-to-device copy"))
+        device::get(ord)?
+            .memory
+            .dev2dev(dst as DevPtr, src as DevPtr, n)
     })
 }
 
-/// Not implemented: false after an error message.
+/// Sets `n` device bytes to the low byte of `val`; false after an error message.
 #[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_memset(
-    _ord: c_int,
-    _ptr: *mut c_void,
-    _val: c_int,
-    _n: usize,
-) -> bool {
+pub extern "C" fn GOMP_OFFLOAD_memset(ord: c_int, ptr: *mut c_void, val: c_int, n: usize) -> bool {
     guard::ok("memset", || {
-        Err(gcn::not_implemented("memset", "device memset"))
+        device::get(ord)?.memory.memset(ptr as DevPtr, val, n)
     })
 }
 
-/// Whether `fn` can run on the device: never (no image can be loaded), so libgomp runs
-/// the region on the host.
+/// Whether `fn` can run on the device: never (kernel dispatch is not implemented, see
+/// `gcn::dispatch`), so libgomp runs every target region on the host.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_can_run(_tgt_fn: *mut c_void) -> bool {
     false
 }
 
-/// Not implemented; errors of `run` are fatal by contract.
+/// Not implemented (the gcn launch protocol is not specified; see `gcn::dispatch`);
+/// errors of `run` are fatal by contract. Unreachable from libgomp while `can_run`
+/// says false.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_run(
     _ord: c_int,
@@ -183,9 +199,7 @@ pub extern "C" fn GOMP_OFFLOAD_run(
     _vars: *mut c_void,
     _args: *mut *mut c_void,
 ) {
-    guard::or_fatal("run", || {
-        Err(gcn::not_implemented("run", "kernel dispatch"))
-    })
+    guard::or_fatal("run", || Err(gcn::dispatch::launch_protocol_missing("run")))
 }
 
 /// Not implemented; fatal like `run` (the task would otherwise never complete).
@@ -198,10 +212,7 @@ pub extern "C" fn GOMP_OFFLOAD_async_run(
     _async_data: *mut c_void,
 ) {
     guard::or_fatal("async_run", || {
-        Err(gcn::not_implemented(
-            "async_run",
-            "asynchronous kernel dispatch",
-        ))
+        Err(gcn::dispatch::launch_protocol_missing("async_run"))
     })
 }
 
@@ -270,12 +281,16 @@ pub extern "C" fn GOMP_OFFLOAD_managed_free(_ord: c_int, _ptr: *mut c_void) -> b
     })
 }
 
-/// Unknown accessibility: 0 (not accessible), the safe answer.
+/// 1 if device `ord` can access `[ptr, ptr+size)` (memory allocated on it, or any
+/// memory on a full-profile agent), else 0; 0 after an error message for a device
+/// that is not open.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_is_accessible_ptr(
-    _ord: c_int,
-    _ptr: *const c_void,
-    _size: usize,
+    ord: c_int,
+    ptr: *const c_void,
+    size: usize,
 ) -> c_int {
-    0
+    guard::result("is_accessible_ptr", 0, || {
+        Ok(device::get(ord)?.memory.is_accessible(ptr as usize, size) as c_int)
+    })
 }

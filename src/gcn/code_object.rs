@@ -1,11 +1,13 @@
 //! AMDGPU code objects (the `.hsaco` ELF files mkoffload embeds): parsing and the
 //! checks the plugin can make without a GPU. [`CodeObject::parse`] reads the ELF
 //! header, the target (`e_flags`) and the dynamic and static symbol tables, refusing
-//! anything malformed with a clear error and never reading out of bounds;
+//! anything malformed with a clear error and never reading out of bounds, and the
+//! kernel metadata notes ([`super::metadata`]);
 //! [`CodeObject::check_kernels`] verifies that every kernel libgomp names has its
 //! kernel descriptor (`<name>.kd`, 64 bytes). Pure; owned data; thread-safe.
 
 use super::mach;
+use super::metadata::{self, KernelMeta};
 use crate::error::{Error, Result};
 
 /// `EM_AMDGPU`.
@@ -15,7 +17,9 @@ pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
 /// Size of a kernel descriptor (`amd_kernel_code_t` successor, code object v3+).
 pub const KERNEL_DESCRIPTOR_SIZE: u64 = 64;
 
+const SHT_PROGBITS: u32 = 1;
 const SHT_SYMTAB: u32 = 2;
+const SHT_NOTE: u32 = 7;
 const SHT_DYNSYM: u32 = 11;
 const STT_OBJECT: u8 = 1;
 
@@ -48,6 +52,10 @@ pub struct CodeObject {
     pub abi_version: u8,
     /// Symbols of `.dynsym` then `.symtab`.
     pub symbols: Vec<Symbol>,
+    /// The kernels the metadata notes describe, in note order.
+    pub kernel_meta: Vec<KernelMeta>,
+    /// `(address, file offset, size)` of each section with file contents (PROGBITS).
+    pub loaded: Vec<(u64, u64, u64)>,
 }
 
 fn bad(what: impl std::fmt::Display) -> Error {
@@ -79,6 +87,7 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 
 struct Section {
     kind: u32,
+    addr: u64,
     offset: u64,
     size: u64,
     link: u32,
@@ -129,6 +138,7 @@ impl CodeObject {
             .chunks_exact(64)
             .map(|s| Section {
                 kind: u32_at(s, 4),
+                addr: u64_at(s, 16),
                 offset: u64_at(s, 24),
                 size: u64_at(s, 32),
                 link: u32_at(s, 40),
@@ -162,6 +172,16 @@ impl CodeObject {
                 }
             }
         }
+        let mut kernel_meta = Vec::new();
+        for s in sections.iter().filter(|s| s.kind == SHT_NOTE) {
+            let sec = slice(b, s.offset, s.size, "note section")?;
+            kernel_meta.extend(metadata::from_note_section(sec)?);
+        }
+        let loaded = sections
+            .iter()
+            .filter(|s| s.kind == SHT_PROGBITS && s.addr != 0)
+            .map(|s| (s.addr, s.offset, s.size))
+            .collect();
         Ok(CodeObject {
             flags,
             mach: m,
@@ -169,6 +189,8 @@ impl CodeObject {
             generic_version: flags >> mach::GENERIC_VERSION_SHIFT,
             abi_version: b[8],
             symbols,
+            kernel_meta,
+            loaded,
         })
     }
 
@@ -183,6 +205,31 @@ impl CodeObject {
     pub fn kernel_descriptor(&self, kernel: &str) -> Option<&Symbol> {
         let want = format!("{kernel}.kd");
         self.symbols.iter().find(|s| s.name == want)
+    }
+
+    /// The file bytes of `[addr, addr+len)` as laid out before loading (relocations not
+    /// applied), if one section holds them all; `b` is the image parsed.
+    pub fn file_bytes<'a>(&self, b: &'a [u8], addr: u64, len: u64) -> Option<&'a [u8]> {
+        let &(start, off, size) = self.loaded.iter().find(|(a, _, n)| {
+            addr >= *a
+                && addr
+                    .checked_add(len)
+                    .zip(a.checked_add(*n))
+                    .is_some_and(|(e, end)| e <= end)
+        })?;
+        slice(b, off + (addr - start), len, "section bytes")
+            .ok()
+            .filter(|_| size >= len)
+    }
+
+    /// The symbol called `name`, if any.
+    pub fn symbol(&self, name: &str) -> Option<&Symbol> {
+        self.symbols.iter().find(|s| s.name == name)
+    }
+
+    /// The metadata of `kernel` (its `.name`), if the notes describe it.
+    pub fn metadata(&self, kernel: &str) -> Option<&KernelMeta> {
+        self.kernel_meta.iter().find(|k| k.name == kernel)
     }
 
     /// Names of all kernels (symbols `<name>.kd`), in table order, without repeats.

@@ -8,10 +8,12 @@ use super::mach;
 use std::ffi::{c_void, CString};
 
 fn fixture(target: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/tests/fixtures/gcn/vadd-{target}.hsaco.xz",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    fixture_file(&format!("vadd-{target}.hsaco.xz"))
+}
+
+/// The decompressed bytes of tests/fixtures/gcn/`file`.
+pub fn fixture_file(file: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/gcn/{file}", env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new("xz")
         .args(["-dc", &path])
         .output()
@@ -203,7 +205,7 @@ fn device_count_policy() {
     assert_eq!(devices_for(&[], 0, true).0, 0);
     let (n, why) = devices_for(&a, 0, false);
     assert_eq!(n, 0);
-    assert!(why.contains("cannot load or run kernels"), "{why}");
+    assert!(why.contains("cannot run kernels"), "{why}");
     assert_eq!(devices_for(&a, 0, true).0, 1);
     assert_eq!(
         devices_for(
@@ -214,4 +216,51 @@ fn device_count_policy() {
         .0,
         0
     );
+}
+
+#[test]
+fn metadata_notes_of_real_images() {
+    for t in ["gfx90a", "gfx908", "gfx10-3-generic"] {
+        let co = CodeObject::parse(&fixture(t)).unwrap();
+        let mut names: Vec<&str> = co.kernel_meta.iter().map(|k| k.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            ["_fini_array", "_init_array", "main._omp_fn.0"],
+            "{t}"
+        );
+        let m = co.metadata("main._omp_fn.0").unwrap();
+        assert_eq!(m.symbol, "main._omp_fn.0.kd");
+        assert_eq!(
+            (m.kernarg_segment_size, m.kernarg_segment_align),
+            (8, 8),
+            "{t}"
+        );
+        assert_eq!(m.private_segment_fixed_size, 0, "{t}");
+        assert!(m.wavefront_size == 32 || m.wavefront_size == 64, "{t}");
+        assert_eq!(co.metadata("_init_array").unwrap().kernarg_segment_size, 0);
+    }
+    let m = CodeObject::parse(&fixture("gfx90a")).unwrap();
+    let m = m.metadata("main._omp_fn.0").unwrap().clone();
+    assert_eq!(m.group_segment_fixed_size, 0x600);
+    assert_eq!((m.wavefront_size, m.max_flat_workgroup_size), (64, 1024));
+    assert_eq!((m.sgpr_count, m.vgpr_count), (62, 48));
+}
+
+#[test]
+fn corrupt_metadata_note_is_rejected() {
+    let good = fixture("gfx90a");
+    // The first note's description size, made larger than the section.
+    let at = good
+        .windows(7)
+        .position(|w| w == b"AMDGPU\0")
+        .expect("note owner")
+        - 12;
+    let mut b = good.clone();
+    b[at + 4..at + 8].copy_from_slice(&0x10000u32.to_le_bytes());
+    assert!(err(&b).contains("metadata note"), "{}", err(&b));
+    // The msgpack map itself, broken: a reserved byte in place of its first byte.
+    let mut b = good.clone();
+    b[at + 20] = 0xc1;
+    assert!(err(&b).contains("msgpack"), "{}", err(&b));
 }

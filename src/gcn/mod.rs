@@ -1,16 +1,38 @@
-//! The AMD GCN core (gcn build): GPU agents found through the HSA runtime, and gcn
-//! images (descriptor and code object). **Experimental**: written without AMD
-//! hardware. What works without a GPU (runtime loading, agent discovery, falling back
-//! to 0 devices, reading and checking images) is implemented and tested; the HSA-side
-//! work (loading executables, memory, kernel dispatch) is not implemented and returns
-//! [`Error::NotImplemented`], which the exported edge reports in libgomp's convention.
+//! The AMD GCN core (gcn build). **Experimental: implemented from the contract
+//! (`shared/design/plugin-abi.md`) and the public HSA 1.x API, unverified on AMD
+//! hardware** (none was available to this project).
 //!
-//! Thread-safety: the agent list is computed once (a `OnceCell`); the open flags are
-//! behind a `Mutex`.
+//! Implemented: runtime loading and GPU-agent discovery (this file); reading and
+//! checking gcn images ([`descriptor`], [`code_object`], [`mach`], the kernel metadata
+//! in [`metadata`] over [`msgpack`]); opening a device (its memory regions,
+//! [`device`]); device memory, copies, memset and `is_accessible_ptr` ([`memory`]);
+//! loading an image into an HSA executable and building libgomp's address table
+//! ([`executable`], [`table`]); the pure parts of an AQL kernel dispatch
+//! ([`dispatch`]).
+//!
+//! Not implemented: `run`/`async_run` (the gcn kernel launch protocol is not in our
+//! specification and could not be measured: see [`dispatch`]); images with indirect
+//! functions; 2-D/3-D copies; managed memory.
+//!
+//! Verified: the pure parts by unit tests on real GCC 16 images; the HSA call sequence
+//! and bookkeeping (open, alloc, copies, memset, free, load and unload of a real image,
+//! bad calls) only against the stand-in runtime of tests/fallback/stub_libhsa.c, which
+//! serves memory from host memory and executables from fake addresses
+//! (tests/host_fallback.sh, section 2c) — not against a real HSA runtime or GPU.
+//!
+//! Thread-safety: the agent list is computed once (a `OnceCell`); open devices are in
+//! a mutex-protected table ([`device`]).
 
 pub mod code_object;
 pub mod descriptor;
+pub mod device;
+pub mod dispatch;
+pub mod executable;
 pub mod mach;
+pub mod memory;
+pub mod metadata;
+pub mod msgpack;
+pub mod table;
 
 use crate::error::{Error, Result};
 use crate::hsa::runtime::{self, Runtime};
@@ -18,7 +40,6 @@ use crate::hsa::sys::*;
 use crate::libgomp::abi::*;
 use once_cell::sync::OnceCell;
 use std::ffi::c_void;
-use std::sync::Mutex;
 
 /// Environment variable that makes the plugin report the GPU agents it finds even
 /// though it cannot run kernels on them (for developing the missing parts on real
@@ -36,7 +57,6 @@ pub struct Agent {
 }
 
 static AGENTS: OnceCell<std::result::Result<Vec<Agent>, String>> = OnceCell::new();
-static OPEN: Mutex<Vec<bool>> = Mutex::new(Vec::new());
 
 unsafe extern "C" fn collect(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
     // SAFETY: `data` is the `(&Runtime, Vec<Agent>)` that `discover` passes, live for
@@ -118,10 +138,10 @@ pub fn devices_for(found: &[Agent], requires_mask: u32, experimental: bool) -> (
     }
     if !experimental {
         return (0, format!(
-            "found GPU agent(s) {names:?}, but this experimental plugin cannot load or run kernels (not implemented without AMD hardware): reporting 0 devices so the program falls back to the host (set {EXPERIMENTAL_ENV}=1 to report them)"
+            "found GPU agent(s) {names:?}, but this experimental plugin cannot run kernels (kernel dispatch is not implemented: the gcn launch protocol is not specified and was not measurable without AMD hardware): reporting 0 devices so the program falls back to the host (set {EXPERIMENTAL_ENV}=1 to report them)"
         ));
     }
-    (found.len() as i32, format!("{} GPU agent(s) {names:?} reported ({EXPERIMENTAL_ENV} is set; kernels cannot run yet)", found.len()))
+    (found.len() as i32, format!("{} GPU agent(s) {names:?} reported ({EXPERIMENTAL_ENV} is set; kernels cannot run: target regions fall back to the host)", found.len()))
 }
 
 /// `get_num_devices`: 0 when the runtime is missing or broken, has no GPU agent, or
@@ -141,7 +161,8 @@ pub fn num_devices(requires_mask: u32) -> i32 {
     }
 }
 
-fn agent(ord: i32) -> Result<&'static Agent> {
+/// The agent of device number `ord`.
+pub fn agent(ord: i32) -> Result<&'static Agent> {
     let found = agents().map_err(|e| Error::invalid(format!("no gcn device {ord}: {e}")))?;
     usize::try_from(ord)
         .ok()
@@ -149,35 +170,14 @@ fn agent(ord: i32) -> Result<&'static Agent> {
         .ok_or_else(|| Error::invalid(format!("no gcn device {ord} (there are {})", found.len())))
 }
 
-/// Opens device `ord` (records it; no HSA queue is created: dispatch is not implemented).
+/// `init_device`: see [`device::open`].
 pub fn init_device(ord: i32) -> Result<()> {
-    let a = agent(ord)?;
-    let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
-    let i = ord as usize;
-    if open.len() <= i {
-        open.resize(i + 1, false);
-    }
-    if open[i] {
-        return Err(Error::invalid(format!("gcn device {ord} is already open")));
-    }
-    open[i] = true;
-    log::debug!(
-        "device {ord}: {} opened (experimental: no queue, no memory)",
-        a.name
-    );
-    Ok(())
+    device::open(ord)
 }
 
-/// Closes device `ord`.
+/// `fini_device`: see [`device::close`].
 pub fn fini_device(ord: i32) -> Result<()> {
-    let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
-    match usize::try_from(ord).ok().and_then(|i| open.get_mut(i)) {
-        Some(o) if *o => {
-            *o = false;
-            Ok(())
-        }
-        _ => Err(Error::invalid(format!("gcn device {ord} is not open"))),
-    }
+    device::close(ord)
 }
 
 /// The error of every part not implemented: names the entry point and says why.
@@ -185,6 +185,17 @@ pub fn not_implemented(entry: &str, what: &str) -> Error {
     Error::NotImplemented(format!(
         "GOMP_OFFLOAD_{entry}: {what} is not implemented in gomp-plugin-rs's gcn plugin (not implemented/verified without AMD hardware)"
     ))
+}
+
+/// Refuses an image version word whose device part is newer than this plugin reads.
+pub fn check_version(version: u32) -> Result<()> {
+    if version_dev(version) > VERSION_GCN {
+        return Err(Error::invalid(format!(
+            "gcn image version {} is newer than the {VERSION_GCN} this plugin reads",
+            version_dev(version)
+        )));
+    }
+    Ok(())
 }
 
 /// Reads and checks a gcn image: version, descriptor, code object, kernel descriptors,
@@ -197,12 +208,7 @@ pub unsafe fn check_image(
     target_data: *const c_void,
     device_target: Option<&str>,
 ) -> Result<(descriptor::Descriptor, code_object::CodeObject)> {
-    if version_dev(version) > VERSION_GCN {
-        return Err(Error::invalid(format!(
-            "gcn image version {} is newer than the {VERSION_GCN} this plugin reads",
-            version_dev(version)
-        )));
-    }
+    check_version(version)?;
     // SAFETY: caller's contract.
     let d = unsafe { descriptor::read(target_data)? };
     let co = code_object::CodeObject::parse(&d.image)?;
@@ -221,28 +227,5 @@ pub unsafe fn check_image(
     Ok((d, co))
 }
 
-/// `load_image`: checks the image (as [`check_image`]), logs what it holds, then fails
-/// with [`Error::NotImplemented`]: creating the HSA executable is not implemented.
-///
-/// # Safety
-/// As [`check_image`].
-pub unsafe fn load_image(ord: i32, version: u32, target_data: *const c_void) -> Result<i32> {
-    let a = agent(ord)?;
-    // SAFETY: caller's contract.
-    let (d, co) = unsafe { check_image(version, target_data, Some(&a.name))? };
-    log::debug!(
-        "image for {}: {} bytes, {} kernel(s), {} variable(s), {} indirect function(s)",
-        co.target_name(),
-        d.image.len(),
-        d.kernels.len(),
-        d.global_variable_count,
-        d.ind_func_count
-    );
-    Err(not_implemented(
-        "load_image",
-        "loading the code object into an HSA executable",
-    ))
-}
-
 #[cfg(test)]
-mod image_tests;
+pub mod image_tests;

@@ -20,6 +20,8 @@ pub const DEFAULT_LIBRARY: &str = "libhsa-runtime64.so.1";
 
 /// `hsa_iterate_agents` callback type.
 pub type AgentCallback = unsafe extern "C" fn(hsa_agent_t, *mut c_void) -> hsa_status_t;
+/// `hsa_agent_iterate_regions` callback type.
+pub type RegionCallback = unsafe extern "C" fn(hsa_region_t, *mut c_void) -> hsa_status_t;
 
 macro_rules! runtime_table {
     (
@@ -94,6 +96,10 @@ runtime_table! {
         hsa_signal_store_release(hsa_signal_t, hsa_signal_value_t) -> ();
         hsa_signal_load_acquire(hsa_signal_t) -> hsa_signal_value_t;
         hsa_signal_wait_acquire(hsa_signal_t, hsa_signal_condition_t, hsa_signal_value_t, u64, hsa_wait_state_t) -> hsa_signal_value_t;
+        hsa_agent_iterate_regions(hsa_agent_t, Option<RegionCallback>, *mut c_void) -> hsa_status_t;
+        hsa_region_get_info(hsa_region_t, hsa_region_info_t, *mut c_void) -> hsa_status_t;
+        hsa_memory_allocate(hsa_region_t, usize, *mut *mut c_void) -> hsa_status_t;
+        hsa_memory_free(*mut c_void) -> hsa_status_t;
         hsa_memory_copy(*mut c_void, *const c_void, usize) -> hsa_status_t;
         hsa_code_object_reader_create_from_memory(*const c_void, usize, *mut hsa_code_object_reader_t) -> hsa_status_t;
         hsa_code_object_reader_destroy(hsa_code_object_reader_t) -> hsa_status_t;
@@ -105,10 +111,7 @@ runtime_table! {
         hsa_executable_symbol_get_info(hsa_executable_symbol_t, hsa_executable_symbol_info_t, *mut c_void) -> hsa_status_t;
     }
     optional {
-        hsa_agent_iterate_regions(hsa_agent_t, Option<unsafe extern "C" fn(hsa_region_t, *mut c_void) -> hsa_status_t>, *mut c_void);
-        hsa_region_get_info(hsa_region_t, hsa_region_info_t, *mut c_void);
-        hsa_memory_allocate(hsa_region_t, usize, *mut *mut c_void);
-        hsa_memory_free(*mut c_void);
+        hsa_executable_validate(hsa_executable_t, *mut u32);
     }
 }
 

@@ -153,6 +153,35 @@ pub struct hsa_queue_s {
     pub id: u64,
 }
 pub type hsa_queue_t = hsa_queue_s;
+pub const hsa_packet_type_t_HSA_PACKET_TYPE_VENDOR_SPECIFIC: hsa_packet_type_t = 0;
+pub const hsa_packet_type_t_HSA_PACKET_TYPE_INVALID: hsa_packet_type_t = 1;
+pub const hsa_packet_type_t_HSA_PACKET_TYPE_KERNEL_DISPATCH: hsa_packet_type_t = 2;
+pub const hsa_packet_type_t_HSA_PACKET_TYPE_BARRIER_AND: hsa_packet_type_t = 3;
+pub const hsa_packet_type_t_HSA_PACKET_TYPE_AGENT_DISPATCH: hsa_packet_type_t = 4;
+pub const hsa_packet_type_t_HSA_PACKET_TYPE_BARRIER_OR: hsa_packet_type_t = 5;
+pub type hsa_packet_type_t = ::core::ffi::c_uint;
+pub const hsa_fence_scope_t_HSA_FENCE_SCOPE_NONE: hsa_fence_scope_t = 0;
+pub const hsa_fence_scope_t_HSA_FENCE_SCOPE_AGENT: hsa_fence_scope_t = 1;
+pub const hsa_fence_scope_t_HSA_FENCE_SCOPE_SYSTEM: hsa_fence_scope_t = 2;
+pub type hsa_fence_scope_t = ::core::ffi::c_uint;
+pub const hsa_packet_header_t_HSA_PACKET_HEADER_TYPE: hsa_packet_header_t = 0;
+pub const hsa_packet_header_t_HSA_PACKET_HEADER_BARRIER: hsa_packet_header_t = 8;
+pub const hsa_packet_header_t_HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE: hsa_packet_header_t = 9;
+pub const hsa_packet_header_t_HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE: hsa_packet_header_t = 9;
+pub const hsa_packet_header_t_HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE: hsa_packet_header_t = 11;
+pub const hsa_packet_header_t_HSA_PACKET_HEADER_RELEASE_FENCE_SCOPE: hsa_packet_header_t = 11;
+pub type hsa_packet_header_t = ::core::ffi::c_uint;
+pub const hsa_packet_header_width_t_HSA_PACKET_HEADER_WIDTH_TYPE: hsa_packet_header_width_t = 8;
+pub const hsa_packet_header_width_t_HSA_PACKET_HEADER_WIDTH_BARRIER: hsa_packet_header_width_t = 1;
+pub const hsa_packet_header_width_t_HSA_PACKET_HEADER_WIDTH_SCACQUIRE_FENCE_SCOPE:
+    hsa_packet_header_width_t = 2;
+pub const hsa_packet_header_width_t_HSA_PACKET_HEADER_WIDTH_ACQUIRE_FENCE_SCOPE:
+    hsa_packet_header_width_t = 2;
+pub const hsa_packet_header_width_t_HSA_PACKET_HEADER_WIDTH_SCRELEASE_FENCE_SCOPE:
+    hsa_packet_header_width_t = 2;
+pub const hsa_packet_header_width_t_HSA_PACKET_HEADER_WIDTH_RELEASE_FENCE_SCOPE:
+    hsa_packet_header_width_t = 2;
+pub type hsa_packet_header_width_t = ::core::ffi::c_uint;
 pub const hsa_kernel_dispatch_packet_setup_t_HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS:
     hsa_kernel_dispatch_packet_setup_t = 0;
 pub type hsa_kernel_dispatch_packet_setup_t = ::core::ffi::c_uint;

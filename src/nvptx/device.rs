@@ -1,7 +1,6 @@
 //! One opened CUDA device: its context, properties, settings and per-device pools.
 
 use super::async_queue::AsyncQueue;
-use super::blocks::Blocks;
 use super::config::Config;
 use super::host_memory::{HostChunks, HostPool};
 use super::image::Image;
@@ -13,6 +12,7 @@ use super::small_blocks::SmallBlocks;
 use super::stacks::StackCache;
 use super::staging::Staging;
 use super::streams::{Stream, StreamPool};
+use crate::blocks::Blocks;
 use crate::cu;
 use crate::cuda::sys::*;
 use crate::error::Result;

@@ -2,11 +2,11 @@
 //! returns (the contract's synchronous semantics); it runs on a pooled stream, or on
 //! CUDA's legacy default stream once OpenACC is in use (see `Device::on_copy_stream`).
 
-use super::blocks::check_copy;
 use super::device::Device;
 use super::host_ranges;
 use super::large_blocks;
 use super::staging;
+use crate::blocks::check_copy;
 use crate::cu;
 use crate::cuda::sys::{CUdeviceptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
 use crate::error::{Error, Result};

@@ -2,7 +2,6 @@
 //! driver. Depends on `cuda` and `libgomp`; called only by the exported edge.
 
 pub mod async_queue;
-pub mod blocks;
 pub mod config;
 pub mod descriptor;
 pub mod device;

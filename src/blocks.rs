@@ -1,21 +1,24 @@
-//! The device blocks handed out by `alloc`: their sizes, so a free of an address that
-//! is not a block and a copy running past a block's end get libgomp's errors ("invalid
-//! device address", "invalid size") instead of a driver error or a silent overrun.
+//! The device blocks handed out by `alloc` (shared by both products): their sizes, so
+//! a free of an address that is not a block and a copy running past a block's end get
+//! libgomp's errors ("invalid device address", "invalid size") instead of a driver or
+//! runtime error or a silent overrun.
 
-use crate::cuda::sys::CUdeviceptr;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+/// A device address (CUDA's `CUdeviceptr`, or an HSA pointer as an integer).
+pub type DevPtr = u64;
+
 /// Live blocks of one device by start address. Thread-safe.
 #[derive(Default)]
 pub struct Blocks {
-    live: Mutex<BTreeMap<CUdeviceptr, usize>>,
+    live: Mutex<BTreeMap<DevPtr, usize>>,
 }
 
 impl Blocks {
     /// Records a new block.
-    pub fn insert(&self, p: CUdeviceptr, size: usize) {
+    pub fn insert(&self, p: DevPtr, size: usize) {
         self.live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -23,7 +26,7 @@ impl Blocks {
     }
 
     /// Forgets block `p`; an address that does not start a block is an error.
-    pub fn remove(&self, p: CUdeviceptr) -> Result<usize> {
+    pub fn remove(&self, p: DevPtr) -> Result<usize> {
         self.live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -31,8 +34,15 @@ impl Blocks {
             .ok_or_else(|| Error::invalid("invalid device address"))
     }
 
+    /// Forgets every block (when its device closes), returning their addresses.
+    pub fn take_all(&self) -> Vec<DevPtr> {
+        std::mem::take(&mut *self.live.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_keys()
+            .collect()
+    }
+
     /// Whether `p` lies inside a live block.
-    pub fn contains(&self, p: CUdeviceptr) -> bool {
+    pub fn contains(&self, p: DevPtr) -> bool {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         live.range(..=p)
             .next_back()
@@ -42,7 +52,7 @@ impl Blocks {
     /// Checks `[p, p+n)` against the block containing `p`, if any: running past its
     /// end is "invalid size". Addresses outside every block (module globals, memory
     /// the program allocated itself) are left to the driver.
-    pub fn check(&self, p: CUdeviceptr, n: usize) -> Result<()> {
+    pub fn check(&self, p: DevPtr, n: usize) -> Result<()> {
         let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((&start, &size)) = live.range(..=p).next_back() {
             let end = start + size as u64;
@@ -55,7 +65,7 @@ impl Blocks {
 }
 
 /// The address checks of a copy between host and device, with libgomp's messages.
-pub fn check_copy(dev_ptr: CUdeviceptr, host_ptr: *const std::ffi::c_void) -> Result<()> {
+pub fn check_copy(dev_ptr: DevPtr, host_ptr: *const std::ffi::c_void) -> Result<()> {
     if dev_ptr == 0 {
         return Err(Error::invalid("invalid device address"));
     }
@@ -91,6 +101,10 @@ mod tests {
         );
         assert_eq!(b.remove(0x1000).unwrap(), 0x100);
         assert!(b.remove(0x1000).is_err(), "double free");
+        b.insert(0x3000, 8);
+        b.insert(0x2000, 0);
+        assert_eq!(b.take_all(), [0x2000, 0x3000]);
+        assert!(!b.contains(0x3000));
     }
 
     #[test]
