@@ -1,7 +1,8 @@
 /* revoff_bench.c - reverse offload (`target device(ancestor: 1)`) micro-benchmarks.
  * `requires reverse_offload` applies to the whole program, hence a file of its own.
  *
- * usage: revoff_bench [N]
+ * usage: revoff_bench [N [seq]]      (seq: the round trips only, e.g. for GOMP_DEBUG's
+ *                                     split of host and device time per request)
  *   metric revoff_round_trip  mean time of N device->host->device calls (us)
  *   metric empty_target_revoff median empty `omp target` in such a program (us)
  *   metric revoff_concurrent_per_s  requests served per second when 4 kernels
@@ -10,6 +11,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "median.h"
 
 #pragma omp requires reverse_offload
@@ -59,6 +61,8 @@ int main (int argc, char **argv)
       return 1;
     }
   printf ("metric revoff_round_trip %.2f us\n", per * 1e6);
+  if (argc > 2 && !strcmp (argv[2], "seq"))
+    return 0;
   int per_kernel = n / 4 > 0 ? n / 4 : 1;
   t0 = omp_get_wtime ();
 #pragma omp parallel num_threads(1)
