@@ -35,7 +35,10 @@ impl PtxNames {
                     while i < t.len() && is_follow(t[i]) {
                         i += 1;
                     }
-                    set.insert(t[start..i].into());
+                    let name = &t[start..i];
+                    if !set.contains(name) {
+                        set.insert(name.into());
+                    }
                 } else if b.is_ascii_digit() {
                     // A number (or a suffix of one, e.g. 0f3F800000): not an identifier.
                     while i < t.len() && is_follow(t[i]) {
