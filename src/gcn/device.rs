@@ -45,10 +45,6 @@ fn table() -> std::sync::MutexGuard<'static, Vec<Option<Arc<Device>>>> {
 pub fn open(ord: i32) -> Result<()> {
     let a = agent(ord)?;
     let rt = runtime::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
-    let i = ord as usize;
-    if table().get(i).is_some_and(Option::is_some) {
-        return Err(Error::invalid(format!("gcn device {ord} is already open")));
-    }
     let agent = hsa_agent_t { handle: a.handle };
     let regions = memory::find_regions(rt, agent)?;
     let mut profile: hsa_profile_t = 0;
@@ -62,14 +58,6 @@ pub fn open(ord: i32) -> Result<()> {
     };
     rt.check(st, "hsa_agent_get_info(HSA_AGENT_INFO_PROFILE)")?;
     let full = profile == hsa_profile_t_HSA_PROFILE_FULL;
-    log::debug!(
-        "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {}; no queue: dispatch is not implemented)",
-        a.name,
-        if full { "full" } else { "base" },
-        regions.device.handle,
-        regions.kernarg.map_or("none".into(), |r| format!("{:#x}", r.handle)),
-        regions.fine.map_or("none".into(), |r| format!("{:#x}", r.handle)),
-    );
     let dev = Device {
         ord,
         agent,
@@ -78,6 +66,7 @@ pub fn open(ord: i32) -> Result<()> {
         images: Mutex::new(Vec::new()),
         rt,
     };
+    let i = ord as usize;
     let mut t = table();
     if t.len() <= i {
         t.resize(i + 1, None);
@@ -86,6 +75,15 @@ pub fn open(ord: i32) -> Result<()> {
         return Err(Error::invalid(format!("gcn device {ord} is already open")));
     }
     t[i] = Some(Arc::new(dev));
+    drop(t);
+    log::debug!(
+        "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {}; no queue: dispatch is not implemented)",
+        a.name,
+        if full { "full" } else { "base" },
+        regions.device.handle,
+        regions.kernarg.map_or("none".into(), |r| format!("{:#x}", r.handle)),
+        regions.fine.map_or("none".into(), |r| format!("{:#x}", r.handle)),
+    );
     Ok(())
 }
 
@@ -124,7 +122,8 @@ impl Device {
         version: u32,
         target_data: *const c_void,
     ) -> Result<Vec<AddrPair>> {
-        super::check_version(version)?;
+        // SAFETY: caller's contract.
+        let (desc, co) = unsafe { check_image(version, target_data, Some(&self.name))? };
         let key = target_data as usize;
         if self
             .images
@@ -137,8 +136,6 @@ impl Device {
                 "load_image: image {target_data:p} is already loaded"
             )));
         }
-        // SAFETY: caller's contract.
-        let (desc, co) = unsafe { check_image(version, target_data, Some(&self.name))? };
         let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
         let (img, table) = Image::load(self.rt, self.agent, key, desc, &co)?;
         log::debug!(
