@@ -51,9 +51,9 @@ unsafe impl Send for Image {}
 // SAFETY: as above; the image is immutable after loading.
 unsafe impl Sync for Image {}
 
-/// Looks up a device global; `None` if the module does not define it.
-#[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn global(module: CUmodule, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
+/// Looks up a device global; `None` if the module does not define it (callers go
+/// through [`Image::global`], which skips names the PTX never mentions).
+fn global(module: CUmodule, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
     let (mut p, mut n) = (0, 0);
     // SAFETY: out-pointers to locals; `module` is loaded.
     match unsafe { cu!(cuModuleGetGlobal(&mut p, &mut n, module, name.as_ptr())) } {
@@ -70,9 +70,9 @@ fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
     Ok(v)
 }
 
-/// Looks up a kernel; `None` if the module does not define it. `module` must be loaded.
-#[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn find_function(module: CUmodule, name: &CStr) -> Result<Option<CUfunction>> {
+/// Looks up a kernel; `None` if the module does not define it. `module` must be loaded
+/// (callers go through [`Image::function`]).
+fn find_function(module: CUmodule, name: &CStr) -> Result<Option<CUfunction>> {
     let mut f: CUfunction = std::ptr::null_mut();
     // SAFETY: out-pointer to a local; `module` is loaded.
     match unsafe { cu!(cuModuleGetFunction(&mut f, module, name.as_ptr())) } {
