@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
 mkdir -p "$WORK/bench" .carry/plugin
-cp bench/offload_bench.c bench/revoff_bench.c bench/acc_bench.c bench/median.h "$WORK/bench/"
+cp bench/offload_bench.c bench/revoff_bench.c bench/acc_bench.c bench/median.h tests/device/gpu_probe.h "$WORK/bench/"
 for b in offload_bench revoff_bench; do
   scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none $b.c -o $b"
   cp "$WORK/bench/$b" .carry/

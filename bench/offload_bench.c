@@ -25,21 +25,13 @@
  *                      over the threads (us) and pairs per second in all
  * Each result is a line "metric NAME VALUE UNIT"; a wrong result prints "ERROR ..." and
  * exits 1. */
-#include <dlfcn.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "median.h"
+#include "gpu_probe.h"
 
-
-static int on_device (void)
-{
-  int d = 0;
-#pragma omp target map(from: d)
-  d = !omp_is_initial_device ();
-  return d;
-}
 
 static int mode_empty (int n)
 {
@@ -152,25 +144,6 @@ static int mode_alloc (int n, size_t bytes)
   return 0;
 }
 
-/* Free device memory as the driver reports it (libcuda's cuMemGetInfo_v2, loaded with
-   dlopen; the plugin leaves its context current on this thread), in MiB; -1 if
-   unavailable. */
-static double free_mib (void)
-{
-  static int (*get) (size_t *, size_t *);
-  if (!get)
-    {
-      void *h = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-      if (!h)
-        h = dlopen ("libcuda.so.1", RTLD_NOW);
-      if (h)
-        *(void **) &get = dlsym (h, "cuMemGetInfo_v2");
-    }
-  size_t f = 0, t = 0;
-  if (!get || get (&f, &t) != 0)
-    return -1;
-  return f / 1048576.0;
-}
 
 /* N cycles of omp_target_alloc + omp_target_free of sizes 1 KiB..4 MiB (varying),
    with a target region each 1000 cycles: device memory after the cycles minus after
@@ -191,7 +164,7 @@ static int mode_alloc_cycles (int n)
       omp_target_free (p, dev);
       if (i % 1000 == 999)
         {
-          if (!on_device ())
+          if (!on_gpu ())
             {
               printf ("ERROR alloc_cycles: target region did not run on the device\n");
               return 1;
@@ -402,7 +375,7 @@ int main (int argc, char **argv)
     }
   const char *m = argv[1];
   double t0 = omp_get_wtime ();
-  int dev = on_device ();
+  int dev = on_gpu ();
   printf ("metric first_target_region %.2f ms\n", (omp_get_wtime () - t0) * 1e3);
   if (!dev)
     {

@@ -15,6 +15,7 @@
 #include "median.h"
 
 #pragma omp requires reverse_offload
+#include "gpu_probe.h"
 
 static int host_calls;
 static int kernel_calls[4];
@@ -37,10 +38,8 @@ host_bump_k (int k)
 int main (int argc, char **argv)
 {
   int n = argc > 1 ? atoi (argv[1]) : 1000;
-  int dev = 0;
   double t0 = omp_get_wtime ();
-#pragma omp target map(from: dev)
-  dev = !omp_is_initial_device ();
+  int dev = on_gpu ();
   printf ("metric first_target_region_revoff %.2f ms\n", (omp_get_wtime () - t0) * 1e3);
   if (!dev)
     {

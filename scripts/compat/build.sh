@@ -32,7 +32,7 @@ for f in "${list[@]}"; do
 done
 # Test-local headers the upstream tests and the benchmarks include.
 cp "$SRC"/libgomp.oacc-c-c++-common/*.h "$W/src/" 2>/dev/null
-cp bench/median.h "$W/src/"
+cp bench/median.h tests/device/gpu_probe.h "$W/src/"
 : > "$W/skipped.txt"
 for v in 14 15; do
   mkdir -p "$W/gcc-$v"

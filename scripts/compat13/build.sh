@@ -87,7 +87,8 @@ for f in examples/saxpy.c bench/offload_bench.c bench/revoff_bench.c bench/acc_b
   plan "$(basename "$f" .c)" "$f"
   [ -f "${f%.c}.env" ] && cp "${f%.c}.env" "$W/bin/$(basename "$f" .c).env"
 done
-cp bench/median.h "$W/src/bench/"
+cp bench/median.h tests/device/gpu_probe.h "$W/src/bench/"
+cp tests/device/gpu_probe.h "$W/src/tests/device/"
 # Reverse offload: all of them (the sm30 one is link-only; it checks the sm_35 warning).
 for f in "$S/$T"/libgomp.c/reverse-offload-*.c "$S/$T"/libgomp.c-c++-common/reverse-offload-*.c \
          "$S/$T"/libgomp.fortran/reverse-offload-*.f90; do

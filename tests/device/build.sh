@@ -9,7 +9,7 @@ rm -rf .carry/tests; mkdir -p "$WORK/devtests" .carry/tests
 for src in tests/device/*.c tests/device/*.f90; do
   f=$(basename "$src"); b=${f%.*}
   case $f in *.f90) cc=gfortran-16 ;; *) cc=gcc-16 ;; esac
-  cp "$src" "$WORK/devtests/"
+  cp "$src" tests/device/gpu_probe.h "$WORK/devtests/"
   scripts/toolchain/inroot.sh sid sh -c "cd /w/devtests && $cc -O2 -fopenmp -foffload=nvptx-none $f -o $b"
   cp "$WORK/devtests/$b" .carry/tests/
   for x in env expect; do [ ! -f "tests/device/$b.$x" ] || cp "tests/device/$b.$x" ".carry/tests/$b.$x"; done

@@ -8,15 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #pragma omp requires reverse_offload
+#include "gpu_probe.h"
 
 static int bad;
 
 int main (void)
 {
-  int on_dev = 0, host_calls = 0;
-#pragma omp target map(from: on_dev)
-  on_dev = !omp_is_initial_device ();
-  if (!on_dev)
+  int host_calls = 0;
+  if (!on_gpu ())
     { printf ("FAIL not running on a GPU\n"); return 1; }
   int a[1024];
   for (int i = 0; i < 1024; i++)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gpu_probe.h"
 
 #define MIB (1024 * 1024)
 static int failed;
@@ -64,10 +65,7 @@ static int round_trip (char *h, size_t bytes, int tag)
 
 int main (void)
 {
-  int on_dev = 0;
-#pragma omp target map(from: on_dev)
-  on_dev = !omp_is_initial_device ();
-  if (!on_dev)
+  if (!on_gpu ())
     {
       printf ("FAIL not running on a GPU\n");
       return 1;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #pragma omp requires reverse_offload
+#include "gpu_probe.h"
 
 #define K 20
 #define KERNELS 4
@@ -31,10 +32,7 @@ static void bump (int k)
 
 int main (void)
 {
-  int on_dev = 0;
-#pragma omp target map(from: on_dev)
-  on_dev = !omp_is_initial_device ();
-  if (!on_dev)
+  if (!on_gpu ())
     {
       printf ("FAIL not running on a GPU\n");
       return 1;

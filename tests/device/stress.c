@@ -9,11 +9,11 @@
  *      each block written and read back through omp_target_memcpy now and then.
  * Rounds 1-3 run twice; free device memory (cuMemGetInfo through libcuda, dlopen'ed) is
  * read after each round. Prints "OK ..." with the figures, or "FAIL ..." and exits 1. */
-#include <dlfcn.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gpu_probe.h"
 
 #define THREADS 8
 #define REGIONS 10000
@@ -106,37 +106,15 @@ static void alloc_storm (void)
   }
 }
 
-/* Free device memory in MiB through the context current on this thread (the plugin's,
-   made current by the target regions above), or -1 if it cannot be read.  */
-static long free_mib (void)
-{
-  static int (*get) (size_t *, size_t *);
-  if (!get)
-    {
-      void *h = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-      if (!h)
-	h = dlopen ("libcuda.so.1", RTLD_NOW);
-      if (h)
-	*(void **) &get = dlsym (h, "cuMemGetInfo_v2");
-    }
-  size_t f, t;
-  if (!get || get (&f, &t) != 0)
-    return -1;
-  return (long) (f >> 20);
-}
-
 int main (void)
 {
-  int on_dev = 0;
-#pragma omp target map(from: on_dev)
-  on_dev = !omp_is_initial_device ();
-  if (!on_dev && !getenv ("STRESS_ALLOW_HOST"))   /* the knob checks this program */
+  if (!on_gpu () && !getenv ("STRESS_ALLOW_HOST"))   /* the knob checks this program */
     {
       printf ("FAIL not running on a GPU\n");
       return 1;
     }
-  long start = free_mib ();   /* after the first region: context and image loaded */
-  long level[2];
+  double start = free_mib ();   /* after the first region: context and image loaded */
+  double level[2];
   double secs[2];
   for (int round = 0; round < 2; round++)
     {
@@ -152,16 +130,16 @@ int main (void)
       printf ("FAIL %d wrong result(s)\n", failures);
       return 1;
     }
-  long growth = level[0] < 0 || level[1] < 0 ? 0 : level[0] - level[1];
+  double growth = level[0] < 0 || level[1] < 0 ? 0 : level[0] - level[1];
   if (growth > 64)
     {
-      printf ("FAIL device memory: %ld MiB free after round 1, %ld after round 2\n",
+      printf ("FAIL device memory: %.0f MiB free after round 1, %.0f after round 2\n",
 	      level[0], level[1]);
       return 1;
     }
   printf ("OK %d threads x %d mapped regions, x %d nowait chained, x %d allocs, twice "
-	  "(%.1f s, %.1f s); free device memory %ld MiB at start, %ld MiB after round 1, "
-	  "%ld MiB after round 2%s\n",
+	  "(%.1f s, %.1f s); free device memory %.0f MiB at start, %.0f MiB after round 1, "
+	  "%.0f MiB after round 2%s\n",
 	  THREADS, REGIONS, CHAIN, ALLOCS, secs[0], secs[1], start, level[0], level[1],
 	  level[0] < 0 ? " (cuMemGetInfo not readable)" : "");
   return 0;
