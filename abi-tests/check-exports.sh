@@ -6,8 +6,10 @@
 #   OURS     our plugin          (default: target/plugin/libgomp-plugin-nvptx.so.1, built by
 #                                 scripts/build; this script builds nothing)
 #   STOCK16  GCC 16 stock plugin (default: bundle-16/plugin/libgomp-plugin-nvptx.so.1
-#                                 extracted from $BUNDLES/bundle-16.tar.xz)
-#   STOCK14  GCC 14 stock plugin (default: the same from $BUNDLES/bundle-14.tar.xz)
+#                                 extracted from $BUNDLES/bundle-16.tar.xz, else the
+#                                 one in the sid toolchain root, made if missing)
+#   STOCK14  GCC 14 stock plugin (default: the same from $BUNDLES/bundle-14.tar.xz, else
+#                                 from the trixie root)
 # environment: PLUGIN, STOCK16, STOCK14 (same as the arguments), BUNDLES (default:
 #   ../shared/bundles next to the repository), MAP (default: libgomp.map), CC (gcc).
 # needs: readelf, tar + xz, $CC; cbindgen for the header freshness check (skipped without).
@@ -78,10 +80,22 @@ stock_from_bundle() {  # $1 = 14 | 16
   tar -xJf "$tb" -C "$tmp" "bundle-$1/plugin/$SONAME" || return 1
   printf '%s\n' "$tmp/bundle-$1/plugin/$SONAME"
 }
+# Without the bundles (a clone not beside ../shared): the same Debian package's plugin
+# from the toolchain root of that GCC (sid: 16, trixie: 14), made on first use as the
+# integration tests make theirs (scripts/toolchain/mkroot.sh, network needed).
+stock_from_root() {  # $1 = 14 | 16
+  r=sid; [ "$1" = 14 ] && r=trixie
+  work=${WORK:-$repo/.toolchain}
+  f=$work/$r/usr/lib/x86_64-linux-gnu/$SONAME
+  [ -e "$f" ] || WORK=$work scripts/toolchain/mkroot.sh $r >"$tmp/mkroot$1.log" 2>&1 ||
+    { echo "no bundle, and the $r root could not be made (see scripts/toolchain/mkroot.sh)" >&2; return 1; }
+  [ -e "$f" ] || { echo "no $f" >&2; return 1; }
+  printf '%s\n' "$f"
+}
 for v in 16 14; do
   eval "s=\$stock$v"
   if [ -z "$s" ]; then
-    s=$(stock_from_bundle $v 2>"$tmp/err$v") || s=""
+    s=$(stock_from_bundle $v 2>"$tmp/err$v") || s=$(stock_from_root $v 2>>"$tmp/err$v") || s=""
   fi
   if [ -n "$s" ] && readelf -h "$s" >/dev/null 2>&1; then
     dynsyms "$s" | grep '^GOMP_OFFLOAD_' > "$tmp/stock$v"
