@@ -1,6 +1,6 @@
 #!/bin/sh
 # check-exports.sh - check the built plugin's ELF interface against libgomp.map, the ABI
-# spec (shared/design/plugin-abi.md sections 1.1, 1.2) and GCC's stock nvptx plugins.
+# spec (docs/plugin-abi.md sections 1.1, 1.2) and GCC's stock nvptx plugins.
 #
 # usage: abi-tests/check-exports.sh [OURS [STOCK16 [STOCK14]]]
 #   OURS     our plugin          (default: target/plugin/libgomp-plugin-nvptx.so.1, built by

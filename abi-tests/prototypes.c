@@ -5,7 +5,7 @@
  *
  * (abi-tests/check-exports.sh runs exactly this.) It compiles only if our generated
  * header agrees with the C signatures of the GOMP_OFFLOAD_* entry points we export,
- * as shared/design/plugin-abi.md section 2 gives them (= libgomp/libgomp-plugin.h of
+ * as docs/plugin-abi.md section 2 gives them (= libgomp/libgomp-plugin.h of
  * GCC 14-16):
  *   1. every entry point is declared by the header (using an undeclared identifier is
  *      an error, and the table below is compiled before any declaration of our own);
