@@ -16,6 +16,10 @@
 # the raw-driver floor's lines have "floor" in place of the plugin), then, through
 # bench/report.py, $OUT/bench.md (the table) and $OUT/bench.png (the plot; needs
 # matplotlib: WHEELS=DIR installs it from wheels carried there, see bench/README.md).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "device-run.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -ge 1 ] || { echo "device-run.sh: missing argument (see $0 --help)" >&2; exit 2; }
+[ $# -le 2 ] || { echo "device-run.sh: too many arguments (see $0 --help)" >&2; exit 2; }
 set -u
 C=$(cd "${1:?usage: device-run.sh CARRY_DIR [REPS]}" && pwd); REPS=${2:-3}
 O=${OUT:-/tmp/bench-out}; mkdir -p "$O"

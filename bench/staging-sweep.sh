@@ -6,6 +6,10 @@
 # CARRY_DIR as for bench/device-run.sh. env SHAPES (space-separated list) overrides the
 # shapes tried. Writes $OUT/staging-sweep.txt: "SHAPE rep metric NAME VALUE UNIT" lines
 # (or ERROR lines), SHAPE "default" for the plugin's own default.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "staging-sweep.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -ge 1 ] || { echo "staging-sweep.sh: missing argument (see $0 --help)" >&2; exit 2; }
+[ $# -le 3 ] || { echo "staging-sweep.sh: too many arguments (see $0 --help)" >&2; exit 2; }
 set -u
 C=$(cd "${1:?usage: staging-sweep.sh CARRY_DIR [REPS] [BYTES]}" && pwd); REPS=${2:-3}
 BYTES=${3:-1073741824}

@@ -9,6 +9,9 @@
 # gomp_nvptx_* API), all of them, plus the types those use:
 # cbindgen also picks up `extern "C"` import blocks and unrelated #[repr(C)] items, and
 # such a leak must be fixed in cbindgen.toml ([export] exclude), not committed.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in ""|--check) ;; *) echo "generate.sh: unknown argument '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -le 1 ] || { echo "generate.sh: too many arguments (see $0 --help)" >&2; exit 2; }
 set -eu
 cd "$(dirname "$0")/.."
 out=include/gomp_plugin_nvptx.h

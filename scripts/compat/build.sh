@@ -8,6 +8,10 @@
 # special options, environment, expected output or extra sources. A program an older GCC
 # cannot compile is skipped (listed in .carry/compat/skipped.txt).
 # Installs gcc-14/gcc-15 and their offload packages into the sid root if missing.
+# usage: scripts/compat/build.sh     (env WORK, default ./.toolchain; SRC, the upstream testsuite)
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "compat/build.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 0 ] || { echo "compat/build.sh: takes no arguments, got '$*' (see $0 --help)" >&2; exit 2; }
 set -u
 cd "$(dirname "$0")/../.."
 export WORK=${WORK:-$PWD/.toolchain}

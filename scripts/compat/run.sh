@@ -4,6 +4,9 @@
 # 60 s each. Writes $OUT/compat-results.txt ("COMPILER PROGRAM PLUGIN PASS|FAIL|TIMEOUT")
 # and prints a summary and every program that passes with stock but not with ours.
 # usage: scripts/compat/run.sh CARRY_DIR
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "compat/run.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 1 ] || { echo "compat/run.sh: expects 1 argument(s), got $# (see $0 --help)" >&2; exit 2; }
 set -u
 C=$(cd "${1:?usage: run.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/compat-out}; mkdir -p "$O"
 T=/tmp/compat; mkdir -p "$T"

@@ -29,7 +29,11 @@
 # stock14}, programs.tsv, skipped.txt, VERSIONS. lib/ holds the noble root's ld-linux, libc,
 # libm, libgcc_s, libgfortran, libquadmath and the libgomp 13; lib14/ noble's own libgomp 14
 # and stock14/ its GCC 14 plugin (a second configuration: GCC 13 images on libgomp 14).
+# usage: scripts/compat13/build.sh
 # env: WORK (default $PWD/.toolchain; the noble root is $WORK/noble), CARRY, JOBS (2).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "compat13/build.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 0 ] || { echo "compat13/build.sh: takes no arguments, got '$*' (see $0 --help)" >&2; exit 2; }
 set -u
 cd "$(dirname "$0")/../.."
 export WORK=${WORK:-$PWD/.toolchain}; CARRY=${CARRY:-$PWD/.carry}; JOBS=${JOBS:-2}

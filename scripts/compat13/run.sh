@@ -19,6 +19,11 @@
 #      default 8 with a GPU, 2 without), TIMEOUT (per run, default 60), FILTER (ERE on names),
 #      OURS (directory of our plugin, default CARRY_DIR/plugin), CUDA_LIBDIR (directory of
 #      libcuda.so.1, default from ldconfig; empty: the GPU-less mode).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+if [ "${1:-}" != --one ]; then   # --one: internal worker call (below)
+  case "${1:-}" in -?*) echo "compat13/run.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+  [ $# -eq 1 ] || { echo "compat13/run.sh: expects 1 argument(s), got $# (see $0 --help)" >&2; exit 2; }
+fi
 set -u
 if [ "${1:-}" = --one ]; then  # --one CFG PLUGIN NAME: one run, one result line on stdout
   cfg=$2 p=$3 n=$4; W=$T13/compat13

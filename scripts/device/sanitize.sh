@@ -15,6 +15,9 @@
 #      then are listed as not run).
 # Writes $OUT/sanitize-results.txt (the runner's verdicts) and $OUT/sanitize-errors.txt
 # (each test whose sanitizer summary reports errors, with the summary and first report).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "sanitize.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 1 ] || { echo "sanitize.sh: expects 1 argument(s), got $# (see $0 --help)" >&2; exit 2; }
 set -u
 C=$(cd "${1:?usage: sanitize.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/sanitize-out}; mkdir -p "$O"
 R=$(cd "$(dirname "$0")/../.." && pwd)

@@ -16,6 +16,9 @@
 # The whole GCC 16 suite with both plugins needs two calls (PLUGINS=stock, PLUGINS=ours;
 # about 350 s each on the H100 at JOBS=14); the OpenMP directories with both plugins fit
 # one call on nvidia-h200-x2 (JOBS=14 each): docs/testsuite.md.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "suite.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 1 ] || { echo "suite.sh: expects 1 argument(s), got $# (see $0 --help)" >&2; exit 2; }
 set -u
 C=$(cd "${1:?usage: suite.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/suite-out}; mkdir -p "$O"
 T=/tmp/suite; rm -rf "$T"; mkdir -p "$T"
