@@ -1,29 +1,41 @@
-//! The crate's one error type. Everything inside returns `Result`; only the exported
-//! edge (`crate::edge`) turns an `Error` into libgomp's convention (an error message
-//! plus a false/NULL/-1 return, or a fatal error).
+//! The one error type of the plugins. Everything inside returns `Result`; only the
+//! exported edge (`crate::edge`) turns an `Error` into libgomp's convention (an error
+//! message plus a false/NULL/-1 return, or a fatal error). No vendor type appears
+//! here: a backend turns its driver's failures into [`DriverError`].
 
-#[cfg(not(feature = "gcn"))]
-use crate::cuda::CudaError;
 use std::fmt;
+
+/// A failed call into a vendor driver (CUDA, HSA): which entry point, its status code,
+/// and the message to print (made by the backend, e.g. "cuMemAlloc error: out of
+/// memory"). Plain data: `Send + Sync`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverError {
+    /// The driver entry point that failed (API name, possibly with its argument).
+    pub call: String,
+    /// The status it returned (`CUresult`, `hsa_status_t`, ...).
+    pub code: i64,
+    /// The whole message, as the stock plugin words it.
+    pub message: String,
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
 
 /// An error of the plugin. Owned, `Send + Sync`, cheap to move.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
-    /// A CUDA driver call failed; carries the function name and the code (nvptx build).
-    #[cfg(not(feature = "gcn"))]
-    Cuda(CudaError),
-    /// An HSA runtime call failed: the function name, the status and its text (gcn build).
-    #[cfg(feature = "gcn")]
-    Hsa(String),
-    /// A part of the contract this build does not implement (the gcn plugin's HSA-side
-    /// work, which could not be written and verified without AMD hardware); the text
-    /// names what is missing.
+    /// A driver call failed.
+    Driver(DriverError),
+    /// A part of the contract this backend does not implement; the text names it.
     NotImplemented(String),
     /// Input from libgomp or the user that the plugin refuses (bad image, bad pointer, ...).
     Invalid(String),
 }
 
-/// Result of every fallible operation inside the plugin.
+/// Result of every fallible operation inside the plugins.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
@@ -31,26 +43,29 @@ impl Error {
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::Invalid(msg.into())
     }
+
+    /// The driver status, when this is a failed driver call.
+    pub fn driver_code(&self) -> Option<i64> {
+        match self {
+            Error::Driver(d) => Some(d.code),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            #[cfg(not(feature = "gcn"))]
-            Error::Cuda(e) => e.fmt(f),
-            #[cfg(feature = "gcn")]
-            Error::Hsa(m) => f.write_str(m),
-            Error::NotImplemented(m) => f.write_str(m),
-            Error::Invalid(m) => f.write_str(m),
+            Error::Driver(d) => d.fmt(f),
+            Error::NotImplemented(m) | Error::Invalid(m) => f.write_str(m),
         }
     }
 }
 
 impl std::error::Error for Error {}
 
-#[cfg(not(feature = "gcn"))]
-impl From<CudaError> for Error {
-    fn from(e: CudaError) -> Self {
-        Error::Cuda(e)
+impl From<DriverError> for Error {
+    fn from(e: DriverError) -> Self {
+        Error::Driver(e)
     }
 }

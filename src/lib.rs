@@ -1,39 +1,31 @@
-//! gomp-plugin-rs: a drop-in replacement for GCC's `libgomp-plugin-nvptx.so.1`, and
-//! (built with the cargo feature `gcn`) an experimental `libgomp-plugin-gcn.so.1`.
+//! gomp-plugin: the vendor-neutral framework of gomp-plugin-rs, GCC's libgomp offload
+//! plugins written in Rust. The products are the crates beside it: `nvptx/`
+//! (`libgomp-plugin-nvptx.so.1`, CUDA) and `gcn/` (`libgomp-plugin-gcn.so.1`, HSA).
 //!
-//! One crate, two products. Without `gcn` it is the nvptx plugin; with `gcn` it is the
-//! AMD GCN plugin. Layers, each depending only on those below it:
-//! - [`edge`]: the exported `GOMP_OFFLOAD_*` functions (panic boundary, libgomp's
-//!   error convention); the exported set depends on the product;
-//! - `nvptx` (nvptx build): devices, images, memory and launches on NVIDIA GPUs;
-//!   `gcn` (gcn build): AMD GPU agents and GCN code objects;
-//! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging),
-//!   shared by both products; `cuda` (nvptx build): the CUDA driver loaded at run
-//!   time; `hsa` (gcn build): the HSA runtime loaded at run time;
-//! - [`error`]: the shared error type; [`blocks`]: the registry of device blocks
-//!   handed out by `alloc`, used by both products.
+//! Layers, each depending only on those below it (docs/architecture.md draws them):
+//! - `src/edge/exports/*.rs`: the exported `GOMP_OFFLOAD_*` shells, written once and
+//!   compiled into each product crate (see [`edge`]): panic boundary, libgomp's error
+//!   convention, one call into the product's [`Plugin`] / [`Device`];
+//! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
+//! - [`plugin`]: the traits a backend implements; [`registry`]: the open devices;
+//!   [`rect`]: rectangular copies as libgomp describes them;
+//! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
+//! - [`error`]: the one error type (no vendor types in it); [`blocks`]: the registry of
+//!   device blocks handed out by `alloc`; [`symbols`]: the run-time symbol-table macro
+//!   with which each backend declares its driver's entry points.
 //!
+//! Nothing here is exported from a product (`#[no_mangle]`) except through the shells.
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
 #![warn(missing_docs)]
 
 pub mod blocks;
-#[cfg(not(feature = "gcn"))]
-pub mod cuda;
 pub mod edge;
 pub mod error;
-#[cfg(feature = "gcn")]
-pub mod gcn;
-#[cfg(feature = "gcn")]
-pub mod hsa;
 pub mod libgomp;
-#[cfg(not(feature = "gcn"))]
-pub mod nvptx;
+pub mod plugin;
+pub mod rect;
+pub mod registry;
+pub mod symbols;
 
-/// The plugin's name as libgomp knows it (`GOMP_OFFLOAD_get_name`), also the prefix of
-/// its `GOMP_DEBUG` lines: "nvptx", or "gcn" in the `gcn` build. A constant; thread-safe.
-#[cfg(not(feature = "gcn"))]
-pub const PLUGIN_NAME: &str = "nvptx";
-/// The plugin's name as libgomp knows it (`GOMP_OFFLOAD_get_name`), also the prefix of
-/// its `GOMP_DEBUG` lines: "nvptx", or "gcn" in the `gcn` build. A constant; thread-safe.
-#[cfg(feature = "gcn")]
-pub const PLUGIN_NAME: &str = "gcn";
+pub use error::{Error, Result};
+pub use plugin::{AccQueue, Device, OpenAcc, Plugin};

@@ -1,7 +1,7 @@
 //! ELF version-definition parsing (libgomp detection) on arbitrary bytes: never panics,
 //! and whatever it returns is consistent with the version classifier.
 #![no_main]
-use gomp_plugin_nvptx::libgomp::{verdef, version};
+use gomp_plugin::libgomp::{verdef, version};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,5 +1,5 @@
 //! Constants and structures of the libgomp ⇄ plugin contract (libgomp-plugin.h,
-//! gomp-constants.h), as specified in `shared/design/plugin-abi.md`.
+//! gomp-constants.h), as specified in `docs/plugin-abi.md`.
 
 /// Capability: host and device share memory.
 pub const CAP_SHARED_MEM: u32 = 1;
@@ -49,3 +49,19 @@ pub const TARGET_TYPE_GCN: i32 = 8;
 
 /// `GOMP_VERSION_GCN`: the newest device-data version of gcn images we read.
 pub const VERSION_GCN: u32 = 3;
+
+/// libgomp's `struct goacc_asyncqueue`, opaque to it: behind the pointer is the
+/// backend's queue (a leaked `Box`).
+#[repr(C)]
+pub struct GoaccAsyncqueue {
+    _opaque: [u8; 0],
+}
+
+/// `union goacc_property_value`: a size or a string, returned in one register.
+#[repr(C)]
+pub union PropertyValue {
+    /// For memory sizes.
+    pub size: usize,
+    /// For name, vendor and driver.
+    pub text: *const std::ffi::c_char,
+}

@@ -2,8 +2,12 @@
 //! name, when `GOMP_DEBUG` is a positive number (libgomp's own switch).
 
 use log::{LevelFilter, Log, Metadata, Record};
+use once_cell::sync::OnceCell;
 
 struct GompLogger;
+
+/// The plugin name of the first [`init`] ("nvptx", "gcn").
+static NAME: OnceCell<&'static str> = OnceCell::new();
 
 impl Log for GompLogger {
     fn enabled(&self, _: &Metadata) -> bool {
@@ -13,7 +17,7 @@ impl Log for GompLogger {
         if self.enabled(r.metadata()) {
             super::report::debug(&format!(
                 "{} (gomp-plugin-rs): {}\n",
-                crate::PLUGIN_NAME,
+                NAME.get().copied().unwrap_or("?"),
                 r.args()
             ));
         }
@@ -31,8 +35,10 @@ pub fn level_for(gomp_debug: Option<&str>) -> LevelFilter {
     }
 }
 
-/// Installs the logger once; later calls do nothing. Thread-safe.
-pub fn init() {
+/// Installs the logger once, its lines prefixed with `name`; later calls do nothing.
+/// Thread-safe.
+pub fn init(name: &'static str) {
+    let _ = NAME.set(name);
     static LOGGER: GompLogger = GompLogger;
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level_for(std::env::var("GOMP_DEBUG").ok().as_deref()));

@@ -5,6 +5,7 @@
 pub mod abi;
 pub mod acc_prof;
 pub mod host;
+pub mod interop;
 pub mod logger;
 pub mod report;
 pub mod verdef;

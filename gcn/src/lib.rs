@@ -1,0 +1,233 @@
+//! gomp-plugin-gcn: `libgomp-plugin-gcn.so.1`, GCC's OpenMP offload plugin for AMD
+//! GPUs, on the HSA runtime loaded at run time; the gcn backend of the `gomp_plugin`
+//! framework ([`plugin`] implements its traits). **Experimental: implemented from the contract
+//! (`docs/plugin-abi.md`) and the public HSA 1.x API, unverified on AMD
+//! hardware** (none was available to this project).
+//!
+//! Implemented: runtime loading and GPU-agent discovery (this file); reading and
+//! checking gcn images ([`descriptor`], [`code_object`], [`mach`], the kernel metadata
+//! in [`metadata`] over [`msgpack`]); opening a device (its memory regions,
+//! [`device`]); device memory, copies, memset and `is_accessible_ptr` ([`memory`]);
+//! loading an image into an HSA executable and building libgomp's address table
+//! ([`executable`], [`table`]); the pure parts of an AQL kernel dispatch
+//! ([`dispatch`]).
+//!
+//! Not implemented: `run`/`async_run` (the gcn kernel launch protocol is not in our
+//! specification and could not be measured: see [`dispatch`]); images with indirect
+//! functions; 2-D/3-D copies; managed memory.
+//!
+//! Verified: the pure parts by unit tests on real GCC 16 images; the HSA call sequence
+//! and bookkeeping (open, alloc, copies, memset, free, load and unload of a real image,
+//! bad calls) only against the stand-in runtime of tests/fallback/stub_libhsa.c, which
+//! serves memory from host memory and executables from fake addresses
+//! (tests/host_fallback.sh, section 2c) — not against a real HSA runtime or GPU.
+//!
+//! Thread-safety: the agent list is computed once (a `OnceCell`); open devices are in
+//! the framework's registry.
+
+pub mod code_object;
+pub mod descriptor;
+pub mod device;
+pub mod dispatch;
+pub mod executable;
+pub mod mach;
+pub mod memory;
+pub mod metadata;
+pub mod msgpack;
+pub mod plugin;
+pub mod table;
+
+pub mod hsa;
+
+// The exported `GOMP_OFFLOAD_*` entry points: the framework's shells
+// (`src/edge/exports/`), written once for every product, compiled here over this
+// backend (they call `super::Backend`). No OpenACC, interop or page-locked memory: the
+// backend does not offer them (see `plugin`).
+/// The backend every exported shell calls.
+type Backend = plugin::Gcn;
+#[path = "../../src/edge/exports/can_run.rs"]
+mod can_run_exports;
+#[path = "../../src/edge/exports/openmp.rs"]
+mod openmp_exports;
+
+use crate::hsa::runtime::{self, Runtime};
+use crate::hsa::sys::*;
+use gomp_plugin::error::{Error, Result};
+use gomp_plugin::libgomp::abi::*;
+use once_cell::sync::OnceCell;
+use std::ffi::c_void;
+
+/// Environment variable that makes the plugin report the GPU agents it finds even
+/// though it cannot run kernels on them (for developing the missing parts on real
+/// hardware). Without it, agents found are logged and 0 devices are reported, so
+/// programs fall back to the host instead of failing.
+pub const EXPERIMENTAL_ENV: &str = "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL";
+
+/// One GPU agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    /// The runtime's opaque handle.
+    pub handle: u64,
+    /// `HSA_AGENT_INFO_NAME`, e.g. "gfx90a".
+    pub name: String,
+}
+
+static AGENTS: OnceCell<std::result::Result<Vec<Agent>, String>> = OnceCell::new();
+
+unsafe extern "C" fn collect(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
+    // SAFETY: `data` is the `(&Runtime, Vec<Agent>)` that `discover` passes, live for
+    // the whole iteration, used by this thread only.
+    let (rt, out) = unsafe { &mut *(data as *mut (&Runtime, Vec<Agent>)) };
+    let mut kind: hsa_device_type_t = 0;
+    // SAFETY: valid agent from the runtime; out-pointer sized for the attribute.
+    let st = unsafe {
+        (rt.hsa_agent_get_info)(
+            agent,
+            hsa_agent_info_t_HSA_AGENT_INFO_DEVICE,
+            (&mut kind as *mut hsa_device_type_t).cast(),
+        )
+    };
+    if st != hsa_status_t_HSA_STATUS_SUCCESS || kind != hsa_device_type_t_HSA_DEVICE_TYPE_GPU {
+        return hsa_status_t_HSA_STATUS_SUCCESS;
+    }
+    let mut name = [0u8; 64];
+    // SAFETY: HSA_AGENT_INFO_NAME writes at most 64 bytes.
+    let st = unsafe {
+        (rt.hsa_agent_get_info)(
+            agent,
+            hsa_agent_info_t_HSA_AGENT_INFO_NAME,
+            name.as_mut_ptr().cast(),
+        )
+    };
+    let name = if st == hsa_status_t_HSA_STATUS_SUCCESS {
+        let n = name.iter().position(|&c| c == 0).unwrap_or(64);
+        String::from_utf8_lossy(&name[..n]).into_owned()
+    } else {
+        "?".into()
+    };
+    out.push(Agent {
+        handle: agent.handle,
+        name,
+    });
+    hsa_status_t_HSA_STATUS_SUCCESS
+}
+
+fn discover() -> std::result::Result<Vec<Agent>, String> {
+    let rt = runtime::load()?;
+    let mut data: (&Runtime, Vec<Agent>) = (rt, Vec::new());
+    // SAFETY: `collect` matches the callback type and only uses `data` during the call.
+    let st = unsafe {
+        (rt.hsa_iterate_agents)(
+            Some(collect),
+            (&mut data as *mut (&Runtime, Vec<Agent>)).cast(),
+        )
+    };
+    if st != hsa_status_t_HSA_STATUS_SUCCESS {
+        return Err(format!("hsa_iterate_agents error: {}", rt.status_text(st)));
+    }
+    Ok(data.1)
+}
+
+/// The GPU agents, found once per process; an error says why there are none usable.
+pub fn agents() -> std::result::Result<&'static [Agent], &'static str> {
+    AGENTS
+        .get_or_init(discover)
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(String::as_str)
+}
+
+/// What [`num_devices`] reports for the agents found, under `requires_mask` and the
+/// value of [`EXPERIMENTAL_ENV`]; the text is the `GOMP_DEBUG` line. Pure.
+pub fn devices_for(found: &[Agent], requires_mask: u32, experimental: bool) -> (i32, String) {
+    let names: Vec<&str> = found.iter().map(|a| a.name.as_str()).collect();
+    if found.is_empty() {
+        return (0, "HSA runtime loaded, but no GPU agent: 0 devices".into());
+    }
+    let unsupported = requires_mask
+        & (REQUIRES_UNIFIED_ADDRESS
+            | REQUIRES_UNIFIED_SHARED_MEMORY
+            | REQUIRES_REVERSE_OFFLOAD
+            | REQUIRES_SELF_MAPS);
+    if unsupported != 0 {
+        return (0, format!("GPU agents {names:?}, but the program requires {unsupported:#x}, which this plugin does not support: 0 devices"));
+    }
+    if !experimental {
+        return (0, format!(
+            "found GPU agent(s) {names:?}, but this experimental plugin cannot run kernels (kernel dispatch is not implemented: the gcn launch protocol is not specified and was not measurable without AMD hardware): reporting 0 devices so the program falls back to the host (set {EXPERIMENTAL_ENV}=1 to report them)"
+        ));
+    }
+    (found.len() as i32, format!("{} GPU agent(s) {names:?} reported ({EXPERIMENTAL_ENV} is set; kernels cannot run: target regions fall back to the host)", found.len()))
+}
+
+/// `get_num_devices`: 0 when the runtime is missing or broken, has no GPU agent, or
+/// (without [`EXPERIMENTAL_ENV`]) always, with a `GOMP_DEBUG` line saying why.
+pub fn num_devices(requires_mask: u32) -> i32 {
+    match agents() {
+        Err(e) => {
+            log::debug!("no HSA devices: {e}");
+            0
+        }
+        Ok(found) => {
+            let exp = std::env::var(EXPERIMENTAL_ENV).is_ok_and(|v| v == "1");
+            let (n, why) = devices_for(found, requires_mask, exp);
+            log::debug!("{why}");
+            if n > 0 {
+                <plugin::Gcn as gomp_plugin::Plugin>::registry().ensure_len(n as usize);
+            }
+            n
+        }
+    }
+}
+
+/// The agent of device number `ord`.
+pub fn agent(ord: i32) -> Result<&'static Agent> {
+    let found = agents().map_err(|e| Error::invalid(format!("no gcn device {ord}: {e}")))?;
+    usize::try_from(ord)
+        .ok()
+        .and_then(|i| found.get(i))
+        .ok_or_else(|| Error::invalid(format!("no gcn device {ord} (there are {})", found.len())))
+}
+
+/// Refuses an image version word whose device part is newer than this plugin reads.
+pub fn check_version(version: u32) -> Result<()> {
+    if version_dev(version) > VERSION_GCN {
+        return Err(Error::invalid(format!(
+            "gcn image version {} is newer than the {VERSION_GCN} this plugin reads",
+            version_dev(version)
+        )));
+    }
+    Ok(())
+}
+
+/// Reads and checks a gcn image: version, descriptor, code object, kernel descriptors,
+/// and (when `device_target` is given) that the image's target is the device's.
+///
+/// # Safety
+/// `target_data` is NULL or a `gcn_image_desc` (see [`descriptor::read`]).
+pub unsafe fn check_image(
+    version: u32,
+    target_data: *const c_void,
+    device_target: Option<&str>,
+) -> Result<(descriptor::Descriptor, code_object::CodeObject)> {
+    check_version(version)?;
+    // SAFETY: caller's contract.
+    let d = unsafe { descriptor::read(target_data)? };
+    let co = code_object::CodeObject::parse(&d.image)?;
+    co.check_kernels(d.kernels.iter().map(|k| k.name.as_str()))?;
+    if let Some(dev) = device_target {
+        if !co
+            .target
+            .is_some_and(|t| t == dev || mach::is_generic(co.mach))
+        {
+            return Err(Error::invalid(format!(
+                "gcn image is for {}, the device is {dev}",
+                co.target_name()
+            )));
+        }
+    }
+    Ok((d, co))
+}
+
+#[cfg(test)]
+pub mod image_tests;

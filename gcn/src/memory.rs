@@ -1,0 +1,268 @@
+//! Memory of one gcn device through the core HSA 1.x API: the agent's regions (found at
+//! `init_device`), device allocations (`hsa_memory_allocate` in the agent's
+//! coarse-grained global region), copies (`hsa_memory_copy`, synchronous: complete when
+//! it returns, as the contract wants) and memset (copies from a host buffer of the
+//! byte: the core API has no fill, and a copy has no alignment rules).
+//!
+//! Ownership: a [`Memory`] belongs to its open device and owns the blocks it handed out
+//! ([`Blocks`]); [`Memory::release_all`] frees those libgomp did not free before the
+//! device is closed. Thread-safety: every method takes `&self`; the block registry is
+//! behind a mutex, and the HSA runtime's memory calls are thread-safe (HSA spec).
+//!
+//! **Unverified on hardware**: written from the HSA 1.x specification and ROCm's
+//! `hsa.h`, and exercised only against the stand-in runtime of
+//! tests/fallback/stub_libhsa.c (host memory). In particular, that `hsa_memory_copy`
+//! accepts ordinary (pageable, unregistered) host memory is what ROCm documents for its
+//! runtime, not something this project could check.
+
+use crate::hsa::runtime::Runtime;
+use crate::hsa::sys::*;
+use gomp_plugin::blocks::{check_copy, Blocks, DevPtr};
+use gomp_plugin::error::{Error, Result};
+use std::ffi::c_void;
+
+/// The regions of an agent the plugin uses.
+#[derive(Debug, Clone, Copy)]
+pub struct Regions {
+    /// Global, coarse-grained, runtime-allocatable: device memory for `alloc`.
+    pub device: hsa_region_t,
+    /// Global with the KERNARG flag: where kernel arguments would live (kept for a
+    /// dispatch; see `dispatch.rs`).
+    pub kernarg: Option<hsa_region_t>,
+    /// Global, fine-grained, not kernarg: host-coherent memory, if the agent has one.
+    pub fine: Option<hsa_region_t>,
+}
+
+/// The global-segment flags of a region if it is global and runtime-allocatable, else
+/// `None`.
+fn global_flags(rt: &Runtime, r: hsa_region_t) -> Option<u32> {
+    let mut seg: hsa_region_segment_t = 0;
+    let mut flags: u32 = 0;
+    let mut alloc = false;
+    // SAFETY: out-pointers of the attributes' types (an enum, a u32 bit set, a bool).
+    let ok = unsafe {
+        (rt.hsa_region_get_info)(
+            r,
+            hsa_region_info_t_HSA_REGION_INFO_SEGMENT,
+            (&mut seg as *mut hsa_region_segment_t).cast(),
+        ) == hsa_status_t_HSA_STATUS_SUCCESS
+            && (rt.hsa_region_get_info)(
+                r,
+                hsa_region_info_t_HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED,
+                (&mut alloc as *mut bool).cast(),
+            ) == hsa_status_t_HSA_STATUS_SUCCESS
+    };
+    if !ok || seg != hsa_region_segment_t_HSA_REGION_SEGMENT_GLOBAL || !alloc {
+        return None;
+    }
+    // SAFETY: as above.
+    let st = unsafe {
+        (rt.hsa_region_get_info)(
+            r,
+            hsa_region_info_t_HSA_REGION_INFO_GLOBAL_FLAGS,
+            (&mut flags as *mut u32).cast(),
+        )
+    };
+    (st == hsa_status_t_HSA_STATUS_SUCCESS).then_some(flags)
+}
+
+unsafe extern "C" fn collect(r: hsa_region_t, data: *mut c_void) -> hsa_status_t {
+    // SAFETY: `data` is the `(&Runtime, Vec<(region, flags)>)` of `find_regions`, live
+    // for the whole iteration and used by this thread only.
+    let (rt, out) = unsafe { &mut *(data as *mut (&Runtime, Vec<(hsa_region_t, u32)>)) };
+    if let Some(f) = global_flags(rt, r) {
+        out.push((r, f));
+    }
+    hsa_status_t_HSA_STATUS_SUCCESS
+}
+
+/// Picks the regions from `(region, global flags)` pairs. Pure.
+pub fn pick(found: &[(hsa_region_t, u32)]) -> Result<Regions> {
+    let has = |f: u32, bit: hsa_region_global_flag_t| f & bit != 0;
+    let first = |want: &dyn Fn(u32) -> bool| found.iter().find(|(_, f)| want(*f)).map(|r| r.0);
+    let device = first(&|f| has(f, hsa_region_global_flag_t_HSA_REGION_GLOBAL_FLAG_COARSE_GRAINED))
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "the agent has no allocatable coarse-grained global memory region ({} global region(s))",
+                found.len()
+            ))
+        })?;
+    Ok(Regions {
+        device,
+        kernarg: first(&|f| has(f, hsa_region_global_flag_t_HSA_REGION_GLOBAL_FLAG_KERNARG)),
+        fine: first(&|f| {
+            has(
+                f,
+                hsa_region_global_flag_t_HSA_REGION_GLOBAL_FLAG_FINE_GRAINED,
+            ) && !has(f, hsa_region_global_flag_t_HSA_REGION_GLOBAL_FLAG_KERNARG)
+        }),
+    })
+}
+
+/// Finds the agent's regions (`hsa_agent_iterate_regions`).
+pub fn find_regions(rt: &'static Runtime, agent: hsa_agent_t) -> Result<Regions> {
+    let mut data: (&Runtime, Vec<(hsa_region_t, u32)>) = (rt, Vec::new());
+    // SAFETY: `collect` matches the callback type and uses `data` only during the call.
+    let st = unsafe {
+        (rt.hsa_agent_iterate_regions)(
+            agent,
+            Some(collect),
+            (&mut data as *mut (&Runtime, Vec<(hsa_region_t, u32)>)).cast(),
+        )
+    };
+    rt.check(st, "hsa_agent_iterate_regions")?;
+    pick(&data.1)
+}
+
+/// Largest host buffer a memset copies from, bytes.
+pub const MEMSET_CHUNK: usize = 1 << 20;
+
+/// Device memory of one open device.
+pub struct Memory {
+    rt: &'static Runtime,
+    /// The regions found at open.
+    pub regions: Regions,
+    /// Whether the agent has the HSA full profile (it may then access all host memory).
+    pub full_profile: bool,
+    blocks: Blocks,
+}
+
+impl Memory {
+    /// Memory of an agent with `regions`.
+    pub fn new(rt: &'static Runtime, regions: Regions, full_profile: bool) -> Memory {
+        Memory {
+            rt,
+            regions,
+            full_profile,
+            blocks: Blocks::default(),
+        }
+    }
+
+    /// Allocates `size` device bytes (at least 1, so size 0 gives a distinct block, as
+    /// the nvptx side does).
+    pub fn alloc(&self, size: usize) -> Result<DevPtr> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the region belongs to this device's agent.
+        let st = unsafe { (self.rt.hsa_memory_allocate)(self.regions.device, size.max(1), &mut p) };
+        self.rt
+            .check(st, &format!("hsa_memory_allocate of {size} bytes"))?;
+        if p.is_null() {
+            return Err(Error::Invalid(format!(
+                "hsa_memory_allocate of {size} bytes returned NULL"
+            )));
+        }
+        self.blocks.insert(p as DevPtr, size);
+        Ok(p as DevPtr)
+    }
+
+    /// Frees a block from [`Memory::alloc`]; NULL is accepted and ignored; an address
+    /// that does not start a live block is "invalid device address".
+    pub fn free(&self, p: DevPtr) -> Result<()> {
+        if p == 0 {
+            return Ok(());
+        }
+        self.blocks
+            .remove(p)
+            .map_err(|_| Error::invalid(format!("invalid device address {p:#x}")))?;
+        // SAFETY: `p` came from hsa_memory_allocate and is freed once (just removed).
+        let st = unsafe { (self.rt.hsa_memory_free)(p as *mut c_void) };
+        self.rt.check(st, "hsa_memory_free")
+    }
+
+    /// Frees every block still live (at device close); returns how many there were.
+    pub fn release_all(&self) -> usize {
+        let live = self.blocks.take_all();
+        for &p in &live {
+            // SAFETY: each came from hsa_memory_allocate and left the registry above.
+            let _ = unsafe { (self.rt.hsa_memory_free)(p as *mut c_void) };
+        }
+        live.len()
+    }
+
+    fn copy(&self, dst: *mut c_void, src: *const c_void, n: usize, what: &str) -> Result<()> {
+        // SAFETY: the callers checked the addresses; the runtime copies `n` bytes and
+        // returns when done.
+        let st = unsafe { (self.rt.hsa_memory_copy)(dst, src, n) };
+        self.rt
+            .check(st, &format!("hsa_memory_copy ({what}, {n} bytes)"))
+    }
+
+    /// Copies `n` bytes from host `src` to device `dst`.
+    ///
+    /// # Safety
+    /// `src` must be readable for `n` bytes.
+    pub unsafe fn host2dev(&self, dst: DevPtr, src: *const c_void, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        check_copy(dst, src)?;
+        self.blocks.check(dst, n)?;
+        self.copy(dst as *mut c_void, src, n, "host to device")
+    }
+
+    /// Copies `n` bytes from device `src` to host `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be writable for `n` bytes.
+    pub unsafe fn dev2host(&self, dst: *mut c_void, src: DevPtr, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        check_copy(src, dst)?;
+        self.blocks.check(src, n)?;
+        self.copy(dst, src as *const c_void, n, "device to host")
+    }
+
+    /// Copies `n` bytes between two device addresses.
+    pub fn dev2dev(&self, dst: DevPtr, src: DevPtr, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        if dst == 0 || src == 0 {
+            return Err(Error::invalid("invalid device address"));
+        }
+        self.blocks.check(dst, n)?;
+        self.blocks.check(src, n)?;
+        self.copy(
+            dst as *mut c_void,
+            src as *const c_void,
+            n,
+            "device to device",
+        )
+    }
+
+    /// Sets `n` device bytes at `p` to the low byte of `val`.
+    pub fn memset(&self, p: DevPtr, val: i32, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        if p == 0 {
+            return Err(Error::invalid("invalid device address"));
+        }
+        self.blocks.check(p, n)?;
+        let buf = vec![val as u8; n.min(MEMSET_CHUNK)];
+        let mut done = 0;
+        while done < n {
+            let k = (n - done).min(buf.len());
+            self.copy(
+                (p + done as DevPtr) as *mut c_void,
+                buf.as_ptr().cast(),
+                k,
+                "memset",
+            )?;
+            done += k;
+        }
+        Ok(())
+    }
+
+    /// `is_accessible_ptr`: whether the device can access `[p, p+size)`: memory this
+    /// plugin allocated on it, or any memory when the agent has the full profile (HSA
+    /// 1.x: full-profile agents access all host memory). Anything else: false.
+    pub fn is_accessible(&self, p: usize, size: usize) -> bool {
+        if p == 0 || size == 0 || p.checked_add(size).is_none() {
+            return false;
+        }
+        self.full_profile
+            || (self.blocks.contains(p as DevPtr) && self.blocks.check(p as DevPtr, size).is_ok())
+    }
+}

@@ -1,0 +1,182 @@
+//! Asynchronous OpenMP launches (`target nowait` → `GOMP_OFFLOAD_async_run`).
+//!
+//! A launch is enqueued on one of a few per-device async streams, followed by a pooled
+//! event; the device's completion thread waits in the driver for the oldest
+//! outstanding event and, for each launch that completed, gives back the kernel's stack block and event and tells libgomp
+//! (`GOMP_PLUGIN_target_task_completion`). No host callback per launch, no CUDA call in
+//! a CUDA callback. Soft-stack bytes in flight are bounded, so a `nowait` storm waits
+//! for earlier kernels instead of exhausting device memory.
+
+use super::device::Device;
+use super::events::{Event, EventPool};
+use super::idle_pool::Handle;
+use super::stacks::StackBlock;
+use super::streams::Stream;
+use crate::cu;
+use crate::cuda::sys::*;
+use gomp_plugin::error::Result;
+use gomp_plugin::libgomp::report;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+/// Async streams per device: enough for concurrency, few enough to stay cheap.
+const ASYNC_STREAMS: usize = 8;
+/// Soft-stack bytes that async launches may hold at once (one launch may exceed it).
+const STACK_BUDGET: usize = 2 << 30;
+
+/// A launched kernel whose completion is awaited.
+pub struct Pending {
+    event: Event,
+    stacks: StackBlock,
+    /// libgomp's task handle, as an address (the pointer is only passed back).
+    async_data: usize,
+}
+
+/// Async-launch state of one device. Thread-safe; owned by the [`Device`].
+#[derive(Default)]
+pub struct AsyncQueue {
+    streams: Mutex<Vec<Stream>>,
+    next: AtomicUsize,
+    /// Idle completion events.
+    pub events: EventPool,
+    in_flight: Mutex<usize>,
+    freed: Condvar,
+    worker: Mutex<Option<(Sender<Pending>, JoinHandle<()>)>>,
+}
+
+impl AsyncQueue {
+    /// The next async stream, round robin (created on first use).
+    pub fn stream(&self) -> Result<Stream> {
+        let mut v = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if v.len() < ASYNC_STREAMS {
+            v.push(Stream::create()?);
+        }
+        Ok(v[self.next.fetch_add(1, Ordering::Relaxed) % v.len()])
+    }
+
+    /// Waits until `bytes` more stack bytes may be in flight, then reserves them.
+    pub fn reserve(&self, bytes: usize) {
+        let mut used = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        while *used > 0 && *used + bytes > STACK_BUDGET {
+            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+        }
+        *used += bytes;
+    }
+
+    fn unreserve(&self, bytes: usize) {
+        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()) -= bytes;
+        self.freed.notify_all();
+    }
+
+    /// Stops the completion thread after it has completed everything outstanding, and
+    /// destroys the async streams and idle events.
+    pub fn shutdown(&self) {
+        let w = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((tx, handle)) = w {
+            drop(tx);
+            let _ = handle.join();
+        }
+        for s in self
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            // SAFETY: the streams are owned here and idle after the drain above.
+            let _ = unsafe { cu!(cuStreamDestroy(s.0)) };
+        }
+        self.events.destroy_all();
+    }
+}
+
+/// Enqueues a prepared launch's completion: records an event on `s` and hands it to the
+/// device's completion thread (started on first use).
+pub fn submit(dev: &Arc<Device>, s: Stream, stacks: StackBlock, async_data: usize) -> Result<()> {
+    let q = &dev.async_queue;
+    let event = q.events.acquire()?;
+    // SAFETY: the event and stream belong to this device's context.
+    unsafe { cu!(cuEventRecord(event.0, s.0)) }?;
+    let p = Pending {
+        event,
+        stacks,
+        async_data,
+    };
+    let mut w = q.worker.lock().unwrap_or_else(|e| e.into_inner());
+    if w.is_none() {
+        let (tx, rx) = channel();
+        let d = Arc::clone(dev);
+        let handle = std::thread::Builder::new()
+            .name(format!("nvptx{}-completion", dev.ord))
+            .spawn(move || complete_loop(&d, rx))
+            .map_err(|e| {
+                gomp_plugin::error::Error::invalid(format!("cannot start completion thread: {e}"))
+            })?;
+        *w = Some((tx, handle));
+    }
+    if let Some((tx, _)) = w.as_ref() {
+        // The receiver lives until `shutdown`, which takes the sender first.
+        let _ = tx.send(p);
+    }
+    Ok(())
+}
+
+fn finish(dev: &Device, p: Pending) {
+    let bytes = p.stacks.size;
+    dev.stacks.release(p.stacks);
+    dev.async_queue.events.release(p.event);
+    dev.async_queue.unreserve(bytes);
+    dev.reverse.kernel_finished();
+    if let Some(done) = gomp_plugin::libgomp::host::host().and_then(|h| h.task_completion) {
+        // SAFETY: `async_data` is the handle libgomp gave async_run; completion may be
+        // signalled from any thread and makes no plugin calls.
+        unsafe { done(p.async_data as *mut std::ffi::c_void) };
+    }
+}
+
+fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
+    if let Err(e) = dev.activate() {
+        report::fatal(&format!("nvptx completion thread: {e}"));
+    }
+    // Outstanding launches in submission order. The thread waits in the driver for
+    // the oldest one (no sleeping poll loop, which under CPU load adds a scheduler
+    // tick of latency per region), then completes every other one already done.
+    let mut pending: VecDeque<Pending> = VecDeque::new();
+    loop {
+        if pending.is_empty() {
+            match rx.recv() {
+                Ok(p) => pending.push_back(p),
+                Err(_) => return,
+            }
+        }
+        pending.extend(rx.try_iter());
+        if let Some(oldest) = pending.front() {
+            // SAFETY: the event was recorded by `submit` and is owned by this entry.
+            if let Err(e) = unsafe { cu!(cuEventSynchronize(oldest.event.0)) } {
+                let e = super::run::kernel_error(e.into());
+                report::fatal(&format!("asynchronous target region failed: {e}"));
+            }
+        }
+        if let Some(p) = pending.pop_front() {
+            finish(dev, p);
+        }
+        let mut i = 0;
+        while i < pending.len() {
+            // SAFETY: as above.
+            match unsafe { cu!(cuEventQuery(pending[i].event.0)) } {
+                Ok(()) => {
+                    if let Some(p) = pending.remove(i) {
+                        finish(dev, p);
+                    }
+                }
+                Err(e) if e.code == CUDA_ERROR_NOT_READY => i += 1,
+                Err(e) => {
+                    let e = super::run::kernel_error(e.into());
+                    report::fatal(&format!("asynchronous target region failed: {e}"))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Environment variables the nvptx plugin reads, parsed and validated. Garbage never
+//! crashes: the plugin warns (`libgomp: ...`) and uses the default.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `GOMP_NVPTX_JIT` | `-O0`..`-O4`: PTX JIT optimisation level | driver default |
+//! | `GOMP_NVPTX_LOWLAT_POOL` | bytes of dynamic shared memory per team for `omp_low_lat_mem_space` | 8192 |
+//! | `GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE` | CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`) | driver default |
+//! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
+//! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
+//! | `GOMP_REVERSE_OFFLOAD_THREADS` | most reverse-offload host functions running at once (1–1024) | 8 |
+//!
+//! Not for users (an experiment knob, deliberately left out of the README):
+//! `GOMP_NVPTX_STAGING="threads,chunk_bytes,buffers"` shapes the staging engine of large
+//! pageable copies ([`StagingParams`]; default: 3 lanes per 4 processors, at most 12, `4m`, 2).
+
+use super::staging::StagingParams;
+
+/// Parsed settings. Plain data, read once per device initialisation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `CU_JIT_OPTIMIZATION_LEVEL`, if requested.
+    pub jit_opt_level: Option<u32>,
+    /// Dynamic shared memory per launch, bytes.
+    pub lowlat_pool: usize,
+    /// CUDA per-thread stack size, if requested.
+    pub native_stack: Option<usize>,
+    /// Soft-stack bytes per warp.
+    pub soft_stack: usize,
+    /// Device `malloc` heap size, if requested.
+    pub heap: Option<usize>,
+    /// Most reverse-offload requests served at once, process-wide.
+    pub reverse_offload_threads: usize,
+    /// Shape of the staging engine for large pageable copies.
+    pub staging: StagingParams,
+}
+
+/// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
+pub const DEFAULT_LOWLAT_POOL: usize = 8 * 1024;
+/// Default `GOMP_REVERSE_OFFLOAD_THREADS` (as the devel/omp branch that introduced it).
+pub const DEFAULT_REVERSE_OFFLOAD_THREADS: usize = 8;
+/// Default soft stack per warp (as GCC's plugin).
+pub const DEFAULT_SOFT_STACK: usize = 128 * 1024;
+
+/// Parses a byte count: decimal or `0x` hex, optional `k`/`m`/`g` suffix (binary).
+pub fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (num, mul) = match s.as_bytes().last()? {
+        b'k' | b'K' => (&s[..s.len() - 1], 1usize << 10),
+        b'm' | b'M' => (&s[..s.len() - 1], 1 << 20),
+        b'g' | b'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n = match num.strip_prefix("0x").or_else(|| num.strip_prefix("0X")) {
+        Some(h) => usize::from_str_radix(h, 16).ok()?,
+        None => num.parse::<usize>().ok()?,
+    };
+    n.checked_mul(mul)
+}
+
+/// Parses `GOMP_NVPTX_JIT`: space-separated options, of which only `-O0`..`-O4` exist.
+pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
+    let mut level = None;
+    for opt in s.split_whitespace() {
+        match opt.strip_prefix("-O").and_then(|l| l.parse::<u32>().ok()) {
+            Some(l) if l <= 4 && opt.len() == 3 => level = Some(l),
+            _ => {
+                return Err(format!(
+                    "Error parsing GOMP_NVPTX_JIT: unknown option '{opt}'"
+                ))
+            }
+        }
+    }
+    Ok(level)
+}
+
+impl Config {
+    /// Reads the settings through `get` (the environment in production), reporting each
+    /// bad value through `warn` and falling back to its default.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
+        let size = |name: &str, default: usize, max: usize| -> Option<usize> {
+            let v = get(name)?;
+            match parse_size(&v) {
+                Some(n) if n <= max => Some(n),
+                _ => {
+                    warn(&format!(
+                        "Invalid value '{v}' for {name}; using the default ({default})"
+                    ));
+                    None
+                }
+            }
+        };
+        let jit_opt_level =
+            get("GOMP_NVPTX_JIT").and_then(|v| parse_jit(&v).map_err(|e| warn(&e)).ok().flatten());
+        Config {
+            jit_opt_level,
+            lowlat_pool: size("GOMP_NVPTX_LOWLAT_POOL", DEFAULT_LOWLAT_POOL, 1 << 20)
+                .unwrap_or(DEFAULT_LOWLAT_POOL),
+            native_stack: size("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", 0, 1 << 30)
+                .filter(|&n| n > 0),
+            soft_stack: size("GOMP_NVPTX_SOFT_STACK_SIZE", DEFAULT_SOFT_STACK, 1 << 30)
+                .filter(|&n| n >= 1024)
+                .map(|n| n.next_multiple_of(16))
+                .unwrap_or(DEFAULT_SOFT_STACK),
+            heap: size("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40).filter(|&n| n > 0),
+            reverse_offload_threads: get("GOMP_REVERSE_OFFLOAD_THREADS")
+                .and_then(|v| match v.trim().parse::<usize>() {
+                    Ok(n) if (1..=1024).contains(&n) => Some(n),
+                    _ => {
+                        warn(&format!(
+                            "Invalid value '{v}' for GOMP_REVERSE_OFFLOAD_THREADS; \
+                             using the default ({DEFAULT_REVERSE_OFFLOAD_THREADS})"
+                        ));
+                        None
+                    }
+                })
+                .unwrap_or(DEFAULT_REVERSE_OFFLOAD_THREADS),
+            staging: get("GOMP_NVPTX_STAGING")
+                .and_then(|v| {
+                    StagingParams::parse(&v)
+                        .map_err(|e| {
+                            warn(&format!(
+                                "Invalid value '{v}' for GOMP_NVPTX_STAGING ({e}); using the default"
+                            ))
+                        })
+                        .ok()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Reads the process environment; warnings go to libgomp's error stream.
+    pub fn from_env() -> Config {
+        Config::from_lookup(
+            |k| std::env::var(k).ok(),
+            gomp_plugin::libgomp::report::error,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("8192"), Some(8192));
+        assert_eq!(parse_size(" 64k"), Some(65536));
+        assert_eq!(parse_size("2M"), Some(2 << 20));
+        assert_eq!(parse_size("0x100"), Some(256));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        for bad in [
+            "",
+            "k",
+            "-1",
+            "12q",
+            "0x",
+            "99999999999999999999",
+            "18446744073709551615g",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn jit_levels() {
+        assert_eq!(parse_jit(""), Ok(None));
+        assert_eq!(parse_jit("-O3"), Ok(Some(3)));
+        assert_eq!(parse_jit("-O0 -O4"), Ok(Some(4)));
+        assert!(parse_jit("-O5").is_err());
+        assert!(parse_jit("-O33").is_err());
+        assert!(parse_jit("--fast").is_err());
+    }
+
+    fn cfg(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
+        let warnings = RefCell::new(Vec::new());
+        let c = Config::from_lookup(
+            |k| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            },
+            |w| warnings.borrow_mut().push(w.to_string()),
+        );
+        (c, warnings.into_inner())
+    }
+
+    #[test]
+    fn defaults_and_garbage() {
+        let (c, w) = cfg(&[]);
+        assert_eq!(c.lowlat_pool, DEFAULT_LOWLAT_POOL);
+        assert_eq!(c.soft_stack, DEFAULT_SOFT_STACK);
+        assert_eq!(
+            (c.jit_opt_level, c.native_stack, c.heap),
+            (None, None, None)
+        );
+        assert_eq!(c.staging, StagingParams::default());
+        assert!(w.is_empty());
+        let (c, w) = cfg(&[
+            ("GOMP_NVPTX_LOWLAT_POOL", "lots"),
+            ("GOMP_NVPTX_JIT", "-O9"),
+            ("GOMP_NVPTX_SOFT_STACK_SIZE", "\u{1F4A5}"),
+            ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "99g"),
+            ("GOMP_NVPTX_HEAP_SIZE", "2T"),
+            ("GOMP_REVERSE_OFFLOAD_THREADS", "0"),
+            ("GOMP_NVPTX_STAGING", "4,4m"),
+        ]);
+        assert_eq!(c, cfg(&[]).0);
+        assert_eq!(w.len(), 7, "{w:?}");
+        for bad in ["-1", "1025", "many", ""] {
+            let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", bad)]);
+            assert_eq!(c.reverse_offload_threads, DEFAULT_REVERSE_OFFLOAD_THREADS);
+            assert_eq!(w.len(), 1, "{bad}");
+        }
+        let (c, w) = cfg(&[
+            ("GOMP_NVPTX_LOWLAT_POOL", "16k"),
+            ("GOMP_NVPTX_JIT", "-O1"),
+            ("GOMP_NVPTX_SOFT_STACK_SIZE", "65537"),
+            ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "4096"),
+            ("GOMP_NVPTX_HEAP_SIZE", "256m"),
+            ("GOMP_REVERSE_OFFLOAD_THREADS", " 2 "),
+            ("GOMP_NVPTX_STAGING", "12,16m,3"),
+        ]);
+        assert!(w.is_empty());
+        assert_eq!(c.reverse_offload_threads, 2);
+        assert_eq!(
+            c.staging,
+            StagingParams {
+                threads: 12,
+                chunk: 16 << 20,
+                buffers: 3
+            }
+        );
+        assert_eq!(c.heap, Some(256 << 20));
+        assert_eq!(c.lowlat_pool, 16384);
+        assert_eq!(c.jit_opt_level, Some(1));
+        assert_eq!(c.soft_stack, 65552);
+        assert_eq!(c.native_stack, Some(4096));
+    }
+}

@@ -1,0 +1,336 @@
+//! One opened CUDA device: its context, properties, settings and per-device pools.
+
+use super::async_queue::AsyncQueue;
+use super::config::Config;
+use super::host_memory::{HostChunks, HostPool};
+use super::image::Image;
+use super::kernel_copy::KernelCopy;
+use super::large_blocks::LargeBlocks;
+use super::pool::Pool;
+use super::reverse::Reverse;
+use super::small_blocks::SmallBlocks;
+use super::stacks::StackCache;
+use super::staging::Staging;
+use super::streams::{Stream, StreamPool};
+use crate::cu;
+use crate::cuda::sys::*;
+use gomp_plugin::blocks::Blocks;
+use gomp_plugin::error::Result;
+use std::ffi::c_char;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// Device facts read once at initialisation.
+#[derive(Clone, Debug, Default)]
+pub struct Props {
+    /// Marketing name.
+    pub name: String,
+    /// Streaming multiprocessors.
+    pub num_sms: i32,
+    /// 32-bit registers per SM.
+    pub regs_per_sm: i32,
+    /// Core clock in kHz (0 if the driver no longer reports it).
+    pub clock_khz: i32,
+    /// Compute capability.
+    pub cc: (i32, i32),
+    /// Largest dynamic shared memory a block may opt in to.
+    pub max_smem_optin: i32,
+}
+
+/// An initialised device. Shared (`Arc`) by all threads; interior state is locked.
+pub struct Device {
+    /// libgomp's index of this device within the plugin.
+    pub ord: i32,
+    /// The CUDA device.
+    pub cu_dev: CUdevice,
+    ctx: CUcontext,
+    owns_primary: bool,
+    /// Properties.
+    pub props: Props,
+    /// Settings from the environment.
+    pub config: Config,
+    /// Idle streams.
+    pub streams: StreamPool,
+    /// Idle soft-stack blocks.
+    pub stacks: StackCache,
+    /// Loaded images, in load order.
+    pub images: Mutex<Vec<Box<Image>>>,
+    /// Asynchronous launches (`nowait`) and their completion thread.
+    pub async_queue: AsyncQueue,
+    /// The device-memory pool (`None`: plain cuMemAlloc/cuMemFree).
+    pub pool: Option<Pool>,
+    /// Reverse-offload mailbox and service thread.
+    pub reverse: Reverse,
+    /// Live blocks from `alloc`.
+    pub blocks: Blocks,
+    /// Free small blocks.
+    pub small: SmallBlocks,
+    /// Freed large blocks kept for reuse.
+    pub large: LargeBlocks,
+    /// The staging engine (page-locked buffers, lane threads) for large pageable copies.
+    pub staging: Staging,
+    /// Copies by kernel for device-heap memory during reverse offload.
+    pub kernel_copy: KernelCopy,
+    /// Pooled page-locked host memory (`page_locked_host_alloc`).
+    pub pinned: HostPool,
+    /// Set once the program uses OpenACC on this device: synchronous copies then go
+    /// through CUDA's legacy default stream, so they stay ordered after the work of
+    /// OpenACC queues as they are with the stock plugin.
+    openacc: AtomicBool,
+}
+
+// SAFETY: the context handle may be made current on any thread; all mutable state is
+// behind mutexes.
+unsafe impl Send for Device {}
+// SAFETY: as above.
+unsafe impl Sync for Device {}
+
+fn attr(dev: CUdevice, a: CUdevice_attribute) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: out-pointer to a local.
+    unsafe { cu!(cuDeviceGetAttribute(&mut v, a, dev)) }?;
+    Ok(v)
+}
+
+/// Reads one device attribute, or 0 if the driver does not know it.
+pub fn attr_or_zero(dev: CUdevice, a: CUdevice_attribute) -> i32 {
+    attr(dev, a).unwrap_or(0)
+}
+
+impl Device {
+    /// Opens device `ord`: borrows the calling thread's current context when it belongs
+    /// to this device, else retains the device's primary context (shared with the CUDA
+    /// runtime and other libraries).
+    pub fn open(ord: i32) -> Result<Device> {
+        let mut cu_dev: CUdevice = 0;
+        // SAFETY: out-pointer to a local.
+        unsafe { cu!(cuDeviceGet(&mut cu_dev, ord)) }?;
+        let mut primary: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; balanced by the release below or in `close`.
+        unsafe { cu!(cuDevicePrimaryCtxRetain(&mut primary, cu_dev)) }?;
+        let mut cur: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        unsafe { cu!(cuCtxGetCurrent(&mut cur)) }?;
+        let mut cur_dev: CUdevice = -1;
+        // A context the program made current for this device is borrowed; the primary
+        // context (also when left current by an earlier open/close, when it may have
+        // been reset) is retained. A stale current context fails cuCtxGetDevice.
+        // SAFETY: out-pointer to a local; only asked when a context is current.
+        let borrow = !cur.is_null()
+            && cur != primary
+            && unsafe { cu!(cuCtxGetDevice(&mut cur_dev)) }.is_ok()
+            && cur_dev == cu_dev;
+        let (ctx, owns_primary) = if borrow {
+            // SAFETY: balanced with the retain above; the primary context is not used.
+            unsafe { cu!(cuDevicePrimaryCtxRelease(cu_dev)) }?;
+            (cur, false)
+        } else {
+            (primary, true)
+        };
+        let mut name = [0 as c_char; 256];
+        // SAFETY: the buffer holds 256 bytes.
+        unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), 256, cu_dev)) }?;
+        let name = name
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8 as char)
+            .collect();
+        let props = Props {
+            name,
+            num_sms: attr(cu_dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            regs_per_sm: attr(cu_dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
+            clock_khz: attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+            cc: (
+                attr(cu_dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(cu_dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            max_smem_optin: attr_or_zero(
+                cu_dev,
+                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            ),
+        };
+        let config = Config::from_env();
+        let dev = Device {
+            ord,
+            cu_dev,
+            ctx,
+            owns_primary,
+            props,
+            staging: Staging::new(config.staging),
+            config,
+            streams: StreamPool::default(),
+            stacks: StackCache::default(),
+            images: Mutex::new(Vec::new()),
+            async_queue: AsyncQueue::default(),
+            pool: None,
+            reverse: Reverse::default(),
+            blocks: Blocks::default(),
+            small: SmallBlocks::default(),
+            large: LargeBlocks::default(),
+            kernel_copy: KernelCopy::default(),
+            pinned: HostPool::new(HostChunks { ord }),
+            openacc: AtomicBool::new(false),
+        };
+        dev.activate()?;
+        let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
+        let dev = Device {
+            pool: Pool::create(cu_dev, pools)?,
+            ..dev
+        };
+        if let Some(n) = dev.config.native_stack {
+            // SAFETY: plain limit setting in the current context.
+            unsafe { cu!(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, n)) }?;
+        }
+        if let Some(n) = dev.config.heap {
+            // SAFETY: plain limit setting in the current context, before any launch.
+            unsafe { cu!(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, n)) }?;
+        }
+        log::debug!(
+            "device {ord}: {} (sm_{}{}, {} SMs, {} kHz), {} context, {}",
+            dev.props.name,
+            dev.props.cc.0,
+            dev.props.cc.1,
+            dev.props.num_sms,
+            dev.props.clock_khz,
+            if owns_primary {
+                "primary"
+            } else {
+                "borrowed current"
+            },
+            if dev.pool.is_some() {
+                "stream-ordered memory pool"
+            } else {
+                "cuMemAlloc (no memory pools)"
+            }
+        );
+        Ok(dev)
+    }
+
+    /// The device's CUDA context (borrowed or primary; alive until `close`).
+    pub fn context(&self) -> CUcontext {
+        self.ctx
+    }
+
+    /// Makes this device's context current on the calling thread, if it is not already.
+    /// Every entry point that touches the device calls this first, so any host thread
+    /// (an OpenMP worker, say) may use the device.
+    pub fn activate(&self) -> Result<()> {
+        let mut cur: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        unsafe { cu!(cuCtxGetCurrent(&mut cur)) }?;
+        if cur != self.ctx {
+            // SAFETY: `ctx` is alive until `close`.
+            unsafe { cu!(cuCtxSetCurrent(self.ctx)) }?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on a pooled stream, then waits for the stream. The stream goes back to
+    /// the pool only if it finished cleanly.
+    pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
+        let s = self.streams.acquire()?;
+        let out = f(s);
+        // SAFETY: the stream belongs to this device and is not shared.
+        let synced = unsafe { cu!(cuStreamSynchronize(s.0)) };
+        match (out, synced) {
+            (Ok(v), Ok(())) => {
+                self.streams.release(s);
+                Ok(v)
+            }
+            (Err(e), Ok(())) => {
+                self.streams.release(s);
+                Err(e)
+            }
+            (Err(e), Err(_)) => Err(e),
+            (Ok(_), Err(e)) => Err(e.into()),
+        }
+    }
+
+    /// True once the program uses OpenACC on this device.
+    pub fn openacc_in_use(&self) -> bool {
+        self.openacc.load(Ordering::Relaxed)
+    }
+
+    /// Notes that the program uses OpenACC on this device (see the `openacc` field).
+    pub fn use_openacc(&self) {
+        self.openacc.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs a synchronous copy `f` on a stream and waits for it: a pooled stream, or
+    /// CUDA's legacy default stream once OpenACC is in use.
+    pub fn on_copy_stream(&self, f: impl FnOnce(Stream) -> Result<()>) -> Result<()> {
+        if !self.openacc_in_use() {
+            return self.on_stream(f);
+        }
+        let legacy = Stream(std::ptr::null_mut());
+        f(legacy)?;
+        // SAFETY: waiting on the legacy default stream of the current context.
+        unsafe { cu!(cuStreamSynchronize(legacy.0)) }?;
+        Ok(())
+    }
+
+    /// Releases everything the device holds: images (running their destructors), cached
+    /// stacks, streams, and the primary context reference.
+    pub fn close(&self) -> Result<()> {
+        if super::reverse::serving_request() {
+            // A reverse-offload host function ended the program (`exit`, Fortran
+            // `stop`): the requesting kernel still waits for its answer, so nothing
+            // that waits for kernels may run. The process is going away.
+            log::debug!(
+                "device {}: finalized from a reverse-offload host function; left to process exit",
+                self.ord
+            );
+            return Ok(());
+        }
+        self.activate()?;
+        self.async_queue.shutdown();
+        self.reverse.shutdown();
+        let images: Vec<_> = self
+            .images
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        let mut first_err = None;
+        for img in images {
+            if let Err(e) = img.unload(self) {
+                first_err.get_or_insert(e);
+            }
+        }
+        self.stacks.trim();
+        for c in self
+            .small
+            .drain_chunks()
+            .into_iter()
+            .chain(self.large.drain())
+        {
+            let _ = self.free_chunk(c);
+        }
+        if let Some(p) = &self.pool {
+            log::debug!(
+                "device {}: {} byte(s) still allocated from the pool at close",
+                self.ord,
+                p.used()
+            );
+            p.destroy();
+        }
+        self.staging.destroy();
+        self.kernel_copy.destroy();
+        if let Err(e) = self.pinned.destroy() {
+            first_err.get_or_insert(e);
+        }
+        self.streams.destroy_all();
+        let mut cur: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; unsetting our context on this thread so a
+        // later open does not find a released one current.
+        if unsafe { cu!(cuCtxGetCurrent(&mut cur)) }.is_ok() && cur == self.ctx && self.owns_primary
+        {
+            let _ = unsafe { cu!(cuCtxSetCurrent(std::ptr::null_mut())) };
+        }
+        if self.owns_primary {
+            // SAFETY: balanced with the retain in `open`.
+            unsafe { cu!(cuDevicePrimaryCtxRelease(self.cu_dev)) }?;
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}

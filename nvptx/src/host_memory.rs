@@ -1,0 +1,125 @@
+//! Host-visible memory the device can reach: page-locked host allocations (libgomp 16's
+//! pinned allocator, served by the device's [`PinnedPool`]) and managed memory (`ompx_gnu_managed_mem_space`), plus the
+//! accessibility query behind `omp_target_is_accessible`.
+
+use super::device::Device;
+use super::host_ranges::{self, Origin};
+use super::pinned_pool::{ChunkSource, PinnedPool};
+use crate::cu;
+use crate::cuda::sys::*;
+use gomp_plugin::error::Result;
+use std::ffi::c_void;
+
+const PAGE: usize = 4096;
+
+/// The pinned pool's memory source for one device: `cuMemHostAlloc` (PORTABLE |
+/// DEVICEMAP, so every context can use it for DMA) in the device's context, each piece
+/// recorded in the host-range registry so copies from it are known to be page-locked.
+/// Plain data; the caller makes the device's context current.
+pub struct HostChunks {
+    /// The device whose context allocates.
+    pub ord: i32,
+}
+
+impl ChunkSource for HostChunks {
+    fn alloc(&self, bytes: usize) -> Result<Option<usize>> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        let flags = (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32;
+        // SAFETY: out-pointer to a local; the device's context is current (Device methods
+        // activate it before using the pool).
+        match unsafe { cu!(cuMemHostAlloc(&mut p, bytes, flags)) } {
+            Ok(()) => {}
+            Err(e) if e.code == CUDA_ERROR_OUT_OF_MEMORY => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+        if let Err(e) =
+            host_ranges::global().insert_owned(p as usize, bytes, Origin::Pool(self.ord))
+        {
+            log::debug!("pinned chunk {p:p} not registered: {e}");
+        }
+        Ok(Some(p as usize))
+    }
+
+    fn free(&self, p: usize, _bytes: usize) -> Result<()> {
+        host_ranges::global().remove_owned(p);
+        // SAFETY: `p` came from cuMemHostAlloc above; the pool hands it back once.
+        unsafe { cu!(cuMemFreeHost(p as *mut c_void)) }?;
+        Ok(())
+    }
+}
+
+/// A device's pinned pool.
+pub type HostPool = PinnedPool<HostChunks>;
+
+impl Device {
+    /// Page-locked host memory of `size` bytes from the device's pinned pool, usable
+    /// from every context, 64-byte aligned (page-aligned above the pool's small sizes).
+    /// `Ok(None)` for size 0 and on out-of-memory (the contract's "NULL and true").
+    /// Any thread: the device's context is made current first.
+    pub fn pinned_alloc(&self, size: usize) -> Result<Option<*mut c_void>> {
+        if size == 0 {
+            return Ok(None);
+        }
+        self.activate()?;
+        Ok(self.pinned.alloc(size)?.map(|p| p as *mut c_void))
+    }
+
+    /// Frees memory from [`Device::pinned_alloc`] (NULL is accepted). Any thread.
+    pub fn pinned_free(&self, p: usize) -> Result<()> {
+        if p == 0 {
+            return Ok(());
+        }
+        self.activate()?;
+        self.pinned.free(p)
+    }
+
+    /// Managed memory (`cuMemAllocManaged`, attached globally).
+    pub fn managed_alloc(&self, size: usize) -> Result<CUdeviceptr> {
+        let mut p: CUdeviceptr = 0;
+        // SAFETY: out-pointer to a local; the stand-in reports NOT_SUPPORTED.
+        unsafe {
+            cu!(cuMemAllocManaged(
+                &mut p,
+                size.max(1),
+                CU_MEM_ATTACH_GLOBAL as u32
+            ))
+        }?;
+        Ok(p)
+    }
+
+    /// Whether the device can access every page of `[p, p+size)`: device, managed or
+    /// page-locked host memory known to the driver. Empty or NULL ranges are not.
+    pub fn is_accessible(&self, p: usize, size: usize) -> bool {
+        if p == 0 || size == 0 {
+            return false;
+        }
+        let Some(end) = p.checked_add(size) else {
+            return false;
+        };
+        if host_ranges::global().contains(p, size) {
+            return true;
+        }
+        let mut at = p;
+        while at < end {
+            let mut kind: CUmemorytype = 0;
+            // SAFETY: out-pointer to a local of the attribute's type (an int).
+            let r = unsafe {
+                cu!(cuPointerGetAttribute(
+                    (&mut kind as *mut CUmemorytype).cast(),
+                    CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                    at as CUdeviceptr
+                ))
+            };
+            if r.is_err()
+                || !matches!(
+                    kind,
+                    CU_MEMORYTYPE_HOST | CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED
+                )
+            {
+                return false;
+            }
+            at = (at / PAGE + 1) * PAGE;
+        }
+        true
+    }
+}

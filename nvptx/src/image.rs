@@ -1,0 +1,302 @@
+//! A loaded offload image: its CUDA module, kernels and the device-side globals the
+//! plugin fills in (ICVs, clock tick, indirect-function map), and the table returned
+//! to libgomp (spec §5.3).
+
+use super::descriptor::{self, Descriptor, RawDescriptor};
+use super::device::Device;
+use super::indirect_table::IndirectTable;
+use super::link::link_ptx;
+use super::ptx_names::PtxNames;
+use crate::cu;
+use crate::cuda::sys::*;
+use gomp_plugin::error::{Error, Result};
+use gomp_plugin::libgomp::abi::AddrPair;
+use std::ffi::{c_void, CStr, CString};
+
+/// A kernel of a loaded image. Its address is the opaque handle libgomp passes back
+/// as `fn` to `run`; it lives as long as its [`Image`].
+#[derive(Debug)]
+pub struct TargetFn {
+    /// The CUDA function.
+    pub func: CUfunction,
+    /// Kernel name, for diagnostics.
+    pub name: String,
+    /// The JIT's limit on threads per block for this kernel.
+    pub max_threads_per_block: i32,
+    /// Registers per thread.
+    pub regs: i32,
+    /// OpenACC dimensions from the compiler.
+    pub dims: [u16; 3],
+    /// The occupancy calculator's (grid, block) for this kernel, asked on first
+    /// OpenACC launch (`None` inside: the driver has no calculator).
+    pub occupancy: once_cell::sync::OnceCell<Option<(u32, u32)>>,
+}
+
+/// An image loaded on one device. Owned by the device's image list.
+pub struct Image {
+    /// The `target_data` pointer libgomp identifies the image by.
+    pub key: usize,
+    module: CUmodule,
+    /// Kernels, in host-table order (addresses stable: never resized).
+    pub fns: Vec<TargetFn>,
+    /// Device memory the plugin allocated for this image (indirect-function table or
+    /// map).
+    owned: Vec<CUdeviceptr>,
+    /// Identifiers of the image's PTX: optional symbols are looked up only if named.
+    names: PtxNames,
+}
+
+// SAFETY: CUDA module and function handles may be used from any host thread.
+unsafe impl Send for Image {}
+// SAFETY: as above; the image is immutable after loading.
+unsafe impl Sync for Image {}
+
+/// Looks up a device global; `None` if the module does not define it (callers go
+/// through [`Image::global`], which skips names the PTX never mentions).
+fn global(module: CUmodule, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
+    let (mut p, mut n) = (0, 0);
+    // SAFETY: out-pointers to locals; `module` is loaded.
+    match unsafe { cu!(cuModuleGetGlobal(&mut p, &mut n, module, name.as_ptr())) } {
+        Ok(()) => Ok(Some((p, n))),
+        Err(e) if e.code == CUDA_ERROR_NOT_FOUND => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: out-pointer to a local.
+    unsafe { cu!(cuFuncGetAttribute(&mut v, a, f)) }?;
+    Ok(v)
+}
+
+/// Looks up a kernel; `None` if the module does not define it. `module` must be loaded
+/// (callers go through [`Image::function`]).
+fn find_function(module: CUmodule, name: &CStr) -> Result<Option<CUfunction>> {
+    let mut f: CUfunction = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local; `module` is loaded.
+    match unsafe { cu!(cuModuleGetFunction(&mut f, module, name.as_ptr())) } {
+        Ok(()) => Ok(Some(f)),
+        Err(e) if e.code == CUDA_ERROR_NOT_FOUND => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl Image {
+    /// Loads the image `data` of version word `version` on `dev`, returning it and the
+    /// address table for libgomp (functions, variables, then the ICV block).
+    ///
+    /// # Safety
+    /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`
+    /// must be NULL or hold the image's `ind_fn_num` host addresses.
+    pub unsafe fn load(
+        dev: &Device,
+        version: u32,
+        data: *const RawDescriptor,
+        host_ind_fns: *const u64,
+    ) -> Result<(Box<Image>, Vec<AddrPair>)> {
+        // SAFETY: forwarded caller guarantee.
+        let desc = unsafe { descriptor::read(version, data) }?;
+        let module = link_ptx(&desc.ptx, dev.config.jit_opt_level)?;
+        let mut img = Box::new(Image {
+            key: data as usize,
+            module,
+            fns: Vec::new(),
+            owned: Vec::new(),
+            names: PtxNames::from_ptx(&desc.ptx),
+        });
+        // On an error below, the partly built image releases what it holds.
+        // SAFETY: forwarded caller guarantee.
+        match unsafe { img.fill(dev, &desc, host_ind_fns) } {
+            Ok(table) => Ok((img, table)),
+            Err(e) => {
+                let _ = img.release(dev);
+                Err(e)
+            }
+        }
+    }
+
+    unsafe fn fill(
+        &mut self,
+        dev: &Device,
+        desc: &Descriptor,
+        host_ind_fns: *const u64,
+    ) -> Result<Vec<AddrPair>> {
+        for f in &desc.funcs {
+            let name = f.name.to_string_lossy().into_owned();
+            let func = self
+                .function(&f.name)?
+                .ok_or_else(|| Error::invalid(format!("offload image lacks kernel '{name}'")))?;
+            let static_smem = func_attr(func, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+            let want = static_smem as usize + dev.config.lowlat_pool;
+            if want > 48 * 1024 && dev.config.lowlat_pool <= dev.props.max_smem_optin as usize {
+                // Dynamic shared memory above 48 KiB must be opted in to per kernel.
+                // SAFETY: plain attribute setting on a loaded function.
+                unsafe {
+                    cu!(cuFuncSetAttribute(
+                        func,
+                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        dev.config.lowlat_pool as i32
+                    ))
+                }?;
+            }
+            self.fns.push(TargetFn {
+                func,
+                name,
+                max_threads_per_block: func_attr(func, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+                regs: func_attr(func, CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                dims: f.dims,
+                occupancy: Default::default(),
+            });
+        }
+        let mut table: Vec<AddrPair> = self
+            .fns
+            .iter()
+            .map(|f| {
+                let a = f as *const TargetFn as usize;
+                AddrPair {
+                    start: a,
+                    end: a + 1,
+                }
+            })
+            .collect();
+        for v in &desc.vars {
+            let (p, n) = self.global(v)?.ok_or_else(|| {
+                Error::invalid(format!(
+                    "offload image lacks variable '{}'",
+                    v.to_string_lossy()
+                ))
+            })?;
+            table.push(AddrPair {
+                start: p as usize,
+                end: p as usize + n,
+            });
+        }
+        if desc.ind_fn_num > 0 && !host_ind_fns.is_null() {
+            // SAFETY: forwarded caller guarantee on `host_ind_fns`.
+            unsafe { self.map_indirect_functions(dev, desc.ind_fn_num as usize, host_ind_fns) }?;
+        }
+        let icvs = self
+            .global(c"__gomp_additional_icvs")?
+            .map_or(AddrPair::default(), |(p, n)| AddrPair {
+                start: p as usize,
+                end: p as usize + n,
+            });
+        table.push(icvs);
+        if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props.clock_khz) {
+            if k > 0 {
+                let tick: f64 = 1e-3 / k as f64;
+                // SAFETY: `tick` is 8 readable bytes.
+                unsafe { dev.host2dev(p, (&tick as *const f64).cast(), 8) }?;
+            }
+        }
+        super::run::run_cdtors(dev, self, c"__do_global_ctors__entry")?;
+        Ok(table)
+    }
+
+    /// Gives the device the (host address, device address) pairs of the image's
+    /// indirect functions. A libgomp 16 image (it defines `__gomp_indirect_addr_hmap`)
+    /// gets the complete hash table its device runtime looks up
+    /// ([`IndirectTable`]); older images get the NULL-terminated pair list in
+    /// `__gomp_indirect_addr_map`. Either block is freed when the image is unloaded.
+    unsafe fn map_indirect_functions(
+        &mut self,
+        dev: &Device,
+        n: usize,
+        host: *const u64,
+    ) -> Result<()> {
+        let hmap = self.global(c"__gomp_indirect_addr_hmap")?;
+        let map = self.global(c"__gomp_indirect_addr_map")?;
+        if hmap.is_none() && map.is_none() {
+            return Ok(());
+        }
+        let (table, size) = self
+            .global(c"$offload_ind_func_table")?
+            .ok_or_else(|| Error::invalid("offload image lacks $offload_ind_func_table"))?;
+        if size < n * 8 {
+            return Err(Error::invalid(
+                "offload image: $offload_ind_func_table too small",
+            ));
+        }
+        let mut dev_addrs = vec![0u64; n];
+        // SAFETY: `dev_addrs` has n*8 writable bytes.
+        unsafe { dev.dev2host(dev_addrs.as_mut_ptr().cast(), table, n * 8) }?;
+        // SAFETY: `host` holds n entries (caller).
+        let host = unsafe { std::slice::from_raw_parts(host, n) };
+        let pairs: Vec<(u64, u64)> = host.iter().copied().zip(dev_addrs).collect();
+        if let Some((var, _)) = hmap {
+            let t = IndirectTable::build(&pairs)?;
+            self.upload_map(dev, var, &t.to_bytes())?;
+            log::debug!(
+                "indirect functions: {} entries in a host-built hash table of {} slots \
+                 (__gomp_indirect_addr_hmap)",
+                t.len(),
+                t.size()
+            );
+        } else if let Some((var, _)) = map {
+            let bytes: Vec<u8> = pairs
+                .iter()
+                .chain(std::iter::once(&(0, 0)))
+                .flat_map(|&(h, d)| [h.to_le_bytes(), d.to_le_bytes()])
+                .flatten()
+                .collect();
+            self.upload_map(dev, var, &bytes)?;
+            log::debug!(
+                "indirect functions: {n} entries in a linear map (__gomp_indirect_addr_map)"
+            );
+        }
+        Ok(())
+    }
+
+    /// Copies `bytes` into a fresh device block owned by the image and writes the
+    /// block's address into the pointer variable at `var`.
+    fn upload_map(&mut self, dev: &Device, var: CUdeviceptr, bytes: &[u8]) -> Result<()> {
+        let buf = dev.alloc(bytes.len())?;
+        self.owned.push(buf);
+        // SAFETY: `bytes` is readable for its length; `buf` holds as many bytes.
+        unsafe { dev.host2dev(buf, bytes.as_ptr().cast(), bytes.len()) }?;
+        // SAFETY: `buf` is 8 readable bytes; the variable is a device pointer.
+        unsafe { dev.host2dev(var, (&buf as *const CUdeviceptr).cast::<c_void>(), 8) }
+    }
+
+    /// The device global `name` of this image, `None` if the image does not define it
+    /// (not asked of the driver when the PTX never names it).
+    pub fn global(&self, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
+        if !self.names.mentions(name) {
+            return Ok(None);
+        }
+        global(self.module, name)
+    }
+
+    /// The kernel `name` of this image, `None` if the image does not define it (not
+    /// asked of the driver when the PTX never names it).
+    pub fn function(&self, name: &CStr) -> Result<Option<CUfunction>> {
+        if !self.names.mentions(name) {
+            return Ok(None);
+        }
+        find_function(self.module, name)
+    }
+
+    /// Runs the image's destructors and unloads it.
+    pub fn unload(&self, dev: &Device) -> Result<()> {
+        let dtors = super::run::run_cdtors(dev, self, c"__do_global_dtors__entry");
+        self.release(dev)?;
+        dtors
+    }
+
+    fn release(&self, dev: &Device) -> Result<()> {
+        for &p in &self.owned {
+            let _ = dev.free(p);
+        }
+        // SAFETY: the module was loaded by `load` and is unloaded once.
+        unsafe { cu!(cuModuleUnload(self.module)) }?;
+        Ok(())
+    }
+}
+
+/// Name helper for kernels looked up with a suffix.
+pub fn with_suffix(name: &CStr, suffix: &str) -> CString {
+    let mut v = name.to_bytes().to_vec();
+    v.extend_from_slice(suffix.as_bytes());
+    CString::new(v).unwrap_or_default()
+}

@@ -1,0 +1,55 @@
+//! gomp-plugin-nvptx: `libgomp-plugin-nvptx.so.1`, GCC's OpenMP/OpenACC offload plugin
+//! for NVIDIA GPUs, on the CUDA driver loaded at run time. The backend of the
+//! `gomp_plugin` framework: [`plugin`] implements its traits, the exported edge is the
+//! framework's shells instantiated for [`plugin::Nvptx`], plus the plugin's own C API
+//! ([`extensions`]). The CUDA side is [`cuda`]; the rest are the backend's concepts.
+//!
+//! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
+#![warn(missing_docs)]
+
+pub mod cuda;
+pub mod extensions;
+pub mod plugin;
+
+pub mod async_queue;
+pub mod config;
+pub mod descriptor;
+pub mod device;
+pub mod events;
+pub mod host_lock;
+pub mod host_memory;
+pub mod host_ranges;
+pub mod idle_pool;
+pub mod image;
+pub mod indirect_table;
+pub mod interop;
+pub mod kernel_copy;
+pub mod large_blocks;
+pub mod launch;
+pub mod link;
+pub mod memory;
+pub mod openacc;
+pub mod pinned_pool;
+pub mod pool;
+pub mod ptx_names;
+pub mod rect;
+pub mod reverse;
+pub mod run;
+pub mod small_blocks;
+pub mod stacks;
+pub mod staging;
+pub mod streams;
+
+// The exported `GOMP_OFFLOAD_*` entry points: the framework's shells
+// (`src/edge/exports/`), written once for every product, compiled here over this
+// backend (they call `super::Backend`).
+/// The backend every exported shell calls.
+type Backend = plugin::Nvptx;
+#[path = "../../src/edge/exports/interop.rs"]
+mod interop_exports;
+#[path = "../../src/edge/exports/openacc.rs"]
+mod openacc_exports;
+#[path = "../../src/edge/exports/openmp.rs"]
+mod openmp_exports;
+#[path = "../../src/edge/exports/page_locked.rs"]
+mod page_locked_exports;

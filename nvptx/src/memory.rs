@@ -1,0 +1,264 @@
+//! Device memory and copies for one device. Every copy is complete when the call
+//! returns (the contract's synchronous semantics); it runs on a pooled stream, or on
+//! CUDA's legacy default stream once OpenACC is in use (see `Device::on_copy_stream`).
+
+use super::device::Device;
+use super::host_ranges;
+use super::large_blocks;
+use super::staging;
+use crate::cu;
+use crate::cuda::sys::{CUdeviceptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+use gomp_plugin::blocks::check_copy;
+use gomp_plugin::error::{Error, Result};
+use gomp_plugin::libgomp::acc_prof;
+use std::ffi::c_void;
+
+impl Device {
+    /// Allocates `size` device bytes: small blocks from the small-block cache, large
+    /// ones from the large-block cache or else the pool (cuMemAlloc without one). On
+    /// out-of-memory the cached large blocks, the pool's unused memory and the cached
+    /// soft stacks are released and the allocation retried once.
+    pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
+        let p = match self.small.take(size, |bytes| self.alloc_retry(bytes)) {
+            Some(r) => r?,
+            None => {
+                let r = large_blocks::rounded(size);
+                match self.large.take(r) {
+                    Some(p) => p,
+                    None => self.alloc_retry(r)?,
+                }
+            }
+        };
+        self.blocks.insert(p, size);
+        Ok(p)
+    }
+
+    fn alloc_retry(&self, size: usize) -> Result<CUdeviceptr> {
+        match self.alloc_once(size.max(1)) {
+            Err(Error::Driver(e))
+                if e.code == i64::from(crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY) =>
+            {
+                for p in self.large.drain() {
+                    let _ = self.free_chunk(p);
+                }
+                if let Some(p) = &self.pool {
+                    p.trim();
+                }
+                self.stacks.trim();
+                self.alloc_once(size.max(1))
+            }
+            r => r,
+        }
+    }
+
+    fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {
+        if let Some(pool) = &self.pool {
+            return pool.alloc(size);
+        }
+        let mut p: CUdeviceptr = 0;
+        // SAFETY: out-pointer to a local; context current (caller).
+        unsafe { cu!(cuMemAlloc(&mut p, size)) }?;
+        Ok(p)
+    }
+
+    /// Frees a block from [`Device::alloc`]. NULL is accepted and ignored; an address
+    /// that does not start a block is "invalid device address".
+    pub fn free(&self, p: CUdeviceptr) -> Result<()> {
+        self.free_block(p).map(|_| ())
+    }
+
+    fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
+        if p == 0 {
+            return Ok(0);
+        }
+        let size = self.blocks.remove(p)?;
+        if self.small.give(p, size) || self.large.put(p, large_blocks::rounded(size)) {
+            return Ok(size);
+        }
+        self.free_chunk(p)?;
+        Ok(size)
+    }
+
+    /// Returns memory from `alloc_retry` (a large block or a small-block chunk) to the
+    /// pool or the driver.
+    pub fn free_chunk(&self, p: CUdeviceptr) -> Result<()> {
+        if let Some(pool) = &self.pool {
+            pool.free(p)?;
+        } else {
+            // SAFETY: `p` came from cuMemAlloc in this context.
+            unsafe { cu!(cuMemFree(p)) }?;
+        }
+        Ok(())
+    }
+
+    /// `GOMP_OFFLOAD_alloc`: [`Device::alloc`], reported to an OpenACC profiler
+    /// (`acc_ev_alloc`) when one is set up for the calling thread.
+    pub fn alloc_for_libgomp(&self, size: usize) -> Result<CUdeviceptr> {
+        let p = self.alloc(size)?;
+        if let Some(prof) = acc_prof::current() {
+            prof.data(acc_prof::EV_ALLOC, size, p as *const c_void);
+        }
+        Ok(p)
+    }
+
+    /// `GOMP_OFFLOAD_free`: [`Device::free`], reported as `acc_ev_free`.
+    pub fn free_for_libgomp(&self, p: CUdeviceptr) -> Result<()> {
+        self.free_block(p)?;
+        if p != 0 {
+            if let Some(prof) = acc_prof::current() {
+                prof.data(acc_prof::EV_FREE, usize::MAX, p as *const c_void);
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees memory that did not come from [`Device::alloc`] (managed memory).
+    pub fn free_direct(&self, p: CUdeviceptr) -> Result<()> {
+        if p != 0 {
+            // SAFETY: `p` came from a cuMemAlloc-family call (caller).
+            unsafe { cu!(cuMemFree(p)) }?;
+        }
+        Ok(())
+    }
+
+    /// Copies `n` bytes from host `src` to device `dst`.
+    ///
+    /// # Safety
+    /// `src` must be readable for `n` bytes.
+    pub unsafe fn host2dev(&self, dst: CUdeviceptr, src: *const c_void, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.check_host_copy(dst, src, n)?;
+        if self.stage(src, n) {
+            // SAFETY: readable source (caller); device range checked above.
+            if let Some(r) = unsafe { self.staging.host2dev(self.context(), dst, src, n) } {
+                return r;
+            }
+        }
+        // SAFETY: readable source (caller); the stream is waited for before returning.
+        let r = self.on_copy_stream(|s| {
+            unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, s.0)) }.map_err(Error::from)
+        });
+        if self.device_heap_copy(&r, dst) {
+            // SAFETY: readable source (caller); `dst` comes from the device runtime
+            // serving a reverse-offload request (see `device_heap_copy`).
+            return unsafe { self.kernel_copy.host2dev(self, dst, src, n) };
+        }
+        r
+    }
+
+    /// Copies `n` bytes from device `src` to host `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be writable for `n` bytes.
+    pub unsafe fn dev2host(&self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.check_host_copy(src, dst, n)?;
+        if self.stage(dst, n) {
+            // SAFETY: writable destination (caller); device range checked above.
+            if let Some(r) = unsafe { self.staging.dev2host(self.context(), dst, src, n) } {
+                return r;
+            }
+        }
+        // SAFETY: writable destination (caller); waited for before returning.
+        let r = self.on_copy_stream(|s| {
+            unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, s.0)) }.map_err(Error::from)
+        });
+        if self.device_heap_copy(&r, src) {
+            // SAFETY: writable destination (caller); `src` comes from the device
+            // runtime serving a reverse-offload request (see `device_heap_copy`).
+            return unsafe { self.kernel_copy.dev2host(self, dst, src, n) };
+        }
+        r
+    }
+
+    /// Whether a copy the driver refused as "invalid argument" should be retried by a
+    /// kernel: only while this thread serves a reverse-offload request, and only for
+    /// an address outside the plugin's own allocations — memory the kernel allocated
+    /// itself (device `malloc`), which the driver's copy functions do not know.
+    fn device_heap_copy(&self, r: &Result<()>, dev_addr: CUdeviceptr) -> bool {
+        let Err(e) = r else { return false };
+        let retry = matches!(e, Error::Driver(c) if c.code == i64::from(crate::cuda::sys::CUDA_ERROR_INVALID_VALUE))
+            && super::reverse::serving_request()
+            && !self.blocks.contains(dev_addr);
+        log::debug!(
+            "copy at device address {dev_addr:#x} failed ({e}){}",
+            if retry { "; copying with a kernel" } else { "" }
+        );
+        retry
+    }
+
+    /// Copies `n` bytes between two device buffers.
+    pub fn dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.check_dev2dev(dst, src, n)?;
+        // SAFETY: device addresses are checked by the driver; waited for before returning.
+        self.on_copy_stream(|s| {
+            unsafe { cu!(cuMemcpyDtoDAsync(dst, src, n, s.0)) }.map_err(Error::from)
+        })
+    }
+
+    /// Sets `n` device bytes at `p` to the low byte of `val`.
+    pub fn memset(&self, p: CUdeviceptr, val: i32, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: device address checked by the driver; waited for before returning.
+        self.on_stream(|s| {
+            unsafe { cu!(cuMemsetD8Async(p, val as u8, n, s.0)) }.map_err(Error::from)
+        })
+    }
+}
+
+impl Device {
+    /// Whether a copy of `n` bytes from or to host `p` should go through the staging
+    /// buffers: large, OpenMP ordering (not OpenACC's legacy stream), and `p` pageable.
+    /// Memory the plugin page-locked (its pinned pool, `gomp_nvptx_host_lock`) is known
+    /// from the host-range registry; otherwise `p` is pageable when the driver knows
+    /// nothing of it (page-locked and managed memory DMA directly).
+    fn stage(&self, p: *const c_void, n: usize) -> bool {
+        if n < staging::MIN_STAGED || self.openacc_in_use() {
+            return false;
+        }
+        if host_ranges::global().contains(p as usize, n) {
+            return false;
+        }
+        let mut ty: u32 = 0;
+        // SAFETY: out-pointer to a local; an unknown (pageable) address is an error
+        // return, not a fault.
+        unsafe {
+            cu!(cuPointerGetAttribute(
+                (&mut ty as *mut u32).cast(),
+                CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                p as CUdeviceptr
+            ))
+        }
+        .is_err()
+    }
+
+    /// The address checks of a copy of `n` bytes between host `host_ptr` and device
+    /// `dev_ptr` (either direction), with libgomp's messages.
+    pub fn check_host_copy(
+        &self,
+        dev_ptr: CUdeviceptr,
+        host_ptr: *const c_void,
+        n: usize,
+    ) -> Result<()> {
+        check_copy(dev_ptr, host_ptr)?;
+        self.blocks.check(dev_ptr, n)
+    }
+
+    /// The address checks of a device-to-device copy, with libgomp's messages.
+    pub fn check_dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
+        if dst == 0 || src == 0 {
+            return Err(Error::invalid("invalid device address"));
+        }
+        self.blocks.check(dst, n)?;
+        self.blocks.check(src, n)
+    }
+}

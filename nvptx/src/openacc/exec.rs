@@ -1,0 +1,140 @@
+//! Launching OpenACC kernels (`openacc_exec`, `openacc_async_exec`).
+//!
+//! An OpenACC entry point takes one parameter: the device address of the block of
+//! mapped-variable addresses, which libgomp has already copied to the device.
+
+use super::super::device::Device;
+use super::super::image::TargetFn;
+use super::super::run::kernel_error;
+use super::super::streams::Stream;
+use super::dims::{choose, Dims, Inputs, Limits};
+use crate::cu;
+use crate::cuda::driver;
+use gomp_plugin::error::{Error, Result};
+use gomp_plugin::libgomp::acc_prof;
+use gomp_plugin::libgomp::host;
+use std::ffi::c_void;
+
+fn occupancy(f: &TargetFn) -> Option<(u32, u32)> {
+    *f.occupancy.get_or_init(|| {
+        let d = driver::get();
+        if !d.has("cuOccupancyMaxPotentialBlockSize") {
+            return None;
+        }
+        let (mut grid, mut block) = (0i32, 0i32);
+        // SAFETY: out-pointers to locals; no block-size callback, no dynamic smem.
+        let r = unsafe {
+            cu!(cuOccupancyMaxPotentialBlockSize(
+                &mut grid,
+                &mut block,
+                f.func,
+                std::ptr::null_mut(),
+                0,
+                0
+            ))
+        };
+        (r.is_ok() && grid > 0 && block > 0).then_some((grid as u32, block as u32))
+    })
+}
+
+/// Picks the dimensions for launching `f`, given libgomp's `dims` (3 entries, 0 = not
+/// set; may be NULL).
+///
+/// # Safety
+/// `dims` must be NULL or point to 3 readable `u32`.
+pub unsafe fn dims_for(dev: &Device, f: &TargetFn, dims: *const u32) -> Result<Dims> {
+    let mut requested = [0u32; 3];
+    if !dims.is_null() {
+        // SAFETY: caller's guarantee.
+        requested.copy_from_slice(unsafe { std::slice::from_raw_parts(dims, 3) });
+    }
+    let mut defaults = [0i32; 3];
+    if let Some(dd) = host::host().and_then(|h| h.acc_default_dim) {
+        for (i, v) in defaults.iter_mut().enumerate() {
+            // SAFETY: libgomp's GOMP_PLUGIN_acc_default_dim, i < 3.
+            *v = unsafe { dd(i as u32) };
+        }
+    }
+    let inputs = Inputs {
+        compiled: f.dims,
+        requested,
+        defaults,
+    };
+    let limits = Limits {
+        max_threads_per_block: f.max_threads_per_block.max(0) as u32,
+        occupancy: occupancy(f),
+        num_sms: dev.props.num_sms.max(1) as u32,
+    };
+    choose(&inputs, &limits).map_err(|e| Error::invalid(e.message(&f.name)))
+}
+
+/// Launches `f` with the device address block `devaddrs` on `stream` (CUDA's legacy
+/// default stream when `None`, then waited for); `dims` is libgomp's in/out array.
+///
+/// # Safety
+/// `dims` must be NULL or point to 3 writable `u32`; `devaddrs` must be a device
+/// address (or NULL when nothing is mapped).
+pub unsafe fn exec(
+    dev: &Device,
+    f: &TargetFn,
+    devaddrs: *mut c_void,
+    dims: *mut u32,
+    stream: Option<Stream>,
+) -> Result<()> {
+    // SAFETY: forwarded caller guarantee.
+    let d = unsafe { dims_for(dev, f, dims) }?;
+    if !dims.is_null() {
+        // SAFETY: caller's guarantee.
+        unsafe { std::ptr::copy_nonoverlapping([d.gangs, d.workers, d.vector].as_ptr(), dims, 3) };
+    }
+    log::debug!(
+        "nvptx_exec: kernel {}: launch gangs={}, workers={}, vectors={}",
+        f.name,
+        d.gangs,
+        d.workers,
+        d.vector
+    );
+    let s = stream.unwrap_or(Stream(std::ptr::null_mut()));
+    let name = acc_prof::current().map(|p| {
+        (
+            p,
+            std::ffi::CString::new(f.name.as_str()).unwrap_or_default(),
+        )
+    });
+    let mut event = name.as_ref().map(|(_, n)| {
+        acc_prof::Profiler::launch_event(
+            n,
+            [d.gangs as usize, d.workers as usize, d.vector as usize],
+        )
+    });
+    if let (Some((p, _)), Some(ev)) = (&name, &mut event) {
+        p.launch(acc_prof::EV_ENQUEUE_LAUNCH_START, ev);
+    }
+    let mut arg = devaddrs as u64;
+    let mut params: [*mut c_void; 1] = [(&mut arg as *mut u64).cast()];
+    // SAFETY: the entry point takes one u64; the driver copies it from the live local.
+    let launched = unsafe {
+        cu!(cuLaunchKernel(
+            f.func,
+            d.gangs,
+            1,
+            1,
+            d.vector,
+            d.workers,
+            1,
+            0,
+            s.0,
+            params.as_mut_ptr(),
+            std::ptr::null_mut()
+        ))
+    };
+    if let (Some((p, _)), Some(ev)) = (&name, &mut event) {
+        p.launch(acc_prof::EV_ENQUEUE_LAUNCH_END, ev);
+    }
+    launched?;
+    if stream.is_none() {
+        // SAFETY: waiting on the legacy default stream of the current context.
+        unsafe { cu!(cuStreamSynchronize(s.0)) }.map_err(|e| kernel_error(e.into()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! OpenACC async queues. `struct goacc_asyncqueue` is the plugin's to define and opaque
+//! to libgomp: here it is an [`AccQueue`], one CUDA stream plus the callbacks libgomp
+//! queued on it. A callback is an event recorded on the stream, no CUDA host function:
+//! it runs on the host thread that observes the event complete by testing or
+//! synchronising the queue, so it may call back into the plugin (libgomp's free device
+//! memory from there; such frees are not reported to OpenACC profilers), and a queue
+//! seen idle has run all its callbacks, as with the stock plugin's stream-blocking host
+//! callbacks.
+//!
+//! Queue streams are created blocking (`CU_STREAM_DEFAULT`), as the stock plugin's are:
+//! work a program puts on CUDA's legacy default stream stays ordered with them.
+
+use super::super::device::Device;
+use super::super::events::Event;
+use super::super::streams::Stream;
+use crate::cu;
+use crate::cuda::sys::*;
+use gomp_plugin::error::{Error, Result};
+use gomp_plugin::libgomp::acc_prof;
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// The stream a queue works on, and whether the queue created it (a stream the program
+/// handed over with `acc_set_cuda_stream` is the program's to destroy).
+#[derive(Clone, Copy)]
+struct QueueStream {
+    stream: Stream,
+    owned: bool,
+}
+
+/// A queued callback: runs once `event` has completed.
+struct Callback {
+    event: Event,
+    f: unsafe extern "C" fn(*mut c_void),
+    data: usize,
+}
+
+/// One OpenACC async queue. Created by `openacc_async_construct`, destroyed by
+/// `openacc_async_destruct`; libgomp holds it as a raw pointer and may use it from any
+/// host thread (the state is locked).
+pub struct AccQueue {
+    /// The device the queue belongs to (kept open while the queue exists).
+    pub dev: Arc<Device>,
+    stream: Mutex<QueueStream>,
+    callbacks: Mutex<VecDeque<Callback>>,
+    /// Held while callbacks run, so they run one at a time and in order.
+    runner: Mutex<()>,
+}
+
+/// How to acquire the callback runner.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Wait for another thread's callbacks to finish first.
+    Wait,
+    /// Skip if another thread is running callbacks.
+    IfFree,
+}
+
+impl AccQueue {
+    /// Creates a queue with a new stream on `dev` (whose context is current).
+    pub fn create(dev: Arc<Device>) -> Result<AccQueue> {
+        let mut s: CUstream = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the device's context is current.
+        unsafe { cu!(cuStreamCreate(&mut s, CU_STREAM_DEFAULT as u32)) }?;
+        dev.use_openacc();
+        Ok(AccQueue {
+            dev,
+            stream: Mutex::new(QueueStream {
+                stream: Stream(s),
+                owned: true,
+            }),
+            callbacks: Mutex::default(),
+            runner: Mutex::new(()),
+        })
+    }
+
+    /// The queue's current CUDA stream.
+    pub fn stream(&self) -> Stream {
+        self.stream.lock().unwrap_or_else(|e| e.into_inner()).stream
+    }
+
+    /// Waits for the queue's work and callbacks, then destroys its stream (unless the
+    /// program supplied it).
+    pub fn destroy(self) -> Result<()> {
+        self.dev.activate()?;
+        self.synchronize()?;
+        let qs = *self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        if qs.owned {
+            // SAFETY: the stream is idle and owned by this queue, which is going away.
+            unsafe { cu!(cuStreamDestroy(qs.stream.0)) }?;
+        }
+        Ok(())
+    }
+
+    /// Runs, in order, the callbacks whose events have completed. A callback whose
+    /// event reports an error (the context failed) is dropped, not run: whoever waits
+    /// for the queue reports the failure. Returns true when none is left.
+    fn run_callbacks(&self, how: Run) -> bool {
+        let _runner = match how {
+            Run::Wait => self.runner.lock().unwrap_or_else(|e| e.into_inner()),
+            Run::IfFree => match self.runner.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return false,
+            },
+        };
+        loop {
+            let next = {
+                let mut list = self.callbacks.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(front) = list.front() else {
+                    return true;
+                };
+                // SAFETY: the event was recorded on this queue's stream and is owned by
+                // the entry.
+                match unsafe { cu!(cuEventQuery(front.event.0)) } {
+                    Err(e) if e.code == CUDA_ERROR_NOT_READY => return false,
+                    r => list.pop_front().map(|cb| (cb, r.is_ok())),
+                }
+            };
+            if let Some((cb, ok)) = next {
+                self.dev.async_queue.events.release(cb.event);
+                if ok {
+                    // SAFETY: libgomp's callback and argument, run once, after the work
+                    // queued before it, as openacc_async_queue_callback promises.
+                    acc_prof::muted(|| unsafe { (cb.f)(cb.data as *mut c_void) });
+                }
+            }
+        }
+    }
+
+    /// True when all work and callbacks queued so far have completed.
+    pub fn test(&self) -> Result<bool> {
+        self.dev.activate()?;
+        // SAFETY: the stream belongs to this device.
+        match unsafe { cu!(cuStreamQuery(self.stream().0)) } {
+            Ok(()) => Ok(self.run_callbacks(Run::IfFree)),
+            Err(e) if e.code == CUDA_ERROR_NOT_READY => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits until all work and callbacks queued so far have completed.
+    pub fn synchronize(&self) -> Result<()> {
+        self.dev.activate()?;
+        // SAFETY: the stream belongs to this device.
+        unsafe { cu!(cuStreamSynchronize(self.stream().0)) }
+            .map_err(|e| super::super::run::kernel_error(e.into()))?;
+        self.run_callbacks(Run::Wait);
+        Ok(())
+    }
+
+    /// Makes future work on `later` wait for the work queued on `self` so far.
+    pub fn serialize(&self, later: &AccQueue) -> Result<()> {
+        self.dev.activate()?;
+        let (a, b) = (self.stream(), later.stream());
+        if a == b {
+            return Ok(());
+        }
+        let ev = self.dev.async_queue.events.acquire()?;
+        // SAFETY: event and streams belong to this device's context. The wait captures
+        // the record made just before, so the event may be reused at once.
+        let r = unsafe {
+            cu!(cuEventRecord(ev.0, a.0)).and_then(|()| cu!(cuStreamWaitEvent(b.0, ev.0, 0)))
+        };
+        self.dev.async_queue.events.release(ev);
+        r.map_err(Error::from)
+    }
+
+    /// Queues `f(data)` to run once the work queued so far has completed (never
+    /// inline: libgomp calls this in the middle of its own bookkeeping).
+    pub fn callback(&self, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<()> {
+        self.dev.activate()?;
+        let event = self.dev.async_queue.events.acquire()?;
+        // SAFETY: the event and stream belong to this device's context.
+        if let Err(e) = unsafe { cu!(cuEventRecord(event.0, self.stream().0)) } {
+            self.dev.async_queue.events.release(event);
+            return Err(e.into());
+        }
+        self.callbacks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(Callback {
+                event,
+                f,
+                data: data as usize,
+            });
+        Ok(())
+    }
+
+    /// Adopts the program's `stream` after finishing the queue's current work; the old
+    /// stream is destroyed if the queue created it.
+    pub fn set_stream(&self, stream: CUstream) -> Result<()> {
+        self.synchronize()?;
+        let mut qs = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        if qs.owned && qs.stream.0 != stream {
+            // SAFETY: the old stream is idle (synchronised above) and ours.
+            unsafe { cu!(cuStreamDestroy(qs.stream.0)) }?;
+        }
+        *qs = QueueStream {
+            stream: Stream(stream),
+            owned: false,
+        };
+        Ok(())
+    }
+
+    /// Queues a copy of `n` bytes from host `src` to device `dst`.
+    ///
+    /// # Safety
+    /// `src` must stay readable until the copy has run (libgomp keeps or stages it).
+    pub unsafe fn host2dev(&self, dst: CUdeviceptr, src: *const c_void, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.dev.check_host_copy(dst, src, n)?;
+        self.dev.activate()?;
+        // SAFETY: caller's guarantee on `src`; the driver checks `dst`.
+        unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, self.stream().0)) }?;
+        Ok(())
+    }
+
+    /// Queues a copy of `n` bytes from device `src` to host `dst`.
+    ///
+    /// # Safety
+    /// `dst` must stay writable until the copy has run.
+    pub unsafe fn dev2host(&self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.dev.check_host_copy(src, dst, n)?;
+        self.dev.activate()?;
+        // SAFETY: caller's guarantee on `dst`; the driver checks `src`.
+        unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, self.stream().0)) }?;
+        Ok(())
+    }
+
+    /// Queues a copy of `n` bytes between device buffers.
+    pub fn dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.dev.check_dev2dev(dst, src, n)?;
+        self.dev.activate()?;
+        // SAFETY: device addresses are checked by the driver.
+        unsafe { cu!(cuMemcpyDtoDAsync(dst, src, n, self.stream().0)) }?;
+        Ok(())
+    }
+}

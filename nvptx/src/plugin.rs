@@ -1,0 +1,431 @@
+//! The nvptx backend's face to the framework: [`Nvptx`] implements
+//! [`gomp_plugin::Plugin`] and [`gomp_plugin::OpenAcc`]; the device, OpenACC queue and
+//! thread data implement the framework's traits by calling this crate's concepts.
+//! Device discovery (driver load, `requires` checks) and UUIDs live here too.
+//!
+//! Thread-safety: everything is reached through the framework's registry (a read-mostly
+//! lock) or through values libgomp owns; no state of its own.
+
+use crate::cu;
+use crate::cuda::{driver, sys::*};
+use crate::device::{self, Device};
+use crate::image::{Image, TargetFn};
+use crate::openacc::{exec, property, queue::AccQueue, thread};
+use crate::{host_ranges, interop, reverse, run};
+use gomp_plugin::libgomp::abi::*;
+use gomp_plugin::libgomp::host;
+use gomp_plugin::libgomp::interop::{InteropObj, Value};
+use gomp_plugin::libgomp::version::{Detected, Libgomp};
+use gomp_plugin::plugin::{AccProperty, LoadedImage};
+use gomp_plugin::rect::Rect;
+use gomp_plugin::registry::Registry;
+use gomp_plugin::{Error, Plugin, Result};
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::Arc;
+
+/// The nvptx product. A unit type: all state is in [`REGISTRY`] and the devices.
+pub struct Nvptx;
+
+/// Opened devices by ordinal (sized by `get_num_devices`).
+static REGISTRY: Registry<Device> = Registry::new("nvptx");
+
+/// The libgomp release we serve (`None` if refused or absent).
+pub fn libgomp() -> Option<Libgomp> {
+    match host::detected() {
+        Detected::Known(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// The open device `ord`, context current on this thread.
+pub fn device(ord: i32) -> Result<Arc<Device>> {
+    REGISTRY.get(ord)
+}
+
+/// The open device `ord` with its context current, if it is open.
+pub fn device_if_open(ord: i32) -> Option<Arc<Device>> {
+    let d = REGISTRY.get_if_open(ord)?;
+    d.activate().ok()?;
+    Some(d)
+}
+
+fn count_devices() -> Result<i32> {
+    let d = driver::load().map_err(Error::invalid)?;
+    // SAFETY: plain initialisation call.
+    unsafe { cu!(cuInit(0)) }?;
+    let mut n = 0;
+    // SAFETY: out-pointer to a local.
+    unsafe { cu!(cuDeviceGetCount(&mut n)) }?;
+    let mut ver = 0;
+    // SAFETY: out-pointer to a local.
+    let _ = unsafe { (d.cuDriverGetVersion)(&mut ver) };
+    log::debug!(
+        "CUDA driver {}.{}, {n} device(s)",
+        ver / 1000,
+        ver % 1000 / 10
+    );
+    Ok(n)
+}
+
+/// Formats 16 bytes as NVIDIA's `GPU-` UUID string.
+pub fn format_uuid(b: &[u8; 16]) -> String {
+    let h: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        h[0..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..16].concat()
+    )
+}
+
+impl Plugin for Nvptx {
+    type Device = Device;
+    const NAME: &'static str = "nvptx";
+    const TAG: &'static str = "";
+    const GPUS: &'static str = "NVIDIA GPUs";
+    const CAPS: u32 = CAP_OPENMP_400 | CAP_OPENACC_200;
+    const TARGET_TYPE: c_int = TARGET_TYPE_NVIDIA_PTX;
+
+    fn registry() -> &'static Registry<Device> {
+        &REGISTRY
+    }
+
+    /// 0 when there is no usable driver or GPU, -1 when devices exist but cannot meet
+    /// `mask` (spec §1.5).
+    fn num_devices(mask: u32) -> i32 {
+        let n = match count_devices() {
+            Ok(n) => n,
+            Err(e) => {
+                log::debug!("no CUDA devices: {e}");
+                return 0;
+            }
+        };
+        REGISTRY.ensure_len(n.max(0) as usize);
+        if n == 0 {
+            return 0;
+        }
+        let usm = REQUIRES_UNIFIED_SHARED_MEMORY | REQUIRES_SELF_MAPS;
+        let unsupported = mask & !(REQUIRES_UNIFIED_ADDRESS | REQUIRES_REVERSE_OFFLOAD | usm);
+        if unsupported != 0 {
+            log::debug!(
+                "requires mask {mask:#x}: unknown clause bits {unsupported:#x}; host fallback"
+            );
+            return -1;
+        }
+        if mask & usm != 0 {
+            let pageable = (0..n).all(|i| {
+                let mut dev = 0;
+                // SAFETY: out-pointer to a local.
+                unsafe { cu!(cuDeviceGet(&mut dev, i)) }.is_ok()
+                    && device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0
+            });
+            if !pageable || libgomp().is_none_or(|v| v < Libgomp::V15) {
+                log::debug!("unified shared memory needs pageable memory access on every device");
+                return -1;
+            }
+        }
+        n
+    }
+
+    fn open(ord: i32) -> Result<Device> {
+        Device::open(ord)
+    }
+
+    /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, or `None` if the driver cannot tell.
+    fn uid(ord: i32) -> Option<String> {
+        let d = driver::loaded()?;
+        let mut dev = 0;
+        // SAFETY: out-pointer to a local.
+        unsafe { cu!(cuDeviceGet(&mut dev, ord)) }.ok()?;
+        let mut u = CUuuid { bytes: [0; 16] };
+        // SAFETY: out-pointer to a local; stand-ins return NOT_SUPPORTED without writing.
+        let ok = unsafe {
+            (d.cuDeviceGetUuid_v2)(&mut u, dev) == 0 || (d.cuDeviceGetUuid)(&mut u, dev) == 0
+        };
+        ok.then(|| format_uuid(&u.bytes.map(|b| b as u8)))
+    }
+
+    /// From the first open device's pinned pool.
+    fn page_locked_host_alloc(size: usize) -> Result<Option<*mut c_void>> {
+        REGISTRY.any()?.pinned_alloc(size)
+    }
+
+    /// Back to the pinned pool of the device that allocated `p` (found through the
+    /// host-range registry; the first open device if the registry does not know it).
+    fn page_locked_host_free(p: usize) -> Result<()> {
+        if p == 0 {
+            return Ok(());
+        }
+        match host_ranges::global().find(p).map(|r| r.origin) {
+            Some(host_ranges::Origin::Pool(ord)) => device(ord)?.pinned_free(p),
+            _ => REGISTRY.any()?.pinned_free(p),
+        }
+    }
+
+    unsafe fn copy_rect(r: &Rect) -> Result<()> {
+        let dev = device(r.device())?;
+        // SAFETY: the host sides are valid for the block (caller).
+        unsafe {
+            match r.depth {
+                None => dev.copy2d(&crate::rect::desc2d(r.dst, r.src, r.width, r.height)),
+                Some(d) => dev.copy3d(&crate::rect::desc3d(r.dst, r.src, r.width, r.height, d)),
+            }
+        }
+    }
+
+    unsafe fn interop(
+        obj: &mut InteropObj,
+        ord: c_int,
+        flag: u32,
+        targetsync: bool,
+        prefer_type: *const c_char,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { device(ord)?.interop(obj, flag, targetsync, prefer_type) }
+    }
+
+    fn interop_property(obj: &InteropObj, prop: c_int) -> Result<Value> {
+        let (dev, ctx) = device(obj.device_num)?.interop_handles();
+        Ok(interop::property(obj, prop, dev, ctx))
+    }
+
+    fn interop_type_desc(obj: Option<&InteropObj>, prop: c_int) -> Option<&'static CStr> {
+        interop::type_desc(obj.map_or(interop::FR_CUDA, |o| o.fr), prop)
+    }
+}
+
+fn check_image_version(version: u32) -> Result<()> {
+    if version_dev(version) > VERSION_NVIDIA_PTX {
+        return Err(Error::invalid(format!(
+            "Offload data incompatible with PTX plugin (expected {VERSION_NVIDIA_PTX}, received {})",
+            version_dev(version)
+        )));
+    }
+    Ok(())
+}
+
+/// # Safety (of the handles)
+/// Every `*mut c_void` kernel handle libgomp passes back is a `TargetFn` this device's
+/// `load_image` returned, alive while its image is loaded.
+unsafe fn target_fn<'a>(kernel: *const c_void) -> Result<&'a TargetFn> {
+    // SAFETY: caller's guarantee (see above).
+    unsafe { kernel.cast::<TargetFn>().as_ref() }.ok_or_else(|| Error::invalid("no kernel"))
+}
+
+impl gomp_plugin::Device for Device {
+    fn activate(&self) -> Result<()> {
+        Device::activate(self)
+    }
+
+    fn close(&self) -> Result<()> {
+        Device::close(self)
+    }
+
+    unsafe fn load_image(
+        self: &Arc<Self>,
+        version: u32,
+        data: *const c_void,
+        want_rev: bool,
+        host_ind_fns: *const u64,
+    ) -> Result<LoadedImage> {
+        check_image_version(version)?;
+        // SAFETY: forwarded caller guarantees.
+        let (img, table) = unsafe { Image::load(self, version, data.cast(), host_ind_fns) }?;
+        let rev_fn_table = if want_rev {
+            reverse::setup(self, &img, img.fns.len())?
+        } else {
+            std::ptr::null_mut()
+        };
+        log::debug!(
+            "device {}: loaded image {:#x} ({} kernel(s), {} variable(s))",
+            self.ord,
+            img.key,
+            img.fns.len(),
+            table.len() - img.fns.len() - 1
+        );
+        self.images
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(img);
+        Ok(LoadedImage {
+            table,
+            rev_fn_table,
+        })
+    }
+
+    fn unload_image(&self, version: u32, data: *const c_void) -> Result<()> {
+        check_image_version(version)?;
+        let img = {
+            let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
+            let i = imgs
+                .iter()
+                .position(|m| m.key == data as usize)
+                .ok_or_else(|| {
+                    Error::invalid(format!("unload_image: image {data:p} is not loaded"))
+                })?;
+            imgs.remove(i)
+        };
+        img.unload(self)
+    }
+
+    fn alloc(&self, size: usize) -> Result<*mut c_void> {
+        Ok(self.alloc_for_libgomp(size)? as *mut c_void)
+    }
+
+    fn free(&self, ptr: *mut c_void) -> Result<()> {
+        self.free_for_libgomp(ptr as CUdeviceptr)
+    }
+
+    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { Device::dev2host(self, dst, src as CUdeviceptr, n) }
+    }
+
+    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { Device::host2dev(self, dst as CUdeviceptr, src, n) }
+    }
+
+    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        Device::dev2dev(self, dst as CUdeviceptr, src as CUdeviceptr, n)
+    }
+
+    fn memset(&self, ptr: *mut c_void, val: c_int, n: usize) -> Result<()> {
+        Device::memset(self, ptr as CUdeviceptr, val, n)
+    }
+
+    fn is_accessible(&self, ptr: *const c_void, size: usize) -> Result<bool> {
+        Ok(Device::is_accessible(self, ptr as usize, size))
+    }
+
+    unsafe fn run(
+        &self,
+        kernel: *mut c_void,
+        vars: *mut c_void,
+        args: *mut *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller guarantees (a live handle, libgomp's argument array).
+        unsafe { run::run(self, target_fn(kernel)?, vars, args) }
+    }
+
+    unsafe fn run_async(
+        self: &Arc<Self>,
+        kernel: *mut c_void,
+        vars: *mut c_void,
+        args: *mut *mut c_void,
+        async_data: *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: as in `run`.
+        unsafe { run::run_async(self, target_fn(kernel)?, vars, args, async_data) }
+    }
+
+    fn managed_alloc(&self, size: usize) -> Result<*mut c_void> {
+        Ok(Device::managed_alloc(self, size)? as *mut c_void)
+    }
+
+    fn managed_free(&self, ptr: *mut c_void) -> Result<()> {
+        self.free_direct(ptr as CUdeviceptr)
+    }
+}
+
+impl gomp_plugin::OpenAcc for Nvptx {
+    type Queue = AccQueue;
+    type ThreadData = thread::ThreadData;
+
+    unsafe fn exec(
+        kernel: *const c_void,
+        devaddrs: *mut *mut c_void,
+        dims: *mut u32,
+        queue: Option<&AccQueue>,
+    ) -> Result<()> {
+        let dev = match queue {
+            Some(q) => q.dev.clone(),
+            None => thread::current()
+                .map(|t| t.dev.clone())
+                .ok_or_else(|| Error::invalid("openacc_exec: thread has no OpenACC device"))?,
+        };
+        dev.activate()?;
+        // SAFETY: handle from load_image; `dims` is libgomp's 3-entry array.
+        let f =
+            unsafe { target_fn(kernel) }.map_err(|_| Error::invalid("openacc_exec: no kernel"))?;
+        // SAFETY: as above.
+        unsafe { exec::exec(&dev, f, devaddrs.cast(), dims, queue.map(|q| q.stream())) }
+    }
+
+    fn thread_data(ord: c_int) -> Result<thread::ThreadData> {
+        let dev = device(ord)?;
+        dev.use_openacc();
+        Ok(thread::ThreadData { dev })
+    }
+
+    fn queue(ord: c_int) -> Result<AccQueue> {
+        AccQueue::create(device(ord)?)
+    }
+
+    fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
+        Ok(match property::get(ord, prop)? {
+            property::Value::Size(n) => AccProperty::Size(n),
+            property::Value::Str(s) => AccProperty::Str(s),
+            property::Value::None => AccProperty::None,
+        })
+    }
+
+    fn native_device() -> *mut c_void {
+        thread::current().map_or(std::ptr::null_mut(), |t| {
+            (&t.dev.cu_dev as *const CUdevice).cast_mut().cast()
+        })
+    }
+
+    fn native_context() -> *mut c_void {
+        thread::current().map_or(std::ptr::null_mut(), |t| t.dev.context().cast())
+    }
+}
+
+impl gomp_plugin::AccQueue for AccQueue {
+    fn destroy(self) -> Result<()> {
+        AccQueue::destroy(self)
+    }
+    fn test(&self) -> Result<bool> {
+        AccQueue::test(self)
+    }
+    fn synchronize(&self) -> Result<()> {
+        AccQueue::synchronize(self)
+    }
+    fn serialize(&self, later: &Self) -> Result<()> {
+        AccQueue::serialize(self, later)
+    }
+    fn callback(&self, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<()> {
+        AccQueue::callback(self, f, data)
+    }
+    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { AccQueue::host2dev(self, dst as CUdeviceptr, src, n) }
+    }
+    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { AccQueue::dev2host(self, dst, src as CUdeviceptr, n) }
+    }
+    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        AccQueue::dev2dev(self, dst as CUdeviceptr, src as CUdeviceptr, n)
+    }
+    fn native_stream(&self) -> *mut c_void {
+        self.stream().0.cast()
+    }
+    fn set_native_stream(&self, stream: *mut c_void) -> Result<()> {
+        self.set_stream(stream.cast())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uuid_format() {
+        let b: [u8; 16] = std::array::from_fn(|i| (i * 17) as u8);
+        assert_eq!(
+            super::format_uuid(&b),
+            "GPU-00112233-4455-6677-8899-aabbccddeeff"
+        );
+    }
+}

@@ -1,0 +1,418 @@
+//! Reverse offload (`target device(ancestor: 1)`): the device writes a request into a
+//! host-pinned mailbox (`struct rev_offload`, spec §6.4) and spins until the host
+//! clears it. A per-device service thread polls the mailbox while kernels of the device
+//! are running (spinning, so a round trip costs microseconds, not a `usleep`), parks
+//! otherwise, and hands each request to libgomp's `GOMP_PLUGIN_target_rev` with the
+//! arity of the libgomp that loaded us. Copies go through the plugin's synchronous
+//! copy entry points, which use their own streams and so run beside the kernel.
+//!
+//! GCC's device runtime sends one request per device at a time (a device-wide lock
+//! around the mailbox), so each device's requests are served in order by its own
+//! thread, and requests of different devices at once, at most
+//! `GOMP_REVERSE_OFFLOAD_THREADS` (default 8) host functions running together.
+
+use super::device::Device;
+use super::image::Image;
+use crate::cu;
+use crate::cuda::sys::*;
+use gomp_plugin::error::Result;
+use gomp_plugin::libgomp::version::Libgomp;
+use gomp_plugin::libgomp::{host, report};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Counts the host functions running; bounded by `GOMP_REVERSE_OFFLOAD_THREADS`.
+struct Limit {
+    /// (running, waiting) host functions.
+    state: Mutex<(usize, usize)>,
+    freed: Condvar,
+    max: usize,
+}
+
+/// The process-wide limit, sized from the first device that sets up a mailbox.
+static LIMIT: once_cell::sync::OnceCell<Limit> = once_cell::sync::OnceCell::new();
+
+impl Limit {
+    fn enter(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.0 >= self.max {
+            st.1 += 1;
+            st = self.freed.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.1 -= 1;
+        }
+        st.0 += 1;
+    }
+
+    fn leave(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 -= 1;
+        // Waking costs a system call, so only when someone waits.
+        if st.1 > 0 {
+            self.freed.notify_one();
+        }
+    }
+}
+
+thread_local! {
+    /// Set while this thread hands a request to libgomp.
+    static SERVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is serving a reverse-offload request (its copies may
+/// then name memory the kernel allocated itself).
+pub fn serving_request() -> bool {
+    SERVING.with(|s| s.get())
+}
+
+/// The device's request block (`struct rev_offload`, 48 bytes, same in 13-16).
+#[repr(C)]
+pub struct Mailbox {
+    /// Device address of the host function's device counterpart; non-zero = request.
+    pub fn_: AtomicU64,
+    /// Number of mapped items.
+    pub mapnum: u64,
+    /// Device address of the address array.
+    pub addrs: u64,
+    /// Device address of the size array.
+    pub sizes: u64,
+    /// Device address of the kind array (u16 each).
+    pub kinds: u64,
+    /// The requesting device's OpenMP number.
+    pub dev_num: i32,
+}
+
+/// Reverse-offload state of one device: the mailbox and its service thread.
+/// Thread-safe; owned by the [`Device`].
+#[derive(Default)]
+pub struct Reverse {
+    mailbox: Mutex<Option<usize>>,
+    /// Kernels of this device in flight (the service thread spins while non-zero).
+    active: AtomicUsize,
+    wake: Condvar,
+    parked: Mutex<()>,
+    stop: AtomicBool,
+    /// Set while the service thread is parked (or about to park).
+    sleeping: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// `GOMP_PLUGIN_target_rev` of libgomp 14+.
+type TargetRev7 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, *mut c_void);
+/// The copy callbacks libgomp 13 takes: (dst, src, size, token).
+type CopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut c_void);
+/// `GOMP_PLUGIN_target_rev` of libgomp 13.
+type TargetRev9 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, CopyFn, CopyFn, *mut c_void);
+
+/// Runs a copy for libgomp 13's callbacks on the device named by `token` (its
+/// ordinal); a failure is fatal, as the callbacks cannot report one.
+fn copy_for_libgomp13(token: *mut c_void, copy: impl FnOnce(&Device) -> Result<()>) {
+    if let Err(e) = crate::plugin::device(token as usize as i32).and_then(|d| copy(&d)) {
+        report::fatal(&format!("reverse offload: {e}"));
+    }
+}
+
+unsafe extern "C" fn dev_to_host(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    token: *mut c_void,
+) {
+    // SAFETY: libgomp passes a host buffer of `n` bytes.
+    copy_for_libgomp13(token, |d| unsafe { d.dev2host(dst, src as u64, n) });
+}
+
+unsafe extern "C" fn host_to_dev(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    token: *mut c_void,
+) {
+    // SAFETY: libgomp passes a host buffer of `n` bytes.
+    copy_for_libgomp13(token, |d| unsafe { d.host2dev(dst as u64, src, n) });
+}
+
+impl Reverse {
+    /// Marks a kernel of the device as running (wakes the service thread).
+    pub fn kernel_started(&self) {
+        // Waking costs a system call (microseconds under some sandboxes), so only when
+        // the service thread really sleeps; between back-to-back kernels it spins on.
+        if self.active.fetch_add(1, Ordering::SeqCst) == 0 && self.sleeping.load(Ordering::SeqCst) {
+            let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+        }
+    }
+
+    /// Marks a kernel of the device as finished.
+    pub fn kernel_finished(&self) {
+        self.active.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Stops the service thread and frees the mailbox (device close).
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        {
+            let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+        }
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // A host function that exits the program finalizes from this very thread.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+        if let Some(p) = self
+            .mailbox
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            // SAFETY: the mailbox came from cuMemHostAlloc; the thread using it has ended.
+            let _ = unsafe { cu!(cuMemFreeHost(p as *mut c_void)) };
+        }
+    }
+}
+
+/// Sets up reverse offload for a loaded module: reads `$offload_func_table` (the device
+/// addresses libgomp maps back to host functions) and, if there are any, points the
+/// device runtime's `__gomp_rev_offload_var` at the device's mailbox (created, with its
+/// service thread, on first use). Returns the table, malloc'd for libgomp, or NULL.
+pub fn setup(dev: &Arc<Device>, img: &Image, num_funcs: usize) -> Result<*mut u64> {
+    let Some((table, size)) = img.global(c"$offload_func_table")? else {
+        return Ok(std::ptr::null_mut());
+    };
+    let n = size / 8;
+    let mut entries = vec![0u64; n.max(num_funcs)];
+    // SAFETY: `entries` has at least `size` writable bytes.
+    unsafe { dev.dev2host(entries.as_mut_ptr().cast(), table, n * 8) }?;
+    if entries.iter().all(|&e| e == 0) {
+        return Ok(std::ptr::null_mut());
+    }
+    let Some((var, 8)) = img.global(c"__gomp_rev_offload_var")? else {
+        log::debug!("image has reverse-offload functions but no __gomp_rev_offload_var");
+        return Ok(std::ptr::null_mut());
+    };
+    LIMIT.get_or_init(|| Limit {
+        state: Mutex::new((0, 0)),
+        freed: Condvar::new(),
+        max: dev.config.reverse_offload_threads,
+    });
+    let mailbox = ensure_mailbox(dev)?;
+    if let Err(e) = dev.kernel_copy.prepare(dev) {
+        log::debug!("reverse offload: no copy kernel for device-allocated memory ({e})");
+    }
+    let mut dptr: CUdeviceptr = 0;
+    // SAFETY: `mailbox` is mapped page-locked memory; out-pointer to a local.
+    unsafe {
+        cu!(cuMemHostGetDevicePointer(
+            &mut dptr,
+            mailbox as *mut c_void,
+            0
+        ))
+    }?;
+    // SAFETY: `dptr` is 8 readable bytes.
+    unsafe { dev.host2dev(var, (&dptr as *const CUdeviceptr).cast(), 8) }?;
+    let out = report::malloc(entries.len() * 8).cast::<u64>();
+    // SAFETY: `out` has room for every entry.
+    unsafe { std::ptr::copy_nonoverlapping(entries.as_ptr(), out, entries.len()) };
+    log::debug!(
+        "reverse offload: {} function(s), mailbox {mailbox:#x}",
+        entries.iter().filter(|&&e| e != 0).count()
+    );
+    Ok(out)
+}
+
+fn ensure_mailbox(dev: &Arc<Device>) -> Result<usize> {
+    let r = &dev.reverse;
+    let mut mb = r.mailbox.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = *mb {
+        return Ok(p);
+    }
+    let mut p: *mut c_void = std::ptr::null_mut();
+    let flags = (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) as u32;
+    // SAFETY: out-pointer to a local; context current (caller).
+    unsafe {
+        cu!(cuMemHostAlloc(
+            &mut p,
+            std::mem::size_of::<Mailbox>(),
+            flags
+        ))
+    }?;
+    // SAFETY: freshly allocated, large enough, exclusively ours.
+    unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<Mailbox>()) };
+    *mb = Some(p as usize);
+    let d = Arc::clone(dev);
+    let addr = p as usize;
+    let handle = std::thread::Builder::new()
+        .name(format!("nvptx{}-reverse", dev.ord))
+        .spawn(move || serve(&d, addr))
+        .map_err(|e| {
+            gomp_plugin::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
+        })?;
+    *r.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+    Ok(p as usize)
+}
+
+/// Spins of the service thread after the device's last kernel ended before it parks
+/// (about 100 us; parking and waking cost system calls).
+const GRACE_SPINS: u32 = 2_000;
+
+fn serve(dev: &Device, mailbox: usize) {
+    if let Err(e) = dev.activate() {
+        report::fatal(&format!("reverse-offload thread: {e}"));
+    }
+    // SAFETY: the mailbox stays allocated until `shutdown` has joined this thread.
+    let mb = unsafe { &*(mailbox as *const Mailbox) };
+    let r = &dev.reverse;
+    let mut stats = log::log_enabled!(log::Level::Debug).then(Stats::new);
+    let (mut idle, mut quiet) = (0u32, 0u32);
+    while !r.stop.load(Ordering::Acquire) {
+        let f = mb.fn_.load(Ordering::Acquire);
+        if f != 0 {
+            let seen = ticks();
+            handle(dev, mb, f);
+            mb.fn_.store(0, Ordering::Release);
+            if let Some(st) = &mut stats {
+                st.record(seen, ticks());
+            }
+            idle = 0;
+            continue;
+        }
+        if r.active.load(Ordering::Acquire) > 0 {
+            quiet = 0;
+            idle = idle.saturating_add(1);
+            if idle > 10_000 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        // No kernel runs: spin a little longer (another launch usually follows at
+        // once), then park.
+        quiet += 1;
+        if quiet < GRACE_SPINS {
+            std::hint::spin_loop();
+            continue;
+        }
+        quiet = 0;
+        let g = r.parked.lock().unwrap_or_else(|e| e.into_inner());
+        r.sleeping.store(true, Ordering::SeqCst);
+        if r.active.load(Ordering::SeqCst) == 0 && !r.stop.load(Ordering::Acquire) {
+            // The timeout also covers kernels that request before being counted.
+            let _ = r.wake.wait_timeout(g, Duration::from_millis(2));
+        }
+        r.sleeping.store(false, Ordering::SeqCst);
+    }
+    if let Some(st) = stats {
+        st.report(dev.ord);
+    }
+}
+
+/// A cheap clock for the `GOMP_DEBUG` statistics: the time-stamp counter where there
+/// is one (no system call; they are slow under some sandboxes).
+fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: RDTSC has no preconditions on x86-64.
+    return unsafe { core::arch::x86_64::_rdtsc() };
+    #[cfg(not(target_arch = "x86_64"))]
+    return std::time::UNIX_EPOCH
+        .elapsed()
+        .map_or(0, |d| d.as_nanos() as u64);
+}
+
+/// Per-request timings of one service thread, kept under `GOMP_DEBUG` only.
+struct Stats {
+    start: (u64, std::time::Instant),
+    /// Ticks from seeing a request to answering it.
+    host: Vec<u64>,
+    /// Ticks from answering a request to seeing the next one (the device's part of a
+    /// round trip, when requests follow each other).
+    gap: Vec<u64>,
+    last_answer: Option<u64>,
+}
+
+impl Stats {
+    fn new() -> Stats {
+        Stats {
+            start: (ticks(), std::time::Instant::now()),
+            host: Vec::new(),
+            gap: Vec::new(),
+            last_answer: None,
+        }
+    }
+
+    fn record(&mut self, seen: u64, answered: u64) {
+        self.host.push(answered.wrapping_sub(seen));
+        if let Some(prev) = self.last_answer {
+            self.gap.push(seen.wrapping_sub(prev));
+        }
+        self.last_answer = Some(answered);
+    }
+
+    fn report(mut self, ord: i32) {
+        let ns = self.start.1.elapsed().as_nanos() as f64;
+        let per_ns = ticks().wrapping_sub(self.start.0) as f64 / ns.max(1.0);
+        if self.host.is_empty() || per_ns <= 0.0 {
+            return;
+        }
+        let median = |v: &mut Vec<u64>| {
+            v.sort_unstable();
+            v.get(v.len() / 2).map_or(0.0, |&t| t as f64 / per_ns / 1e3)
+        };
+        log::debug!(
+            "device {ord}: reverse offload: {} request(s); median {:.2} us on the host \
+             (request seen to answered), {:.2} us from an answer to the next request",
+            self.host.len(),
+            median(&mut self.host),
+            median(&mut self.gap)
+        );
+    }
+}
+
+fn handle(dev: &Device, mb: &Mailbox, f: u64) {
+    let Some(rev) = host::host().and_then(|h| h.target_rev) else {
+        report::fatal("reverse offload requested, but libgomp lacks GOMP_PLUGIN_target_rev");
+    };
+    let (n, a, s, k, d) = (mb.mapnum, mb.addrs, mb.sizes, mb.kinds, mb.dev_num);
+    log::trace!("reverse offload: fn {f:#x}, {n} mapping(s)");
+    let limit = LIMIT.get();
+    if let Some(l) = limit {
+        l.enter();
+    }
+    SERVING.with(|s| s.set(true));
+    if crate::plugin::libgomp() == Some(Libgomp::V13) {
+        static FIRST: std::sync::Once = std::sync::Once::new();
+        FIRST.call_once(|| {
+            log::debug!("reverse offload: fn {f:#x} via 9-argument GOMP_PLUGIN_target_rev (libgomp 13, copy callbacks); later requests likewise");
+        });
+        // SAFETY: libgomp 13's signature; the token is this device's ordinal.
+        let rev: TargetRev9 = unsafe { std::mem::transmute::<usize, TargetRev9>(rev) };
+        // SAFETY: arguments as the device wrote them; callbacks match CopyFn.
+        unsafe {
+            rev(
+                f,
+                n,
+                a,
+                s,
+                k,
+                d,
+                dev_to_host,
+                host_to_dev,
+                dev.ord as usize as *mut c_void,
+            )
+        };
+    } else {
+        // SAFETY: libgomp 14+'s signature.
+        let rev: TargetRev7 = unsafe { std::mem::transmute::<usize, TargetRev7>(rev) };
+        // SAFETY: arguments as the device wrote them; a NULL queue makes libgomp use
+        // the synchronous copy entry points.
+        unsafe { rev(f, n, a, s, k, d, std::ptr::null_mut()) };
+    }
+    SERVING.with(|s| s.set(false));
+    if let Some(l) = limit {
+        l.leave();
+    }
+}

@@ -1,0 +1,225 @@
+//! Launching OpenMP kernels: `GOMP_OFFLOAD_run` (synchronous, on a pooled stream) and
+//! `GOMP_OFFLOAD_async_run` (stream-ordered, completion reported by the device's
+//! completion thread), each with a soft-stack block of its own; and the image
+//! constructor/destructor kernels.
+
+use super::device::Device;
+use super::image::{with_suffix, Image, TargetFn};
+use super::launch::{decode_args, geometry, Geometry, Limits};
+use super::stacks::StackBlock;
+use super::streams::Stream;
+use crate::cu;
+use crate::cuda::sys::*;
+use gomp_plugin::error::{Error, Result};
+use std::ffi::{c_void, CStr};
+
+/// A kernel ready to launch: its geometry and its own soft-stack block.
+pub struct Prepared<'a> {
+    f: &'a TargetFn,
+    g: Geometry,
+    vars: u64,
+    /// The soft stacks the kernel uses until it completes.
+    pub stacks: StackBlock,
+}
+
+/// Decodes the launch arguments, picks the geometry and takes a stack block.
+///
+/// # Safety
+/// `args` must satisfy [`decode_args`].
+pub unsafe fn prepare<'a>(
+    dev: &Device,
+    f: &'a TargetFn,
+    vars: *mut c_void,
+    args: *const *mut c_void,
+) -> Result<Prepared<'a>> {
+    // SAFETY: forwarded caller guarantee.
+    let req = unsafe { decode_args(args) };
+    let g = geometry(
+        req,
+        Limits {
+            num_sms: dev.props.num_sms,
+            regs_per_sm: dev.props.regs_per_sm,
+            max_threads_per_block: f.max_threads_per_block,
+            regs_per_thread: f.regs,
+        },
+    );
+    let stacks = dev
+        .stacks
+        .acquire(dev.config.soft_stack * (g.teams as usize) * (g.warps as usize))?;
+    log::debug!(
+        "kernel {}: launch {} team(s) x {} warp(s) (requested teams {}, thread_limit {}), {} dynamic smem",
+        f.name,
+        g.teams,
+        g.warps,
+        req.teams,
+        req.thread_limit,
+        dev.config.lowlat_pool
+    );
+    Ok(Prepared {
+        f,
+        g,
+        vars: vars as u64,
+        stacks,
+    })
+}
+
+/// Enqueues a prepared kernel on `s` (does not wait).
+pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
+    let mut vars = p.vars;
+    let mut stacks = p.stacks.ptr;
+    let mut size = dev.config.soft_stack as u64;
+    let mut params: [*mut c_void; 3] = [
+        (&mut vars as *mut u64).cast(),
+        (&mut stacks as *mut CUdeviceptr).cast(),
+        (&mut size as *mut u64).cast(),
+    ];
+    // SAFETY: the kernel's PTX entry takes (u64 vars, u64 stacks, u64 size); the driver
+    // copies the parameters, which point to locals alive during the call.
+    unsafe {
+        cu!(cuLaunchKernel(
+            p.f.func,
+            p.g.teams,
+            1,
+            1,
+            32,
+            p.g.warps,
+            1,
+            dev.config.lowlat_pool as u32,
+            s.0,
+            params.as_mut_ptr(),
+            std::ptr::null_mut()
+        ))
+    }?;
+    Ok(())
+}
+
+/// Explains a failed kernel as GCC's plugin does: a trap (`abort()`, `stop` or
+/// `error stop` in a target region) shows up as CUDA's "unspecified launch failure".
+pub fn kernel_error(e: Error) -> Error {
+    match e {
+        Error::Driver(c) if c.code == i64::from(CUDA_ERROR_LAUNCH_FAILED) => {
+            Error::invalid(format!("{c} (perhaps abort was called)"))
+        }
+        e => e,
+    }
+}
+
+/// Runs `f` with the mapped-variable block `vars` and libgomp's target arguments
+/// `args`, and waits for it.
+///
+/// # Safety
+/// `args` must satisfy [`decode_args`]; `vars` must be a device address (or NULL).
+pub unsafe fn run(
+    dev: &Device,
+    f: &TargetFn,
+    vars: *mut c_void,
+    args: *const *mut c_void,
+) -> Result<()> {
+    // SAFETY: forwarded caller guarantee.
+    let p = unsafe { prepare(dev, f, vars, args) }?;
+    dev.reverse.kernel_started();
+    let r = dev.on_stream(|s| enqueue(dev, &p, s));
+    dev.reverse.kernel_finished();
+    r.map_err(kernel_error)?;
+    dev.stacks.release(p.stacks);
+    Ok(())
+}
+
+/// Launches `f` without waiting; libgomp's `async_data` is handed back through
+/// `GOMP_PLUGIN_target_task_completion` once the kernel has completed.
+///
+/// # Safety
+/// As [`run`].
+pub unsafe fn run_async(
+    dev: &std::sync::Arc<Device>,
+    f: &TargetFn,
+    vars: *mut c_void,
+    args: *const *mut c_void,
+    async_data: *mut c_void,
+) -> Result<()> {
+    // SAFETY: forwarded caller guarantee.
+    let p = unsafe { prepare(dev, f, vars, args) }?;
+    dev.async_queue.reserve(p.stacks.size);
+    let s = dev.async_queue.stream()?;
+    dev.reverse.kernel_started();
+    enqueue(dev, &p, s)?;
+    super::async_queue::submit(dev, s, p.stacks, async_data as usize)
+}
+
+/// Runs the image's global constructor or destructor kernel `base` (or its `__mgomp`
+/// variant, which takes a one-warp soft stack), if the image has one.
+pub fn run_cdtors(dev: &Device, img: &Image, base: &CStr) -> Result<()> {
+    let (func, mgomp) = match img.function(base)? {
+        Some(f) => (f, false),
+        None => match img.function(&with_suffix(base, "__mgomp"))? {
+            Some(f) => (f, true),
+            None => return Ok(()),
+        },
+    };
+    let size = dev.config.soft_stack;
+    let stack = if mgomp {
+        Some(dev.stacks.acquire(size)?)
+    } else {
+        None
+    };
+    // Stacks grow down: the kernel takes the top of its block.
+    let mut top: u64 = stack.as_ref().map_or(0, |b| b.ptr + size as u64);
+    let mut params: [*mut c_void; 1] = [(&mut top as *mut u64).cast()];
+    let kparams = if mgomp {
+        params.as_mut_ptr()
+    } else {
+        std::ptr::null_mut()
+    };
+    log::debug!(
+        "running {}{}",
+        base.to_string_lossy(),
+        if mgomp { "__mgomp" } else { "" }
+    );
+    let r = dev.on_stream(|s| {
+        // SAFETY: 1×1×1 launch; the parameter (if any) points to a live local.
+        unsafe {
+            cu!(cuLaunchKernel(
+                func,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                s.0,
+                kparams,
+                std::ptr::null_mut()
+            ))
+        }
+        .map_err(Into::into)
+    });
+    if let (Ok(()), Some(b)) = (&r, stack) {
+        dev.stacks.release(b);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::CudaError;
+
+    #[test]
+    fn traps_are_explained() {
+        let trap: Error = CudaError {
+            func: "cuStreamSynchronize",
+            code: CUDA_ERROR_LAUNCH_FAILED,
+        }
+        .into();
+        assert!(kernel_error(trap)
+            .to_string()
+            .ends_with("(perhaps abort was called)"));
+        let oom: Error = CudaError {
+            func: "cuMemAlloc",
+            code: CUDA_ERROR_OUT_OF_MEMORY,
+        }
+        .into();
+        assert_eq!(kernel_error(oom.clone()), oom);
+    }
+}

@@ -1,0 +1,599 @@
+//! Pipelined copies between pageable host memory and the device. The driver copies
+//! pageable memory through its own staging at 7–11 GB/s on the H100 here, of PCIe's 55;
+//! for large copies the plugin stages itself instead.
+//!
+//! A copy is cut into pieces that a few *lanes* claim one after the other (an atomic
+//! counter, so a slow lane simply takes fewer). Each lane is a thread with its own
+//! stream and a few page-locked buffers, and overlaps its own work: host to device, it
+//! copies the next piece into a free buffer while the DMA of the previous ones runs;
+//! device to host, it keeps DMAs into its buffers queued ahead while it copies finished
+//! ones out. Lane 0 is the calling thread; the others are persistent worker threads
+//! (created with the buffers, on first use, and ended at device close), so no thread is
+//! spawned per copy or per piece, and no lane ever waits for another.
+//!
+//! Used for synchronous OpenMP copies of at least [`MIN_STAGED`] bytes when the device's
+//! staging engine is free; otherwise (another thread is staging, OpenACC's legacy-stream
+//! ordering is in force, or the engine cannot be created) the copy goes to the driver as
+//! before. The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`].
+
+use super::config::parse_size;
+use super::events::Event;
+use super::idle_pool::Handle;
+use super::streams::Stream;
+use crate::cu;
+use crate::cuda::sys::*;
+use gomp_plugin::error::{Error, Result};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Smallest copy that is staged.
+pub const MIN_STAGED: usize = 4 << 20;
+/// Smallest piece a copy is cut into (unless the buffers are smaller).
+const MIN_PIECE: usize = 256 << 10;
+
+/// The staging engine's shape. Default: 4 MiB buffers, 2 per lane, and three lanes per
+/// four processors, at most 12 (96 MiB page-locked, allocated on the first staged
+/// copy): on the H100 machine here (16 cores) 12 lanes moved a 1 GiB pageable copy at
+/// 49-50 GB/s each way, 8 at 38-47, 4 at 23 and 16 at 28 (session 3, device run 3,
+/// `bench/staging-sweep.sh`). An experiment knob, `GOMP_NVPTX_STAGING=
+/// "threads,chunk_bytes,buffers"`, overrides it (not documented for users).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagingParams {
+    /// Lanes (host threads copying, the caller's included), 1..=64.
+    pub threads: usize,
+    /// Bytes per staging buffer (the largest piece), 64 KiB..=256 MiB, page multiple.
+    pub chunk: usize,
+    /// Buffers per lane, 2..=16.
+    pub buffers: usize,
+}
+
+impl Default for StagingParams {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
+        StagingParams {
+            threads: (cpus * 3 / 4).clamp(1, 12),
+            chunk: 4 << 20,
+            buffers: 2,
+        }
+    }
+}
+
+impl StagingParams {
+    /// Parses `"threads,chunk_bytes,buffers"` (chunk_bytes as in the other size
+    /// variables: decimal or 0x hex, k/m/g suffixes), validated against the bounds of
+    /// the fields and 4 GiB of buffers in all.
+    pub fn parse(s: &str) -> std::result::Result<StagingParams, String> {
+        let f: Vec<&str> = s.split(',').map(str::trim).collect();
+        let [t, c, b] = f[..] else {
+            return Err("want threads,chunk_bytes,buffers".into());
+        };
+        let threads = t
+            .parse::<usize>()
+            .ok()
+            .filter(|t| (1..=64).contains(t))
+            .ok_or("threads must be 1..64")?;
+        let chunk = parse_size(c)
+            .filter(|c| ((64 << 10)..=(256 << 20)).contains(c))
+            .ok_or("chunk_bytes must be 64k..256m")?
+            .next_multiple_of(4096);
+        let buffers = b
+            .parse::<usize>()
+            .ok()
+            .filter(|b| (2..=16).contains(b))
+            .ok_or("buffers must be 2..16")?;
+        if threads * buffers * chunk > 4 << 30 {
+            return Err("more than 4 GiB of staging buffers".into());
+        }
+        Ok(StagingParams {
+            threads,
+            chunk,
+            buffers,
+        })
+    }
+
+    /// The piece size for a copy of `n` bytes: every lane gets work, pieces are at least
+    /// [`MIN_PIECE`] and at most one buffer, page multiples.
+    pub fn piece(&self, n: usize) -> usize {
+        n.div_ceil(self.threads)
+            .max(MIN_PIECE)
+            .next_multiple_of(4096)
+            .min(self.chunk)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    HostToDevice,
+    DeviceToHost,
+}
+
+/// One staged copy, shared by the lanes working on it. The host range is the caller's
+/// and stays valid until every lane has reported (see [`Engine::run`]).
+struct Job {
+    dir: Dir,
+    host: usize,
+    dev: CUdeviceptr,
+    n: usize,
+    piece: usize,
+    next: AtomicUsize,
+    failed: AtomicBool,
+}
+
+impl Job {
+    /// The next piece, as (offset, length); `None` when all are claimed or a lane
+    /// failed.
+    fn claim(&self) -> Option<(usize, usize)> {
+        if self.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let off = self
+            .next
+            .fetch_add(1, Ordering::Relaxed)
+            .checked_mul(self.piece)?;
+        (off < self.n).then(|| (off, self.piece.min(self.n - off)))
+    }
+}
+
+/// A lane's page-locked buffers, their events and its stream. Owned by one thread.
+struct Lane {
+    bufs: Vec<*mut u8>,
+    events: Vec<Event>,
+    stream: Stream,
+}
+
+impl Lane {
+    /// Creates the lane's resources in the current context.
+    fn create(p: &StagingParams) -> Result<Lane> {
+        let mut lane = Lane {
+            bufs: Vec::new(),
+            events: Vec::new(),
+            stream: Stream::create()?,
+        };
+        for _ in 0..p.buffers {
+            let mut b: *mut c_void = std::ptr::null_mut();
+            // SAFETY: out-pointer to a local; the device's context is current.
+            if let Err(e) = unsafe { cu!(cuMemHostAlloc(&mut b, p.chunk, 0)) } {
+                lane.destroy();
+                return Err(e.into());
+            }
+            lane.bufs.push(b.cast());
+            match Event::create() {
+                Ok(e) => lane.events.push(e),
+                Err(e) => {
+                    lane.destroy();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(lane)
+    }
+
+    fn destroy(self) {
+        // SAFETY: idle (every job waits for the lane's stream before reporting).
+        unsafe {
+            let _ = cu!(cuStreamSynchronize(self.stream.0));
+            for b in self.bufs {
+                let _ = cu!(cuMemFreeHost(b.cast()));
+            }
+        }
+        self.events.into_iter().for_each(Handle::destroy);
+        self.stream.destroy();
+    }
+
+    /// Works on `job` until its pieces run out; then waits for the lane's stream. A
+    /// failure stops the other lanes at their next claim.
+    ///
+    /// # Safety
+    /// The job's host range is valid for its direction and its device range valid.
+    unsafe fn run(&self, job: &Job) -> Result<()> {
+        let r = match job.dir {
+            // SAFETY: forwarded caller guarantees.
+            Dir::HostToDevice => unsafe { self.host2dev(job) },
+            // SAFETY: forwarded caller guarantees.
+            Dir::DeviceToHost => unsafe { self.dev2host(job) },
+        };
+        // SAFETY: the stream is this lane's.
+        let synced = unsafe { cu!(cuStreamSynchronize(self.stream.0)) }.map_err(Error::from);
+        let r = r.and(synced);
+        if r.is_err() {
+            job.failed.store(true, Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// # Safety
+    /// As [`Lane::run`].
+    unsafe fn host2dev(&self, job: &Job) -> Result<()> {
+        let nb = self.bufs.len();
+        let mut used = 0usize;
+        while let Some((off, len)) = job.claim() {
+            let k = used % nb;
+            // SAFETY: buffer k's previous DMA (recorded by event k) is waited for before
+            // the buffer is overwritten; the source range is inside the caller's.
+            unsafe {
+                if used >= nb {
+                    cu!(cuEventSynchronize(self.events[k].0))?;
+                }
+                std::ptr::copy_nonoverlapping((job.host + off) as *const u8, self.bufs[k], len);
+                cu!(cuMemcpyHtoDAsync(
+                    job.dev + off as u64,
+                    self.bufs[k].cast(),
+                    len,
+                    self.stream.0
+                ))?;
+                cu!(cuEventRecord(self.events[k].0, self.stream.0))?;
+            }
+            used += 1;
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// As [`Lane::run`].
+    unsafe fn dev2host(&self, job: &Job) -> Result<()> {
+        let nb = self.bufs.len();
+        let mut queued: VecDeque<(usize, usize, usize)> = VecDeque::with_capacity(nb);
+        let mut next = 0usize;
+        loop {
+            // Keep every free buffer busy with a DMA. Buffers are used round-robin and
+            // drained in order, so buffer `next` is the oldest drained one.
+            while queued.len() < nb {
+                let Some((off, len)) = job.claim() else { break };
+                // SAFETY: buffer `next` holds no queued DMA; the device range is inside
+                // the caller's.
+                unsafe {
+                    cu!(cuMemcpyDtoHAsync(
+                        self.bufs[next].cast(),
+                        job.dev + off as u64,
+                        len,
+                        self.stream.0
+                    ))?;
+                    cu!(cuEventRecord(self.events[next].0, self.stream.0))?;
+                }
+                queued.push_back((next, off, len));
+                next = (next + 1) % nb;
+            }
+            let Some((k, off, len)) = queued.pop_front() else {
+                return Ok(());
+            };
+            // SAFETY: the DMA into buffer k has completed; the destination range is inside
+            // the caller's.
+            unsafe {
+                cu!(cuEventSynchronize(self.events[k].0))?;
+                std::ptr::copy_nonoverlapping(self.bufs[k], (job.host + off) as *mut u8, len);
+            }
+        }
+    }
+}
+
+type Task = Box<dyn FnOnce(&Lane) + Send>;
+
+/// A persistent lane thread: runs the tasks it is sent on its own lane.
+struct Worker {
+    tasks: mpsc::Sender<Task>,
+    thread: JoinHandle<()>,
+}
+
+impl Worker {
+    /// Starts a worker whose lane lives in context `ctx` (alive until the worker is
+    /// ended by [`Engine::destroy`]).
+    fn spawn(ctx: CUcontext, p: StagingParams) -> Result<Worker> {
+        let (tasks, rx) = mpsc::channel::<Task>();
+        let (ready_tx, ready) = mpsc::channel::<Result<()>>();
+        let ctx = ctx as usize;
+        let thread = std::thread::Builder::new()
+            .name("nvptx-staging".into())
+            .spawn(move || {
+                // SAFETY: the device's context outlives the worker (joined at close).
+                let lane = unsafe { cu!(cuCtxSetCurrent(ctx as CUcontext)) }
+                    .map_err(Error::from)
+                    .and_then(|()| Lane::create(&p));
+                let lane = match lane {
+                    Ok(l) => {
+                        let _ = ready_tx.send(Ok(()));
+                        l
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                for task in rx {
+                    let _ = catch_unwind(AssertUnwindSafe(|| task(&lane)));
+                }
+                lane.destroy();
+            })
+            .map_err(|e| Error::invalid(format!("cannot start a staging thread: {e}")))?;
+        match ready.recv() {
+            Ok(Ok(())) => Ok(Worker { tasks, thread }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(Error::invalid("staging thread ended during start-up"))
+            }
+        }
+    }
+}
+
+/// The calling thread's lane and the worker lanes. Owned by one device.
+struct Engine {
+    main: Lane,
+    workers: Vec<Worker>,
+}
+
+// SAFETY: the page-locked buffers are plain memory owned by the engine; every use is
+// under the `Staging` mutex, and worker lanes are only touched by their threads.
+unsafe impl Send for Engine {}
+
+impl Engine {
+    /// Creates the lanes (the device's context is current on the calling thread).
+    fn create(ctx: CUcontext, p: StagingParams) -> Result<Engine> {
+        let mut e = Engine {
+            main: Lane::create(&p)?,
+            workers: Vec::new(),
+        };
+        for _ in 1..p.threads {
+            match Worker::spawn(ctx, p) {
+                Ok(w) => e.workers.push(w),
+                Err(err) => {
+                    e.destroy();
+                    return Err(err);
+                }
+            }
+        }
+        log::debug!(
+            "staging: {} lane(s), {} byte buffers, {} per lane",
+            p.threads,
+            p.chunk,
+            p.buffers
+        );
+        Ok(e)
+    }
+
+    /// Ends the workers (each frees its lane) and frees the calling thread's lane.
+    fn destroy(self) {
+        for w in self.workers {
+            drop(w.tasks);
+            let _ = w.thread.join();
+        }
+        self.main.destroy();
+    }
+
+    /// Runs `job` on as many lanes as it has pieces (up to all of them) and waits for
+    /// every lane that took part; the first error is returned.
+    ///
+    /// # Safety
+    /// The job's host and device ranges are valid for its direction until it returns.
+    unsafe fn run(&self, job: Job) -> Result<()> {
+        let pieces = job.n.div_ceil(job.piece);
+        let job = Arc::new(job);
+        let (done_tx, done) = mpsc::channel::<Result<()>>();
+        let mut sent = 0;
+        for w in self.workers.iter().take(pieces.saturating_sub(1)) {
+            let (job, done_tx) = (Arc::clone(&job), done_tx.clone());
+            let task: Task = Box::new(move |lane| {
+                // SAFETY: the caller keeps the ranges valid until every sent task has
+                // reported or dropped its sender, which the loop below waits for.
+                let _ = done_tx.send(unsafe { lane.run(&job) });
+            });
+            if w.tasks.send(task).is_ok() {
+                sent += 1;
+            }
+        }
+        drop(done_tx);
+        // SAFETY: forwarded caller guarantees.
+        let mut r = unsafe { self.main.run(&job) };
+        for _ in 0..sent {
+            let one = done
+                .recv()
+                .unwrap_or_else(|_| Err(Error::invalid("a staging thread failed")));
+            if r.is_ok() {
+                r = one;
+            }
+        }
+        r
+    }
+}
+
+/// The device's staging engine, created on first use; one staged copy at a time.
+pub struct Staging {
+    params: StagingParams,
+    slot: Mutex<Option<Engine>>,
+}
+
+impl Default for Staging {
+    fn default() -> Self {
+        Staging::new(StagingParams::default())
+    }
+}
+
+impl Staging {
+    /// An engine of shape `params`, created on first use.
+    pub fn new(params: StagingParams) -> Staging {
+        Staging {
+            params,
+            slot: Mutex::new(None),
+        }
+    }
+
+    /// Runs `job` on the engine, creating it (in context `ctx`, current on this thread)
+    /// on first use; `None` when it is busy or cannot be created (the caller copies
+    /// without staging).
+    ///
+    /// # Safety
+    /// The job's ranges valid for its direction.
+    unsafe fn run(&self, ctx: CUcontext, job: Job) -> Option<Result<()>> {
+        let mut slot = self.slot.try_lock().ok()?;
+        if slot.is_none() {
+            match Engine::create(ctx, self.params) {
+                Ok(e) => *slot = Some(e),
+                Err(e) => {
+                    log::debug!("no staging buffers ({e}); large pageable copies go to the driver");
+                    return None;
+                }
+            }
+        }
+        // SAFETY: forwarded caller guarantees.
+        slot.as_ref().map(|e| unsafe { e.run(job) })
+    }
+
+    fn job(&self, dir: Dir, host: usize, dev: CUdeviceptr, n: usize) -> Job {
+        Job {
+            dir,
+            host,
+            dev,
+            n,
+            piece: self.params.piece(n),
+            next: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// Copies `n` bytes from pageable host `src` to device `dst` through the staging
+    /// engine of the device whose context `ctx` is current, or returns `None` if it
+    /// cannot be used now.
+    ///
+    /// # Safety
+    /// `src` readable for `n` bytes; the device range valid.
+    pub unsafe fn host2dev(
+        &self,
+        ctx: CUcontext,
+        dst: CUdeviceptr,
+        src: *const c_void,
+        n: usize,
+    ) -> Option<Result<()>> {
+        let job = self.job(Dir::HostToDevice, src as usize, dst, n);
+        // SAFETY: forwarded caller guarantees.
+        unsafe { self.run(ctx, job) }
+    }
+
+    /// Copies `n` bytes from device `src` to pageable host `dst`; `None` as above.
+    ///
+    /// # Safety
+    /// `dst` writable for `n` bytes; the device range valid.
+    pub unsafe fn dev2host(
+        &self,
+        ctx: CUcontext,
+        dst: *mut c_void,
+        src: CUdeviceptr,
+        n: usize,
+    ) -> Option<Result<()>> {
+        let job = self.job(Dir::DeviceToHost, dst as usize, src, n);
+        // SAFETY: forwarded caller guarantees.
+        unsafe { self.run(ctx, job) }
+    }
+
+    /// Ends the engine: its threads and buffers (device close; the context is current).
+    pub fn destroy(&self) {
+        if let Some(e) = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            e.destroy();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_parse_and_validate() {
+        assert_eq!(
+            StagingParams::parse("8,8m,3"),
+            Ok(StagingParams {
+                threads: 8,
+                chunk: 8 << 20,
+                buffers: 3
+            })
+        );
+        assert_eq!(
+            StagingParams::parse(" 1 , 65537 , 2 ").map(|p| p.chunk),
+            Ok(65536 + 4096)
+        );
+        for bad in [
+            "",
+            "4",
+            "4,4m",
+            "4,4m,2,1",
+            "0,4m,2",
+            "65,4m,2",
+            "4,1k,2",
+            "4,1g,2",
+            "4,4m,1",
+            "4,4m,17",
+            "64,256m,16",
+            "x,4m,2",
+        ] {
+            assert!(StagingParams::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    fn pieces(p: &StagingParams, n: usize) -> Vec<(usize, usize)> {
+        let job = Job {
+            dir: Dir::HostToDevice,
+            host: 0,
+            dev: 0,
+            n,
+            piece: p.piece(n),
+            next: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+        };
+        std::iter::from_fn(|| job.claim()).collect()
+    }
+
+    #[test]
+    fn pieces_cover_the_copy_exactly() {
+        // The default's lane count depends on the machine; fix it here.
+        let d = StagingParams {
+            threads: 4,
+            ..StagingParams::default()
+        };
+        assert!((1..=12).contains(&StagingParams::default().threads));
+        for n in [
+            1usize,
+            4095,
+            MIN_STAGED,
+            MIN_STAGED + 1,
+            100 << 20,
+            (1 << 30) + 12345,
+        ] {
+            let ps = pieces(&d, n);
+            let mut at = 0;
+            for &(off, len) in &ps {
+                assert_eq!(off, at);
+                assert!(len > 0 && len <= d.chunk);
+                at += len;
+            }
+            assert_eq!(at, n, "n = {n}");
+        }
+        // A 4 MiB copy still uses every lane; a 1 GiB one uses full buffers.
+        assert_eq!(pieces(&d, MIN_STAGED).len(), 4);
+        assert_eq!(d.piece(1 << 30), d.chunk);
+        let one = StagingParams { threads: 1, ..d };
+        assert_eq!(one.piece(MIN_STAGED), d.chunk);
+    }
+
+    #[test]
+    fn a_failed_lane_stops_the_others() {
+        let d = StagingParams::default();
+        let job = Job {
+            dir: Dir::DeviceToHost,
+            host: 0,
+            dev: 0,
+            n: 100 << 20,
+            piece: d.piece(100 << 20),
+            next: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+        };
+        assert!(job.claim().is_some());
+        job.failed.store(true, Ordering::Relaxed);
+        assert!(job.claim().is_none());
+    }
+}

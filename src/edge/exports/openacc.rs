@@ -1,0 +1,231 @@
+//! The `GOMP_OFFLOAD_openacc_*` entry points (signatures: docs/plugin-abi.md §2), over
+//! the backend's [`gomp_plugin::OpenAcc`] and its queue type. Compiled into a product
+//! that offers OpenACC as a module whose parent defines `Backend`.
+#![allow(non_snake_case)]
+// The signatures are the C contract; raw pointers are checked here or in the backend.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use super::Backend;
+use gomp_plugin::edge::guard;
+use gomp_plugin::libgomp::abi::{GoaccAsyncqueue, PropertyValue};
+use gomp_plugin::plugin::AccProperty;
+use gomp_plugin::{AccQueue, Error, OpenAcc, Result};
+use std::ffi::{c_int, c_uint, c_void};
+
+type Queue = <Backend as OpenAcc>::Queue;
+type ThreadData = <Backend as OpenAcc>::ThreadData;
+
+fn queue<'a>(aq: *mut GoaccAsyncqueue) -> Result<&'a Queue> {
+    // SAFETY: `aq` is NULL or a queue from openacc_async_construct not yet destroyed
+    // (libgomp's contract).
+    unsafe { aq.cast::<Queue>().as_ref() }.ok_or_else(|| Error::invalid("OpenACC: no async queue"))
+}
+
+/// Runs an OpenACC kernel and waits for it. Errors are fatal.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
+    fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+    _mapnum: usize,
+    _hostaddrs: *mut *mut c_void,
+    devaddrs: *mut *mut c_void,
+    dims: *mut u32,
+    _targ_mem_desc: *mut c_void,
+) {
+    guard::or_fatal("openacc_exec", || {
+        let k = fn_.map_or(std::ptr::null(), |f| f as *const c_void);
+        // SAFETY: a handle from load_image and libgomp's arrays (contract).
+        unsafe { Backend::exec(k, devaddrs, dims, None) }
+    })
+}
+
+/// Enqueues an OpenACC kernel on `aq`. Errors are fatal.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
+    fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+    _mapnum: usize,
+    _hostaddrs: *mut *mut c_void,
+    devaddrs: *mut *mut c_void,
+    dims: *mut u32,
+    _targ_mem_desc: *mut c_void,
+    aq: *mut GoaccAsyncqueue,
+) {
+    guard::or_fatal("openacc_async_exec", || {
+        let k = fn_.map_or(std::ptr::null(), |f| f as *const c_void);
+        // SAFETY: as in openacc_exec.
+        unsafe { Backend::exec(k, devaddrs, dims, Some(queue(aq)?)) }
+    })
+}
+
+/// Per-thread data for device `ord`; NULL after an error message.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_create_thread_data(ord: c_int) -> *mut c_void {
+    guard::result("openacc_create_thread_data", std::ptr::null_mut(), || {
+        Ok(Box::into_raw(Box::new(Backend::thread_data(ord)?)).cast())
+    })
+}
+
+/// Frees what create_thread_data returned.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_destroy_thread_data(data: *mut c_void) {
+    guard::value("openacc_destroy_thread_data", (), || {
+        if !data.is_null() {
+            // SAFETY: `data` came from create_thread_data and is destroyed once.
+            drop(unsafe { Box::from_raw(data.cast::<ThreadData>()) });
+        }
+    })
+}
+
+/// A new async queue on device `ord`; NULL after an error message.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_construct(ord: c_int) -> *mut GoaccAsyncqueue {
+    guard::result("openacc_async_construct", std::ptr::null_mut(), || {
+        Ok(Box::into_raw(Box::new(Backend::queue(ord)?)).cast())
+    })
+}
+
+/// Waits for `aq` and destroys it.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_destruct(aq: *mut GoaccAsyncqueue) -> bool {
+    guard::ok("openacc_async_destruct", || {
+        queue(aq)?;
+        // SAFETY: `aq` came from async_construct; libgomp destroys it once.
+        AccQueue::destroy(*unsafe { Box::from_raw(aq.cast::<Queue>()) })
+    })
+}
+
+/// 1 when `aq` is idle, 0 when busy, -1 after an error message.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_test(aq: *mut GoaccAsyncqueue) -> c_int {
+    guard::result("openacc_async_test", -1, || {
+        Ok(AccQueue::test(queue(aq)?)? as c_int)
+    })
+}
+
+/// Waits for all work and callbacks queued on `aq`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_synchronize(aq: *mut GoaccAsyncqueue) -> bool {
+    guard::ok("openacc_async_synchronize", || {
+        AccQueue::synchronize(queue(aq)?)
+    })
+}
+
+/// Makes later work on `aq2` wait for the work queued on `aq1` so far.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_serialize(
+    aq1: *mut GoaccAsyncqueue,
+    aq2: *mut GoaccAsyncqueue,
+) -> bool {
+    guard::ok("openacc_async_serialize", || {
+        AccQueue::serialize(queue(aq1)?, queue(aq2)?)
+    })
+}
+
+/// Runs `cb(data)` once the work queued on `aq` so far has completed. Errors are fatal.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_queue_callback(
+    aq: *mut GoaccAsyncqueue,
+    cb: Option<unsafe extern "C" fn(*mut c_void)>,
+    data: *mut c_void,
+) {
+    guard::or_fatal("openacc_async_queue_callback", || {
+        let cb = cb.ok_or_else(|| Error::invalid("openacc_async_queue_callback: no function"))?;
+        AccQueue::callback(queue(aq)?, cb, data)
+    })
+}
+
+/// Queues a host-to-device copy on `aq`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_host2dev(
+    _ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    aq: *mut GoaccAsyncqueue,
+) -> bool {
+    // SAFETY: libgomp keeps `src` alive (or stages it) until the queue has run.
+    guard::ok("openacc_async_host2dev", || unsafe {
+        AccQueue::host2dev(queue(aq)?, dst, src, n)
+    })
+}
+
+/// Queues a device-to-host copy on `aq`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_dev2host(
+    _ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    aq: *mut GoaccAsyncqueue,
+) -> bool {
+    // SAFETY: libgomp keeps `dst` alive until the queue has run.
+    guard::ok("openacc_async_dev2host", || unsafe {
+        AccQueue::dev2host(queue(aq)?, dst, src, n)
+    })
+}
+
+/// Queues a device-to-device copy on `aq` (libgomp 16, acc_memcpy_device).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_async_dev2dev(
+    _ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    aq: *mut GoaccAsyncqueue,
+) -> bool {
+    guard::ok("openacc_async_dev2dev", || {
+        AccQueue::dev2dev(queue(aq)?, dst, src, n)
+    })
+}
+
+/// Property `prop` of device `ord`; 0 / NULL when unknown or on error.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) -> PropertyValue {
+    match guard::result("openacc_get_property", AccProperty::None, || {
+        Backend::property(ord, prop)
+    }) {
+        AccProperty::Size(n) => PropertyValue { size: n },
+        AccProperty::Str(s) => PropertyValue { text: s.as_ptr() },
+        AccProperty::None => PropertyValue { size: 0 },
+    }
+}
+
+/// Pointer to the calling thread's native device handle (`CUdevice`); NULL without
+/// OpenACC thread data.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_cuda_get_current_device() -> *mut c_void {
+    guard::value(
+        "openacc_cuda_get_current_device",
+        std::ptr::null_mut(),
+        Backend::native_device,
+    )
+}
+
+/// The calling thread's native context; NULL without OpenACC thread data.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_cuda_get_current_context() -> *mut c_void {
+    guard::value(
+        "openacc_cuda_get_current_context",
+        std::ptr::null_mut(),
+        Backend::native_context,
+    )
+}
+
+/// The native stream of `aq`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_cuda_get_stream(aq: *mut GoaccAsyncqueue) -> *mut c_void {
+    guard::result("openacc_cuda_get_stream", std::ptr::null_mut(), || {
+        Ok(AccQueue::native_stream(queue(aq)?))
+    })
+}
+
+/// Makes `aq` use the program's `stream`; 1 on success, 0 after an error message.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_openacc_cuda_set_stream(
+    aq: *mut GoaccAsyncqueue,
+    stream: *mut c_void,
+) -> c_int {
+    guard::result("openacc_cuda_set_stream", 0, || {
+        AccQueue::set_native_stream(queue(aq)?, stream)?;
+        Ok(1)
+    })
+}

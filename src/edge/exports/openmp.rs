@@ -1,0 +1,372 @@
+//! The `GOMP_OFFLOAD_*` entry points every product exports (signatures:
+//! docs/plugin-abi.md §2): handshake, devices, images, memory, OpenMP `run`, rectangular
+//! copies, managed memory. Written once; compiled into each product crate as a module
+//! whose parent defines `Backend` (see `gomp_plugin::edge`). Each is a thin shell: panic
+//! boundary and error convention (`guard`), argument conversion, one call into the
+//! backend.
+#![allow(non_snake_case)]
+// The signatures are the C contract; raw pointers are checked in the backend.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use super::Backend;
+use gomp_plugin::edge::{guard, handshake};
+use gomp_plugin::libgomp::abi::{version_lib, AddrPair};
+use gomp_plugin::libgomp::{host, report, version::Libgomp};
+use gomp_plugin::rect::{Rect, Side};
+use gomp_plugin::{Device, Error, Plugin, Result};
+use std::ffi::{c_char, c_int, c_void};
+
+/// The plugin's `GOMP_VERSION` for the libgomp that loaded us; 0 (which libgomp
+/// rejects as a version mismatch) for a libgomp we do not support, after saying why.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_version() -> u32 {
+    guard::value("version", 0, handshake::version::<Backend>)
+}
+
+/// The plugin's name ("nvptx", "gcn").
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_name() -> *const c_char {
+    // Plugin names are literals without NUL; the static below adds one.
+    static NAME: once_cell::sync::Lazy<std::ffi::CString> =
+        once_cell::sync::Lazy::new(|| std::ffi::CString::new(Backend::NAME).unwrap_or_default());
+    NAME.as_ptr()
+}
+
+/// Capabilities (`GOMP_OFFLOAD_CAP_*`).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_caps() -> u32 {
+    Backend::CAPS
+}
+
+/// `OFFLOAD_TARGET_TYPE_*`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_type() -> c_int {
+    Backend::TARGET_TYPE
+}
+
+/// Number of devices usable under the program's `requires` mask (spec §1.5): 0 without
+/// a usable driver or device, -1 when devices cannot meet the mask.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_num_devices(omp_requires_mask: u32) -> c_int {
+    guard::value("get_num_devices", 0, || {
+        Backend::num_devices(omp_requires_mask)
+    })
+}
+
+/// The device's unique id, malloc'd for libgomp to keep; NULL if unknown.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_uid(ord: c_int) -> *const c_char {
+    guard::value("get_uid", std::ptr::null(), || {
+        let Some(s) = Backend::uid(ord) else {
+            return std::ptr::null();
+        };
+        let p = report::malloc(s.len() + 1).cast::<u8>();
+        // SAFETY: `p` has room for the string and its NUL.
+        unsafe {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), p, s.len());
+            *p.add(s.len()) = 0;
+        }
+        p as *const c_char
+    })
+}
+
+/// Opens device `ord`.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_init_device(ord: c_int) -> bool {
+    guard::ok("init_device", || {
+        Backend::registry().open(ord, Backend::open)
+    })
+}
+
+/// Closes device `ord`, unloading its images; a device that is not open is fine.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_fini_device(ord: c_int) -> bool {
+    guard::ok("fini_device", || Backend::registry().close(ord))
+}
+
+/// Loads an image; returns the number of table entries or -1. libgomp 13 passes only
+/// five arguments: the sixth is read only for libgomp 14+ and version-3 images.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_load_image(
+    ord: c_int,
+    version: u32,
+    target_data: *const c_void,
+    target_table: *mut *mut AddrPair,
+    rev_fn_table: *mut *mut u64,
+    host_ind_fn_table: *mut u64,
+) -> c_int {
+    guard::result("load_image", -1, || {
+        if target_table.is_null() {
+            return Err(Error::invalid("load_image: no table pointer"));
+        }
+        let v14 = matches!(host::detected(), gomp_plugin::libgomp::version::Detected::Known(v) if v >= Libgomp::V14);
+        let ind = if v14 && version_lib(version) >= 3 {
+            host_ind_fn_table.cast_const()
+        } else {
+            std::ptr::null()
+        };
+        let dev = Backend::device(ord)?;
+        // SAFETY: libgomp passes a descriptor (contract); `ind` as checked above.
+        let img = unsafe {
+            Device::load_image(&dev, version, target_data, !rev_fn_table.is_null(), ind)?
+        };
+        let n = img.table.len();
+        let out = report::malloc(std::mem::size_of_val(img.table.as_slice())).cast::<AddrPair>();
+        // SAFETY: `out` has room for the entries; the out-pointers are writable
+        // (contract) or NULL.
+        unsafe {
+            std::ptr::copy_nonoverlapping(img.table.as_ptr(), out, n);
+            *target_table = out;
+            if !rev_fn_table.is_null() {
+                *rev_fn_table = img.rev_fn_table;
+            }
+        }
+        Ok(n as c_int)
+    })
+}
+
+/// Unloads an image.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_unload_image(
+    ord: c_int,
+    version: u32,
+    target_data: *const c_void,
+) -> bool {
+    guard::ok("unload_image", || {
+        Device::unload_image(&*Backend::device(ord)?, version, target_data)
+    })
+}
+
+/// Allocates device memory; NULL after an error message.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_alloc(ord: c_int, size: usize) -> *mut c_void {
+    guard::result("alloc", std::ptr::null_mut(), || {
+        Device::alloc(&*Backend::device(ord)?, size)
+    })
+}
+
+/// Frees device memory (NULL is accepted).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_free(ord: c_int, ptr: *mut c_void) -> bool {
+    guard::ok("free", || Device::free(&*Backend::device(ord)?, ptr))
+}
+
+/// Copies device to host.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_dev2host(
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> bool {
+    // SAFETY: libgomp passes a host buffer of `n` bytes.
+    guard::ok("dev2host", || unsafe {
+        Device::dev2host(&*Backend::device(ord)?, dst, src, n)
+    })
+}
+
+/// Copies host to device.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_host2dev(
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> bool {
+    // SAFETY: libgomp passes a host buffer of `n` bytes.
+    guard::ok("host2dev", || unsafe {
+        Device::host2dev(&*Backend::device(ord)?, dst, src, n)
+    })
+}
+
+/// Copies device to device.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_dev2dev(
+    ord: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+) -> bool {
+    guard::ok("dev2dev", || {
+        Device::dev2dev(&*Backend::device(ord)?, dst, src, n)
+    })
+}
+
+/// Fills device memory with a byte value.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_memset(ord: c_int, ptr: *mut c_void, val: c_int, n: usize) -> bool {
+    guard::ok("memset", || {
+        Device::memset(&*Backend::device(ord)?, ptr, val, n)
+    })
+}
+
+/// Runs an OpenMP target region and waits for it; errors are fatal (contract).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_run(
+    ord: c_int,
+    tgt_fn: *mut c_void,
+    tgt_vars: *mut c_void,
+    args: *mut *mut c_void,
+) {
+    guard::or_fatal("run", || {
+        if args.is_null() {
+            return Err(Error::invalid("No target arguments provided"));
+        }
+        if tgt_fn.is_null() {
+            return Err(Error::invalid("run: no kernel"));
+        }
+        // SAFETY: `tgt_fn` is a handle from load_image (libgomp maps host functions to
+        // it) whose image stays loaded while it runs; `args` is libgomp's array.
+        unsafe { Device::run(&*Backend::device(ord)?, tgt_fn, tgt_vars, args) }
+    })
+}
+
+/// Launches an OpenMP target region without waiting (`nowait`); completion is
+/// reported through `GOMP_PLUGIN_target_task_completion(async_data)`. Errors are fatal.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_async_run(
+    ord: c_int,
+    tgt_fn: *mut c_void,
+    tgt_vars: *mut c_void,
+    args: *mut *mut c_void,
+    async_data: *mut c_void,
+) {
+    guard::or_fatal("async_run", || {
+        if args.is_null() || tgt_fn.is_null() {
+            return Err(Error::invalid(
+                "async_run: no kernel or no target arguments",
+            ));
+        }
+        // SAFETY: as in GOMP_OFFLOAD_run.
+        unsafe { Device::run_async(&Backend::device(ord)?, tgt_fn, tgt_vars, args, async_data) }
+    })
+}
+
+/// Managed memory on device `ord`; NULL after an error message.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_managed_alloc(ord: c_int, size: usize) -> *mut c_void {
+    guard::result("managed_alloc", std::ptr::null_mut(), || {
+        Device::managed_alloc(&*Backend::device(ord)?, size)
+    })
+}
+
+/// Frees managed memory.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_managed_free(ord: c_int, ptr: *mut c_void) -> bool {
+    guard::ok("managed_free", || {
+        Device::managed_free(&*Backend::device(ord)?, ptr)
+    })
+}
+
+/// 1 if device `ord` can access all of `[ptr, ptr+size)`, else 0 (also after an error
+/// message, e.g. for a device that is not open).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_is_accessible_ptr(
+    ord: c_int,
+    ptr: *const c_void,
+    size: usize,
+) -> c_int {
+    guard::result("is_accessible_ptr", 0, || {
+        Ok(Device::is_accessible(&*Backend::device(ord)?, ptr, size)? as c_int)
+    })
+}
+
+fn side(
+    ord: c_int,
+    base: *const c_void,
+    pitch: usize,
+    rows: usize,
+    off: (usize, usize, usize),
+) -> Result<Side> {
+    Side::at(ord, base as usize, pitch, rows, off)
+        .ok_or_else(|| Error::invalid("omp_target_memcpy_rect: offsets overflow"))
+}
+
+/// 2-D rectangular copy; ord -1 is the host. Returns 1 on success, 0 after an error.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn GOMP_OFFLOAD_memcpy2d(
+    dst_ord: c_int,
+    src_ord: c_int,
+    dim1_size: usize,
+    dim0_len: usize,
+    dst: *mut c_void,
+    dst_off1_size: usize,
+    dst_off0_len: usize,
+    dst_dim1_size: usize,
+    src: *const c_void,
+    src_off1_size: usize,
+    src_off0_len: usize,
+    src_dim1_size: usize,
+) -> c_int {
+    guard::ok("memcpy2d", || {
+        let r = Rect {
+            dst: side(
+                dst_ord,
+                dst,
+                dst_dim1_size,
+                0,
+                (dst_off1_size, dst_off0_len, 0),
+            )?,
+            src: side(
+                src_ord,
+                src,
+                src_dim1_size,
+                0,
+                (src_off1_size, src_off0_len, 0),
+            )?,
+            width: dim1_size,
+            height: dim0_len,
+            depth: None,
+        };
+        // SAFETY: libgomp passes host blocks valid for the described rectangle.
+        unsafe { Backend::copy_rect(&r) }
+    }) as c_int
+}
+
+/// 3-D rectangular copy; ord -1 is the host. Returns 1 on success, 0 after an error.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn GOMP_OFFLOAD_memcpy3d(
+    dst_ord: c_int,
+    src_ord: c_int,
+    dim2_size: usize,
+    dim1_len: usize,
+    dim0_len: usize,
+    dst: *mut c_void,
+    dst_off2_size: usize,
+    dst_off1_len: usize,
+    dst_off0_len: usize,
+    dst_dim2_size: usize,
+    dst_dim1_len: usize,
+    src: *const c_void,
+    src_off2_size: usize,
+    src_off1_len: usize,
+    src_off0_len: usize,
+    src_dim2_size: usize,
+    src_dim1_len: usize,
+) -> c_int {
+    guard::ok("memcpy3d", || {
+        let r = Rect {
+            dst: side(
+                dst_ord,
+                dst,
+                dst_dim2_size,
+                dst_dim1_len,
+                (dst_off2_size, dst_off1_len, dst_off0_len),
+            )?,
+            src: side(
+                src_ord,
+                src,
+                src_dim2_size,
+                src_dim1_len,
+                (src_off2_size, src_off1_len, src_off0_len),
+            )?,
+            width: dim2_size,
+            height: dim1_len,
+            depth: Some(dim0_len),
+        };
+        // SAFETY: libgomp passes host blocks valid for the described box.
+        unsafe { Backend::copy_rect(&r) }
+    }) as c_int
+}
