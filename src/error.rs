@@ -44,6 +44,14 @@ impl Error {
         Error::Invalid(msg.into())
     }
 
+    /// The error of an entry point (or a part of one) that product `plugin` does not
+    /// implement: `GOMP_OFFLOAD_<entry>: <what> is not implemented in ...`.
+    pub fn not_implemented(plugin: &str, entry: &str, what: &str) -> Self {
+        Error::NotImplemented(format!(
+            "GOMP_OFFLOAD_{entry}: {what} is not implemented in gomp-plugin-rs's {plugin} plugin"
+        ))
+    }
+
     /// The driver status, when this is a failed driver call.
     pub fn driver_code(&self) -> Option<i64> {
         match self {

@@ -7,7 +7,8 @@
 //!   compiled into each product crate (see [`edge`]): panic boundary, libgomp's error
 //!   convention, one call into the product's [`Plugin`] / [`Device`];
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
-//! - [`plugin`]: the traits a backend implements; [`registry`]: the open devices;
+//! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
+//!   [`registry`]: the open devices;
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
 //! - [`error`]: the one error type (no vendor types in it); [`blocks`]: the registry of
@@ -19,13 +20,17 @@
 #![warn(missing_docs)]
 
 pub mod blocks;
+pub mod device;
 pub mod edge;
 pub mod error;
 pub mod libgomp;
+pub mod openacc;
 pub mod plugin;
 pub mod rect;
 pub mod registry;
 pub mod symbols;
 
+pub use device::Device;
 pub use error::{Error, Result};
-pub use plugin::{AccQueue, Device, OpenAcc, Plugin};
+pub use openacc::{AccQueue, OpenAcc};
+pub use plugin::Plugin;

@@ -7,8 +7,8 @@
 //! clone the `Arc`, so a device stays alive while a call on it is in flight even if
 //! another thread finalizes it.
 
+use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::plugin::Device;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The open devices of one product. A `static` of the backend; thread-safe.
@@ -107,7 +107,7 @@ impl<D: Device> Registry<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::LoadedImage;
+    use crate::device::LoadedImage;
     use std::ffi::{c_int, c_void};
     use std::sync::atomic::{AtomicUsize, Ordering};
 

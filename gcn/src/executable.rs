@@ -129,7 +129,7 @@ impl Image {
         co: &CodeObject,
     ) -> Result<(Image, Vec<AddrPair>)> {
         if desc.ind_func_count > 0 {
-            return Err(gomp_plugin::plugin::not_implemented::<crate::plugin::Gcn>(
+            return Err(gomp_plugin::Error::not_implemented("gcn",
                 "load_image",
                 &format!(
                     "an image with {} indirect function(s) (`declare target indirect`: the device-side map)",

@@ -9,8 +9,8 @@
 
 use crate::device::Device;
 use gomp_plugin::blocks::DevPtr;
+use gomp_plugin::device::LoadedImage;
 use gomp_plugin::libgomp::abi::*;
-use gomp_plugin::plugin::LoadedImage;
 use gomp_plugin::registry::Registry;
 use gomp_plugin::{Plugin, Result};
 use std::ffi::{c_int, c_void};

@@ -8,7 +8,7 @@
 use super::Backend;
 use gomp_plugin::edge::guard;
 use gomp_plugin::libgomp::abi::{GoaccAsyncqueue, PropertyValue};
-use gomp_plugin::plugin::AccProperty;
+use gomp_plugin::openacc::AccProperty;
 use gomp_plugin::{AccQueue, Error, OpenAcc, Result};
 use std::ffi::{c_int, c_uint, c_void};
 

@@ -1,0 +1,114 @@
+//! One open device of a product: the [`Device`] trait and what `load_image` returns.
+//! The framework's registry owns each device (`Arc`); the exported shells call it.
+//!
+//! Threading: libgomp calls a device from any host thread, concurrently (OpenMP
+//! `nowait`, several host threads); implementations are `Send + Sync` and lock inside.
+
+use crate::error::{Error, Result};
+use crate::libgomp::abi::AddrPair;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// What `load_image` built: libgomp's address table (kernels, variables, then the
+/// ICV/extra entries the contract asks for) and the reverse-offload function table
+/// (device address of the device's copy, or NULL).
+pub struct LoadedImage {
+    /// The entries, in libgomp's order; the shell copies them into a `GOMP_PLUGIN_malloc`
+    /// block that libgomp frees.
+    pub table: Vec<AddrPair>,
+    /// The value for `*rev_fn_table` (NULL when the image has no reverse-offload table).
+    pub rev_fn_table: *mut u64,
+}
+
+/// One open device. Shared (`Arc`) between the registry and every call in flight;
+/// closed once by [`Device::close`] when libgomp finalizes it.
+pub trait Device: Send + Sync + Sized + 'static {
+    /// Makes the device ready for calls on this thread (e.g. its context current).
+    /// Called by the registry on every lookup.
+    fn activate(&self) -> Result<()> {
+        Ok(())
+    }
+    /// `fini_device`: unloads images, frees memory, stops helpers.
+    fn close(&self) -> Result<()>;
+
+    /// `load_image`: checks and loads an image; `want_rev` when libgomp asks for the
+    /// reverse-offload table.
+    ///
+    /// # Safety
+    /// `data` is libgomp's image descriptor; `host_ind_fns` NULL or the image's host
+    /// indirect-function table (libgomp 14+, version-3 images).
+    unsafe fn load_image(
+        self: &Arc<Self>,
+        version: u32,
+        data: *const c_void,
+        want_rev: bool,
+        host_ind_fns: *const u64,
+    ) -> Result<LoadedImage>;
+    /// `unload_image`.
+    fn unload_image(&self, version: u32, data: *const c_void) -> Result<()>;
+
+    /// `alloc`: device memory for libgomp.
+    fn alloc(&self, size: usize) -> Result<*mut c_void>;
+    /// `free`.
+    fn free(&self, ptr: *mut c_void) -> Result<()>;
+    /// `dev2host`.
+    ///
+    /// # Safety
+    /// `dst` is a host buffer of `n` writable bytes.
+    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
+    /// `host2dev`.
+    ///
+    /// # Safety
+    /// `src` is a host buffer of `n` readable bytes.
+    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
+    /// `dev2dev`.
+    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
+    /// `memset`: `n` bytes at `ptr` to the low byte of `val`.
+    fn memset(&self, ptr: *mut c_void, val: c_int, n: usize) -> Result<()>;
+    /// `is_accessible_ptr`.
+    fn is_accessible(&self, ptr: *const c_void, size: usize) -> Result<bool>;
+
+    /// `run`: an OpenMP target region, waited for.
+    ///
+    /// # Safety
+    /// `kernel` is a handle from this device's `load_image` whose image is loaded;
+    /// `args` libgomp's NULL-terminated target-argument array.
+    unsafe fn run(
+        &self,
+        _kernel: *mut c_void,
+        _vars: *mut c_void,
+        _args: *mut *mut c_void,
+    ) -> Result<()> {
+        Err(Error::NotImplemented(
+            "run: kernels cannot run on this device".into(),
+        ))
+    }
+    /// `async_run`: as `run`, completion reported through
+    /// `GOMP_PLUGIN_target_task_completion(async_data)`.
+    ///
+    /// # Safety
+    /// As [`Device::run`].
+    unsafe fn run_async(
+        self: &Arc<Self>,
+        _kernel: *mut c_void,
+        _vars: *mut c_void,
+        _args: *mut *mut c_void,
+        _async_data: *mut c_void,
+    ) -> Result<()> {
+        Err(Error::NotImplemented(
+            "async_run: kernels cannot run on this device".into(),
+        ))
+    }
+    /// `managed_alloc`.
+    fn managed_alloc(&self, _size: usize) -> Result<*mut c_void> {
+        Err(Error::NotImplemented(
+            "managed_alloc: managed memory is not implemented".into(),
+        ))
+    }
+    /// `managed_free`.
+    fn managed_free(&self, _ptr: *mut c_void) -> Result<()> {
+        Err(Error::NotImplemented(
+            "managed_free: managed memory is not implemented".into(),
+        ))
+    }
+}

@@ -1,0 +1,86 @@
+//! The OpenACC side of a product: [`OpenAcc`] (kernel execution, per-thread data,
+//! properties, the CUDA-interop calls) and its async queue, [`AccQueue`]. Only products
+//! whose `get_caps` offers OpenACC implement it and export `src/edge/exports/openacc.rs`.
+
+use crate::error::{Error, Result};
+use crate::plugin::Plugin;
+use std::ffi::{c_int, c_void};
+
+/// The OpenACC side of a product (`get_caps` includes `GOMP_OFFLOAD_CAP_OPENACC_200`).
+pub trait OpenAcc: Plugin {
+    /// An async queue (`struct goacc_asyncqueue`, opaque to libgomp: a leaked `Box`).
+    type Queue: AccQueue;
+    /// Per-thread data (`create_thread_data`, a leaked `Box`).
+    type ThreadData: Send + 'static;
+
+    /// `openacc_exec` / `openacc_async_exec` (with `queue`).
+    ///
+    /// # Safety
+    /// `kernel` is a handle from `load_image`; `devaddrs` the mapped addresses; `dims`
+    /// libgomp's 3-entry array.
+    unsafe fn exec(
+        kernel: *const c_void,
+        devaddrs: *mut *mut c_void,
+        dims: *mut u32,
+        queue: Option<&Self::Queue>,
+    ) -> Result<()>;
+    /// `openacc_create_thread_data` for device `ord`.
+    fn thread_data(ord: c_int) -> Result<Self::ThreadData>;
+    /// `openacc_async_construct` on device `ord`.
+    fn queue(ord: c_int) -> Result<Self::Queue>;
+    /// `openacc_get_property`.
+    fn property(ord: c_int, prop: u32) -> Result<AccProperty>;
+    /// `openacc_cuda_get_current_device`: the calling thread's native device handle.
+    fn native_device() -> *mut c_void {
+        std::ptr::null_mut()
+    }
+    /// `openacc_cuda_get_current_context`: the calling thread's native context.
+    fn native_context() -> *mut c_void {
+        std::ptr::null_mut()
+    }
+}
+
+/// An OpenACC property value (`union goacc_property_value`).
+pub enum AccProperty {
+    /// Unknown property or device: 0.
+    None,
+    /// A size.
+    Size(usize),
+    /// A static string.
+    Str(&'static std::ffi::CStr),
+}
+
+/// An OpenACC async queue. libgomp uses one queue from one thread at a time, but
+/// `serialize` and callbacks touch two queues or run on driver threads: `Send + Sync`.
+pub trait AccQueue: Send + Sync + Sized + 'static {
+    /// Waits for the queue and destroys it.
+    fn destroy(self) -> Result<()>;
+    /// True when idle.
+    fn test(&self) -> Result<bool>;
+    /// Waits for all work and callbacks queued so far.
+    fn synchronize(&self) -> Result<()>;
+    /// Makes later work on `later` wait for the work queued on `self` so far.
+    fn serialize(&self, later: &Self) -> Result<()>;
+    /// Runs `f(data)` once the work queued so far has completed.
+    fn callback(&self, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<()>;
+    /// Queues a host-to-device copy.
+    ///
+    /// # Safety
+    /// `src` stays valid until the queue has run it (libgomp's contract).
+    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
+    /// Queues a device-to-host copy.
+    ///
+    /// # Safety
+    /// `dst` stays valid until the queue has run it.
+    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
+    /// Queues a device-to-device copy.
+    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
+    /// `openacc_cuda_get_stream`: the native stream.
+    fn native_stream(&self) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+    /// `openacc_cuda_set_stream`: makes the queue use the program's stream.
+    fn set_native_stream(&self, _stream: *mut c_void) -> Result<()> {
+        Err(Error::NotImplemented("openacc_cuda_set_stream".into()))
+    }
+}
