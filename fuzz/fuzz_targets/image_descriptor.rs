@@ -2,7 +2,7 @@
 //! foreign image would present them): never panics; accepted descriptors are
 //! consistent with what was built.
 #![no_main]
-use gomp_plugin_nvptx::descriptor::{read, RawDescriptor, RawFn, RawPtxObj};
+use gomp_plugin_nvptx::image::descriptor::{read, RawDescriptor, RawFn, RawPtxObj};
 use libfuzzer_sys::fuzz_target;
 use std::ffi::{c_char, CString};
 

@@ -1,7 +1,7 @@
 //! Target-argument decoding and launch geometry on arbitrary argument words and
 //! device/kernel limits: never panics; the geometry always stays within the limits.
 #![no_main]
-use gomp_plugin_nvptx::launch::{decode_args, geometry, Limits, MAX_WARPS};
+use gomp_plugin_nvptx::launch::geometry::{decode_args, geometry, Limits, MAX_WARPS};
 use libfuzzer_sys::fuzz_target;
 use std::ffi::c_void;
 

@@ -4,7 +4,7 @@
 //! libgomp never calls it. Errors are printed as `libgomp: ...` messages and returned as
 //! a nonzero value.
 
-use crate::host_lock;
+use crate::host::lock as host_lock;
 use gomp_plugin::edge::guard;
 use std::ffi::{c_int, c_void};
 

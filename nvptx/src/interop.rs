@@ -6,9 +6,9 @@
 //! (`hip`) all use the same device, context and stream objects, so every choice is
 //! served by the driver context and a driver stream.
 
-use super::device::Device;
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::Device;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::interop::*;
 use std::ffi::{c_char, c_int, CStr};

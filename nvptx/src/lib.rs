@@ -11,34 +11,14 @@ pub mod cuda;
 pub mod extensions;
 pub mod plugin;
 
-pub mod async_queue;
-pub mod config;
-pub mod descriptor;
 pub mod device;
-pub mod events;
-pub mod host_lock;
-pub mod host_memory;
-pub mod host_ranges;
-pub mod idle_pool;
+pub mod host;
 pub mod image;
-pub mod indirect_table;
 pub mod interop;
-pub mod kernel_copy;
-pub mod large_blocks;
 pub mod launch;
-pub mod link;
 pub mod memory;
 pub mod openacc;
-pub mod pinned_pool;
-pub mod pool;
-pub mod ptx_names;
 pub mod rect;
-pub mod reverse;
-pub mod run;
-pub mod small_blocks;
-pub mod stacks;
-pub mod staging;
-pub mod streams;
 
 // The exported `GOMP_OFFLOAD_*` entry points: the framework's shells
 // (`src/edge/exports/`), written once for every product, compiled here over this

@@ -9,9 +9,11 @@
 use crate::cu;
 use crate::cuda::{driver, sys::*};
 use crate::device::{self, Device};
+use crate::host::ranges as host_ranges;
 use crate::image::{Image, TargetFn};
+use crate::interop;
+use crate::launch::{reverse, run};
 use crate::openacc::{exec, property, queue::AccQueue, thread};
-use crate::{host_ranges, interop, reverse, run};
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::host;

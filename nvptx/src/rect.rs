@@ -2,9 +2,9 @@
 //! between host and device or device and device, as one CUDA copy instead of a copy
 //! per row. The sides come from the framework's [`Rect`].
 
-use super::device::Device;
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::rect::Side;
 use std::ffi::c_void;

@@ -3,13 +3,13 @@
 //! An OpenACC entry point takes one parameter: the device address of the block of
 //! mapped-variable addresses, which libgomp has already copied to the device.
 
-use super::super::device::Device;
-use super::super::image::TargetFn;
-use super::super::run::kernel_error;
-use super::super::streams::Stream;
 use super::dims::{choose, Dims, Inputs, Limits};
 use crate::cu;
 use crate::cuda::driver;
+use crate::device::streams::Stream;
+use crate::device::Device;
+use crate::image::TargetFn;
+use crate::launch::run::kernel_error;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::libgomp::host;

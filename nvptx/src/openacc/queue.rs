@@ -10,11 +10,11 @@
 //! Queue streams are created blocking (`CU_STREAM_DEFAULT`), as the stock plugin's are:
 //! work a program puts on CUDA's legacy default stream stays ordered with them.
 
-use super::super::device::Device;
-use super::super::events::Event;
-use super::super::streams::Stream;
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::events::Event;
+use crate::device::streams::Stream;
+use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use std::collections::VecDeque;
@@ -145,7 +145,7 @@ impl AccQueue {
         self.dev.activate()?;
         // SAFETY: the stream belongs to this device.
         unsafe { cu!(cuStreamSynchronize(self.stream().0)) }
-            .map_err(|e| super::super::run::kernel_error(e.into()))?;
+            .map_err(|e| crate::launch::run::kernel_error(e.into()))?;
         self.run_callbacks(Run::Wait);
         Ok(())
     }

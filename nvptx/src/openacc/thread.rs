@@ -1,7 +1,7 @@
 //! Per-host-thread OpenACC data (`openacc_create_thread_data`): libgomp keeps the
 //! pointer in its thread state and hands it back through `GOMP_PLUGIN_acc_thread`.
 
-use super::super::device::Device;
+use crate::device::Device;
 use gomp_plugin::libgomp::host;
 use std::sync::Arc;
 

@@ -9,9 +9,9 @@
 //! device runtime itself supplied the addresses: a kernel touching a wrong address
 //! would fault and take the context with it, where the driver merely refuses.
 
-use super::device::Device;
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;

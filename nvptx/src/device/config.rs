@@ -14,7 +14,7 @@
 //! `GOMP_NVPTX_STAGING="threads,chunk_bytes,buffers"` shapes the staging engine of large
 //! pageable copies ([`StagingParams`]; default: 3 lanes per 4 processors, at most 12, `4m`, 2).
 
-use super::staging::StagingParams;
+use crate::host::staging::StagingParams;
 
 /// Parsed settings. Plain data, read once per device initialisation.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,13 +7,13 @@
 //! a CUDA callback. Soft-stack bytes in flight are bounded, so a `nowait` storm waits
 //! for earlier kernels instead of exhausting device memory.
 
-use super::device::Device;
-use super::events::{Event, EventPool};
-use super::idle_pool::Handle;
-use super::stacks::StackBlock;
-use super::streams::Stream;
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::events::{Event, EventPool};
+use crate::device::idle_pool::Handle;
+use crate::device::streams::Stream;
+use crate::device::Device;
+use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
 use std::collections::VecDeque;
@@ -155,7 +155,7 @@ fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
         if let Some(oldest) = pending.front() {
             // SAFETY: the event was recorded by `submit` and is owned by this entry.
             if let Err(e) = unsafe { cu!(cuEventSynchronize(oldest.event.0)) } {
-                let e = super::run::kernel_error(e.into());
+                let e = crate::launch::run::kernel_error(e.into());
                 report::fatal(&format!("asynchronous target region failed: {e}"));
             }
         }
@@ -173,7 +173,7 @@ fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
                 }
                 Err(e) if e.code == CUDA_ERROR_NOT_READY => i += 1,
                 Err(e) => {
-                    let e = super::run::kernel_error(e.into());
+                    let e = crate::launch::run::kernel_error(e.into());
                     report::fatal(&format!("asynchronous target region failed: {e}"))
                 }
             }

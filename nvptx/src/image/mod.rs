@@ -1,14 +1,24 @@
-//! A loaded offload image: its CUDA module, kernels and the device-side globals the
-//! plugin fills in (ICVs, clock tick, indirect-function map), and the table returned
-//! to libgomp (spec §5.3).
+//! Offload images: reading libgomp's image descriptor ([`descriptor`]), JIT-linking its
+//! PTX into a CUDA module ([`link`]), the identifiers the PTX names ([`ptx_names`]), the
+//! indirect-function table ([`indirect_table`]), and the loaded [`Image`] itself: its
+//! module, kernels and the device-side globals the plugin fills in (ICVs, clock tick,
+//! indirect-function map), and the table returned to libgomp (spec §5.3).
+//!
+//! Threading: an image is built by the thread loading it, then owned by its device's
+//! image list and read (never changed) by any thread launching its kernels.
 
-use super::descriptor::{self, Descriptor, RawDescriptor};
-use super::device::Device;
-use super::indirect_table::IndirectTable;
-use super::link::link_ptx;
-use super::ptx_names::PtxNames;
+pub mod descriptor;
+pub mod indirect_table;
+pub mod link;
+pub mod ptx_names;
+
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::Device;
+use crate::image::indirect_table::IndirectTable;
+use crate::image::link::link_ptx;
+use crate::image::ptx_names::PtxNames;
+use descriptor::{Descriptor, RawDescriptor};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use std::ffi::{c_void, CStr, CString};
@@ -190,7 +200,7 @@ impl Image {
                 unsafe { dev.host2dev(p, (&tick as *const f64).cast(), 8) }?;
             }
         }
-        super::run::run_cdtors(dev, self, c"__do_global_ctors__entry")?;
+        crate::launch::run::run_cdtors(dev, self, c"__do_global_ctors__entry")?;
         Ok(table)
     }
 
@@ -279,7 +289,7 @@ impl Image {
 
     /// Runs the image's destructors and unloads it.
     pub fn unload(&self, dev: &Device) -> Result<()> {
-        let dtors = super::run::run_cdtors(dev, self, c"__do_global_dtors__entry");
+        let dtors = crate::launch::run::run_cdtors(dev, self, c"__do_global_dtors__entry");
         self.release(dev)?;
         dtors
     }

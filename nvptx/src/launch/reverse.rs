@@ -11,10 +11,10 @@
 //! thread, and requests of different devices at once, at most
 //! `GOMP_REVERSE_OFFLOAD_THREADS` (default 8) host functions running together.
 
-use super::device::Device;
-use super::image::Image;
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::Device;
+use crate::image::Image;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::libgomp::{host, report};

@@ -16,12 +16,12 @@
 //! ordering is in force, or the engine cannot be created) the copy goes to the driver as
 //! before. The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`].
 
-use super::config::parse_size;
-use super::events::Event;
-use super::idle_pool::Handle;
-use super::streams::Stream;
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::config::parse_size;
+use crate::device::events::Event;
+use crate::device::idle_pool::Handle;
+use crate::device::streams::Stream;
 use gomp_plugin::error::{Error, Result};
 use std::collections::VecDeque;
 use std::ffi::c_void;

@@ -1,19 +1,32 @@
-//! One opened CUDA device: its context, properties, settings and per-device pools.
+//! The device: one opened CUDA device ([`Device`]) with its context, properties,
+//! settings ([`config`]) and the pools of idle driver handles ([`streams`], [`events`]
+//! over [`idle_pool`]) every other concept borrows. The device's memory lives in
+//! [`crate::memory`], host-side memory in [`crate::host`].
+//!
+//! Threading: a `Device` is shared (`Arc`) by every thread that calls into the plugin
+//! for it (libgomp's threads, the completion, reverse-offload and staging threads);
+//! its mutable state is behind the locks of the parts it owns. Any thread may use it
+//! after [`Device::activate`] made the context current there.
 
-use super::async_queue::AsyncQueue;
-use super::config::Config;
-use super::host_memory::{HostChunks, HostPool};
-use super::image::Image;
-use super::kernel_copy::KernelCopy;
-use super::large_blocks::LargeBlocks;
-use super::pool::Pool;
-use super::reverse::Reverse;
-use super::small_blocks::SmallBlocks;
-use super::stacks::StackCache;
-use super::staging::Staging;
-use super::streams::{Stream, StreamPool};
+pub mod config;
+pub mod events;
+pub mod idle_pool;
+pub mod streams;
+
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::config::Config;
+use crate::device::streams::{Stream, StreamPool};
+use crate::host::kernel_copy::KernelCopy;
+use crate::host::memory::{HostChunks, HostPool};
+use crate::host::staging::Staging;
+use crate::image::Image;
+use crate::launch::async_queue::AsyncQueue;
+use crate::launch::reverse::Reverse;
+use crate::memory::large_blocks::LargeBlocks;
+use crate::memory::pool::Pool;
+use crate::memory::small_blocks::SmallBlocks;
+use crate::memory::stacks::StackCache;
 use gomp_plugin::blocks::Blocks;
 use gomp_plugin::error::Result;
 use std::ffi::c_char;
@@ -272,7 +285,7 @@ impl Device {
     /// Releases everything the device holds: images (running their destructors), cached
     /// stacks, streams, and the primary context reference.
     pub fn close(&self) -> Result<()> {
-        if super::reverse::serving_request() {
+        if crate::launch::reverse::serving_request() {
             // A reverse-offload host function ended the program (`exit`, Fortran
             // `stop`): the requesting kernel still waits for its answer, so nothing
             // that waits for kernels may run. The process is going away.

@@ -2,9 +2,9 @@
 //! on it, waits for it and gives it back, so host threads never share a stream and
 //! never touch the legacy default stream (no device-wide serialisation).
 
-use super::idle_pool::{Handle, IdlePool};
 use crate::cu;
 use crate::cuda::sys::{CUstream, CU_STREAM_NON_BLOCKING};
+use crate::device::idle_pool::{Handle, IdlePool};
 use gomp_plugin::error::Result;
 
 /// A CUDA stream handle. Usable from any thread (the driver allows it).

@@ -7,9 +7,9 @@
 //! `cuMemAlloc`/`cuMemFree`. libgomp frees a block only after every kernel and copy
 //! using it has completed, so a free needs no ordering against other streams.
 
-use super::streams::Stream;
 use crate::cu;
 use crate::cuda::{driver, sys::*};
+use crate::device::streams::Stream;
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
 

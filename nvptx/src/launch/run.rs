@@ -3,13 +3,13 @@
 //! completion thread), each with a soft-stack block of its own; and the image
 //! constructor/destructor kernels.
 
-use super::device::Device;
-use super::image::{with_suffix, Image, TargetFn};
-use super::launch::{decode_args, geometry, Geometry, Limits};
-use super::stacks::StackBlock;
-use super::streams::Stream;
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::streams::Stream;
+use crate::device::Device;
+use crate::image::{with_suffix, Image, TargetFn};
+use crate::launch::geometry::{decode_args, geometry, Geometry, Limits};
+use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::{c_void, CStr};
 
@@ -143,7 +143,7 @@ pub unsafe fn run_async(
     let s = dev.async_queue.stream()?;
     dev.reverse.kernel_started();
     enqueue(dev, &p, s)?;
-    super::async_queue::submit(dev, s, p.stacks, async_data as usize)
+    crate::launch::async_queue::submit(dev, s, p.stacks, async_data as usize)
 }
 
 /// Runs the image's global constructor or destructor kernel `base` (or its `__mgomp`

@@ -2,11 +2,11 @@
 //! pinned allocator, served by the device's [`PinnedPool`]) and managed memory (`ompx_gnu_managed_mem_space`), plus the
 //! accessibility query behind `omp_target_is_accessible`.
 
-use super::device::Device;
-use super::host_ranges::{self, Origin};
-use super::pinned_pool::{ChunkSource, PinnedPool};
 use crate::cu;
 use crate::cuda::sys::*;
+use crate::device::Device;
+use crate::host::pinned_pool::{ChunkSource, PinnedPool};
+use crate::host::ranges::{self as host_ranges, Origin};
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
 

@@ -2,12 +2,12 @@
 //! returns (the contract's synchronous semantics); it runs on a pooled stream, or on
 //! CUDA's legacy default stream once OpenACC is in use (see `Device::on_copy_stream`).
 
-use super::device::Device;
-use super::host_ranges;
-use super::large_blocks;
-use super::staging;
 use crate::cu;
 use crate::cuda::sys::{CUdeviceptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+use crate::device::Device;
+use crate::host::ranges as host_ranges;
+use crate::host::staging;
+use crate::memory::large_blocks;
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
@@ -182,7 +182,7 @@ impl Device {
     fn device_heap_copy(&self, r: &Result<()>, dev_addr: CUdeviceptr) -> bool {
         let Err(e) = r else { return false };
         let retry = matches!(e, Error::Driver(c) if c.code == i64::from(crate::cuda::sys::CUDA_ERROR_INVALID_VALUE))
-            && super::reverse::serving_request()
+            && crate::launch::reverse::serving_request()
             && !self.blocks.contains(dev_addr);
         log::debug!(
             "copy at device address {dev_addr:#x} failed ({e}){}",

@@ -1,9 +1,9 @@
 //! CUDA events (timing disabled) used to observe the completion of stream-ordered work
 //! without a host callback per launch; pooled per device.
 
-use super::idle_pool::{Handle, IdlePool};
 use crate::cu;
 use crate::cuda::sys::{CUevent, CU_EVENT_DISABLE_TIMING};
+use crate::device::idle_pool::{Handle, IdlePool};
 use gomp_plugin::error::Result;
 
 /// A CUDA event handle; usable from any thread.

@@ -8,10 +8,10 @@
 //! (the program may lock memory before its first target region) and survives the
 //! device's finalization. The calling thread's current context is left as it was.
 
-use super::host_ranges::{self, Origin};
 use crate::cu;
 use crate::cuda::driver;
 use crate::cuda::sys::*;
+use crate::host::ranges::{self as host_ranges, Origin};
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 
