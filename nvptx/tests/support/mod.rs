@@ -1,0 +1,446 @@
+//! Helpers shared by the products' integration tests (`nvptx/tests/*.rs`, and
+//! `gcn/tests/*.rs`, which include this file through `#[path]`).
+//!
+//! The tests call the exported `GOMP_OFFLOAD_*` shells directly: a test binary links
+//! the product's rlib, where they are `#[no_mangle]` symbols. The stand-in C libraries
+//! (libcuda, libhsa-runtime64, libgomp) stay C, because they impersonate C libraries:
+//! the tests compile them with `cc` from `tests/fallback/` and `tests/fake_libgomp/`
+//! into a [`Scratch`] directory that is removed afterwards.
+//!
+//! A plugin reads its driver once per process, so every scenario runs in a process of
+//! its own: the test re-executes its own binary, running only itself ([`run_child`]),
+//! with the environment the scenario needs; the child does the calls and asserts their
+//! results, the parent checks the child's exit and its stderr (the `libgomp: ...`
+//! messages and `GOMP_DEBUG` lines, which go to stderr when no libgomp is loaded).
+#![allow(dead_code)]
+
+use std::ffi::{c_char, c_int, c_void, CString, OsStr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Set in a child run to the name of the test it runs.
+pub const CHILD_ENV: &str = "GOMP_PLUGIN_RS_TEST_CHILD";
+
+/// Variables that change a plugin's behaviour; removed from every child's environment
+/// before the scenario's own are set, so the developer's shell cannot leak in.
+const PLUGIN_ENV: &[&str] = &[
+    "GOMP_DEBUG",
+    "GOMP_PLUGIN_RS_LIBCUDA",
+    "HSA_RUNTIME_LIB",
+    "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL",
+    "LD_PRELOAD",
+];
+
+/// The repository root (the workspace).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("a member crate lies inside the workspace")
+        .to_path_buf()
+}
+
+/// The product crate's `src/` (where its symbol table is declared).
+pub fn crate_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// True when every tool answers `--version`; otherwise prints why `test` is skipped.
+/// The only reason a test here may skip (CI has both tools).
+pub fn have_tools(test: &str, tools: &[&str]) -> bool {
+    for t in tools {
+        let ok = Command::new(t)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            // Straight to stderr, past libtest's capture, so the skip is always seen.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: `{t}` is not installed (scripts/setup installs it)"
+            );
+            return false;
+        }
+    }
+    true
+}
+
+/// A fresh directory under the system's temp directory, removed on drop.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// Creates `gomp-plugin-rs-<tag>-<pid>-<n>`.
+    pub fn new(tag: &str) -> Scratch {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "gomp-plugin-rs-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+        Scratch(p)
+    }
+
+    /// `name` inside the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `cc ARGS...`; panics with the compiler's output when it fails.
+pub fn cc<S: AsRef<OsStr>>(args: &[S]) {
+    let out = Command::new("cc").args(args).output().expect("run cc");
+    assert!(
+        out.status.success(),
+        "cc {:?} failed:\n{}",
+        args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Compiles the C file `src` (relative to the repository) into the shared library
+/// `out` with the extra `flags` (`-D...`, `-I...`).
+pub fn cc_shared(src: &str, out: &Path, flags: &[&str]) {
+    let mut args: Vec<&OsStr> = vec!["-shared".as_ref(), "-fPIC".as_ref()];
+    args.extend(flags.iter().map(OsStr::new));
+    let src = repo().join(src);
+    args.extend([src.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    cc(&args);
+}
+
+/// The symbols of the product's run-time symbol table (every `name = "symbol" (...)`
+/// line of a `symbol_table!` invocation under the crate's `src/`), in order. Panics if
+/// there is none: the stand-ins would then test nothing.
+pub fn table_symbols() -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                let mut inside = false;
+                for line in text.lines() {
+                    if line.contains("symbol_table! {") {
+                        inside = true;
+                    } else if inside && line == "}" {
+                        inside = false;
+                    } else if inside {
+                        if let Some(s) = table_line(line) {
+                            out.push(s.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&crate_src(), &mut out);
+    assert!(
+        !out.is_empty(),
+        "no symbol_table! entries found under {}",
+        crate_src().display()
+    );
+    out
+}
+
+/// `"cuInit"` from `        cuInit = "cuInit" (u32) -> CUresult;`.
+fn table_line(line: &str) -> Option<&str> {
+    let (name, rest) = line.trim_start().split_once(" = \"")?;
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    let (sym, rest) = rest.split_once('"')?;
+    rest.trim_start().starts_with('(').then_some(sym)
+}
+
+/// Writes `dir/stub_names.h`: one `STUB(symbol)` line per table symbol not in
+/// `defined` (those the stand-in's C file defines itself), as tests/host_fallback.sh
+/// generates it.
+pub fn write_stub_names(dir: &Path, defined: &[&str]) {
+    let text: String = table_symbols()
+        .iter()
+        .filter(|s| !defined.contains(&s.as_str()))
+        .map(|s| format!("STUB({s})\n"))
+        .collect();
+    std::fs::write(dir.join("stub_names.h"), text).expect("write stub_names.h");
+}
+
+/// The output of a child run.
+pub struct Child {
+    /// What the child was.
+    pub what: String,
+    /// Its exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// libtest's report.
+    pub stdout: String,
+    /// The plugin's messages (and the child's panics).
+    pub stderr: String,
+}
+
+impl Child {
+    fn show(&self) -> String {
+        format!(
+            "{}: exit {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.what, self.code, self.stdout, self.stderr
+        )
+    }
+
+    /// Asserts that the child ran its test and the test passed.
+    pub fn assert_passed(&self) -> &Self {
+        assert!(
+            self.code == Some(0) && self.stdout.contains("1 passed"),
+            "child failed\n{}",
+            self.show()
+        );
+        self
+    }
+
+    /// Asserts that stderr has a line containing `needle`.
+    pub fn assert_stderr(&self, needle: &str) -> &Self {
+        assert!(
+            self.stderr.lines().any(|l| l.contains(needle)),
+            "stderr lacks {needle:?}\n{}",
+            self.show()
+        );
+        self
+    }
+
+    /// Asserts that stderr has the line `line`.
+    pub fn assert_line(&self, line: &str) -> &Self {
+        assert!(
+            self.stderr.lines().any(|l| l == line),
+            "stderr lacks the line {line:?}\n{}",
+            self.show()
+        );
+        self
+    }
+
+    /// Asserts that stderr has a line starting with `prefix`.
+    pub fn assert_line_starts(&self, prefix: &str) -> &Self {
+        assert!(
+            self.stderr.lines().any(|l| l.starts_with(prefix)),
+            "stderr has no line starting {prefix:?}\n{}",
+            self.show()
+        );
+        self
+    }
+
+    /// Asserts that no stderr line contains `needle`.
+    pub fn assert_stderr_lacks(&self, needle: &str) -> &Self {
+        assert!(
+            !self.stderr.contains(needle),
+            "stderr has {needle:?}\n{}",
+            self.show()
+        );
+        self
+    }
+
+    /// How many stderr lines start with `prefix`.
+    pub fn count_lines(&self, prefix: &str) -> usize {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .count()
+    }
+}
+
+/// True in the child run of `test` (see [`run_child`]).
+pub fn is_child(test: &str) -> bool {
+    std::env::var(CHILD_ENV).is_ok_and(|v| v == test)
+}
+
+/// Runs this test binary again with only the test `test` (a top-level `#[test]` fn of
+/// the calling file), output uncaptured, the plugins' variables cleared and `env` set.
+pub fn run_child(test: &str, env: &[(&str, &OsStr)]) -> Child {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    for v in PLUGIN_ENV {
+        cmd.env_remove(v);
+    }
+    cmd.env(CHILD_ENV, test).envs(env.iter().copied());
+    let out = cmd.output().expect("re-run the test binary");
+    Child {
+        what: format!("{test} with {env:?}"),
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Decompresses `tests/fixtures/gcn/<file>` with `xz` into `dest`.
+pub fn unxz_fixture(file: &str, dest: &Path) {
+    let src = repo().join("tests/fixtures/gcn").join(file);
+    let out = Command::new("xz")
+        .arg("-dc")
+        .arg(&src)
+        .output()
+        .expect("run xz");
+    assert!(out.status.success(), "xz -dc {} failed", src.display());
+    std::fs::write(dest, out.stdout).expect("write the decompressed fixture");
+}
+
+/// The `GOMP_PLUGIN_*` version nodes every fake libgomp has (tests/libgomp_versions.sh).
+const PLUGIN_NODES: &str = "GOMP_PLUGIN_1.0 { global: GOMP_PLUGIN_malloc; GOMP_PLUGIN_malloc_cleared; GOMP_PLUGIN_realloc; GOMP_PLUGIN_debug; GOMP_PLUGIN_error; GOMP_PLUGIN_fatal; local: *; };
+GOMP_PLUGIN_1.1 { global: GOMP_PLUGIN_target_task_completion; } GOMP_PLUGIN_1.0;
+GOMP_PLUGIN_1.4 { global: GOMP_PLUGIN_target_rev; } GOMP_PLUGIN_1.1;
+";
+
+/// The newest version node of each release 13..=16 and the probe symbol in it.
+pub const RELEASE_NODES: [(&str, &str); 4] = [
+    ("GOMP_5.1.1", "GOMP_taskwait_depend_nowait"),
+    ("GOMP_5.1.2", "GOMP_add_alloc"),
+    ("GOMP_6.0", "omp_get_uid_from_device"),
+    ("GOMP_6.0.1", "omp_target_memset"),
+];
+
+/// Builds `dir/libgomp.so.1` from tests/fake_libgomp/fake_libgomp.c with the plugin
+/// nodes plus `nodes` (version node, symbol) as its version definitions.
+pub fn fake_libgomp(dir: &Path, nodes: &[(&str, &str)]) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mut map = PLUGIN_NODES.to_string();
+    for (node, sym) in nodes {
+        map += &format!("{node} {{ global: {sym}; }};\n");
+    }
+    let map_file = dir.join("map");
+    std::fs::write(&map_file, map).expect("write the version script");
+    let out = dir.join("libgomp.so.1");
+    let script = format!("-Wl,--version-script={}", map_file.display());
+    cc_shared(
+        "tests/fake_libgomp/fake_libgomp.c",
+        &out,
+        &["-Wl,-soname,libgomp.so.1", &script],
+    );
+    out
+}
+
+const RTLD_NOW: c_int = 2;
+const RTLD_NOLOAD: c_int = 4;
+const RTLD_GLOBAL: c_int = 0x100;
+
+#[link(name = "dl")]
+extern "C" {
+    fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
+}
+
+fn cstr(s: &OsStr) -> CString {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(s.as_bytes()).expect("no NUL in a path")
+}
+
+/// Loads the library at `path` for the whole process (`RTLD_NOW | RTLD_GLOBAL`), as a
+/// program linked with libgomp has it; panics if it cannot.
+pub fn load_global(path: &OsStr) {
+    let p = cstr(path);
+    // SAFETY: a valid C string; the fake libgomp's initialisers are trivial.
+    let h = unsafe { dlopen(p.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
+    assert!(!h.is_null(), "dlopen {path:?} failed");
+}
+
+/// The address of `symbol` in the library at `path`, which must be loaded already
+/// (the plugin loaded it); panics if either is missing.
+pub fn symbol_of_loaded(path: &OsStr, symbol: &str) -> *mut c_void {
+    let p = cstr(path);
+    // SAFETY: RTLD_NOLOAD only returns a handle to a library already loaded.
+    let h = unsafe { dlopen(p.as_ptr(), RTLD_NOW | RTLD_NOLOAD) };
+    assert!(!h.is_null(), "{path:?} is not loaded");
+    let s = CString::new(symbol).expect("symbol name");
+    // SAFETY: a live handle and a valid C string.
+    let a = unsafe { dlsym(h, s.as_ptr()) };
+    assert!(!a.is_null(), "{path:?} has no {symbol}");
+    a
+}
+
+/// The shells of `src/edge/exports/openmp.rs`, which both products export (C
+/// signatures: docs/plugin-abi.md §2). Declared, not imported: the tests call the
+/// exported symbols, as libgomp does.
+pub mod api {
+    use std::ffi::{c_char, c_int, c_void};
+
+    /// One entry of `load_image`'s table.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct AddrPair {
+        /// First byte (or a kernel's handle).
+        pub start: usize,
+        /// One past the last byte (handle + 1 for a kernel).
+        pub end: usize,
+    }
+
+    extern "C" {
+        pub fn GOMP_OFFLOAD_version() -> u32;
+        pub fn GOMP_OFFLOAD_get_name() -> *const c_char;
+        pub fn GOMP_OFFLOAD_get_caps() -> u32;
+        pub fn GOMP_OFFLOAD_get_type() -> c_int;
+        pub fn GOMP_OFFLOAD_get_num_devices(omp_requires_mask: u32) -> c_int;
+        pub fn GOMP_OFFLOAD_get_uid(ord: c_int) -> *const c_char;
+        pub fn GOMP_OFFLOAD_init_device(ord: c_int) -> bool;
+        pub fn GOMP_OFFLOAD_fini_device(ord: c_int) -> bool;
+        pub fn GOMP_OFFLOAD_load_image(
+            ord: c_int,
+            version: u32,
+            target_data: *const c_void,
+            target_table: *mut *mut AddrPair,
+            rev_fn_table: *mut *mut u64,
+            host_ind_fn_table: *mut u64,
+        ) -> c_int;
+        pub fn GOMP_OFFLOAD_unload_image(ord: c_int, version: u32, data: *const c_void) -> bool;
+        pub fn GOMP_OFFLOAD_alloc(ord: c_int, size: usize) -> *mut c_void;
+        pub fn GOMP_OFFLOAD_free(ord: c_int, ptr: *mut c_void) -> bool;
+        pub fn GOMP_OFFLOAD_dev2host(
+            ord: c_int,
+            dst: *mut c_void,
+            src: *const c_void,
+            n: usize,
+        ) -> bool;
+        pub fn GOMP_OFFLOAD_host2dev(
+            ord: c_int,
+            dst: *mut c_void,
+            src: *const c_void,
+            n: usize,
+        ) -> bool;
+        pub fn GOMP_OFFLOAD_dev2dev(
+            ord: c_int,
+            dst: *mut c_void,
+            src: *const c_void,
+            n: usize,
+        ) -> bool;
+        pub fn GOMP_OFFLOAD_memset(ord: c_int, ptr: *mut c_void, val: c_int, n: usize) -> bool;
+        pub fn GOMP_OFFLOAD_run(
+            ord: c_int,
+            tgt_fn: *mut c_void,
+            tgt_vars: *mut c_void,
+            args: *mut *mut c_void,
+        );
+        pub fn GOMP_OFFLOAD_is_accessible_ptr(ord: c_int, ptr: *const c_void, size: usize)
+            -> c_int;
+    }
+
+    /// `GOMP_OFFLOAD_get_name()` as a string.
+    pub fn name() -> String {
+        // SAFETY: the plugin returns a static NUL-terminated string.
+        unsafe { std::ffi::CStr::from_ptr(GOMP_OFFLOAD_get_name()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}
