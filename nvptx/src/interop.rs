@@ -6,7 +6,7 @@
 //! (`hip`) all use the same device, context and stream objects, so every choice is
 //! served by the driver context and a driver stream.
 
-use crate::cu;
+use crate::cuda::safe::{OwnedStream, Stream};
 use crate::cuda::sys::*;
 use crate::device::Device;
 use gomp_plugin::error::Result;
@@ -142,27 +142,29 @@ impl Device {
                 };
                 obj.stream = std::ptr::null_mut();
                 if targetsync {
-                    let mut s: CUstream = std::ptr::null_mut();
-                    // SAFETY: out-pointer to a local; context current (caller).
-                    unsafe { cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING as u32)) }?;
-                    obj.stream = s.cast();
+                    // Context current (caller). The interop object owns the stream until
+                    // destroy (flag 2).
+                    obj.stream = OwnedStream::non_blocking()?.into_raw().cast();
                 }
                 Ok(())
             }
             _ if obj.stream.is_null() => Ok(()),
             1 => {
                 // SAFETY: the stream was created by init and is still alive.
-                unsafe { cu!(cuStreamSynchronize(obj.stream.cast())) }?;
+                unsafe { Stream::from_raw(obj.stream.cast()) }.synchronize()?;
                 Ok(())
             }
             _ => {
                 let s: CUstream = obj.stream.cast();
                 obj.stream = std::ptr::null_mut();
-                // SAFETY: as above; destroyed once.
-                unsafe {
-                    cu!(cuStreamSynchronize(s))?;
-                    cu!(cuStreamDestroy(s))?;
+                // SAFETY: created by init (`into_raw`), destroyed once.
+                let s = unsafe { OwnedStream::from_raw(s) };
+                if let Err(e) = s.handle().synchronize() {
+                    // Not destroyed after a failure, as before.
+                    s.leak();
+                    return Err(e.into());
                 }
+                s.destroy()?;
                 Ok(())
             }
         }

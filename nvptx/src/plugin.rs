@@ -6,7 +6,7 @@
 //! Thread-safety: everything is reached through the framework's registry (a read-mostly
 //! lock) or through values libgomp owns; no state of its own.
 
-use crate::cu;
+use crate::cuda::safe::query;
 use crate::cuda::{driver, sys::*};
 use crate::device::{self, Device};
 use crate::host::ranges as host_ranges;
@@ -53,15 +53,10 @@ pub fn device_if_open(ord: i32) -> Option<Arc<Device>> {
 }
 
 fn count_devices() -> Result<i32> {
-    let d = driver::load().map_err(Error::invalid)?;
-    // SAFETY: plain initialisation call.
-    unsafe { cu!(cuInit(0)) }?;
-    let mut n = 0;
-    // SAFETY: out-pointer to a local.
-    unsafe { cu!(cuDeviceGetCount(&mut n)) }?;
-    let mut ver = 0;
-    // SAFETY: out-pointer to a local.
-    let _ = unsafe { (d.cuDriverGetVersion)(&mut ver) };
+    driver::load().map_err(Error::invalid)?;
+    query::init()?;
+    let n = query::device_count()?;
+    let ver = query::driver_version().unwrap_or(0);
     log::debug!(
         "CUDA driver {}.{}, {n} device(s)",
         ver / 1000,
@@ -119,10 +114,9 @@ impl Plugin for Nvptx {
         }
         if mask & usm != 0 {
             let pageable = (0..n).all(|i| {
-                let mut dev = 0;
-                // SAFETY: out-pointer to a local.
-                unsafe { cu!(cuDeviceGet(&mut dev, i)) }.is_ok()
-                    && device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0
+                query::device(i).is_ok_and(|dev| {
+                    device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0
+                })
             });
             if !pageable || libgomp().is_none_or(|v| v < Libgomp::V15) {
                 log::debug!("unified shared memory needs pageable memory access on every device");
@@ -138,16 +132,9 @@ impl Plugin for Nvptx {
 
     /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, or `None` if the driver cannot tell.
     fn uid(ord: i32) -> Option<String> {
-        let d = driver::loaded()?;
-        let mut dev = 0;
-        // SAFETY: out-pointer to a local.
-        unsafe { cu!(cuDeviceGet(&mut dev, ord)) }.ok()?;
-        let mut u = CUuuid { bytes: [0; 16] };
-        // SAFETY: out-pointer to a local; stand-ins return NOT_SUPPORTED without writing.
-        let ok = unsafe {
-            (d.cuDeviceGetUuid_v2)(&mut u, dev) == 0 || (d.cuDeviceGetUuid)(&mut u, dev) == 0
-        };
-        ok.then(|| format_uuid(&u.bytes.map(|b| b as u8)))
+        driver::loaded()?;
+        let dev = query::device(ord).ok()?;
+        query::uuid(dev).map(|u| format_uuid(&u))
     }
 
     /// From the first open device's pinned pool.
@@ -414,7 +401,7 @@ impl gomp_plugin::AccQueue for AccQueue {
         AccQueue::dev2dev(self, dst as CUdeviceptr, src as CUdeviceptr, n)
     }
     fn native_stream(&self) -> *mut c_void {
-        self.stream().0.cast()
+        self.stream().raw().cast()
     }
     fn set_native_stream(&self, stream: *mut c_void) -> Result<()> {
         self.set_stream(stream.cast())

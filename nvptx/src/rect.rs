@@ -2,7 +2,6 @@
 //! between host and device or device and device, as one CUDA copy instead of a copy
 //! per row. The sides come from the framework's [`Rect`].
 
-use crate::cu;
 use crate::cuda::sys::*;
 use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
@@ -65,15 +64,13 @@ impl Device {
             return Ok(());
         }
         // SAFETY: valid descriptor (caller); the stream is waited for.
-        let r = self.on_stream(|s| unsafe { cu!(cuMemcpy2DAsync(c, s.0)) }.map_err(Error::from));
+        let r = self.on_stream(|s| unsafe { s.copy_2d(c) }.map_err(Error::from));
         match r {
             Err(Error::Driver(e)) if e.code == i64::from(CUDA_ERROR_INVALID_VALUE) => {
                 // SAFETY: as above; the unaligned copy is synchronous on the legacy
                 // stream, which is then waited for.
-                unsafe {
-                    cu!(cuMemcpy2DUnaligned(c))?;
-                    cu!(cuStreamSynchronize(std::ptr::null_mut()))?;
-                }
+                unsafe { crate::cuda::safe::memory::copy_2d_unaligned(c) }?;
+                crate::cuda::safe::Stream::LEGACY.synchronize()?;
                 Ok(())
             }
             r => r,
@@ -89,7 +86,7 @@ impl Device {
             return Ok(());
         }
         // SAFETY: valid descriptor (caller); the stream is waited for.
-        self.on_stream(|s| unsafe { cu!(cuMemcpy3DAsync(c, s.0)) }.map_err(Error::from))
+        self.on_stream(|s| unsafe { s.copy_3d(c) }.map_err(Error::from))
     }
 }
 

@@ -1,15 +1,14 @@
 //! A pool of idle CUDA handles of one kind (streams, events): taken for one use,
-//! given back afterwards, created on demand and destroyed at device close.
+//! given back afterwards, created on demand and destroyed (dropped) at device close.
 
 use gomp_plugin::error::Result;
 use std::sync::Mutex;
 
-/// A CUDA handle type the pool can create and destroy in the current context.
-pub trait Handle: Copy + Send {
+/// An owning CUDA handle the pool can create in the current context; dropping it
+/// destroys the handle.
+pub trait Handle: Send + Sized {
     /// Creates a new handle (the device's context is current).
     fn create() -> Result<Self>;
-    /// Destroys an idle handle; errors are ignored (teardown).
-    fn destroy(self);
 }
 
 /// Idle handles of one device. Thread-safe; owns the handles it holds.
@@ -27,6 +26,7 @@ impl<H: Handle> Default for IdlePool<H> {
 
 impl<H: Handle> IdlePool<H> {
     /// Takes an idle handle or creates one.
+    #[inline]
     pub fn acquire(&self) -> Result<H> {
         match self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
             Some(h) => Ok(h),
@@ -35,19 +35,14 @@ impl<H: Handle> IdlePool<H> {
     }
 
     /// Gives back a handle with no pending work.
+    #[inline]
     pub fn release(&self, h: H) {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(h);
     }
 
-    /// Destroys every idle handle (device close).
+    /// Destroys every idle handle (device close); failures are logged by the handles.
     pub fn destroy_all(&self) {
-        for h in self
-            .idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
-            h.destroy();
-        }
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(idle);
     }
 }

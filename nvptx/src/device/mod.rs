@@ -13,10 +13,11 @@ pub mod events;
 pub mod idle_pool;
 pub mod streams;
 
-use crate::cu;
+use crate::cuda::safe::context::{self, PrimaryContext};
+use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::*;
 use crate::device::config::Config;
-use crate::device::streams::{Stream, StreamPool};
+use crate::device::streams::StreamPool;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
 use crate::host::staging::Staging;
@@ -29,7 +30,6 @@ use crate::memory::small_blocks::SmallBlocks;
 use crate::memory::stacks::StackCache;
 use gomp_plugin::blocks::Blocks;
 use gomp_plugin::error::Result;
-use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -56,8 +56,12 @@ pub struct Device {
     pub ord: i32,
     /// The CUDA device.
     pub cu_dev: CUdevice,
+    /// The context every thread makes current (borrowed or primary), alive until
+    /// `close`; kept as a plain handle so that `activate` takes no lock.
     ctx: CUcontext,
-    owns_primary: bool,
+    /// The primary-context reference this device holds (`None`: it borrows the
+    /// program's current context), released last at `close`.
+    primary: Mutex<Option<PrimaryContext>>,
     /// Properties.
     pub props: Props,
     /// Settings from the environment.
@@ -99,10 +103,7 @@ unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
 fn attr(dev: CUdevice, a: CUdevice_attribute) -> Result<i32> {
-    let mut v = 0;
-    // SAFETY: out-pointer to a local.
-    unsafe { cu!(cuDeviceGetAttribute(&mut v, a, dev)) }?;
-    Ok(v)
+    Ok(query::attribute(dev, a)?)
 }
 
 /// Reads one device attribute, or 0 if the driver does not know it.
@@ -115,34 +116,25 @@ impl Device {
     /// to this device, else retains the device's primary context (shared with the CUDA
     /// runtime and other libraries).
     pub fn open(ord: i32) -> Result<Device> {
-        let mut cu_dev: CUdevice = 0;
-        // SAFETY: out-pointer to a local.
-        unsafe { cu!(cuDeviceGet(&mut cu_dev, ord)) }?;
-        let mut primary: CUcontext = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; balanced by the release below or in `close`.
-        unsafe { cu!(cuDevicePrimaryCtxRetain(&mut primary, cu_dev)) }?;
-        let mut cur: CUcontext = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local.
-        unsafe { cu!(cuCtxGetCurrent(&mut cur)) }?;
-        let mut cur_dev: CUdevice = -1;
+        let cu_dev = query::device(ord)?;
+        let primary = PrimaryContext::retain(cu_dev)?;
+        let cur = context::current()?;
         // A context the program made current for this device is borrowed; the primary
         // context (also when left current by an earlier open/close, when it may have
         // been reset) is retained. A stale current context fails cuCtxGetDevice.
-        // SAFETY: out-pointer to a local; only asked when a context is current.
+        // Only asked when a context is current.
         let borrow = !cur.is_null()
-            && cur != primary
-            && unsafe { cu!(cuCtxGetDevice(&mut cur_dev)) }.is_ok()
-            && cur_dev == cu_dev;
-        let (ctx, owns_primary) = if borrow {
-            // SAFETY: balanced with the retain above; the primary context is not used.
-            unsafe { cu!(cuDevicePrimaryCtxRelease(cu_dev)) }?;
-            (cur, false)
+            && cur != primary.handle()
+            && context::current_device().is_ok_and(|d| d == cu_dev);
+        let (ctx, primary) = if borrow {
+            // Balanced with the retain above; the primary context is not used.
+            primary.release()?;
+            (cur, None)
         } else {
-            (primary, true)
+            (primary.handle(), Some(primary))
         };
-        let mut name = [0 as c_char; 256];
-        // SAFETY: the buffer holds 256 bytes.
-        unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), 256, cu_dev)) }?;
+        let owns_primary = primary.is_some();
+        let name = query::name(cu_dev)?;
         let name = name
             .iter()
             .take_while(|&&c| c != 0)
@@ -167,7 +159,7 @@ impl Device {
             ord,
             cu_dev,
             ctx,
-            owns_primary,
+            primary: Mutex::new(primary),
             props,
             staging: Staging::new(config.staging),
             config,
@@ -191,12 +183,11 @@ impl Device {
             ..dev
         };
         if let Some(n) = dev.config.native_stack {
-            // SAFETY: plain limit setting in the current context.
-            unsafe { cu!(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, n)) }?;
+            context::set_limit(CU_LIMIT_STACK_SIZE, n)?;
         }
         if let Some(n) = dev.config.heap {
-            // SAFETY: plain limit setting in the current context, before any launch.
-            unsafe { cu!(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, n)) }?;
+            // Before any launch.
+            context::set_limit(CU_LIMIT_MALLOC_HEAP_SIZE, n)?;
         }
         log::debug!(
             "device {ord}: {} (sm_{}{}, {} SMs, {} kHz), {} context, {}",
@@ -228,35 +219,18 @@ impl Device {
     /// Every entry point that touches the device calls this first, so any host thread
     /// (an OpenMP worker, say) may use the device.
     pub fn activate(&self) -> Result<()> {
-        let mut cur: CUcontext = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local.
-        unsafe { cu!(cuCtxGetCurrent(&mut cur)) }?;
-        if cur != self.ctx {
+        if context::current()? != self.ctx {
             // SAFETY: `ctx` is alive until `close`.
-            unsafe { cu!(cuCtxSetCurrent(self.ctx)) }?;
+            unsafe { context::set_current(self.ctx) }?;
         }
         Ok(())
     }
 
     /// Runs `f` on a pooled stream, then waits for the stream. The stream goes back to
     /// the pool only if it finished cleanly.
+    #[inline]
     pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
-        let s = self.streams.acquire()?;
-        let out = f(s);
-        // SAFETY: the stream belongs to this device and is not shared.
-        let synced = unsafe { cu!(cuStreamSynchronize(s.0)) };
-        match (out, synced) {
-            (Ok(v), Ok(())) => {
-                self.streams.release(s);
-                Ok(v)
-            }
-            (Err(e), Ok(())) => {
-                self.streams.release(s);
-                Err(e)
-            }
-            (Err(e), Err(_)) => Err(e),
-            (Ok(_), Err(e)) => Err(e.into()),
-        }
+        self.streams.on_stream(f)
     }
 
     /// True once the program uses OpenACC on this device.
@@ -275,10 +249,9 @@ impl Device {
         if !self.openacc_in_use() {
             return self.on_stream(f);
         }
-        let legacy = Stream(std::ptr::null_mut());
-        f(legacy)?;
-        // SAFETY: waiting on the legacy default stream of the current context.
-        unsafe { cu!(cuStreamSynchronize(legacy.0)) }?;
+        f(Stream::LEGACY)?;
+        // Waiting on the legacy default stream of the current context.
+        Stream::LEGACY.synchronize()?;
         Ok(())
     }
 
@@ -333,16 +306,20 @@ impl Device {
             first_err.get_or_insert(e);
         }
         self.streams.destroy_all();
-        let mut cur: CUcontext = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; unsetting our context on this thread so a
-        // later open does not find a released one current.
-        if unsafe { cu!(cuCtxGetCurrent(&mut cur)) }.is_ok() && cur == self.ctx && self.owns_primary
-        {
-            let _ = unsafe { cu!(cuCtxSetCurrent(std::ptr::null_mut())) };
-        }
-        if self.owns_primary {
-            // SAFETY: balanced with the retain in `open`.
-            unsafe { cu!(cuDevicePrimaryCtxRelease(self.cu_dev)) }?;
+        let primary = self
+            .primary
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(primary) = primary {
+            // Unsetting our context on this thread so a later open does not find a
+            // released one current.
+            if context::current().is_ok_and(|cur| cur == self.ctx) {
+                // SAFETY: NULL (no context).
+                let _ = unsafe { context::set_current(std::ptr::null_mut()) };
+            }
+            // Balanced with the retain in `open`.
+            primary.release()?;
         }
         first_err.map_or(Ok(()), Err)
     }

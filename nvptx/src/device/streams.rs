@@ -2,30 +2,44 @@
 //! on it, waits for it and gives it back, so host threads never share a stream and
 //! never touch the legacy default stream (no device-wide serialisation).
 
-use crate::cu;
-use crate::cuda::sys::{CUstream, CU_STREAM_NON_BLOCKING};
+use crate::cuda::safe::{OwnedStream, Stream};
 use crate::device::idle_pool::{Handle, IdlePool};
 use gomp_plugin::error::Result;
 
-/// A CUDA stream handle. Usable from any thread (the driver allows it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stream(pub CUstream);
-// SAFETY: CUDA stream handles may be used from any host thread.
-unsafe impl Send for Stream {}
-
-impl Handle for Stream {
+impl Handle for OwnedStream {
     fn create() -> Result<Self> {
-        let mut s: CUstream = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; the device's context is current (caller).
-        unsafe { cu!(cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING as u32)) }?;
-        Ok(Stream(s))
-    }
-
-    fn destroy(self) {
-        // SAFETY: the stream is idle and owned by the pool.
-        let _ = unsafe { cu!(cuStreamDestroy(self.0)) };
+        Ok(OwnedStream::non_blocking()?)
     }
 }
 
-/// Idle streams of one device.
-pub type StreamPool = IdlePool<Stream>;
+/// Idle streams of one device (owned; destroyed when dropped).
+pub type StreamPool = IdlePool<OwnedStream>;
+
+impl StreamPool {
+    /// Runs `f` on a pooled stream, then waits for the stream. The stream goes back to
+    /// the pool only if it finished cleanly (a failed one is kept out of use).
+    #[inline]
+    pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
+        let s = self.acquire()?;
+        let out = f(s.handle());
+        let synced = s.handle().synchronize();
+        match (out, synced) {
+            (Ok(v), Ok(())) => {
+                self.release(s);
+                Ok(v)
+            }
+            (Err(e), Ok(())) => {
+                self.release(s);
+                Err(e)
+            }
+            (Err(e), Err(_)) => {
+                s.leak();
+                Err(e)
+            }
+            (Ok(_), Err(e)) => {
+                s.leak();
+                Err(e.into())
+            }
+        }
+    }
+}

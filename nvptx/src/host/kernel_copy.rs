@@ -9,9 +9,9 @@
 //! device runtime itself supplied the addresses: a kernel touching a wrong address
 //! would fault and take the context with it, where the driver merely refuses.
 
-use crate::cu;
+use crate::cuda::safe::{HostAlloc, Module};
 use crate::cuda::sys::*;
-use crate::device::Device;
+use crate::device::streams::StreamPool;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;
@@ -57,11 +57,13 @@ DONE:
 }
 \0";
 
-/// The loaded copy kernel and its bounce buffer.
+/// The loaded copy kernel and its bounce buffer. Dropped in field order: the buffer
+/// is freed, then the module unloaded.
 struct Loaded {
-    module: CUmodule,
+    bounce: HostAlloc,
+    /// Held for `func`; unloaded when dropped.
+    _module: Module,
     func: CUfunction,
-    bounce: *mut u8,
     bounce_dev: CUdeviceptr,
 }
 
@@ -77,47 +79,32 @@ unsafe impl Send for Loaded {}
 
 impl Loaded {
     fn load() -> Result<Loaded> {
-        let mut module: CUmodule = std::ptr::null_mut();
-        // SAFETY: NUL-terminated PTX text; out-pointer to a local; context current.
-        unsafe { cu!(cuModuleLoadData(&mut module, PTX.as_ptr().cast())) }?;
-        let mut func: CUfunction = std::ptr::null_mut();
-        let mut bounce: *mut c_void = std::ptr::null_mut();
-        let mut bounce_dev: CUdeviceptr = 0;
+        // SAFETY: NUL-terminated PTX text; context current. On an error below, what
+        // was created is dropped (freed) in reverse order: buffer, then module.
+        let module = unsafe { Module::load_data(PTX.as_ptr().cast()) }?;
+        let func = module
+            .function(c"gomp_rs_copy")?
+            .ok_or(crate::cuda::CudaError {
+                func: "cuModuleGetFunction",
+                code: CUDA_ERROR_NOT_FOUND,
+            })?;
         let flags = (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) as u32;
-        let r = (|| -> Result<()> {
-            // SAFETY: out-pointer to a local; the entry name is NUL-terminated.
-            unsafe {
-                cu!(cuModuleGetFunction(
-                    &mut func,
-                    module,
-                    c"gomp_rs_copy".as_ptr()
-                ))
-            }?;
-            // SAFETY: out-pointer to a local; context current.
-            unsafe { cu!(cuMemHostAlloc(&mut bounce, BOUNCE, flags)) }?;
-            // SAFETY: `bounce` is mapped page-locked memory; out-pointer to a local.
-            unsafe { cu!(cuMemHostGetDevicePointer(&mut bounce_dev, bounce, 0)) }?;
-            Ok(())
-        })();
-        if let Err(e) = r {
-            if !bounce.is_null() {
-                // SAFETY: allocated just above, not shared.
-                let _ = unsafe { cu!(cuMemFreeHost(bounce)) };
-            }
-            // SAFETY: loaded just above, no kernel of it is running.
-            let _ = unsafe { cu!(cuModuleUnload(module)) };
-            return Err(e);
-        }
+        let bounce = HostAlloc::alloc(BOUNCE, flags)?;
+        let bounce_dev = bounce.device_pointer()?;
         Ok(Loaded {
-            module,
+            bounce,
+            _module: module,
             func,
-            bounce: bounce.cast(),
             bounce_dev,
         })
     }
 
+    fn bounce(&self) -> *mut u8 {
+        self.bounce.as_ptr().cast()
+    }
+
     /// Runs `copy(dst, src, n)` on a stream of the device and waits for it.
-    fn run(&self, dev: &Device, dst: u64, src: u64, n: usize) -> Result<()> {
+    fn run(&self, streams: &StreamPool, dst: u64, src: u64, n: usize) -> Result<()> {
         let blocks = (n as u64).div_ceil(THREADS as u64).clamp(1, 1024) as u32;
         let (mut d, mut s, mut len) = (dst, src, n as u64);
         let mut params: [*mut c_void; 3] = [
@@ -125,23 +112,17 @@ impl Loaded {
             (&mut s as *mut u64).cast(),
             (&mut len as *mut u64).cast(),
         ];
-        dev.on_stream(|st| {
+        streams.on_stream(|st| {
             // SAFETY: the parameters match the entry's three u64s and live across
             // the call; the stream belongs to the device; waited for by on_stream.
             unsafe {
-                cu!(cuLaunchKernel(
+                st.launch(
                     self.func,
-                    blocks,
-                    1,
-                    1,
-                    THREADS,
-                    1,
-                    1,
+                    (blocks, 1, 1),
+                    (THREADS, 1, 1),
                     0,
-                    st.0,
                     params.as_mut_ptr(),
-                    std::ptr::null_mut()
-                ))
+                )
             }
             .map_err(Error::from)
         })
@@ -154,11 +135,11 @@ impl KernelCopy {
     /// is loaded, while no kernel of the program runs: page-locked allocation and
     /// module loading wait for the device to be idle, which a kernel spinning on its
     /// reverse-offload answer never is.
-    pub fn prepare(&self, dev: &Device) -> Result<()> {
+    pub fn prepare(&self, streams: &StreamPool) -> Result<()> {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
             let l = Loaded::load()?;
-            l.run(dev, l.bounce_dev, l.bounce_dev, 0)?;
+            l.run(streams, l.bounce_dev, l.bounce_dev, 0)?;
             *slot = Some(l);
             log::debug!("prepared the copy kernel for device-allocated memory");
         }
@@ -182,7 +163,7 @@ impl KernelCopy {
     /// `dst` must be writable for `n` bytes; `src` must be readable by a kernel.
     pub unsafe fn dev2host(
         &self,
-        dev: &Device,
+        streams: &StreamPool,
         dst: *mut c_void,
         src: u64,
         n: usize,
@@ -190,10 +171,12 @@ impl KernelCopy {
         self.with(|l| {
             for off in (0..n).step_by(BOUNCE) {
                 let len = BOUNCE.min(n - off);
-                l.run(dev, l.bounce_dev, src + off as u64, len)?;
+                l.run(streams, l.bounce_dev, src + off as u64, len)?;
                 // SAFETY: the kernel has finished writing `len` bounce bytes; `dst`
                 // is writable for `n` (caller).
-                unsafe { std::ptr::copy_nonoverlapping(l.bounce, dst.cast::<u8>().add(off), len) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(l.bounce(), dst.cast::<u8>().add(off), len)
+                };
             }
             Ok(())
         })
@@ -206,7 +189,7 @@ impl KernelCopy {
     /// `src` must be readable for `n` bytes; `dst` must be writable by a kernel.
     pub unsafe fn host2dev(
         &self,
-        dev: &Device,
+        streams: &StreamPool,
         dst: u64,
         src: *const c_void,
         n: usize,
@@ -216,8 +199,10 @@ impl KernelCopy {
                 let len = BOUNCE.min(n - off);
                 // SAFETY: `src` readable for `n` (caller); no kernel uses the bounce
                 // buffer now (the mutex).
-                unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>().add(off), l.bounce, len) };
-                l.run(dev, dst + off as u64, l.bounce_dev, len)?;
+                unsafe {
+                    std::ptr::copy_nonoverlapping(src.cast::<u8>().add(off), l.bounce(), len)
+                };
+                l.run(streams, dst + off as u64, l.bounce_dev, len)?;
             }
             Ok(())
         })
@@ -225,12 +210,8 @@ impl KernelCopy {
 
     /// Unloads the kernel and frees the bounce buffer (device close).
     pub fn destroy(&self) {
-        if let Some(l) = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            // SAFETY: nothing runs the kernel or uses the buffer any more.
-            unsafe {
-                let _ = cu!(cuMemFreeHost(l.bounce.cast()));
-                let _ = cu!(cuModuleUnload(l.module));
-            }
-        }
+        // Nothing runs the kernel or uses the buffer any more: dropped (buffer freed,
+        // module unloaded).
+        drop(self.slot.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }

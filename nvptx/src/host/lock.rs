@@ -8,102 +8,66 @@
 //! (the program may lock memory before its first target region) and survives the
 //! device's finalization. The calling thread's current context is left as it was.
 
-use crate::cu;
 use crate::cuda::driver;
+use crate::cuda::safe::{query, HostRegistration, PrimaryContext};
 use crate::cuda::sys::*;
 use crate::host::ranges::{self as host_ranges, Origin};
 use gomp_plugin::error::{Error, Result};
-use std::ffi::c_void;
 
 /// The CUDA device of ordinal `ord`, loading and initialising the driver if needed.
 fn cu_device(ord: i32) -> Result<CUdevice> {
     driver::load().map_err(|e| Error::invalid(format!("no CUDA driver: {e}")))?;
-    // SAFETY: plain initialisation call (idempotent).
-    unsafe { cu!(cuInit(0)) }?;
-    let mut n = 0;
-    // SAFETY: out-pointer to a local.
-    unsafe { cu!(cuDeviceGetCount(&mut n)) }?;
+    // Idempotent.
+    query::init()?;
+    let n = query::device_count()?;
     if !(0..n).contains(&ord) {
         return Err(Error::invalid(format!(
             "no nvptx device {ord} (the driver reports {n})"
         )));
     }
-    let mut dev = 0;
-    // SAFETY: out-pointer to a local.
-    unsafe { cu!(cuDeviceGet(&mut dev, ord)) }?;
-    Ok(dev)
-}
-
-/// Runs `f` with `ctx` current on this thread, then makes the previous context current
-/// again.
-fn in_context<T>(ctx: CUcontext, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let mut prev: CUcontext = std::ptr::null_mut();
-    // SAFETY: out-pointer to a local.
-    unsafe { cu!(cuCtxGetCurrent(&mut prev)) }?;
-    if prev != ctx {
-        // SAFETY: `ctx` is a retained primary context.
-        unsafe { cu!(cuCtxSetCurrent(ctx)) }?;
-    }
-    let r = f();
-    if prev != ctx {
-        // SAFETY: restoring what was current (possibly none).
-        let _ = unsafe { cu!(cuCtxSetCurrent(prev)) };
-    }
-    r
-}
-
-/// Retains `dev`'s primary context (one reference, released by the caller).
-fn retain(dev: CUdevice) -> Result<CUcontext> {
-    let mut ctx: CUcontext = std::ptr::null_mut();
-    // SAFETY: out-pointer to a local; balanced by `release`.
-    unsafe { cu!(cuDevicePrimaryCtxRetain(&mut ctx, dev)) }?;
-    Ok(ctx)
-}
-
-fn release(dev: CUdevice) {
-    // SAFETY: balances one `retain`.
-    let _ = unsafe { cu!(cuDevicePrimaryCtxRelease(dev)) };
+    Ok(query::device(ord)?)
 }
 
 /// Registers `[start, start+bytes)` in `dev`'s primary context, keeping one reference
-/// to the context while registered.
+/// to the context while registered (given back by [`unregister`]).
 fn register(dev: CUdevice, start: usize, bytes: usize) -> Result<()> {
-    let ctx = retain(dev)?;
-    let r = in_context(ctx, || {
+    let ctx = PrimaryContext::retain(dev)?;
+    ctx.with_current(|| {
         // SAFETY: the caller's range (page-rounded; whole pages are what the driver
-        // locks); the driver validates it and fails rather than faulting.
-        unsafe {
-            cu!(cuMemHostRegister(
-                start as *mut c_void,
-                bytes,
-                CU_MEMHOSTREGISTER_PORTABLE as u32
-            ))
-        }
-        .map_err(|e| match e.code {
-            CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => Error::invalid(format!(
-                "host range {start:#x}..{:#x} is already page-locked outside the plugin \
-                 (cudaHostRegister, cudaMallocHost, ...): {e}",
-                start + bytes
-            )),
-            _ => e.into(),
-        })
-    });
-    if r.is_err() {
-        release(dev);
-    }
-    r
+        // locks), which the program keeps mapped until it unlocks it.
+        unsafe { HostRegistration::register(start, bytes, CU_MEMHOSTREGISTER_PORTABLE as u32) }
+            .map(|r| {
+                // Owned from here on by the range registry, as the address.
+                r.into_raw();
+            })
+            .map_err(|e| match e.code {
+                CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => Error::invalid(format!(
+                    "host range {start:#x}..{:#x} is already page-locked outside the plugin \
+                     (cudaHostRegister, cudaMallocHost, ...): {e}",
+                    start + bytes
+                )),
+                _ => e.into(),
+            })
+    })?;
+    // Registered: the reference stays held until `unregister`. (On an error `ctx` was
+    // dropped above, releasing it.)
+    ctx.keep();
+    Ok(())
 }
 
 /// Unregisters a range [`register`] registered, and drops its context reference.
 fn unregister(ord: i32, start: usize) -> Result<()> {
     let dev = cu_device(ord)?;
-    let ctx = retain(dev)?;
-    let r = in_context(ctx, || {
-        // SAFETY: `start` was registered by `register` in this context.
-        unsafe { cu!(cuMemHostUnregister(start as *mut c_void)) }.map_err(Error::from)
+    let ctx = PrimaryContext::retain(dev)?;
+    // SAFETY: `start` was registered by `register` (handed to the registry with
+    // `into_raw`), in this context.
+    let r = ctx.with_current(|| {
+        Ok::<_, Error>(unsafe { HostRegistration::from_raw(start) }.unregister()?)
     });
-    release(dev);
-    release(dev);
+    let kept = (ctx.device(), ctx.handle());
+    drop(ctx);
+    // SAFETY: `register` kept one reference for this range.
+    drop(unsafe { PrimaryContext::from_kept(kept.0, kept.1) });
     r
 }
 

@@ -2,7 +2,7 @@
 //! pinned allocator, served by the device's [`PinnedPool`]) and managed memory (`ompx_gnu_managed_mem_space`), plus the
 //! accessibility query behind `omp_target_is_accessible`.
 
-use crate::cu;
+use crate::cuda::safe::{memory as cu_mem, query, HostAlloc};
 use crate::cuda::sys::*;
 use crate::device::Device;
 use crate::host::pinned_pool::{ChunkSource, PinnedPool};
@@ -23,15 +23,14 @@ pub struct HostChunks {
 
 impl ChunkSource for HostChunks {
     fn alloc(&self, bytes: usize) -> Result<Option<usize>> {
-        let mut p: *mut c_void = std::ptr::null_mut();
         let flags = (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32;
-        // SAFETY: out-pointer to a local; the device's context is current (Device methods
-        // activate it before using the pool).
-        match unsafe { cu!(cuMemHostAlloc(&mut p, bytes, flags)) } {
-            Ok(()) => {}
+        // The device's context is current (Device methods activate it before using the
+        // pool). The pool owns the chunk from here on, as an address.
+        let p = match HostAlloc::alloc(bytes, flags) {
+            Ok(h) => h.into_raw(),
             Err(e) if e.code == CUDA_ERROR_OUT_OF_MEMORY => return Ok(None),
             Err(e) => return Err(e.into()),
-        }
+        };
         if let Err(e) =
             host_ranges::global().insert_owned(p as usize, bytes, Origin::Pool(self.ord))
         {
@@ -42,8 +41,10 @@ impl ChunkSource for HostChunks {
 
     fn free(&self, p: usize, _bytes: usize) -> Result<()> {
         host_ranges::global().remove_owned(p);
-        // SAFETY: `p` came from cuMemHostAlloc above; the pool hands it back once.
-        unsafe { cu!(cuMemFreeHost(p as *mut c_void)) }?;
+        // SAFETY: `p` came from `HostAlloc::into_raw` above; the pool hands it back once.
+        if let Some(h) = unsafe { HostAlloc::from_raw(p as *mut c_void) } {
+            h.free()?;
+        }
         Ok(())
     }
 }
@@ -75,16 +76,8 @@ impl Device {
 
     /// Managed memory (`cuMemAllocManaged`, attached globally).
     pub fn managed_alloc(&self, size: usize) -> Result<CUdeviceptr> {
-        let mut p: CUdeviceptr = 0;
-        // SAFETY: out-pointer to a local; the stand-in reports NOT_SUPPORTED.
-        unsafe {
-            cu!(cuMemAllocManaged(
-                &mut p,
-                size.max(1),
-                CU_MEM_ATTACH_GLOBAL as u32
-            ))
-        }?;
-        Ok(p)
+        // The stand-in reports NOT_SUPPORTED.
+        Ok(cu_mem::alloc_managed(size.max(1))?)
     }
 
     /// Whether the device can access every page of `[p, p+size)`: device, managed or
@@ -101,21 +94,11 @@ impl Device {
         }
         let mut at = p;
         while at < end {
-            let mut kind: CUmemorytype = 0;
-            // SAFETY: out-pointer to a local of the attribute's type (an int).
-            let r = unsafe {
-                cu!(cuPointerGetAttribute(
-                    (&mut kind as *mut CUmemorytype).cast(),
-                    CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                    at as CUdeviceptr
-                ))
-            };
-            if r.is_err()
-                || !matches!(
-                    kind,
-                    CU_MEMORYTYPE_HOST | CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED
-                )
-            {
+            let kind = query::memory_type(at as CUdeviceptr);
+            if !matches!(
+                kind,
+                Ok(CU_MEMORYTYPE_HOST | CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED)
+            ) {
                 return false;
             }
             at = (at / PAGE + 1) * PAGE;

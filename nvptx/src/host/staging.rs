@@ -16,12 +16,10 @@
 //! ordering is in force, or the engine cannot be created) the copy goes to the driver as
 //! before. The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`].
 
-use crate::cu;
+use crate::cuda::safe::context;
+use crate::cuda::safe::{HostAlloc, OwnedEvent, OwnedStream};
 use crate::cuda::sys::*;
 use crate::device::config::parse_size;
-use crate::device::events::Event;
-use crate::device::idle_pool::Handle;
-use crate::device::streams::Stream;
 use gomp_plugin::error::{Error, Result};
 use std::collections::VecDeque;
 use std::ffi::c_void;
@@ -140,49 +138,42 @@ impl Job {
 }
 
 /// A lane's page-locked buffers, their events and its stream. Owned by one thread.
+/// Dropped (after waiting for its stream) in field order: buffers, events, stream.
 struct Lane {
-    bufs: Vec<*mut u8>,
-    events: Vec<Event>,
-    stream: Stream,
+    bufs: Vec<HostAlloc>,
+    events: Vec<OwnedEvent>,
+    stream: OwnedStream,
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // Idle (every job waits for the lane's stream before reporting); the fields
+        // are freed after this, in declaration order.
+        let _ = self.stream.handle().synchronize();
+    }
 }
 
 impl Lane {
     /// Creates the lane's resources in the current context.
     fn create(p: &StagingParams) -> Result<Lane> {
+        // The device's context is current. On an error the partly built lane is
+        // dropped, which frees what it holds.
         let mut lane = Lane {
             bufs: Vec::new(),
             events: Vec::new(),
-            stream: Stream::create()?,
+            stream: OwnedStream::non_blocking()?,
         };
         for _ in 0..p.buffers {
-            let mut b: *mut c_void = std::ptr::null_mut();
-            // SAFETY: out-pointer to a local; the device's context is current.
-            if let Err(e) = unsafe { cu!(cuMemHostAlloc(&mut b, p.chunk, 0)) } {
-                lane.destroy();
-                return Err(e.into());
-            }
-            lane.bufs.push(b.cast());
-            match Event::create() {
-                Ok(e) => lane.events.push(e),
-                Err(e) => {
-                    lane.destroy();
-                    return Err(e);
-                }
-            }
+            lane.bufs.push(HostAlloc::alloc(p.chunk, 0)?);
+            lane.events.push(OwnedEvent::create()?);
         }
         Ok(lane)
     }
 
-    fn destroy(self) {
-        // SAFETY: idle (every job waits for the lane's stream before reporting).
-        unsafe {
-            let _ = cu!(cuStreamSynchronize(self.stream.0));
-            for b in self.bufs {
-                let _ = cu!(cuMemFreeHost(b.cast()));
-            }
-        }
-        self.events.into_iter().for_each(Handle::destroy);
-        self.stream.destroy();
+    /// Buffer `k`'s address.
+    #[inline]
+    fn buf(&self, k: usize) -> *mut u8 {
+        self.bufs[k].as_ptr().cast()
     }
 
     /// Works on `job` until its pieces run out; then waits for the lane's stream. A
@@ -197,8 +188,7 @@ impl Lane {
             // SAFETY: forwarded caller guarantees.
             Dir::DeviceToHost => unsafe { self.dev2host(job) },
         };
-        // SAFETY: the stream is this lane's.
-        let synced = unsafe { cu!(cuStreamSynchronize(self.stream.0)) }.map_err(Error::from);
+        let synced = self.stream.handle().synchronize().map_err(Error::from);
         let r = r.and(synced);
         if r.is_err() {
             job.failed.store(true, Ordering::Relaxed);
@@ -213,21 +203,17 @@ impl Lane {
         let mut used = 0usize;
         while let Some((off, len)) = job.claim() {
             let k = used % nb;
+            let (ev, s) = (self.events[k].handle(), self.stream.handle());
+            if used >= nb {
+                ev.synchronize()?;
+            }
             // SAFETY: buffer k's previous DMA (recorded by event k) is waited for before
             // the buffer is overwritten; the source range is inside the caller's.
             unsafe {
-                if used >= nb {
-                    cu!(cuEventSynchronize(self.events[k].0))?;
-                }
-                std::ptr::copy_nonoverlapping((job.host + off) as *const u8, self.bufs[k], len);
-                cu!(cuMemcpyHtoDAsync(
-                    job.dev + off as u64,
-                    self.bufs[k].cast(),
-                    len,
-                    self.stream.0
-                ))?;
-                cu!(cuEventRecord(self.events[k].0, self.stream.0))?;
+                std::ptr::copy_nonoverlapping((job.host + off) as *const u8, self.buf(k), len);
+                s.copy_htod(job.dev + off as u64, self.buf(k).cast(), len)?;
             }
+            ev.record(s)?;
             used += 1;
         }
         Ok(())
@@ -246,15 +232,9 @@ impl Lane {
                 let Some((off, len)) = job.claim() else { break };
                 // SAFETY: buffer `next` holds no queued DMA; the device range is inside
                 // the caller's.
-                unsafe {
-                    cu!(cuMemcpyDtoHAsync(
-                        self.bufs[next].cast(),
-                        job.dev + off as u64,
-                        len,
-                        self.stream.0
-                    ))?;
-                    cu!(cuEventRecord(self.events[next].0, self.stream.0))?;
-                }
+                let s = self.stream.handle();
+                unsafe { s.copy_dtoh(self.buf(next).cast(), job.dev + off as u64, len) }?;
+                self.events[next].handle().record(s)?;
                 queued.push_back((next, off, len));
                 next = (next + 1) % nb;
             }
@@ -263,10 +243,8 @@ impl Lane {
             };
             // SAFETY: the DMA into buffer k has completed; the destination range is inside
             // the caller's.
-            unsafe {
-                cu!(cuEventSynchronize(self.events[k].0))?;
-                std::ptr::copy_nonoverlapping(self.bufs[k], (job.host + off) as *mut u8, len);
-            }
+            self.events[k].handle().synchronize()?;
+            unsafe { std::ptr::copy_nonoverlapping(self.buf(k), (job.host + off) as *mut u8, len) };
         }
     }
 }
@@ -290,7 +268,7 @@ impl Worker {
             .name("nvptx-staging".into())
             .spawn(move || {
                 // SAFETY: the device's context outlives the worker (joined at close).
-                let lane = unsafe { cu!(cuCtxSetCurrent(ctx as CUcontext)) }
+                let lane = unsafe { context::set_current(ctx as CUcontext) }
                     .map_err(Error::from)
                     .and_then(|()| Lane::create(&p));
                 let lane = match lane {
@@ -306,7 +284,7 @@ impl Worker {
                 for task in rx {
                     let _ = catch_unwind(AssertUnwindSafe(|| task(&lane)));
                 }
-                lane.destroy();
+                drop(lane);
             })
             .map_err(|e| Error::invalid(format!("cannot start a staging thread: {e}")))?;
         match ready.recv() {
@@ -364,7 +342,7 @@ impl Engine {
             drop(w.tasks);
             let _ = w.thread.join();
         }
-        self.main.destroy();
+        drop(self.main);
     }
 
     /// Runs `job` on as many lanes as it has pieces (up to all of them) and waits for

@@ -1,6 +1,6 @@
 //! PTX JIT linking: all PTX objects of an image into one CUDA module.
 
-use crate::cu;
+use crate::cuda::safe::{LinkState, Module};
 use crate::cuda::sys::*;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
@@ -14,7 +14,7 @@ fn log_text(buf: &[u8]) -> String {
 
 /// Links `ptx` (NUL-terminated objects) with the driver's JIT and loads the result as
 /// a module in the current context. `opt_level` is `GOMP_NVPTX_JIT`'s `-O` level.
-pub fn link_ptx(ptx: &[Vec<u8>], opt_level: Option<u32>) -> Result<CUmodule> {
+pub fn link_ptx(ptx: &[Vec<u8>], opt_level: Option<u32>) -> Result<Module> {
     let mut info = vec![0u8; LOG_SIZE];
     let mut err = vec![0u8; LOG_SIZE];
     let mut opts = vec![
@@ -36,54 +36,29 @@ pub fn link_ptx(ptx: &[Vec<u8>], opt_level: Option<u32>) -> Result<CUmodule> {
         vals.push(l as usize as *mut c_void);
     }
     let start = std::time::Instant::now();
-    let mut state: CUlinkState = std::ptr::null_mut();
-    // SAFETY: option arrays of equal length; the log buffers outlive the link state.
-    unsafe {
-        cu!(cuLinkCreate(
-            opts.len() as u32,
-            opts.as_mut_ptr(),
-            vals.as_mut_ptr(),
-            &mut state
-        ))
-    }?;
-    let result = (|| -> Result<CUmodule> {
+    // SAFETY: option arrays of equal length; the log buffers outlive the link state
+    // (dropped, destroying it, at the end of this function).
+    let mut state = unsafe { LinkState::create(&mut opts, &mut vals) }?;
+    let result = (|| -> Result<Module> {
         for (i, code) in ptx.iter().enumerate() {
-            // SAFETY: `code` is a live NUL-terminated buffer of `code.len()` bytes.
-            let r = unsafe {
-                cu!(cuLinkAddData(
-                    state,
-                    CU_JIT_INPUT_PTX,
-                    code.as_ptr() as *mut c_void,
-                    code.len(),
-                    c"ptx_code".as_ptr(),
-                    0,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut()
-                ))
-            };
-            if let Err(e) = r {
+            // `code` is a live NUL-terminated buffer of `code.len()` bytes.
+            if let Err(e) = state.add_ptx(code, c"ptx_code") {
                 return Err(Error::invalid(format!(
                     "{e} (PTX object {i})\nLink error log {}",
                     log_text(&err)
                 )));
             }
         }
-        let mut cubin: *mut c_void = std::ptr::null_mut();
-        let mut size = 0usize;
-        // SAFETY: out-pointers to locals; the cubin lives until cuLinkDestroy.
-        if let Err(e) = unsafe { cu!(cuLinkComplete(state, &mut cubin, &mut size)) } {
-            return Err(Error::invalid(format!(
+        // The cubin lives until the state is destroyed, after the module is loaded.
+        match state.complete_and_load() {
+            Err(e) => Err(Error::invalid(format!(
                 "{e}\nLink error log {}",
                 log_text(&err)
-            )));
+            ))),
+            Ok(module) => Ok(module?),
         }
-        let mut module: CUmodule = std::ptr::null_mut();
-        // SAFETY: `cubin` is the linker's output, valid until cuLinkDestroy below.
-        unsafe { cu!(cuModuleLoadData(&mut module, cubin)) }?;
-        Ok(module)
     })();
-    // SAFETY: `state` came from cuLinkCreate and is destroyed once.
-    let _ = unsafe { cu!(cuLinkDestroy(state)) };
+    drop(state);
     log::debug!(
         "linked {} PTX object(s) in {:.1} ms{}",
         ptx.len(),

@@ -12,7 +12,8 @@ pub mod indirect_table;
 pub mod link;
 pub mod ptx_names;
 
-use crate::cu;
+use crate::cuda::safe::module::{func_attribute, set_func_attribute};
+use crate::cuda::safe::Module;
 use crate::cuda::sys::*;
 use crate::device::Device;
 use crate::image::indirect_table::IndirectTable;
@@ -46,7 +47,8 @@ pub struct TargetFn {
 pub struct Image {
     /// The `target_data` pointer libgomp identifies the image by.
     pub key: usize,
-    module: CUmodule,
+    /// The CUDA module (unloaded when the image is released).
+    module: Module,
     /// Kernels, in host-table order (addresses stable: never resized).
     pub fns: Vec<TargetFn>,
     /// Device memory the plugin allocated for this image (indirect-function table or
@@ -61,35 +63,10 @@ unsafe impl Send for Image {}
 // SAFETY: as above; the image is immutable after loading.
 unsafe impl Sync for Image {}
 
-/// Looks up a device global; `None` if the module does not define it (callers go
-/// through [`Image::global`], which skips names the PTX never mentions).
-fn global(module: CUmodule, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
-    let (mut p, mut n) = (0, 0);
-    // SAFETY: out-pointers to locals; `module` is loaded.
-    match unsafe { cu!(cuModuleGetGlobal(&mut p, &mut n, module, name.as_ptr())) } {
-        Ok(()) => Ok(Some((p, n))),
-        Err(e) if e.code == CUDA_ERROR_NOT_FOUND => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
+/// One attribute of `f`, a function of a loaded module (callers: [`Image::fill`]).
 fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
-    let mut v = 0;
-    // SAFETY: out-pointer to a local.
-    unsafe { cu!(cuFuncGetAttribute(&mut v, a, f)) }?;
-    Ok(v)
-}
-
-/// Looks up a kernel; `None` if the module does not define it. `module` must be loaded
-/// (callers go through [`Image::function`]).
-fn find_function(module: CUmodule, name: &CStr) -> Result<Option<CUfunction>> {
-    let mut f: CUfunction = std::ptr::null_mut();
-    // SAFETY: out-pointer to a local; `module` is loaded.
-    match unsafe { cu!(cuModuleGetFunction(&mut f, module, name.as_ptr())) } {
-        Ok(()) => Ok(Some(f)),
-        Err(e) if e.code == CUDA_ERROR_NOT_FOUND => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+    // SAFETY: `f` was just looked up in the image's loaded module.
+    Ok(unsafe { func_attribute(f, a) }?)
 }
 
 impl Image {
@@ -120,7 +97,7 @@ impl Image {
         match unsafe { img.fill(dev, &desc, host_ind_fns) } {
             Ok(table) => Ok((img, table)),
             Err(e) => {
-                let _ = img.release(dev);
+                let _ = (*img).release(dev);
                 Err(e)
             }
         }
@@ -141,13 +118,13 @@ impl Image {
             let want = static_smem as usize + dev.config.lowlat_pool;
             if want > 48 * 1024 && dev.config.lowlat_pool <= dev.props.max_smem_optin as usize {
                 // Dynamic shared memory above 48 KiB must be opted in to per kernel.
-                // SAFETY: plain attribute setting on a loaded function.
+                // SAFETY: plain attribute setting on a function of the loaded module.
                 unsafe {
-                    cu!(cuFuncSetAttribute(
+                    set_func_attribute(
                         func,
                         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        dev.config.lowlat_pool as i32
-                    ))
+                        dev.config.lowlat_pool as i32,
+                    )
                 }?;
             }
             self.fns.push(TargetFn {
@@ -275,7 +252,7 @@ impl Image {
         if !self.names.mentions(name) {
             return Ok(None);
         }
-        global(self.module, name)
+        Ok(self.module.global(name)?)
     }
 
     /// The kernel `name` of this image, `None` if the image does not define it (not
@@ -284,22 +261,24 @@ impl Image {
         if !self.names.mentions(name) {
             return Ok(None);
         }
-        find_function(self.module, name)
+        Ok(self.module.function(name)?)
     }
 
     /// Runs the image's destructors and unloads it.
-    pub fn unload(&self, dev: &Device) -> Result<()> {
-        let dtors = crate::launch::run::run_cdtors(dev, self, c"__do_global_dtors__entry");
-        self.release(dev)?;
+    pub fn unload(self: Box<Self>, dev: &Device) -> Result<()> {
+        let dtors = crate::launch::run::run_cdtors(dev, &self, c"__do_global_dtors__entry");
+        (*self).release(dev)?;
         dtors
     }
 
-    fn release(&self, dev: &Device) -> Result<()> {
+    /// Frees the image's device blocks, then unloads its module (the kernels'
+    /// handles die with it).
+    fn release(self, dev: &Device) -> Result<()> {
         for &p in &self.owned {
             let _ = dev.free(p);
         }
-        // SAFETY: the module was loaded by `load` and is unloaded once.
-        unsafe { cu!(cuModuleUnload(self.module)) }?;
+        let Image { module, .. } = self;
+        module.unload()?;
         Ok(())
     }
 }

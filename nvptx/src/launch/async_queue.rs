@@ -7,11 +7,9 @@
 //! a CUDA callback. Soft-stack bytes in flight are bounded, so a `nowait` storm waits
 //! for earlier kernels instead of exhausting device memory.
 
-use crate::cu;
+use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::events::{Event, EventPool};
-use crate::device::idle_pool::Handle;
-use crate::device::streams::Stream;
+use crate::device::events::EventPool;
 use crate::device::Device;
 use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::Result;
@@ -29,7 +27,7 @@ const STACK_BUDGET: usize = 2 << 30;
 
 /// A launched kernel whose completion is awaited.
 pub struct Pending {
-    event: Event,
+    event: OwnedEvent,
     stacks: StackBlock,
     /// libgomp's task handle, as an address (the pointer is only passed back).
     async_data: usize,
@@ -38,7 +36,7 @@ pub struct Pending {
 /// Async-launch state of one device. Thread-safe; owned by the [`Device`].
 #[derive(Default)]
 pub struct AsyncQueue {
-    streams: Mutex<Vec<Stream>>,
+    streams: Mutex<Vec<OwnedStream>>,
     next: AtomicUsize,
     /// Idle completion events.
     pub events: EventPool,
@@ -52,9 +50,9 @@ impl AsyncQueue {
     pub fn stream(&self) -> Result<Stream> {
         let mut v = self.streams.lock().unwrap_or_else(|e| e.into_inner());
         if v.len() < ASYNC_STREAMS {
-            v.push(Stream::create()?);
+            v.push(OwnedStream::non_blocking()?);
         }
-        Ok(v[self.next.fetch_add(1, Ordering::Relaxed) % v.len()])
+        Ok(v[self.next.fetch_add(1, Ordering::Relaxed) % v.len()].handle())
     }
 
     /// Waits until `bytes` more stack bytes may be in flight, then reserves them.
@@ -79,15 +77,10 @@ impl AsyncQueue {
             drop(tx);
             let _ = handle.join();
         }
-        for s in self
-            .streams
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
-            // SAFETY: the streams are owned here and idle after the drain above.
-            let _ = unsafe { cu!(cuStreamDestroy(s.0)) };
-        }
+        // The streams are idle after the drain above: destroyed as they are dropped.
+        drop(std::mem::take(
+            &mut *self.streams.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
         self.events.destroy_all();
     }
 }
@@ -97,8 +90,8 @@ impl AsyncQueue {
 pub fn submit(dev: &Arc<Device>, s: Stream, stacks: StackBlock, async_data: usize) -> Result<()> {
     let q = &dev.async_queue;
     let event = q.events.acquire()?;
-    // SAFETY: the event and stream belong to this device's context.
-    unsafe { cu!(cuEventRecord(event.0, s.0)) }?;
+    // The event and stream belong to this device's context.
+    event.handle().record(s)?;
     let p = Pending {
         event,
         stacks,
@@ -153,8 +146,8 @@ fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
         }
         pending.extend(rx.try_iter());
         if let Some(oldest) = pending.front() {
-            // SAFETY: the event was recorded by `submit` and is owned by this entry.
-            if let Err(e) = unsafe { cu!(cuEventSynchronize(oldest.event.0)) } {
+            // The event was recorded by `submit` and is owned by this entry.
+            if let Err(e) = oldest.event.handle().synchronize() {
                 let e = crate::launch::run::kernel_error(e.into());
                 report::fatal(&format!("asynchronous target region failed: {e}"));
             }
@@ -164,8 +157,7 @@ fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
         }
         let mut i = 0;
         while i < pending.len() {
-            // SAFETY: as above.
-            match unsafe { cu!(cuEventQuery(pending[i].event.0)) } {
+            match pending[i].event.handle().query() {
                 Ok(()) => {
                     if let Some(p) = pending.remove(i) {
                         finish(dev, p);

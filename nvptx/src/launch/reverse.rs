@@ -11,7 +11,8 @@
 //! thread, and requests of different devices at once, at most
 //! `GOMP_REVERSE_OFFLOAD_THREADS` (default 8) host functions running together.
 
-use crate::cu;
+use crate::cuda::safe::memory::host_device_pointer;
+use crate::cuda::safe::HostAlloc;
 use crate::cuda::sys::*;
 use crate::device::Device;
 use crate::image::Image;
@@ -88,7 +89,8 @@ pub struct Mailbox {
 /// Thread-safe; owned by the [`Device`].
 #[derive(Default)]
 pub struct Reverse {
-    mailbox: Mutex<Option<usize>>,
+    /// The mailbox (page-locked, device-mapped), freed when dropped at `shutdown`.
+    mailbox: Mutex<Option<HostAlloc>>,
     /// Kernels of this device in flight (the service thread spins while non-zero).
     active: AtomicUsize,
     wake: Condvar,
@@ -163,15 +165,13 @@ impl Reverse {
                 let _ = t.join();
             }
         }
-        if let Some(p) = self
-            .mailbox
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            // SAFETY: the mailbox came from cuMemHostAlloc; the thread using it has ended.
-            let _ = unsafe { cu!(cuMemFreeHost(p as *mut c_void)) };
-        }
+        // The thread using the mailbox has ended: freed as it is dropped.
+        drop(
+            self.mailbox
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
     }
 }
 
@@ -200,18 +200,11 @@ pub fn setup(dev: &Arc<Device>, img: &Image, num_funcs: usize) -> Result<*mut u6
         max: dev.config.reverse_offload_threads,
     });
     let mailbox = ensure_mailbox(dev)?;
-    if let Err(e) = dev.kernel_copy.prepare(dev) {
+    if let Err(e) = dev.kernel_copy.prepare(&dev.streams) {
         log::debug!("reverse offload: no copy kernel for device-allocated memory ({e})");
     }
-    let mut dptr: CUdeviceptr = 0;
-    // SAFETY: `mailbox` is mapped page-locked memory; out-pointer to a local.
-    unsafe {
-        cu!(cuMemHostGetDevicePointer(
-            &mut dptr,
-            mailbox as *mut c_void,
-            0
-        ))
-    }?;
+    // SAFETY: `mailbox` is mapped page-locked memory, alive until `shutdown`.
+    let dptr = unsafe { host_device_pointer(mailbox as *mut c_void) }?;
     // SAFETY: `dptr` is 8 readable bytes.
     unsafe { dev.host2dev(var, (&dptr as *const CUdeviceptr).cast(), 8) }?;
     let out = report::malloc(entries.len() * 8).cast::<u64>();
@@ -227,22 +220,16 @@ pub fn setup(dev: &Arc<Device>, img: &Image, num_funcs: usize) -> Result<*mut u6
 fn ensure_mailbox(dev: &Arc<Device>) -> Result<usize> {
     let r = &dev.reverse;
     let mut mb = r.mailbox.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = *mb {
-        return Ok(p);
+    if let Some(p) = mb.as_ref() {
+        return Ok(p.as_ptr() as usize);
     }
-    let mut p: *mut c_void = std::ptr::null_mut();
     let flags = (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) as u32;
-    // SAFETY: out-pointer to a local; context current (caller).
-    unsafe {
-        cu!(cuMemHostAlloc(
-            &mut p,
-            std::mem::size_of::<Mailbox>(),
-            flags
-        ))
-    }?;
+    // Context current (caller).
+    let h = HostAlloc::alloc(std::mem::size_of::<Mailbox>(), flags)?;
+    let p = h.as_ptr();
     // SAFETY: freshly allocated, large enough, exclusively ours.
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<Mailbox>()) };
-    *mb = Some(p as usize);
+    *mb = Some(h);
     let d = Arc::clone(dev);
     let addr = p as usize;
     let handle = std::thread::Builder::new()

@@ -3,9 +3,8 @@
 //! completion thread), each with a soft-stack block of its own; and the image
 //! constructor/destructor kernels.
 
-use crate::cu;
+use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
-use crate::device::streams::Stream;
 use crate::device::Device;
 use crate::image::{with_suffix, Image, TargetFn};
 use crate::launch::geometry::{decode_args, geometry, Geometry, Limits};
@@ -76,19 +75,13 @@ pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
     // SAFETY: the kernel's PTX entry takes (u64 vars, u64 stacks, u64 size); the driver
     // copies the parameters, which point to locals alive during the call.
     unsafe {
-        cu!(cuLaunchKernel(
+        s.launch(
             p.f.func,
-            p.g.teams,
-            1,
-            1,
-            32,
-            p.g.warps,
-            1,
+            (p.g.teams, 1, 1),
+            (32, p.g.warps, 1),
             dev.config.lowlat_pool as u32,
-            s.0,
             params.as_mut_ptr(),
-            std::ptr::null_mut()
-        ))
+        )
     }?;
     Ok(())
 }
@@ -177,22 +170,7 @@ pub fn run_cdtors(dev: &Device, img: &Image, base: &CStr) -> Result<()> {
     );
     let r = dev.on_stream(|s| {
         // SAFETY: 1×1×1 launch; the parameter (if any) points to a live local.
-        unsafe {
-            cu!(cuLaunchKernel(
-                func,
-                1,
-                1,
-                1,
-                1,
-                1,
-                1,
-                0,
-                s.0,
-                kparams,
-                std::ptr::null_mut()
-            ))
-        }
-        .map_err(Into::into)
+        unsafe { s.launch(func, (1, 1, 1), (1, 1, 1), 0, kparams) }.map_err(Into::into)
     });
     if let (Ok(()), Some(b)) = (&r, stack) {
         dev.stacks.release(b);

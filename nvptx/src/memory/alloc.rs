@@ -2,8 +2,8 @@
 //! returns (the contract's synchronous semantics); it runs on a pooled stream, or on
 //! CUDA's legacy default stream once OpenACC is in use (see `Device::on_copy_stream`).
 
-use crate::cu;
-use crate::cuda::sys::{CUdeviceptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+use crate::cuda::safe::{memory as cu_mem, query};
+use crate::cuda::sys::CUdeviceptr;
 use crate::device::Device;
 use crate::host::ranges as host_ranges;
 use crate::host::staging;
@@ -55,10 +55,8 @@ impl Device {
         if let Some(pool) = &self.pool {
             return pool.alloc(size);
         }
-        let mut p: CUdeviceptr = 0;
-        // SAFETY: out-pointer to a local; context current (caller).
-        unsafe { cu!(cuMemAlloc(&mut p, size)) }?;
-        Ok(p)
+        // Context current (caller).
+        Ok(cu_mem::alloc(size)?)
     }
 
     /// Frees a block from [`Device::alloc`]. NULL is accepted and ignored; an address
@@ -86,7 +84,7 @@ impl Device {
             pool.free(p)?;
         } else {
             // SAFETY: `p` came from cuMemAlloc in this context.
-            unsafe { cu!(cuMemFree(p)) }?;
+            unsafe { cu_mem::free(p) }?;
         }
         Ok(())
     }
@@ -116,7 +114,7 @@ impl Device {
     pub fn free_direct(&self, p: CUdeviceptr) -> Result<()> {
         if p != 0 {
             // SAFETY: `p` came from a cuMemAlloc-family call (caller).
-            unsafe { cu!(cuMemFree(p)) }?;
+            unsafe { cu_mem::free(p) }?;
         }
         Ok(())
     }
@@ -137,13 +135,11 @@ impl Device {
             }
         }
         // SAFETY: readable source (caller); the stream is waited for before returning.
-        let r = self.on_copy_stream(|s| {
-            unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, s.0)) }.map_err(Error::from)
-        });
+        let r = self.on_copy_stream(|s| unsafe { s.copy_htod(dst, src, n) }.map_err(Error::from));
         if self.device_heap_copy(&r, dst) {
             // SAFETY: readable source (caller); `dst` comes from the device runtime
             // serving a reverse-offload request (see `device_heap_copy`).
-            return unsafe { self.kernel_copy.host2dev(self, dst, src, n) };
+            return unsafe { self.kernel_copy.host2dev(&self.streams, dst, src, n) };
         }
         r
     }
@@ -164,13 +160,11 @@ impl Device {
             }
         }
         // SAFETY: writable destination (caller); waited for before returning.
-        let r = self.on_copy_stream(|s| {
-            unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, s.0)) }.map_err(Error::from)
-        });
+        let r = self.on_copy_stream(|s| unsafe { s.copy_dtoh(dst, src, n) }.map_err(Error::from));
         if self.device_heap_copy(&r, src) {
             // SAFETY: writable destination (caller); `src` comes from the device
             // runtime serving a reverse-offload request (see `device_heap_copy`).
-            return unsafe { self.kernel_copy.dev2host(self, dst, src, n) };
+            return unsafe { self.kernel_copy.dev2host(&self.streams, dst, src, n) };
         }
         r
     }
@@ -197,10 +191,8 @@ impl Device {
             return Ok(());
         }
         self.check_dev2dev(dst, src, n)?;
-        // SAFETY: device addresses are checked by the driver; waited for before returning.
-        self.on_copy_stream(|s| {
-            unsafe { cu!(cuMemcpyDtoDAsync(dst, src, n, s.0)) }.map_err(Error::from)
-        })
+        // Device addresses are checked by the driver; waited for before returning.
+        self.on_copy_stream(|s| s.copy_dtod(dst, src, n).map_err(Error::from))
     }
 
     /// Sets `n` device bytes at `p` to the low byte of `val`.
@@ -208,10 +200,8 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
-        // SAFETY: device address checked by the driver; waited for before returning.
-        self.on_stream(|s| {
-            unsafe { cu!(cuMemsetD8Async(p, val as u8, n, s.0)) }.map_err(Error::from)
-        })
+        // Device address checked by the driver; waited for before returning.
+        self.on_stream(|s| s.memset_d8(p, val as u8, n).map_err(Error::from))
     }
 }
 
@@ -228,17 +218,8 @@ impl Device {
         if host_ranges::global().contains(p as usize, n) {
             return false;
         }
-        let mut ty: u32 = 0;
-        // SAFETY: out-pointer to a local; an unknown (pageable) address is an error
-        // return, not a fault.
-        unsafe {
-            cu!(cuPointerGetAttribute(
-                (&mut ty as *mut u32).cast(),
-                CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                p as CUdeviceptr
-            ))
-        }
-        .is_err()
+        // An unknown (pageable) address is an error return, not a fault.
+        query::memory_type(p as CUdeviceptr).is_err()
     }
 
     /// The address checks of a copy of `n` bytes between host `host_ptr` and device

@@ -7,22 +7,36 @@
 //! `cuMemAlloc`/`cuMemFree`. libgomp frees a block only after every kernel and copy
 //! using it has completed, so a free needs no ordering against other streams.
 
-use crate::cu;
+use crate::cuda::safe::memory::free_async;
+use crate::cuda::safe::{MemPool, MemPoolRef, OwnedStream, Stream};
 use crate::cuda::{driver, sys::*};
-use crate::device::streams::Stream;
 use gomp_plugin::error::Result;
-use std::ffi::c_void;
+use std::sync::Mutex;
 
-/// A device's allocation source. Created at device open; `Send + Sync` (handles only).
-pub struct Pool {
-    pool: CUmemoryPool,
-    stream: Stream,
+/// What the pool owns, dropped at [`Pool::destroy`] in field order after its `Drop`
+/// waited for pending frees: the stream, then the pool.
+struct Owned {
+    stream: OwnedStream,
+    /// Used through `Pool::pool`; destroyed when dropped.
+    _pool: MemPool,
 }
 
-// SAFETY: pool and stream handles may be used from any host thread.
-unsafe impl Send for Pool {}
-// SAFETY: as above; the driver serialises operations on the pool.
-unsafe impl Sync for Pool {}
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let Err(e) = self.stream.handle().synchronize() {
+            log::debug!("memory pool stream: {e}");
+        }
+    }
+}
+
+/// A device's allocation source. Created at device open; `Send + Sync`: the hot paths
+/// use the borrowed handles (no lock), the owners sit behind a mutex touched only at
+/// creation and [`Pool::destroy`].
+pub struct Pool {
+    pool: MemPoolRef,
+    stream: Stream,
+    owned: Mutex<Option<Owned>>,
+}
 
 impl Pool {
     /// A retained pool on `dev`, or `None` if the driver or device has no memory pools
@@ -36,89 +50,53 @@ impl Pool {
         {
             return Ok(None);
         }
-        // SAFETY: plain data; zero is the documented default for unused fields.
-        let mut props: CUmemPoolProps = unsafe { std::mem::zeroed() };
-        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        props.locationType = CU_MEM_LOCATION_TYPE_DEVICE;
-        props.locationId = dev;
-        let mut pool: CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; `props` is a valid descriptor.
-        unsafe { cu!(cuMemPoolCreate(&mut pool, &props)) }?;
-        let mut keep: u64 = u64::MAX;
-        let mut stream: CUstream = std::ptr::null_mut();
-        // SAFETY: the attribute takes a pointer to a u64; out-pointer to a local.
-        let r = unsafe {
-            cu!(cuMemPoolSetAttribute(
-                pool,
-                CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&mut keep as *mut u64).cast()
-            ))
-            .and_then(|()| cu!(cuStreamCreate(&mut stream, CU_STREAM_NON_BLOCKING as u32)))
-        };
-        if let Err(e) = r {
-            // SAFETY: the pool was created above and holds no allocations.
-            let _ = unsafe { cu!(cuMemPoolDestroy(pool)) };
-            return Err(e.into());
-        }
+        let pool = MemPool::create_on_device(dev)?;
+        // On an error the pool is dropped (destroyed) before returning.
+        pool.handle()
+            .set_u64(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, u64::MAX)?;
+        let stream = OwnedStream::non_blocking()?;
         Ok(Some(Pool {
-            pool,
-            stream: Stream(stream),
+            pool: pool.handle(),
+            stream: stream.handle(),
+            owned: Mutex::new(Some(Owned {
+                stream,
+                _pool: pool,
+            })),
         }))
     }
 
     /// `size` bytes from the pool, usable by any stream once this returns.
+    #[inline]
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
-        let mut p: CUdeviceptr = 0;
-        // SAFETY: out-pointer to a local; pool and stream are alive until `destroy`.
-        unsafe {
-            cu!(cuMemAllocFromPoolAsync(
-                &mut p,
-                size,
-                self.pool,
-                self.stream.0
-            ))?;
-            cu!(cuStreamSynchronize(self.stream.0))?;
-        }
+        let p = self.pool.alloc_async(size, self.stream)?;
+        self.stream.synchronize()?;
         Ok(p)
     }
 
     /// Returns a block to the pool (no wait).
+    #[inline]
     pub fn free(&self, p: CUdeviceptr) -> Result<()> {
         // SAFETY: `p` came from `alloc` and is no longer used (libgomp's contract).
-        unsafe { cu!(cuMemFreeAsync(p, self.stream.0)) }?;
+        unsafe { free_async(p, self.stream) }?;
         Ok(())
     }
 
     /// Gives the pool's unused memory back to the device (on out-of-memory).
     pub fn trim(&self) {
-        // SAFETY: pool and stream alive.
-        unsafe {
-            let _ = cu!(cuStreamSynchronize(self.stream.0));
-            let _ = cu!(cuMemPoolTrimTo(self.pool, 0));
-        }
+        let _ = self.stream.synchronize();
+        let _ = self.pool.trim_to(0);
     }
 
     /// Bytes currently handed out by the pool.
     pub fn used(&self) -> u64 {
-        let mut v: u64 = 0;
-        // SAFETY: the attribute writes a u64.
-        let _ = unsafe {
-            cu!(cuMemPoolGetAttribute(
-                self.pool,
-                CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                (&mut v as *mut u64).cast::<c_void>()
-            ))
-        };
-        v
+        self.pool
+            .get_u64(CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+            .unwrap_or(0)
     }
 
-    /// Waits for pending frees, then destroys the stream and the pool (at device close).
+    /// Waits for pending frees, then destroys the stream and the pool (at device
+    /// close; nothing uses the pool afterwards).
     pub fn destroy(&self) {
-        // SAFETY: called once at teardown; nothing uses the pool afterwards.
-        unsafe {
-            let _ = cu!(cuStreamSynchronize(self.stream.0));
-            let _ = cu!(cuStreamDestroy(self.stream.0));
-            let _ = cu!(cuMemPoolDestroy(self.pool));
-        }
+        drop(self.owned.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }

@@ -2,7 +2,7 @@
 //! per-device cache so that concurrent kernels each get their own block (GCC's plugin
 //! shares one block under a device-wide lock).
 
-use crate::cu;
+use crate::cuda::safe::memory as cu_mem;
 use crate::cuda::sys::CUdeviceptr;
 use gomp_plugin::error::Result;
 use std::sync::Mutex;
@@ -40,15 +40,13 @@ impl StackCache {
                 return Ok(idle.swap_remove(i));
             }
         }
-        let mut ptr: CUdeviceptr = 0;
-        // SAFETY: out-pointer to a local; the device's context is current (caller).
-        match unsafe { cu!(cuMemAlloc(&mut ptr, size)) } {
-            Ok(()) => Ok(StackBlock { ptr, size }),
+        // The device's context is current (caller).
+        match cu_mem::alloc(size) {
+            Ok(ptr) => Ok(StackBlock { ptr, size }),
             Err(e) if e.code == crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY => {
                 // Idle stacks are only a cache: give them back and try once more.
                 self.trim();
-                // SAFETY: as above.
-                unsafe { cu!(cuMemAlloc(&mut ptr, size)) }?;
+                let ptr = cu_mem::alloc(size)?;
                 Ok(StackBlock { ptr, size })
             }
             Err(e) => Err(e.into()),
@@ -66,7 +64,7 @@ impl StackCache {
             let b = idle.swap_remove(i);
             total -= b.size;
             // SAFETY: the block is idle and owned by the cache.
-            let _ = unsafe { cu!(cuMemFree(b.ptr)) };
+            let _ = unsafe { cu_mem::free(b.ptr) };
         }
     }
 
@@ -79,7 +77,7 @@ impl StackCache {
             .drain(..)
         {
             // SAFETY: the block is idle and owned by the cache.
-            let _ = unsafe { cu!(cuMemFree(b.ptr)) };
+            let _ = unsafe { cu_mem::free(b.ptr) };
         }
     }
 }

@@ -4,9 +4,8 @@
 //! mapped-variable addresses, which libgomp has already copied to the device.
 
 use super::dims::{choose, Dims, Inputs, Limits};
-use crate::cu;
-use crate::cuda::driver;
-use crate::device::streams::Stream;
+use crate::cuda::safe::module::occupancy as occupancy_of;
+use crate::cuda::safe::Stream;
 use crate::device::Device;
 use crate::image::TargetFn;
 use crate::launch::run::kernel_error;
@@ -16,25 +15,8 @@ use gomp_plugin::libgomp::host;
 use std::ffi::c_void;
 
 fn occupancy(f: &TargetFn) -> Option<(u32, u32)> {
-    *f.occupancy.get_or_init(|| {
-        let d = driver::get();
-        if !d.has("cuOccupancyMaxPotentialBlockSize") {
-            return None;
-        }
-        let (mut grid, mut block) = (0i32, 0i32);
-        // SAFETY: out-pointers to locals; no block-size callback, no dynamic smem.
-        let r = unsafe {
-            cu!(cuOccupancyMaxPotentialBlockSize(
-                &mut grid,
-                &mut block,
-                f.func,
-                std::ptr::null_mut(),
-                0,
-                0
-            ))
-        };
-        (r.is_ok() && grid > 0 && block > 0).then_some((grid as u32, block as u32))
-    })
+    // SAFETY: `f` is a kernel of a loaded image (its handle came from load_image).
+    *f.occupancy.get_or_init(|| unsafe { occupancy_of(f.func) })
 }
 
 /// Picks the dimensions for launching `f`, given libgomp's `dims` (3 entries, 0 = not
@@ -94,7 +76,7 @@ pub unsafe fn exec(
         d.workers,
         d.vector
     );
-    let s = stream.unwrap_or(Stream(std::ptr::null_mut()));
+    let s = stream.unwrap_or(Stream::LEGACY);
     let name = acc_prof::current().map(|p| {
         (
             p,
@@ -114,27 +96,21 @@ pub unsafe fn exec(
     let mut params: [*mut c_void; 1] = [(&mut arg as *mut u64).cast()];
     // SAFETY: the entry point takes one u64; the driver copies it from the live local.
     let launched = unsafe {
-        cu!(cuLaunchKernel(
+        s.launch(
             f.func,
-            d.gangs,
-            1,
-            1,
-            d.vector,
-            d.workers,
-            1,
+            (d.gangs, 1, 1),
+            (d.vector, d.workers, 1),
             0,
-            s.0,
             params.as_mut_ptr(),
-            std::ptr::null_mut()
-        ))
+        )
     };
     if let (Some((p, _)), Some(ev)) = (&name, &mut event) {
         p.launch(acc_prof::EV_ENQUEUE_LAUNCH_END, ev);
     }
     launched?;
     if stream.is_none() {
-        // SAFETY: waiting on the legacy default stream of the current context.
-        unsafe { cu!(cuStreamSynchronize(s.0)) }.map_err(|e| kernel_error(e.into()))?;
+        // Waiting on the legacy default stream of the current context.
+        s.synchronize().map_err(|e| kernel_error(e.into()))?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `openacc_get_property`: device memory, name, vendor and driver for `acc_get_property`.
 
-use crate::cu;
+use crate::cuda::safe::{query, PrimaryContext};
 use crate::cuda::{driver, sys::*};
 use gomp_plugin::error::Result;
 use std::ffi::{c_char, CStr, CString};
@@ -50,54 +50,32 @@ fn free_memory(ord: i32, dev: CUdevice) -> Result<usize> {
     // Answer from the device's context: the opened one, else its primary context
     // held just for this call.
     if crate::plugin::device_if_open(ord).is_some() {
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: out-pointers to locals; the device's context is current.
-        unsafe { cu!(cuMemGetInfo(&mut free, &mut total)) }?;
-        return Ok(free);
+        // The device's context is current.
+        return Ok(query::mem_info()?.0);
     }
-    let mut prev: CUcontext = std::ptr::null_mut();
-    let mut ctx: CUcontext = std::ptr::null_mut();
-    // SAFETY: out-pointers to locals; the retain is balanced below, and the thread's
-    // previous context is restored.
-    unsafe {
-        cu!(cuCtxGetCurrent(&mut prev))?;
-        cu!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
-        let (mut free, mut total) = (0usize, 0usize);
-        let r = cu!(cuCtxSetCurrent(ctx)).and_then(|()| cu!(cuMemGetInfo(&mut free, &mut total)));
-        let _ = cu!(cuCtxSetCurrent(prev));
-        let _ = cu!(cuDevicePrimaryCtxRelease(dev));
-        r?;
-        Ok(free)
-    }
+    // The retain is released when `ctx` is dropped; the thread's previous context is
+    // restored.
+    let ctx = PrimaryContext::retain(dev)?;
+    let r = ctx.with_current(|| query::mem_info().map(|(free, _)| free));
+    Ok(r?)
 }
 
 /// Property `prop` of CUDA device `ord`.
 pub fn get(ord: i32, prop: u32) -> Result<Value> {
     driver::load().map_err(gomp_plugin::error::Error::invalid)?;
-    let mut dev: CUdevice = 0;
-    // SAFETY: out-pointer to a local.
-    unsafe { cu!(cuDeviceGet(&mut dev, ord)) }?;
+    let dev: CUdevice = query::device(ord)?;
     Ok(match prop {
-        MEMORY => {
-            let mut total = 0usize;
-            // SAFETY: out-pointer to a local.
-            unsafe { cu!(cuDeviceTotalMem(&mut total, dev)) }?;
-            Value::Size(total)
-        }
+        MEMORY => Value::Size(query::total_mem(dev)?),
         FREE_MEMORY => Value::Size(free_memory(ord, dev)?),
         NAME => {
-            let mut name = [0 as c_char; 256];
-            // SAFETY: the buffer holds 256 bytes.
-            unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), 256, dev)) }?;
+            let name: [c_char; 256] = query::name(dev)?;
             // SAFETY: the driver NUL-terminates within the buffer.
             let n = unsafe { CStr::from_ptr(name.as_ptr()) };
             Value::Str(intern(n.to_string_lossy().into_owned()))
         }
         VENDOR => Value::Str(c"Nvidia"),
         DRIVER => {
-            let mut v = 0;
-            // SAFETY: out-pointer to a local.
-            unsafe { cu!(cuDriverGetVersion(&mut v)) }?;
+            let v = query::driver_version()?;
             Value::Str(intern(format!(
                 "CUDA Driver {}.{}",
                 v / 1000,

@@ -10,10 +10,8 @@
 //! Queue streams are created blocking (`CU_STREAM_DEFAULT`), as the stock plugin's are:
 //! work a program puts on CUDA's legacy default stream stays ordered with them.
 
-use crate::cu;
+use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::events::Event;
-use crate::device::streams::Stream;
 use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
@@ -31,7 +29,7 @@ struct QueueStream {
 
 /// A queued callback: runs once `event` has completed.
 struct Callback {
-    event: Event,
+    event: OwnedEvent,
     f: unsafe extern "C" fn(*mut c_void),
     data: usize,
 }
@@ -60,14 +58,15 @@ enum Run {
 impl AccQueue {
     /// Creates a queue with a new stream on `dev` (whose context is current).
     pub fn create(dev: Arc<Device>) -> Result<AccQueue> {
-        let mut s: CUstream = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; the device's context is current.
-        unsafe { cu!(cuStreamCreate(&mut s, CU_STREAM_DEFAULT as u32)) }?;
+        // The device's context is current. The queue owns the stream (as a handle
+        // flagged `owned`: a stream the program hands over is not destroyed).
+        let s = OwnedStream::create(CU_STREAM_DEFAULT as u32)?.into_raw();
         dev.use_openacc();
         Ok(AccQueue {
             dev,
             stream: Mutex::new(QueueStream {
-                stream: Stream(s),
+                // SAFETY: created just above, alive until the queue destroys it.
+                stream: unsafe { Stream::from_raw(s) },
                 owned: true,
             }),
             callbacks: Mutex::default(),
@@ -87,8 +86,9 @@ impl AccQueue {
         self.synchronize()?;
         let qs = *self.stream.lock().unwrap_or_else(|e| e.into_inner());
         if qs.owned {
-            // SAFETY: the stream is idle and owned by this queue, which is going away.
-            unsafe { cu!(cuStreamDestroy(qs.stream.0)) }?;
+            // SAFETY: the stream is idle and owned by this queue (created by `create`),
+            // which is going away.
+            unsafe { OwnedStream::from_raw(qs.stream.raw()) }.destroy()?;
         }
         Ok(())
     }
@@ -111,9 +111,8 @@ impl AccQueue {
                 let Some(front) = list.front() else {
                     return true;
                 };
-                // SAFETY: the event was recorded on this queue's stream and is owned by
-                // the entry.
-                match unsafe { cu!(cuEventQuery(front.event.0)) } {
+                // The event was recorded on this queue's stream and is owned by the entry.
+                match front.event.handle().query() {
                     Err(e) if e.code == CUDA_ERROR_NOT_READY => return false,
                     r => list.pop_front().map(|cb| (cb, r.is_ok())),
                 }
@@ -132,8 +131,8 @@ impl AccQueue {
     /// True when all work and callbacks queued so far have completed.
     pub fn test(&self) -> Result<bool> {
         self.dev.activate()?;
-        // SAFETY: the stream belongs to this device.
-        match unsafe { cu!(cuStreamQuery(self.stream().0)) } {
+        // The stream belongs to this device.
+        match self.stream().query() {
             Ok(()) => Ok(self.run_callbacks(Run::IfFree)),
             Err(e) if e.code == CUDA_ERROR_NOT_READY => Ok(false),
             Err(e) => Err(e.into()),
@@ -143,8 +142,9 @@ impl AccQueue {
     /// Waits until all work and callbacks queued so far have completed.
     pub fn synchronize(&self) -> Result<()> {
         self.dev.activate()?;
-        // SAFETY: the stream belongs to this device.
-        unsafe { cu!(cuStreamSynchronize(self.stream().0)) }
+        // The stream belongs to this device.
+        self.stream()
+            .synchronize()
             .map_err(|e| crate::launch::run::kernel_error(e.into()))?;
         self.run_callbacks(Run::Wait);
         Ok(())
@@ -158,11 +158,10 @@ impl AccQueue {
             return Ok(());
         }
         let ev = self.dev.async_queue.events.acquire()?;
-        // SAFETY: event and streams belong to this device's context. The wait captures
-        // the record made just before, so the event may be reused at once.
-        let r = unsafe {
-            cu!(cuEventRecord(ev.0, a.0)).and_then(|()| cu!(cuStreamWaitEvent(b.0, ev.0, 0)))
-        };
+        // Event and streams belong to this device's context. The wait captures the
+        // record made just before, so the event may be reused at once.
+        let h = ev.handle();
+        let r = h.record(a).and_then(|()| b.wait_event(h));
         self.dev.async_queue.events.release(ev);
         r.map_err(Error::from)
     }
@@ -172,8 +171,8 @@ impl AccQueue {
     pub fn callback(&self, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<()> {
         self.dev.activate()?;
         let event = self.dev.async_queue.events.acquire()?;
-        // SAFETY: the event and stream belong to this device's context.
-        if let Err(e) = unsafe { cu!(cuEventRecord(event.0, self.stream().0)) } {
+        // The event and stream belong to this device's context.
+        if let Err(e) = event.handle().record(self.stream()) {
             self.dev.async_queue.events.release(event);
             return Err(e.into());
         }
@@ -190,15 +189,22 @@ impl AccQueue {
 
     /// Adopts the program's `stream` after finishing the queue's current work; the old
     /// stream is destroyed if the queue created it.
+    // The program's stream is only handed to the driver, which rejects a bad handle;
+    // keeping it alive while the queue uses it is the program's part of
+    // `acc_set_cuda_stream`.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn set_stream(&self, stream: CUstream) -> Result<()> {
         self.synchronize()?;
         let mut qs = self.stream.lock().unwrap_or_else(|e| e.into_inner());
-        if qs.owned && qs.stream.0 != stream {
-            // SAFETY: the old stream is idle (synchronised above) and ours.
-            unsafe { cu!(cuStreamDestroy(qs.stream.0)) }?;
+        if qs.owned && qs.stream.raw() != stream {
+            // SAFETY: the old stream is idle (synchronised above) and ours (created by
+            // `create`).
+            unsafe { OwnedStream::from_raw(qs.stream.raw()) }.destroy()?;
         }
         *qs = QueueStream {
-            stream: Stream(stream),
+            // SAFETY: the program's stream, which it keeps alive while the queue uses it
+            // (`acc_set_cuda_stream`'s contract).
+            stream: unsafe { Stream::from_raw(stream) },
             owned: false,
         };
         Ok(())
@@ -215,7 +221,7 @@ impl AccQueue {
         self.dev.check_host_copy(dst, src, n)?;
         self.dev.activate()?;
         // SAFETY: caller's guarantee on `src`; the driver checks `dst`.
-        unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, self.stream().0)) }?;
+        unsafe { self.stream().copy_htod(dst, src, n) }?;
         Ok(())
     }
 
@@ -230,7 +236,7 @@ impl AccQueue {
         self.dev.check_host_copy(src, dst, n)?;
         self.dev.activate()?;
         // SAFETY: caller's guarantee on `dst`; the driver checks `src`.
-        unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, self.stream().0)) }?;
+        unsafe { self.stream().copy_dtoh(dst, src, n) }?;
         Ok(())
     }
 
@@ -241,8 +247,8 @@ impl AccQueue {
         }
         self.dev.check_dev2dev(dst, src, n)?;
         self.dev.activate()?;
-        // SAFETY: device addresses are checked by the driver.
-        unsafe { cu!(cuMemcpyDtoDAsync(dst, src, n, self.stream().0)) }?;
+        // Device addresses are checked by the driver.
+        self.stream().copy_dtod(dst, src, n)?;
         Ok(())
     }
 }
