@@ -19,6 +19,7 @@ pub mod launch;
 pub mod memory;
 pub mod openacc;
 pub mod rect;
+pub mod size;
 
 // The exported `GOMP_OFFLOAD_*` entry points: the framework's shells
 // (`src/edge/exports/`), written once for every product, compiled here over this

@@ -257,7 +257,7 @@ impl gomp_plugin::Device for Device {
                 })?;
             imgs.remove(i)
         };
-        img.unload(self)
+        (*img).unload(self)
     }
 
     fn alloc(&self, size: usize) -> Result<*mut c_void> {
@@ -355,11 +355,13 @@ impl gomp_plugin::OpenAcc for Nvptx {
     }
 
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
-        Ok(match property::get(ord, prop)? {
-            property::Value::Size(n) => AccProperty::Size(n),
-            property::Value::Str(s) => AccProperty::Str(s),
-            property::Value::None => AccProperty::None,
-        })
+        Ok(
+            match property::get(ord, prop, || device_if_open(ord).is_some())? {
+                property::Value::Size(n) => AccProperty::Size(n),
+                property::Value::Str(s) => AccProperty::Str(s),
+                property::Value::None => AccProperty::None,
+            },
+        )
     }
 
     fn native_device() -> *mut c_void {

@@ -42,21 +42,7 @@ pub const DEFAULT_REVERSE_OFFLOAD_THREADS: usize = 8;
 /// Default soft stack per warp (as GCC's plugin).
 pub const DEFAULT_SOFT_STACK: usize = 128 * 1024;
 
-/// Parses a byte count: decimal or `0x` hex, optional `k`/`m`/`g` suffix (binary).
-pub fn parse_size(s: &str) -> Option<usize> {
-    let s = s.trim();
-    let (num, mul) = match s.as_bytes().last()? {
-        b'k' | b'K' => (&s[..s.len() - 1], 1usize << 10),
-        b'm' | b'M' => (&s[..s.len() - 1], 1 << 20),
-        b'g' | b'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    let n = match num.strip_prefix("0x").or_else(|| num.strip_prefix("0X")) {
-        Some(h) => usize::from_str_radix(h, 16).ok()?,
-        None => num.parse::<usize>().ok()?,
-    };
-    n.checked_mul(mul)
-}
+pub use crate::size::parse_size;
 
 /// Parses `GOMP_NVPTX_JIT`: space-separated options, of which only `-O0`..`-O4` exist.
 pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {

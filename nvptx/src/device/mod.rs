@@ -10,7 +10,10 @@
 
 pub mod config;
 pub mod events;
+pub mod host_memory;
 pub mod idle_pool;
+pub mod memory;
+pub mod serving;
 pub mod streams;
 
 use crate::cuda::safe::context::{self, PrimaryContext};
@@ -258,7 +261,7 @@ impl Device {
     /// Releases everything the device holds: images (running their destructors), cached
     /// stacks, streams, and the primary context reference.
     pub fn close(&self) -> Result<()> {
-        if crate::launch::reverse::serving_request() {
+        if serving::serving_request() {
             // A reverse-offload host function ended the program (`exit`, Fortran
             // `stop`): the requesting kernel still waits for its answer, so nothing
             // that waits for kernels may run. The process is going away.
@@ -279,7 +282,7 @@ impl Device {
             .collect();
         let mut first_err = None;
         for img in images {
-            if let Err(e) = img.unload(self) {
+            if let Err(e) = (*img).unload(self) {
                 first_err.get_or_insert(e);
             }
         }

@@ -7,6 +7,7 @@
 //! Threading: an image is built by the thread loading it, then owned by its device's
 //! image list and read (never changed) by any thread launching its kernels.
 
+pub mod cdtors;
 pub mod descriptor;
 pub mod indirect_table;
 pub mod link;
@@ -22,7 +23,7 @@ use crate::image::ptx_names::PtxNames;
 use descriptor::{Descriptor, RawDescriptor};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CStr};
 
 /// A kernel of a loaded image. Its address is the opaque handle libgomp passes back
 /// as `fn` to `run`; it lives as long as its [`Image`].
@@ -177,7 +178,7 @@ impl Image {
                 unsafe { dev.host2dev(p, (&tick as *const f64).cast(), 8) }?;
             }
         }
-        crate::launch::run::run_cdtors(dev, self, c"__do_global_ctors__entry")?;
+        cdtors::run_cdtors(dev, |n| self.function(n), c"__do_global_ctors__entry")?;
         Ok(table)
     }
 
@@ -265,9 +266,9 @@ impl Image {
     }
 
     /// Runs the image's destructors and unloads it.
-    pub fn unload(self: Box<Self>, dev: &Device) -> Result<()> {
-        let dtors = crate::launch::run::run_cdtors(dev, &self, c"__do_global_dtors__entry");
-        (*self).release(dev)?;
+    pub fn unload(self, dev: &Device) -> Result<()> {
+        let dtors = cdtors::run_cdtors(dev, |n| self.function(n), c"__do_global_dtors__entry");
+        self.release(dev)?;
         dtors
     }
 
@@ -281,11 +282,4 @@ impl Image {
         module.unload()?;
         Ok(())
     }
-}
-
-/// Name helper for kernels looked up with a suffix.
-pub fn with_suffix(name: &CStr, suffix: &str) -> CString {
-    let mut v = name.to_bytes().to_vec();
-    v.extend_from_slice(suffix.as_bytes());
-    CString::new(v).unwrap_or_default()
 }

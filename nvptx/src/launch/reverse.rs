@@ -17,7 +17,7 @@ use crate::cuda::sys::*;
 use crate::device::Device;
 use crate::image::Image;
 use gomp_plugin::error::Result;
-use gomp_plugin::libgomp::version::Libgomp;
+use gomp_plugin::libgomp::version::{Detected, Libgomp};
 use gomp_plugin::libgomp::{host, report};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -57,16 +57,8 @@ impl Limit {
     }
 }
 
-thread_local! {
-    /// Set while this thread hands a request to libgomp.
-    static SERVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the calling thread is serving a reverse-offload request (its copies may
-/// then name memory the kernel allocated itself).
-pub fn serving_request() -> bool {
-    SERVING.with(|s| s.get())
-}
+pub use crate::device::serving::serving_request;
+use crate::device::serving::set_serving;
 
 /// The device's request block (`struct rev_offload`, 48 bytes, same in 13-16).
 #[repr(C)]
@@ -108,10 +100,13 @@ type CopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut c_voi
 /// `GOMP_PLUGIN_target_rev` of libgomp 13.
 type TargetRev9 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, CopyFn, CopyFn, *mut c_void);
 
-/// Runs a copy for libgomp 13's callbacks on the device named by `token` (its
-/// ordinal); a failure is fatal, as the callbacks cannot report one.
+/// Runs a copy for libgomp 13's callbacks on the device named by `token` (the
+/// serving [`Device`]'s address/// ordinal); a failure is fatal, as the callbacks cannot report one.
 fn copy_for_libgomp13(token: *mut c_void, copy: impl FnOnce(&Device) -> Result<()>) {
-    if let Err(e) = crate::plugin::device(token as usize as i32).and_then(|d| copy(&d)) {
+    // SAFETY: the token is the serving device (see `handle`), alive while its service
+    // thread hands the request to libgomp, which calls back during that call.
+    let dev = unsafe { &*(token as *const Device) };
+    if let Err(e) = dev.activate().and_then(|()| copy(dev)) {
         report::fatal(&format!("reverse offload: {e}"));
     }
 }
@@ -369,13 +364,13 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
     if let Some(l) = limit {
         l.enter();
     }
-    SERVING.with(|s| s.set(true));
-    if crate::plugin::libgomp() == Some(Libgomp::V13) {
+    set_serving(true);
+    if matches!(host::detected(), Detected::Known(Libgomp::V13)) {
         static FIRST: std::sync::Once = std::sync::Once::new();
         FIRST.call_once(|| {
             log::debug!("reverse offload: fn {f:#x} via 9-argument GOMP_PLUGIN_target_rev (libgomp 13, copy callbacks); later requests likewise");
         });
-        // SAFETY: libgomp 13's signature; the token is this device's ordinal.
+        // SAFETY: libgomp 13's signature; the token is this device's address.
         let rev: TargetRev9 = unsafe { std::mem::transmute::<usize, TargetRev9>(rev) };
         // SAFETY: arguments as the device wrote them; callbacks match CopyFn.
         unsafe {
@@ -388,7 +383,7 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
                 d,
                 dev_to_host,
                 host_to_dev,
-                dev.ord as usize as *mut c_void,
+                (dev as *const Device).cast_mut().cast(),
             )
         };
     } else {
@@ -398,7 +393,7 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
         // the synchronous copy entry points.
         unsafe { rev(f, n, a, s, k, d, std::ptr::null_mut()) };
     }
-    SERVING.with(|s| s.set(false));
+    set_serving(false);
     if let Some(l) = limit {
         l.leave();
     }

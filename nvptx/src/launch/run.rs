@@ -6,11 +6,11 @@
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
 use crate::device::Device;
-use crate::image::{with_suffix, Image, TargetFn};
+use crate::image::TargetFn;
 use crate::launch::geometry::{decode_args, geometry, Geometry, Limits};
 use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::{Error, Result};
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 
 /// A kernel ready to launch: its geometry and its own soft-stack block.
 pub struct Prepared<'a> {
@@ -137,45 +137,6 @@ pub unsafe fn run_async(
     dev.reverse.kernel_started();
     enqueue(dev, &p, s)?;
     crate::launch::async_queue::submit(dev, s, p.stacks, async_data as usize)
-}
-
-/// Runs the image's global constructor or destructor kernel `base` (or its `__mgomp`
-/// variant, which takes a one-warp soft stack), if the image has one.
-pub fn run_cdtors(dev: &Device, img: &Image, base: &CStr) -> Result<()> {
-    let (func, mgomp) = match img.function(base)? {
-        Some(f) => (f, false),
-        None => match img.function(&with_suffix(base, "__mgomp"))? {
-            Some(f) => (f, true),
-            None => return Ok(()),
-        },
-    };
-    let size = dev.config.soft_stack;
-    let stack = if mgomp {
-        Some(dev.stacks.acquire(size)?)
-    } else {
-        None
-    };
-    // Stacks grow down: the kernel takes the top of its block.
-    let mut top: u64 = stack.as_ref().map_or(0, |b| b.ptr + size as u64);
-    let mut params: [*mut c_void; 1] = [(&mut top as *mut u64).cast()];
-    let kparams = if mgomp {
-        params.as_mut_ptr()
-    } else {
-        std::ptr::null_mut()
-    };
-    log::debug!(
-        "running {}{}",
-        base.to_string_lossy(),
-        if mgomp { "__mgomp" } else { "" }
-    );
-    let r = dev.on_stream(|s| {
-        // SAFETY: 1×1×1 launch; the parameter (if any) points to a live local.
-        unsafe { s.launch(func, (1, 1, 1), (1, 1, 1), 0, kparams) }.map_err(Into::into)
-    });
-    if let (Ok(()), Some(b)) = (&r, stack) {
-        dev.stacks.release(b);
-    }
-    r
 }
 
 #[cfg(test)]

@@ -46,10 +46,10 @@ fn intern(s: String) -> &'static CStr {
     c
 }
 
-fn free_memory(ord: i32, dev: CUdevice) -> Result<usize> {
+fn free_memory(dev: CUdevice, activate_open: impl FnOnce() -> bool) -> Result<usize> {
     // Answer from the device's context: the opened one, else its primary context
     // held just for this call.
-    if crate::plugin::device_if_open(ord).is_some() {
+    if activate_open() {
         // The device's context is current.
         return Ok(query::mem_info()?.0);
     }
@@ -60,13 +60,15 @@ fn free_memory(ord: i32, dev: CUdevice) -> Result<usize> {
     Ok(r?)
 }
 
-/// Property `prop` of CUDA device `ord`.
-pub fn get(ord: i32, prop: u32) -> Result<Value> {
+/// Property `prop` of CUDA device `ord`. `activate_open` makes the device's context
+/// current if libgomp has the device open and says whether it did (asked only for the
+/// free memory).
+pub fn get(ord: i32, prop: u32, activate_open: impl FnOnce() -> bool) -> Result<Value> {
     driver::load().map_err(gomp_plugin::error::Error::invalid)?;
     let dev: CUdevice = query::device(ord)?;
     Ok(match prop {
         MEMORY => Value::Size(query::total_mem(dev)?),
-        FREE_MEMORY => Value::Size(free_memory(ord, dev)?),
+        FREE_MEMORY => Value::Size(free_memory(dev, activate_open)?),
         NAME => {
             let name: [c_char; 256] = query::name(dev)?;
             // SAFETY: the driver NUL-terminates within the buffer.

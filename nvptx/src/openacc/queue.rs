@@ -161,7 +161,7 @@ impl AccQueue {
         // Event and streams belong to this device's context. The wait captures the
         // record made just before, so the event may be reused at once.
         let h = ev.handle();
-        let r = h.record(a).and_then(|()| b.wait_event(h));
+        let r = h.record(a).and_then(|()| h.wait_on(b));
         self.dev.async_queue.events.release(ev);
         r.map_err(Error::from)
     }

@@ -31,6 +31,13 @@ impl Event {
         unsafe { cu!(cuEventRecord(self.0, s.raw())) }
     }
 
+    /// Makes future work on `s` wait for the event's last record (`cuStreamWaitEvent`).
+    #[inline]
+    pub fn wait_on(self, s: Stream) -> CuResult<()> {
+        // SAFETY: live stream and event of the same context.
+        unsafe { cu!(cuStreamWaitEvent(s.raw(), self.0, 0)) }
+    }
+
     /// Whether the recorded work has completed (`CUDA_ERROR_NOT_READY` when not).
     #[inline]
     pub fn query(self) -> CuResult<()> {

@@ -1,7 +1,6 @@
 //! Streams: [`Stream`], a borrowed handle with the operations the plugin queues, and
 //! [`OwnedStream`], which destroys its stream when dropped.
 
-use super::event::Event;
 use super::CuResult;
 use crate::cu;
 use crate::cuda::sys::*;
@@ -51,13 +50,6 @@ impl Stream {
     pub fn query(self) -> CuResult<()> {
         // SAFETY: a live stream.
         unsafe { cu!(cuStreamQuery(self.0)) }
-    }
-
-    /// Makes future work on the stream wait for `ev`'s last record.
-    #[inline]
-    pub fn wait_event(self, ev: Event) -> CuResult<()> {
-        // SAFETY: live stream and event of the same context.
-        unsafe { cu!(cuStreamWaitEvent(self.0, ev.raw(), 0)) }
     }
 
     /// Queues a copy of `n` bytes from host `src` to device `dst`.

@@ -176,7 +176,7 @@ impl Device {
     fn device_heap_copy(&self, r: &Result<()>, dev_addr: CUdeviceptr) -> bool {
         let Err(e) = r else { return false };
         let retry = matches!(e, Error::Driver(c) if c.code == i64::from(crate::cuda::sys::CUDA_ERROR_INVALID_VALUE))
-            && crate::launch::reverse::serving_request()
+            && crate::device::serving::serving_request()
             && !self.blocks.contains(dev_addr);
         log::debug!(
             "copy at device address {dev_addr:#x} failed ({e}){}",
