@@ -27,7 +27,10 @@ T=/tmp/bench; mkdir -p "$T"
 [ -d "$T/bundle-16" ] || tar -xJf "$C/bundle-16.tar.xz" -C "$T"
 B=$T/bundle-16
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
-declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
+declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin [before]=$C/before)
+# PLUGINS: which plugins, in this order each repetition (default "stock ours"; "before"
+# is CARRY_DIR/before/, e.g. ours as it was before a change, for a before/after table).
+PLUGINS=${PLUGINS:-stock ours}
 MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 1048576"
        "alloc_cycles 100000"
        "bw 4096" "bw 67108864" "bw 1073741824"
@@ -57,7 +60,7 @@ for rep in $(seq 1 "$REPS"); do
     timeout 120 "$C/cuda_floor" > "$T/one.txt" 2>&1 || echo "floor $rep ERROR cuda_floor exit $?" >> "$O/bench-raw.txt"
     sed "s/^/floor $rep /" "$T/one.txt" | grep -E "^floor $rep (metric|ERROR)" >> "$O/bench-raw.txt"
   fi
-  for p in stock ours; do
+  for p in $PLUGINS; do
     if has acc; then
       for m in "${ACC_MODES[@]}"; do
         # shellcheck disable=SC2086
@@ -80,7 +83,7 @@ for rep in $(seq 1 "$REPS"); do
     fi
   done
 done
-for p in stock ours; do
+for p in $PLUGINS; do
   if has stress; then
     s0=$(date +%s.%N)
     KEEP=revoff_round_trip SUFFIX=_1e5 one "$p" 1 revoff_bench 100000

@@ -5,9 +5,23 @@
 //! `nowait`, several host threads); implementations are `Send + Sync` and lock inside.
 
 use crate::error::{Error, Result};
-use crate::libgomp::abi::AddrPair;
+use crate::libgomp::abi::{version_dev, AddrPair};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
+
+/// Refuses an image whose device-data version (the low half of libgomp's version word)
+/// is newer than `max`, the newest this plugin reads, in the stock plugins' words:
+/// "Offload data incompatible with `kind` plugin (expected ..., received ...)".
+/// The exported `load_image`/`unload_image` call it before anything else.
+pub fn check_image_version(kind: &str, max: u32, version: u32) -> Result<()> {
+    if version_dev(version) > max {
+        return Err(Error::invalid(format!(
+            "Offload data incompatible with {kind} plugin (expected {max}, received {})",
+            version_dev(version)
+        )));
+    }
+    Ok(())
+}
 
 /// What `load_image` built: libgomp's address table (kernels, variables, then the
 /// ICV/extra entries the contract asks for) and the reverse-offload function table
@@ -44,8 +58,8 @@ pub trait Device: Send + Sync + Sized + 'static {
         want_rev: bool,
         host_ind_fns: *const u64,
     ) -> Result<LoadedImage>;
-    /// `unload_image`.
-    fn unload_image(&self, version: u32, data: *const c_void) -> Result<()>;
+    /// `unload_image` (the version word was checked by the caller).
+    fn unload_image(&self, data: *const c_void) -> Result<()>;
 
     /// `alloc`: device memory for libgomp.
     fn alloc(&self, size: usize) -> Result<*mut c_void>;

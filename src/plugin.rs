@@ -34,6 +34,10 @@ pub trait Plugin: 'static {
     const CAPS: u32;
     /// `GOMP_OFFLOAD_get_type` (`OFFLOAD_TARGET_TYPE_*`).
     const TARGET_TYPE: c_int;
+    /// How the stock plugin names its images in version errors ("PTX", "GCN").
+    const IMAGE_KIND: &'static str;
+    /// The newest image device-data version the plugin reads (`GOMP_VERSION_*`).
+    const IMAGE_VERSION: u32;
 
     /// The product's open devices.
     fn registry() -> &'static Registry<Self::Device>;

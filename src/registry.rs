@@ -128,7 +128,7 @@ mod tests {
         ) -> Result<LoadedImage> {
             unimplemented!()
         }
-        fn unload_image(&self, _: u32, _: *const c_void) -> Result<()> {
+        fn unload_image(&self, _: *const c_void) -> Result<()> {
             Ok(())
         }
         fn alloc(&self, _: usize) -> Result<*mut c_void> {

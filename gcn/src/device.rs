@@ -93,13 +93,9 @@ impl Device {
     ///
     /// # Safety
     /// `target_data` is NULL or a `gcn_image_desc` (see `descriptor::read`).
-    pub unsafe fn load_image(
-        &self,
-        version: u32,
-        target_data: *const c_void,
-    ) -> Result<Vec<AddrPair>> {
+    pub unsafe fn load_image(&self, target_data: *const c_void) -> Result<Vec<AddrPair>> {
         // SAFETY: caller's contract.
-        let (desc, co) = unsafe { check_image(version, target_data, Some(&self.name))? };
+        let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
         if self
             .images
@@ -138,8 +134,7 @@ impl Device {
     }
 
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
-    pub fn unload_image(&self, version: u32, target_data: *const c_void) -> Result<()> {
-        super::check_version(version)?;
+    pub fn unload_image(&self, target_data: *const c_void) -> Result<()> {
         let img = {
             let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
             let i = imgs

@@ -171,20 +171,26 @@ fn descriptor_is_read_and_checked_like_libgomp_passes_it() {
     assert_eq!(d.image, img);
     assert_eq!(d.kernels[2].name, "main._omp_fn.0");
     assert_eq!(d.kernels[2].vgpr_count, 48);
-    let v = (3 << 16) | 3; // GOMP_VERSION 3, GOMP_VERSION_GCN 3
-                           // SAFETY: as above.
-    let (_, co) = unsafe { super::check_image(v, p, Some("gfx90a")) }.unwrap();
+    // SAFETY: as above.
+    let (_, co) = unsafe { super::check_image(p, Some("gfx90a")) }.unwrap();
     assert_eq!(co.target, Some("gfx90a"));
     // SAFETY: as above.
-    let e = unsafe { super::check_image(v, p, Some("gfx1100")) }
+    let e = unsafe { super::check_image(p, Some("gfx1100")) }
         .unwrap_err()
         .to_string();
     assert_eq!(e, "gcn image is for gfx90a, the device is gfx1100");
     // SAFETY: as above.
-    let e = unsafe { super::check_image((3 << 16) | 4, p, None) }
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("version 4 is newer"), "{e}");
+    let e = gomp_plugin::device::check_image_version(
+        "GCN",
+        gomp_plugin::libgomp::abi::VERSION_GCN,
+        (3 << 16) | 4,
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "Offload data incompatible with GCN plugin (expected 3, received 4)"
+    );
     // SAFETY: NULL is accepted and refused.
     assert!(unsafe { descriptor::read(std::ptr::null()) }.is_err());
     let bad = RawDesc {

@@ -189,28 +189,16 @@ pub fn agent(ord: i32) -> Result<&'static Agent> {
         .ok_or_else(|| Error::invalid(format!("no gcn device {ord} (there are {})", found.len())))
 }
 
-/// Refuses an image version word whose device part is newer than this plugin reads.
-pub fn check_version(version: u32) -> Result<()> {
-    if version_dev(version) > VERSION_GCN {
-        return Err(Error::invalid(format!(
-            "gcn image version {} is newer than the {VERSION_GCN} this plugin reads",
-            version_dev(version)
-        )));
-    }
-    Ok(())
-}
-
-/// Reads and checks a gcn image: version, descriptor, code object, kernel descriptors,
-/// and (when `device_target` is given) that the image's target is the device's.
+/// Reads and checks a gcn image: descriptor, code object, kernel descriptors, and (when
+/// `device_target` is given) that the image's target is the device's. (The version word
+/// is checked by the exported `load_image` first, `gomp_plugin::device::check_image_version`.)
 ///
 /// # Safety
 /// `target_data` is NULL or a `gcn_image_desc` (see [`descriptor::read`]).
 pub unsafe fn check_image(
-    version: u32,
     target_data: *const c_void,
     device_target: Option<&str>,
 ) -> Result<(descriptor::Descriptor, code_object::CodeObject)> {
-    check_version(version)?;
     // SAFETY: caller's contract.
     let d = unsafe { descriptor::read(target_data)? };
     let co = code_object::CodeObject::parse(&d.image)?;

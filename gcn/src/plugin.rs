@@ -30,6 +30,8 @@ impl Plugin for Gcn {
     /// OpenMP only: OpenACC is not offered by this plugin (GCC's own gcn plugin offers it).
     const CAPS: u32 = CAP_OPENMP_400;
     const TARGET_TYPE: c_int = TARGET_TYPE_GCN;
+    const IMAGE_KIND: &'static str = "GCN";
+    const IMAGE_VERSION: u32 = VERSION_GCN;
 
     fn registry() -> &'static Registry<Device> {
         &REGISTRY
@@ -62,21 +64,21 @@ impl gomp_plugin::Device for Device {
     /// refuses the requirement), so the reverse-offload table is NULL.
     unsafe fn load_image(
         self: &Arc<Self>,
-        version: u32,
+        _version: u32,
         data: *const c_void,
         _want_rev: bool,
         _host_ind_fns: *const u64,
     ) -> Result<LoadedImage> {
         // SAFETY: libgomp passes mkoffload's descriptor (caller).
-        let table = unsafe { Device::load_image(self, version, data)? };
+        let table = unsafe { Device::load_image(self, data)? };
         Ok(LoadedImage {
             table,
             rev_fn_table: std::ptr::null_mut(),
         })
     }
 
-    fn unload_image(&self, version: u32, data: *const c_void) -> Result<()> {
-        Device::unload_image(self, version, data)
+    fn unload_image(&self, data: *const c_void) -> Result<()> {
+        Device::unload_image(self, data)
     }
 
     fn alloc(&self, size: usize) -> Result<*mut c_void> {

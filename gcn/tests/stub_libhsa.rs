@@ -581,7 +581,7 @@ fn gfx90a_stand_in_device_session() {
             "libgomp: invalid gcn code object: no kernel descriptor 'nosuch._omp_fn.9.kd'",
         )
         .assert_line_starts("libgomp: GOMP_OFFLOAD_load_image: an image with 1 indirect function")
-        .assert_stderr("version 4 is newer")
+        .assert_stderr("Offload data incompatible with GCN plugin (expected 3, received 4)")
         .assert_line_starts("libgomp: unload_image: image 0x")
         .assert_stderr("is not loaded")
         .assert_stderr("device 0: closed (1 image(s) unloaded, 1 block(s) freed)")

@@ -85,6 +85,8 @@ impl Plugin for Nvptx {
     const GPUS: &'static str = "NVIDIA GPUs";
     const CAPS: u32 = CAP_OPENMP_400 | CAP_OPENACC_200;
     const TARGET_TYPE: c_int = TARGET_TYPE_NVIDIA_PTX;
+    const IMAGE_KIND: &'static str = "PTX";
+    const IMAGE_VERSION: u32 = VERSION_NVIDIA_PTX;
 
     fn registry() -> &'static Registry<Device> {
         &REGISTRY
@@ -186,16 +188,6 @@ impl Plugin for Nvptx {
     }
 }
 
-fn check_image_version(version: u32) -> Result<()> {
-    if version_dev(version) > VERSION_NVIDIA_PTX {
-        return Err(Error::invalid(format!(
-            "Offload data incompatible with PTX plugin (expected {VERSION_NVIDIA_PTX}, received {})",
-            version_dev(version)
-        )));
-    }
-    Ok(())
-}
-
 /// # Safety (of the handles)
 /// Every `*mut c_void` kernel handle libgomp passes back is a `TargetFn` this device's
 /// `load_image` returned, alive while its image is loaded.
@@ -220,7 +212,6 @@ impl gomp_plugin::Device for Device {
         want_rev: bool,
         host_ind_fns: *const u64,
     ) -> Result<LoadedImage> {
-        check_image_version(version)?;
         // SAFETY: forwarded caller guarantees.
         let (img, table) = unsafe { Image::load(self, version, data.cast(), host_ind_fns) }?;
         let rev_fn_table = if want_rev {
@@ -245,8 +236,7 @@ impl gomp_plugin::Device for Device {
         })
     }
 
-    fn unload_image(&self, version: u32, data: *const c_void) -> Result<()> {
-        check_image_version(version)?;
+    fn unload_image(&self, data: *const c_void) -> Result<()> {
         let img = {
             let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
             let i = imgs

@@ -182,11 +182,12 @@ fn wrong_calls_under_libgomp_16() {
     let dir = support::Scratch::new("fake-libgomp16");
     let lib = support::fake_libgomp(dir.path(), &support::RELEASE_NODES);
     let c = child_with(T, &lib);
-    // (The shell test also expected "Offload data incompatible with PTX plugin" from the
-    // newer-version load_image; the framework's shell now looks the device up first, so
-    // on an unopened device the answer is "not open". libgomp loads images only on
-    // devices it opened, where the version check still answers: Device::load_image.)
+    // The image version is checked before the device is looked up (as the stock plugin
+    // does), so the newer-version load_image is refused for its version.
     c.assert_passed()
+        .assert_line_starts(
+            "libgomp: Offload data incompatible with PTX plugin (expected 1, received 2)",
+        )
         .assert_line_starts("libgomp: no nvptx device is open")
         .assert_line_starts("libgomp: no nvptx device 3")
         .assert_line_starts("libgomp: nvptx device 0 is not open")

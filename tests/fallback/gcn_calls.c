@@ -155,7 +155,7 @@ int main (int argc, char **argv)
   /* Close: the vars image and the block left are released. */
   CHECK ("fini_device 0", fini_device (0));
   CHECK ("after fini_device nothing is live in the runtime", live[0] == 0 && live[1] == 0 && live[2] == 0);
-  CHECK ("fini_device 0 again is false", !fini_device (0));
+  CHECK ("fini_device 0 again is true (closing a device that is not open is fine: the framework registry's one rule)", fini_device (0));
   CHECK ("alloc on the closed device is NULL", alloc (0, 8) == NULL);
   CHECK ("init_device 0 after fini_device", init_device (0) && fini_device (0));
   return wrong ? 1 : 0;

@@ -9,6 +9,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use super::Backend;
+use gomp_plugin::device::check_image_version;
 use gomp_plugin::edge::{guard, handshake};
 use gomp_plugin::libgomp::abi::{version_lib, AddrPair};
 use gomp_plugin::libgomp::{host, report, version::Libgomp};
@@ -96,6 +97,7 @@ pub extern "C" fn GOMP_OFFLOAD_load_image(
     host_ind_fn_table: *mut u64,
 ) -> c_int {
     guard::result("load_image", -1, || {
+        check_image_version(Backend::IMAGE_KIND, Backend::IMAGE_VERSION, version)?;
         if target_table.is_null() {
             return Err(Error::invalid("load_image: no table pointer"));
         }
@@ -133,7 +135,8 @@ pub extern "C" fn GOMP_OFFLOAD_unload_image(
     target_data: *const c_void,
 ) -> bool {
     guard::ok("unload_image", || {
-        Device::unload_image(&*Backend::device(ord)?, version, target_data)
+        check_image_version(Backend::IMAGE_KIND, Backend::IMAGE_VERSION, version)?;
+        Device::unload_image(&*Backend::device(ord)?, target_data)
     })
 }
 
