@@ -1,5 +1,9 @@
 #!/bin/sh
-# generate.sh - regenerate include/gomp_plugin_nvptx.h from the crate with cbindgen.
+# generate.sh - regenerate include/gomp_plugin_nvptx.h with cbindgen from the very
+# sources the nvptx plugin exports: the framework's shells that nvptx/src/lib.rs
+# includes (src/edge/exports/{openmp,page_locked,interop,openacc}.rs), the plugin's own
+# C API (nvptx/src/extensions.rs) and the libgomp types they use (src/libgomp/abi.rs,
+# src/libgomp/interop.rs), gathered into a scratch crate (cbindgen reads source only).
 # usage: include/generate.sh [--check]     (--check: fail if the committed file differs)
 # Needs cbindgen (cargo install cbindgen; configured by cbindgen.toml at the repo root)
 # and gcc (to list the header's declarations).
@@ -17,7 +21,18 @@ cd "$(dirname "$0")/.."
 out=include/gomp_plugin_nvptx.h
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cbindgen --config cbindgen.toml --crate gomp-plugin-rs --quiet --output "$tmp/h.h" .
+# The scratch crate: the files as they are, one module each, in the order of the header.
+mkdir -p "$tmp/crate/src"
+printf '[package]\nname = "gomp-plugin-nvptx-header"\nversion = "0.0.0"\nedition = "2021"\n[lib]\npath = "src/lib.rs"\n' > "$tmp/crate/Cargo.toml"
+: > "$tmp/crate/src/lib.rs"
+for f in src/libgomp/abi.rs src/libgomp/interop.rs src/edge/exports/openmp.rs \
+         src/edge/exports/page_locked.rs src/edge/exports/interop.rs \
+         src/edge/exports/openacc.rs nvptx/src/extensions.rs; do
+  m=$(echo "$f" | tr '/.' '__')
+  cp "$f" "$tmp/crate/src/$m.rs"
+  echo "mod $m;" >> "$tmp/crate/src/lib.rs"
+done
+cbindgen --config cbindgen.toml --crate gomp-plugin-nvptx-header --quiet --output "$tmp/h.h" "$tmp/crate"
 
 # What the header may declare: exactly the libgomp.map exports.
 sed -n 's/^[[:space:]]*\(\(GOMP_OFFLOAD\|gomp_nvptx\)_[A-Za-z0-9_]*\);.*/\1/p' libgomp.map | sort > "$tmp/want"
