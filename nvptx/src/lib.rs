@@ -17,6 +17,7 @@ pub mod image;
 pub mod interop;
 pub mod launch;
 pub mod memory;
+pub mod open;
 pub mod openacc;
 pub mod rect;
 pub mod size;

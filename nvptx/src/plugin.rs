@@ -1,6 +1,7 @@
 //! The nvptx backend's face to the framework: [`Nvptx`] implements
-//! [`gomp_plugin::Plugin`] and [`gomp_plugin::OpenAcc`]; the device, OpenACC queue and
-//! thread data implement the framework's traits by calling this crate's concepts.
+//! [`gomp_plugin::Plugin`] and [`gomp_plugin::OpenAcc`]; the OpenACC queue implements
+//! the framework's queue trait (the device's is with [`OpenDevice`]), by calling this
+//! crate's concepts.
 //! Device discovery (driver load, `requires` checks) and UUIDs live here too.
 //!
 //! Thread-safety: everything is reached through the framework's registry (a read-mostly
@@ -8,13 +9,11 @@
 
 use crate::cuda::safe::query;
 use crate::cuda::{driver, sys::*};
-use crate::device::{self, Device};
+use crate::device;
 use crate::host::ranges as host_ranges;
-use crate::image::{Image, TargetFn};
 use crate::interop;
-use crate::launch::{reverse, run};
+use crate::open::{target_fn, OpenDevice};
 use crate::openacc::{exec, property, queue::AccQueue, thread};
-use gomp_plugin::device::LoadedImage;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::interop::{InteropObj, Value};
@@ -30,7 +29,7 @@ use std::sync::Arc;
 pub struct Nvptx;
 
 /// Opened devices by ordinal (sized by `get_num_devices`).
-static REGISTRY: Registry<Device> = Registry::new("nvptx");
+static REGISTRY: Registry<OpenDevice> = Registry::new("nvptx");
 
 /// The libgomp release we serve (`None` if refused or absent).
 pub fn libgomp() -> Option<Libgomp> {
@@ -41,14 +40,14 @@ pub fn libgomp() -> Option<Libgomp> {
 }
 
 /// The open device `ord`, context current on this thread.
-pub fn device(ord: i32) -> Result<Arc<Device>> {
+pub fn device(ord: i32) -> Result<Arc<OpenDevice>> {
     REGISTRY.get(ord)
 }
 
 /// The open device `ord` with its context current, if it is open.
-pub fn device_if_open(ord: i32) -> Option<Arc<Device>> {
+pub fn device_if_open(ord: i32) -> Option<Arc<OpenDevice>> {
     let d = REGISTRY.get_if_open(ord)?;
-    d.activate().ok()?;
+    d.core().activate().ok()?;
     Some(d)
 }
 
@@ -79,7 +78,7 @@ pub fn format_uuid(b: &[u8; 16]) -> String {
 }
 
 impl Plugin for Nvptx {
-    type Device = Device;
+    type Device = OpenDevice;
     const NAME: &'static str = "nvptx";
     const TAG: &'static str = "";
     const GPUS: &'static str = "NVIDIA GPUs";
@@ -88,7 +87,7 @@ impl Plugin for Nvptx {
     const IMAGE_KIND: &'static str = "PTX";
     const IMAGE_VERSION: u32 = VERSION_NVIDIA_PTX;
 
-    fn registry() -> &'static Registry<Device> {
+    fn registry() -> &'static Registry<OpenDevice> {
         &REGISTRY
     }
 
@@ -128,8 +127,8 @@ impl Plugin for Nvptx {
         n
     }
 
-    fn open(ord: i32) -> Result<Device> {
-        Device::open(ord)
+    fn open(ord: i32) -> Result<OpenDevice> {
+        OpenDevice::open(ord)
     }
 
     /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, or `None` if the driver cannot tell.
@@ -141,7 +140,7 @@ impl Plugin for Nvptx {
 
     /// From the first open device's pinned pool.
     fn page_locked_host_alloc(size: usize) -> Result<Option<*mut c_void>> {
-        REGISTRY.any()?.pinned_alloc(size)
+        REGISTRY.any()?.core().pinned_alloc(size)
     }
 
     /// Back to the pinned pool of the device that allocated `p` (found through the
@@ -151,13 +150,14 @@ impl Plugin for Nvptx {
             return Ok(());
         }
         match host_ranges::global().find(p).map(|r| r.origin) {
-            Some(host_ranges::Origin::Pool(ord)) => device(ord)?.pinned_free(p),
-            _ => REGISTRY.any()?.pinned_free(p),
+            Some(host_ranges::Origin::Pool(ord)) => device(ord)?.core().pinned_free(p),
+            _ => REGISTRY.any()?.core().pinned_free(p),
         }
     }
 
     unsafe fn copy_rect(r: &Rect) -> Result<()> {
         let dev = device(r.device())?;
+        let dev = dev.core();
         // SAFETY: the host sides are valid for the block (caller).
         unsafe {
             match r.depth {
@@ -175,138 +175,20 @@ impl Plugin for Nvptx {
         prefer_type: *const c_char,
     ) -> Result<()> {
         // SAFETY: forwarded caller guarantee.
-        unsafe { device(ord)?.interop(obj, flag, targetsync, prefer_type) }
+        unsafe {
+            device(ord)?
+                .core()
+                .interop(obj, flag, targetsync, prefer_type)
+        }
     }
 
     fn interop_property(obj: &InteropObj, prop: c_int) -> Result<Value> {
-        let (dev, ctx) = device(obj.device_num)?.interop_handles();
+        let (dev, ctx) = device(obj.device_num)?.core().interop_handles();
         Ok(interop::property(obj, prop, dev, ctx))
     }
 
     fn interop_type_desc(obj: Option<&InteropObj>, prop: c_int) -> Option<&'static CStr> {
         interop::type_desc(obj.map_or(interop::FR_CUDA, |o| o.fr), prop)
-    }
-}
-
-/// # Safety (of the handles)
-/// Every `*mut c_void` kernel handle libgomp passes back is a `TargetFn` this device's
-/// `load_image` returned, alive while its image is loaded.
-unsafe fn target_fn<'a>(kernel: *const c_void) -> Result<&'a TargetFn> {
-    // SAFETY: caller's guarantee (see above).
-    unsafe { kernel.cast::<TargetFn>().as_ref() }.ok_or_else(|| Error::invalid("no kernel"))
-}
-
-impl gomp_plugin::Device for Device {
-    fn activate(&self) -> Result<()> {
-        Device::activate(self)
-    }
-
-    fn close(&self) -> Result<()> {
-        Device::close(self)
-    }
-
-    unsafe fn load_image(
-        self: &Arc<Self>,
-        version: u32,
-        data: *const c_void,
-        want_rev: bool,
-        host_ind_fns: *const u64,
-    ) -> Result<LoadedImage> {
-        // SAFETY: forwarded caller guarantees.
-        let (img, table) = unsafe { Image::load(self, version, data.cast(), host_ind_fns) }?;
-        let rev_fn_table = if want_rev {
-            reverse::setup(self, &img, img.fns.len())?
-        } else {
-            std::ptr::null_mut()
-        };
-        log::debug!(
-            "device {}: loaded image {:#x} ({} kernel(s), {} variable(s))",
-            self.ord,
-            img.key,
-            img.fns.len(),
-            table.len() - img.fns.len() - 1
-        );
-        self.images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(img);
-        Ok(LoadedImage {
-            table,
-            rev_fn_table,
-        })
-    }
-
-    fn unload_image(&self, data: *const c_void) -> Result<()> {
-        let img = {
-            let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
-            let i = imgs
-                .iter()
-                .position(|m| m.key == data as usize)
-                .ok_or_else(|| {
-                    Error::invalid(format!("unload_image: image {data:p} is not loaded"))
-                })?;
-            imgs.remove(i)
-        };
-        (*img).unload(self)
-    }
-
-    fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        Ok(self.alloc_for_libgomp(size)? as *mut c_void)
-    }
-
-    fn free(&self, ptr: *mut c_void) -> Result<()> {
-        self.free_for_libgomp(ptr as CUdeviceptr)
-    }
-
-    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        // SAFETY: forwarded caller guarantee.
-        unsafe { Device::dev2host(self, dst, src as CUdeviceptr, n) }
-    }
-
-    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        // SAFETY: forwarded caller guarantee.
-        unsafe { Device::host2dev(self, dst as CUdeviceptr, src, n) }
-    }
-
-    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        Device::dev2dev(self, dst as CUdeviceptr, src as CUdeviceptr, n)
-    }
-
-    fn memset(&self, ptr: *mut c_void, val: c_int, n: usize) -> Result<()> {
-        Device::memset(self, ptr as CUdeviceptr, val, n)
-    }
-
-    fn is_accessible(&self, ptr: *const c_void, size: usize) -> Result<bool> {
-        Ok(Device::is_accessible(self, ptr as usize, size))
-    }
-
-    unsafe fn run(
-        &self,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: forwarded caller guarantees (a live handle, libgomp's argument array).
-        unsafe { run::run(self, target_fn(kernel)?, vars, args) }
-    }
-
-    unsafe fn run_async(
-        self: &Arc<Self>,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
-        async_data: *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: as in `run`.
-        unsafe { run::run_async(self, target_fn(kernel)?, vars, args, async_data) }
-    }
-
-    fn managed_alloc(&self, size: usize) -> Result<*mut c_void> {
-        Ok(Device::managed_alloc(self, size)? as *mut c_void)
-    }
-
-    fn managed_free(&self, ptr: *mut c_void) -> Result<()> {
-        self.free_direct(ptr as CUdeviceptr)
     }
 }
 
@@ -335,13 +217,13 @@ impl gomp_plugin::OpenAcc for Nvptx {
     }
 
     fn thread_data(ord: c_int) -> Result<thread::ThreadData> {
-        let dev = device(ord)?;
+        let dev = Arc::clone(device(ord)?.core());
         dev.use_openacc();
         Ok(thread::ThreadData { dev })
     }
 
     fn queue(ord: c_int) -> Result<AccQueue> {
-        AccQueue::create(device(ord)?)
+        AccQueue::create(Arc::clone(device(ord)?.core()))
     }
 
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {

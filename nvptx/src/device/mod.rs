@@ -1,12 +1,15 @@
-//! The device: one opened CUDA device ([`Device`]) with its context, properties,
-//! settings ([`config`]) and the pools of idle driver handles ([`streams`], [`events`]
-//! over [`idle_pool`]) every other concept borrows. The device's memory lives in
-//! [`crate::memory`], host-side memory in [`crate::host`].
+//! The device core: one opened CUDA device ([`Device`]) with its context, properties,
+//! settings ([`config`]), its memory and copies, and the pools of idle driver handles
+//! ([`streams`], [`events`] over [`idle_pool`]) every other concept borrows. The
+//! device's memory lives in [`crate::memory`], host-side memory in [`crate::host`].
+//! What runs on the device (loaded images, async launches, reverse offload) is above
+//! this layer and borrows the core; it is not named here.
 //!
-//! Threading: a `Device` is shared (`Arc`) by every thread that calls into the plugin
-//! for it (libgomp's threads, the completion, reverse-offload and staging threads);
-//! its mutable state is behind the locks of the parts it owns. Any thread may use it
-//! after [`Device::activate`] made the context current there.
+//! Threading: a `Device` is shared (`Arc`) by the open device that owns it and by every
+//! thread that works on it (libgomp's threads through the open device, OpenACC queues
+//! and thread data, the completion, reverse-offload and staging threads); its mutable
+//! state is behind the locks of the parts it owns. Any thread may use it after
+//! [`Device::activate`] made the context current there.
 
 pub mod config;
 pub mod events;
@@ -20,19 +23,17 @@ use crate::cuda::safe::context::{self, PrimaryContext};
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::*;
 use crate::device::config::Config;
+use crate::device::events::EventPool;
 use crate::device::streams::StreamPool;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
 use crate::host::staging::Staging;
-use crate::image::Image;
-use crate::launch::async_queue::AsyncQueue;
-use crate::launch::reverse::Reverse;
 use crate::memory::large_blocks::LargeBlocks;
 use crate::memory::pool::Pool;
 use crate::memory::small_blocks::SmallBlocks;
 use crate::memory::stacks::StackCache;
 use gomp_plugin::blocks::Blocks;
-use gomp_plugin::error::Result;
+use gomp_plugin::error::{Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -53,7 +54,8 @@ pub struct Props {
     pub max_smem_optin: i32,
 }
 
-/// An initialised device. Shared (`Arc`) by all threads; interior state is locked.
+/// An initialised device, the core every concept above borrows. Shared (`Arc`) by all
+/// threads; interior state is locked.
 pub struct Device {
     /// libgomp's index of this device within the plugin.
     pub ord: i32,
@@ -71,16 +73,13 @@ pub struct Device {
     pub config: Config,
     /// Idle streams.
     pub streams: StreamPool,
+    /// Idle events (completion of `nowait` launches, OpenACC queue callbacks and
+    /// serialisation).
+    pub events: EventPool,
     /// Idle soft-stack blocks.
     pub stacks: StackCache,
-    /// Loaded images, in load order.
-    pub images: Mutex<Vec<Box<Image>>>,
-    /// Asynchronous launches (`nowait`) and their completion thread.
-    pub async_queue: AsyncQueue,
     /// The device-memory pool (`None`: plain cuMemAlloc/cuMemFree).
     pub pool: Option<Pool>,
-    /// Reverse-offload mailbox and service thread.
-    pub reverse: Reverse,
     /// Live blocks from `alloc`.
     pub blocks: Blocks,
     /// Free small blocks.
@@ -167,11 +166,9 @@ impl Device {
             staging: Staging::new(config.staging),
             config,
             streams: StreamPool::default(),
+            events: EventPool::default(),
             stacks: StackCache::default(),
-            images: Mutex::new(Vec::new()),
-            async_queue: AsyncQueue::default(),
             pool: None,
-            reverse: Reverse::default(),
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
@@ -258,34 +255,14 @@ impl Device {
         Ok(())
     }
 
-    /// Releases everything the device holds: images (running their destructors), cached
-    /// stacks, streams, and the primary context reference.
-    pub fn close(&self) -> Result<()> {
-        if serving::serving_request() {
-            // A reverse-offload host function ended the program (`exit`, Fortran
-            // `stop`): the requesting kernel still waits for its answer, so nothing
-            // that waits for kernels may run. The process is going away.
-            log::debug!(
-                "device {}: finalized from a reverse-offload host function; left to process exit",
-                self.ord
-            );
-            return Ok(());
-        }
-        self.activate()?;
-        self.async_queue.shutdown();
-        self.reverse.shutdown();
-        let images: Vec<_> = self
-            .images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-            .collect();
-        let mut first_err = None;
-        for img in images {
-            if let Err(e) = (*img).unload(self) {
-                first_err.get_or_insert(e);
-            }
-        }
+    /// Releases everything the core holds: cached stacks, memory caches and pool,
+    /// staging, the copy kernel, pinned host memory, streams, and the primary context
+    /// reference. The last step of closing the device: the caller has made the context
+    /// current and stopped and unloaded everything above the core first (async
+    /// launches, idle events, reverse offload, images). `first_err` is the first error
+    /// of those steps: it is returned rather than a later one, except that a failure to
+    /// release the primary context is returned in any case.
+    pub fn close(&self, mut first_err: Option<Error>) -> Result<()> {
         self.stacks.trim();
         for c in self
             .small

@@ -1,16 +1,22 @@
 //! Asynchronous OpenMP launches (`target nowait` → `GOMP_OFFLOAD_async_run`).
 //!
-//! A launch is enqueued on one of a few per-device async streams, followed by a pooled
-//! event; the device's completion thread waits in the driver for the oldest
-//! outstanding event and, for each launch that completed, gives back the kernel's stack block and event and tells libgomp
+//! A launch is enqueued on one of a few per-device async streams, followed by an event
+//! from the device's pool; the device's completion thread waits in the driver for the
+//! oldest outstanding event and, for each launch that completed, gives back the
+//! kernel's stack block and event and tells libgomp
 //! (`GOMP_PLUGIN_target_task_completion`). No host callback per launch, no CUDA call in
 //! a CUDA callback. Soft-stack bytes in flight are bounded, so a `nowait` storm waits
 //! for earlier kernels instead of exhausting device memory.
+//!
+//! The completion thread holds the device core (`Arc<Device>`), the queue's stack
+//! budget and the reverse-offload [`Service`] state (it counts kernels out), nothing
+//! else.
 
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::events::EventPool;
 use crate::device::Device;
+use crate::launch::failure::kernel_error;
+use crate::launch::reverse::{Reverse, Service};
 use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
@@ -33,15 +39,38 @@ pub struct Pending {
     async_data: usize,
 }
 
-/// Async-launch state of one device. Thread-safe; owned by the [`Device`].
+/// Soft-stack bytes of the device's async launches in flight: reserved by launching
+/// threads, given back by the completion thread. Shared (`Arc`) by the queue and its
+/// completion thread.
+#[derive(Default)]
+struct StackBudget {
+    in_flight: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl StackBudget {
+    fn reserve(&self, bytes: usize) {
+        let mut used = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        while *used > 0 && *used + bytes > STACK_BUDGET {
+            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+        }
+        *used += bytes;
+    }
+
+    fn unreserve(&self, bytes: usize) {
+        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()) -= bytes;
+        self.freed.notify_all();
+    }
+}
+
+/// Async-launch state of one device: its async streams, stack budget and completion
+/// thread. Thread-safe; owned by the open device (`crate::open`). Completion events
+/// come from the device core's pool ([`Device::events`]).
 #[derive(Default)]
 pub struct AsyncQueue {
     streams: Mutex<Vec<OwnedStream>>,
     next: AtomicUsize,
-    /// Idle completion events.
-    pub events: EventPool,
-    in_flight: Mutex<usize>,
-    freed: Condvar,
+    budget: Arc<StackBudget>,
     worker: Mutex<Option<(Sender<Pending>, JoinHandle<()>)>>,
 }
 
@@ -56,21 +85,14 @@ impl AsyncQueue {
     }
 
     /// Waits until `bytes` more stack bytes may be in flight, then reserves them.
+    #[inline]
     pub fn reserve(&self, bytes: usize) {
-        let mut used = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        while *used > 0 && *used + bytes > STACK_BUDGET {
-            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
-        }
-        *used += bytes;
-    }
-
-    fn unreserve(&self, bytes: usize) {
-        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()) -= bytes;
-        self.freed.notify_all();
+        self.budget.reserve(bytes);
     }
 
     /// Stops the completion thread after it has completed everything outstanding, and
-    /// destroys the async streams and idle events.
+    /// destroys the async streams. (The device's idle events go right after, in the
+    /// open device's `close`.)
     pub fn shutdown(&self) {
         let w = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((tx, handle)) = w {
@@ -81,15 +103,31 @@ impl AsyncQueue {
         drop(std::mem::take(
             &mut *self.streams.lock().unwrap_or_else(|e| e.into_inner()),
         ));
-        self.events.destroy_all();
+    }
+
+    /// Leaves the completion thread and the async streams as they are until the process
+    /// ends: neither stopped nor destroyed, also when the queue is dropped (a device
+    /// finalized while a kernel waits for a reverse-offload answer).
+    pub fn leave_to_exit(&self) {
+        std::mem::forget(self.worker.lock().unwrap_or_else(|e| e.into_inner()).take());
+        std::mem::forget(std::mem::take(
+            &mut *self.streams.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
     }
 }
 
 /// Enqueues a prepared launch's completion: records an event on `s` and hands it to the
-/// device's completion thread (started on first use).
-pub fn submit(dev: &Arc<Device>, s: Stream, stacks: StackBlock, async_data: usize) -> Result<()> {
-    let q = &dev.async_queue;
-    let event = q.events.acquire()?;
+/// device's completion thread (started on first use, holding the core `dev`, `q`'s stack
+/// budget and `rev`'s [`Service`] state).
+pub fn submit(
+    dev: &Arc<Device>,
+    q: &AsyncQueue,
+    rev: &Reverse,
+    s: Stream,
+    stacks: StackBlock,
+    async_data: usize,
+) -> Result<()> {
+    let event = dev.events.acquire()?;
     // The event and stream belong to this device's context.
     event.handle().record(s)?;
     let p = Pending {
@@ -101,9 +139,11 @@ pub fn submit(dev: &Arc<Device>, s: Stream, stacks: StackBlock, async_data: usiz
     if w.is_none() {
         let (tx, rx) = channel();
         let d = Arc::clone(dev);
+        let budget = Arc::clone(&q.budget);
+        let service = Arc::clone(rev.service());
         let handle = std::thread::Builder::new()
             .name(format!("nvptx{}-completion", dev.ord))
-            .spawn(move || complete_loop(&d, rx))
+            .spawn(move || complete_loop(&d, &budget, &service, rx))
             .map_err(|e| {
                 gomp_plugin::error::Error::invalid(format!("cannot start completion thread: {e}"))
             })?;
@@ -116,12 +156,12 @@ pub fn submit(dev: &Arc<Device>, s: Stream, stacks: StackBlock, async_data: usiz
     Ok(())
 }
 
-fn finish(dev: &Device, p: Pending) {
+fn finish(dev: &Device, budget: &StackBudget, service: &Service, p: Pending) {
     let bytes = p.stacks.size;
     dev.stacks.release(p.stacks);
-    dev.async_queue.events.release(p.event);
-    dev.async_queue.unreserve(bytes);
-    dev.reverse.kernel_finished();
+    dev.events.release(p.event);
+    budget.unreserve(bytes);
+    service.kernel_finished();
     if let Some(done) = gomp_plugin::libgomp::host::host().and_then(|h| h.task_completion) {
         // SAFETY: `async_data` is the handle libgomp gave async_run; completion may be
         // signalled from any thread and makes no plugin calls.
@@ -129,7 +169,7 @@ fn finish(dev: &Device, p: Pending) {
     }
 }
 
-fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
+fn complete_loop(dev: &Device, budget: &StackBudget, service: &Service, rx: Receiver<Pending>) {
     if let Err(e) = dev.activate() {
         report::fatal(&format!("nvptx completion thread: {e}"));
     }
@@ -148,24 +188,24 @@ fn complete_loop(dev: &Device, rx: Receiver<Pending>) {
         if let Some(oldest) = pending.front() {
             // The event was recorded by `submit` and is owned by this entry.
             if let Err(e) = oldest.event.handle().synchronize() {
-                let e = crate::launch::run::kernel_error(e.into());
+                let e = kernel_error(e.into());
                 report::fatal(&format!("asynchronous target region failed: {e}"));
             }
         }
         if let Some(p) = pending.pop_front() {
-            finish(dev, p);
+            finish(dev, budget, service, p);
         }
         let mut i = 0;
         while i < pending.len() {
             match pending[i].event.handle().query() {
                 Ok(()) => {
                     if let Some(p) = pending.remove(i) {
-                        finish(dev, p);
+                        finish(dev, budget, service, p);
                     }
                 }
                 Err(e) if e.code == CUDA_ERROR_NOT_READY => i += 1,
                 Err(e) => {
-                    let e = crate::launch::run::kernel_error(e.into());
+                    let e = kernel_error(e.into());
                     report::fatal(&format!("asynchronous target region failed: {e}"))
                 }
             }

@@ -10,6 +10,11 @@
 //! around the mailbox), so each device's requests are served in order by its own
 //! thread, and requests of different devices at once, at most
 //! `GOMP_REVERSE_OFFLOAD_THREADS` (default 8) host functions running together.
+//!
+//! The service thread holds the device core (`Arc<Device>`) and its [`Service`] state
+//! (the mailbox, the kernels in flight, its parking place and stop flag), nothing else:
+//! the mailbox lives as long as any thread that reads it, and [`Reverse::shutdown`]
+//! frees it once the thread has ended.
 
 use crate::cuda::safe::memory::host_device_pointer;
 use crate::cuda::safe::HostAlloc;
@@ -77,11 +82,25 @@ pub struct Mailbox {
     pub dev_num: i32,
 }
 
-/// Reverse-offload state of one device: the mailbox and its service thread.
-/// Thread-safe; owned by the [`Device`].
+/// Reverse-offload state of one device: the service state and the service thread.
+/// Thread-safe; owned by the open device (`crate::open`).
 #[derive(Default)]
 pub struct Reverse {
-    /// The mailbox (page-locked, device-mapped), freed when dropped at `shutdown`.
+    /// What the service thread shares.
+    service: Arc<Service>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The state the reverse-offload service thread works on: the mailbox, and the
+/// device's kernels in flight as launches count them in and out
+/// ([`Service::kernel_started`], [`Service::kernel_finished`]); the thread spins while
+/// any runs, parks otherwise, and ends once `stop` is set. Shared (`Arc`) by the
+/// device's [`Reverse`], its service thread and its completion thread (which counts
+/// kernels out).
+#[derive(Default)]
+pub struct Service {
+    /// The mailbox (page-locked, device-mapped), freed by [`Reverse::shutdown`] once the
+    /// service thread has ended (else with the last holder of this state).
     mailbox: Mutex<Option<HostAlloc>>,
     /// Kernels of this device in flight (the service thread spins while non-zero).
     active: AtomicUsize,
@@ -90,7 +109,6 @@ pub struct Reverse {
     stop: AtomicBool,
     /// Set while the service thread is parked (or about to park).
     sleeping: AtomicBool,
-    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// `GOMP_PLUGIN_target_rev` of libgomp 14+.
@@ -131,8 +149,9 @@ unsafe extern "C" fn host_to_dev(
     copy_for_libgomp13(token, |d| unsafe { d.host2dev(dst as u64, src, n) });
 }
 
-impl Reverse {
+impl Service {
     /// Marks a kernel of the device as running (wakes the service thread).
+    #[inline]
     pub fn kernel_started(&self) {
         // Waking costs a system call (microseconds under some sandboxes), so only when
         // the service thread really sleeps; between back-to-back kernels it spins on.
@@ -143,16 +162,37 @@ impl Reverse {
     }
 
     /// Marks a kernel of the device as finished.
+    #[inline]
     pub fn kernel_finished(&self) {
         self.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Reverse {
+    /// Marks a kernel of the device as running (wakes the service thread).
+    #[inline]
+    pub fn kernel_started(&self) {
+        self.service.kernel_started();
+    }
+
+    /// Marks a kernel of the device as finished.
+    #[inline]
+    pub fn kernel_finished(&self) {
+        self.service.kernel_finished();
+    }
+
+    /// The service state, for a thread that counts kernels out (the completion thread).
+    pub fn service(&self) -> &Arc<Service> {
+        &self.service
     }
 
     /// Stops the service thread and frees the mailbox (device close).
     pub fn shutdown(&self) {
-        self.stop.store(true, Ordering::Release);
+        let sv = &self.service;
+        sv.stop.store(true, Ordering::Release);
         {
-            let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
-            self.wake.notify_all();
+            let _g = sv.parked.lock().unwrap_or_else(|e| e.into_inner());
+            sv.wake.notify_all();
         }
         if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // A host function that exits the program finalizes from this very thread.
@@ -161,12 +201,7 @@ impl Reverse {
             }
         }
         // The thread using the mailbox has ended: freed as it is dropped.
-        drop(
-            self.mailbox
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
+        drop(sv.mailbox.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }
 
@@ -174,7 +209,7 @@ impl Reverse {
 /// addresses libgomp maps back to host functions) and, if there are any, points the
 /// device runtime's `__gomp_rev_offload_var` at the device's mailbox (created, with its
 /// service thread, on first use). Returns the table, malloc'd for libgomp, or NULL.
-pub fn setup(dev: &Arc<Device>, img: &Image, num_funcs: usize) -> Result<*mut u64> {
+pub fn setup(dev: &Arc<Device>, rev: &Reverse, img: &Image, num_funcs: usize) -> Result<*mut u64> {
     let Some((table, size)) = img.global(c"$offload_func_table")? else {
         return Ok(std::ptr::null_mut());
     };
@@ -194,7 +229,7 @@ pub fn setup(dev: &Arc<Device>, img: &Image, num_funcs: usize) -> Result<*mut u6
         freed: Condvar::new(),
         max: dev.config.reverse_offload_threads,
     });
-    let mailbox = ensure_mailbox(dev)?;
+    let mailbox = ensure_mailbox(dev, rev)?;
     if let Err(e) = dev.kernel_copy.prepare(&dev.streams) {
         log::debug!("reverse offload: no copy kernel for device-allocated memory ({e})");
     }
@@ -212,9 +247,8 @@ pub fn setup(dev: &Arc<Device>, img: &Image, num_funcs: usize) -> Result<*mut u6
     Ok(out)
 }
 
-fn ensure_mailbox(dev: &Arc<Device>) -> Result<usize> {
-    let r = &dev.reverse;
-    let mut mb = r.mailbox.lock().unwrap_or_else(|e| e.into_inner());
+fn ensure_mailbox(dev: &Arc<Device>, r: &Reverse) -> Result<usize> {
+    let mut mb = r.service.mailbox.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = mb.as_ref() {
         return Ok(p.as_ptr() as usize);
     }
@@ -226,10 +260,11 @@ fn ensure_mailbox(dev: &Arc<Device>) -> Result<usize> {
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<Mailbox>()) };
     *mb = Some(h);
     let d = Arc::clone(dev);
+    let sv = Arc::clone(&r.service);
     let addr = p as usize;
     let handle = std::thread::Builder::new()
         .name(format!("nvptx{}-reverse", dev.ord))
-        .spawn(move || serve(&d, addr))
+        .spawn(move || serve(&d, &sv, addr))
         .map_err(|e| {
             gomp_plugin::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
         })?;
@@ -241,13 +276,13 @@ fn ensure_mailbox(dev: &Arc<Device>) -> Result<usize> {
 /// (about 100 us; parking and waking cost system calls).
 const GRACE_SPINS: u32 = 2_000;
 
-fn serve(dev: &Device, mailbox: usize) {
+fn serve(dev: &Device, r: &Service, mailbox: usize) {
     if let Err(e) = dev.activate() {
         report::fatal(&format!("reverse-offload thread: {e}"));
     }
-    // SAFETY: the mailbox stays allocated until `shutdown` has joined this thread.
+    // SAFETY: the mailbox stays allocated until `shutdown` has joined this thread (`r`,
+    // which this thread holds, owns it until then).
     let mb = unsafe { &*(mailbox as *const Mailbox) };
-    let r = &dev.reverse;
     let mut stats = log::log_enabled!(log::Level::Debug).then(Stats::new);
     let (mut idle, mut quiet) = (0u32, 0u32);
     while !r.stop.load(Ordering::Acquire) {

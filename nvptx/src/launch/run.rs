@@ -1,16 +1,19 @@
 //! Launching OpenMP kernels: `GOMP_OFFLOAD_run` (synchronous, on a pooled stream) and
 //! `GOMP_OFFLOAD_async_run` (stream-ordered, completion reported by the device's
-//! completion thread), each with a soft-stack block of its own; and the image
-//! constructor/destructor kernels.
+//! completion thread), each with a soft-stack block of its own.
 
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
 use crate::device::Device;
 use crate::image::TargetFn;
+use crate::launch::async_queue::{self, AsyncQueue};
+use crate::launch::failure::kernel_error;
 use crate::launch::geometry::{decode_args, geometry, Geometry, Limits};
+use crate::launch::reverse::Reverse;
 use crate::memory::stacks::StackBlock;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// A kernel ready to launch: its geometry and its own soft-stack block.
 pub struct Prepared<'a> {
@@ -86,17 +89,6 @@ pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
     Ok(())
 }
 
-/// Explains a failed kernel as GCC's plugin does: a trap (`abort()`, `stop` or
-/// `error stop` in a target region) shows up as CUDA's "unspecified launch failure".
-pub fn kernel_error(e: Error) -> Error {
-    match e {
-        Error::Driver(c) if c.code == i64::from(CUDA_ERROR_LAUNCH_FAILED) => {
-            Error::invalid(format!("{c} (perhaps abort was called)"))
-        }
-        e => e,
-    }
-}
-
 /// Runs `f` with the mapped-variable block `vars` and libgomp's target arguments
 /// `args`, and waits for it.
 ///
@@ -104,15 +96,16 @@ pub fn kernel_error(e: Error) -> Error {
 /// `args` must satisfy [`decode_args`]; `vars` must be a device address (or NULL).
 pub unsafe fn run(
     dev: &Device,
+    rev: &Reverse,
     f: &TargetFn,
     vars: *mut c_void,
     args: *const *mut c_void,
 ) -> Result<()> {
     // SAFETY: forwarded caller guarantee.
     let p = unsafe { prepare(dev, f, vars, args) }?;
-    dev.reverse.kernel_started();
+    rev.kernel_started();
     let r = dev.on_stream(|s| enqueue(dev, &p, s));
-    dev.reverse.kernel_finished();
+    rev.kernel_finished();
     r.map_err(kernel_error)?;
     dev.stacks.release(p.stacks);
     Ok(())
@@ -124,7 +117,9 @@ pub unsafe fn run(
 /// # Safety
 /// As [`run`].
 pub unsafe fn run_async(
-    dev: &std::sync::Arc<Device>,
+    dev: &Arc<Device>,
+    q: &AsyncQueue,
+    rev: &Reverse,
     f: &TargetFn,
     vars: *mut c_void,
     args: *const *mut c_void,
@@ -132,33 +127,9 @@ pub unsafe fn run_async(
 ) -> Result<()> {
     // SAFETY: forwarded caller guarantee.
     let p = unsafe { prepare(dev, f, vars, args) }?;
-    dev.async_queue.reserve(p.stacks.size);
-    let s = dev.async_queue.stream()?;
-    dev.reverse.kernel_started();
+    q.reserve(p.stacks.size);
+    let s = q.stream()?;
+    rev.kernel_started();
     enqueue(dev, &p, s)?;
-    crate::launch::async_queue::submit(dev, s, p.stacks, async_data as usize)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cuda::CudaError;
-
-    #[test]
-    fn traps_are_explained() {
-        let trap: Error = CudaError {
-            func: "cuStreamSynchronize",
-            code: CUDA_ERROR_LAUNCH_FAILED,
-        }
-        .into();
-        assert!(kernel_error(trap)
-            .to_string()
-            .ends_with("(perhaps abort was called)"));
-        let oom: Error = CudaError {
-            func: "cuMemAlloc",
-            code: CUDA_ERROR_OUT_OF_MEMORY,
-        }
-        .into();
-        assert_eq!(kernel_error(oom.clone()), oom);
-    }
+    async_queue::submit(dev, q, rev, s, p.stacks, async_data as usize)
 }

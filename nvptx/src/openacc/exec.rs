@@ -8,7 +8,7 @@ use crate::cuda::safe::module::occupancy as occupancy_of;
 use crate::cuda::safe::Stream;
 use crate::device::Device;
 use crate::image::TargetFn;
-use crate::launch::run::kernel_error;
+use crate::launch::failure::kernel_error;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::libgomp::host;

@@ -118,7 +118,7 @@ impl AccQueue {
                 }
             };
             if let Some((cb, ok)) = next {
-                self.dev.async_queue.events.release(cb.event);
+                self.dev.events.release(cb.event);
                 if ok {
                     // SAFETY: libgomp's callback and argument, run once, after the work
                     // queued before it, as openacc_async_queue_callback promises.
@@ -145,7 +145,7 @@ impl AccQueue {
         // The stream belongs to this device.
         self.stream()
             .synchronize()
-            .map_err(|e| crate::launch::run::kernel_error(e.into()))?;
+            .map_err(|e| crate::launch::failure::kernel_error(e.into()))?;
         self.run_callbacks(Run::Wait);
         Ok(())
     }
@@ -157,12 +157,12 @@ impl AccQueue {
         if a == b {
             return Ok(());
         }
-        let ev = self.dev.async_queue.events.acquire()?;
+        let ev = self.dev.events.acquire()?;
         // Event and streams belong to this device's context. The wait captures the
         // record made just before, so the event may be reused at once.
         let h = ev.handle();
         let r = h.record(a).and_then(|()| h.wait_on(b));
-        self.dev.async_queue.events.release(ev);
+        self.dev.events.release(ev);
         r.map_err(Error::from)
     }
 
@@ -170,10 +170,10 @@ impl AccQueue {
     /// inline: libgomp calls this in the middle of its own bookkeeping).
     pub fn callback(&self, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<()> {
         self.dev.activate()?;
-        let event = self.dev.async_queue.events.acquire()?;
+        let event = self.dev.events.acquire()?;
         // The event and stream belong to this device's context.
         if let Err(e) = event.handle().record(self.stream()) {
-            self.dev.async_queue.events.release(event);
+            self.dev.events.release(event);
             return Err(e.into());
         }
         self.callbacks

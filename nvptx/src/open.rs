@@ -1,0 +1,247 @@
+//! The open device: what libgomp's `init_device` creates and `fini_device` closes.
+//!
+//! [`OpenDevice`] owns the device core ([`Device`], shared) and what runs on it: the
+//! loaded images, the asynchronous-launch queue and the reverse-offload state. It is the
+//! framework's device (`Registry<OpenDevice>`, `impl gomp_plugin::Device` here), and
+//! hands each concept the parts it needs (the core, the queue, the reverse-offload
+//! state) rather than the whole.
+
+use crate::cuda::sys::CUdeviceptr;
+use crate::device::{serving, Device};
+use crate::image::{Image, TargetFn};
+use crate::launch::async_queue::AsyncQueue;
+use crate::launch::reverse::{self, Reverse};
+use crate::launch::run;
+use gomp_plugin::device::LoadedImage;
+use gomp_plugin::error::{Error, Result};
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+/// One device opened by libgomp.
+///
+/// Owns: the device core (`Arc<Device>`: context, memory, pools), the loaded images,
+/// the async-launch queue with its completion thread, and the reverse-offload mailbox
+/// with its service thread.
+///
+/// Held by: the framework's registry (`Arc<OpenDevice>`) from `init_device` until
+/// `fini_device`, and by every libgomp call in flight on the device. The plugin's own
+/// threads (completion, reverse offload, staging) and OpenACC queues and thread data
+/// never hold it: they hold the core and their own shared state, so nothing below this
+/// type refers back to it.
+///
+/// Threading: any libgomp thread may call it at once; the image list is locked, the
+/// queue and the reverse-offload state are thread-safe, the core is shared.
+pub struct OpenDevice {
+    /// The device core, shared with the plugin's threads and OpenACC queues.
+    core: Arc<Device>,
+    /// Loaded images, in load order, kept in the boxes `Image::load` builds them in.
+    #[allow(clippy::vec_box)]
+    images: Mutex<Vec<Box<Image>>>,
+    /// Asynchronous launches (`nowait`) and their completion thread.
+    async_queue: AsyncQueue,
+    /// Reverse-offload mailbox and service thread.
+    reverse: Reverse,
+}
+
+impl OpenDevice {
+    /// Opens device `ord` (see [`Device::open`]); no image is loaded, no thread runs.
+    pub fn open(ord: i32) -> Result<OpenDevice> {
+        Ok(OpenDevice {
+            core: Arc::new(Device::open(ord)?),
+            images: Mutex::new(Vec::new()),
+            async_queue: AsyncQueue::default(),
+            reverse: Reverse::default(),
+        })
+    }
+
+    /// The device core.
+    #[inline]
+    pub fn core(&self) -> &Arc<Device> {
+        &self.core
+    }
+
+    /// Keeps what the device owns as it is until the process ends, also once the
+    /// registry has dropped this device: the images stay loaded (a kernel of theirs
+    /// still runs), the completion thread and async streams stay. The reverse-offload
+    /// mailbox and the core are held by the threads using them.
+    fn leave_to_exit(&self) {
+        std::mem::forget(std::mem::take(
+            &mut *self.images.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
+        self.async_queue.leave_to_exit();
+    }
+
+    /// Closes the device (`fini_device`), in this order: the async queue (its
+    /// completion thread completes everything outstanding, then its streams go), the
+    /// device's idle events, reverse offload (service thread, mailbox), the images
+    /// (destructors, then modules), then the core ([`Device::close`]: memory, staging,
+    /// streams, context). Not while this thread serves a reverse-offload request: the
+    /// requesting kernel still waits for its answer, so everything is left as it is to
+    /// process exit ([`OpenDevice::leave_to_exit`]).
+    pub fn close(&self) -> Result<()> {
+        if serving::serving_request() {
+            // A reverse-offload host function ended the program (`exit`, Fortran
+            // `stop`): the requesting kernel still waits for its answer, so nothing
+            // that waits for kernels may run. The process is going away.
+            log::debug!(
+                "device {}: finalized from a reverse-offload host function; left to process exit",
+                self.core.ord
+            );
+            self.leave_to_exit();
+            return Ok(());
+        }
+        self.core.activate()?;
+        self.async_queue.shutdown();
+        // The device's idle events (completion of `nowait` launches, OpenACC queues).
+        self.core.events.destroy_all();
+        self.reverse.shutdown();
+        let images: Vec<_> = self
+            .images
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        let mut first_err = None;
+        for img in images {
+            if let Err(e) = (*img).unload(&self.core) {
+                first_err.get_or_insert(e);
+            }
+        }
+        self.core.close(first_err)
+    }
+}
+
+/// The kernel behind a handle libgomp passes back (`run`, `async_run`, OpenACC `exec`).
+///
+/// # Safety
+/// `kernel` must be a kernel handle that `load_image` returned (a `TargetFn`), whose
+/// image is still loaded; it stays alive while the image is.
+pub unsafe fn target_fn<'a>(kernel: *const c_void) -> Result<&'a TargetFn> {
+    // SAFETY: caller's guarantee (see above).
+    unsafe { kernel.cast::<TargetFn>().as_ref() }.ok_or_else(|| Error::invalid("no kernel"))
+}
+
+impl gomp_plugin::Device for OpenDevice {
+    fn activate(&self) -> Result<()> {
+        self.core.activate()
+    }
+
+    fn close(&self) -> Result<()> {
+        OpenDevice::close(self)
+    }
+
+    unsafe fn load_image(
+        self: &Arc<Self>,
+        version: u32,
+        data: *const c_void,
+        want_rev: bool,
+        host_ind_fns: *const u64,
+    ) -> Result<LoadedImage> {
+        let dev = &self.core;
+        // SAFETY: forwarded caller guarantees.
+        let (img, table) = unsafe { Image::load(dev, version, data.cast(), host_ind_fns) }?;
+        let rev_fn_table = if want_rev {
+            reverse::setup(dev, &self.reverse, &img, img.fns.len())?
+        } else {
+            std::ptr::null_mut()
+        };
+        log::debug!(
+            "device {}: loaded image {:#x} ({} kernel(s), {} variable(s))",
+            dev.ord,
+            img.key,
+            img.fns.len(),
+            table.len() - img.fns.len() - 1
+        );
+        self.images
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(img);
+        Ok(LoadedImage {
+            table,
+            rev_fn_table,
+        })
+    }
+
+    fn unload_image(&self, data: *const c_void) -> Result<()> {
+        let img = {
+            let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
+            let i = imgs
+                .iter()
+                .position(|m| m.key == data as usize)
+                .ok_or_else(|| {
+                    Error::invalid(format!("unload_image: image {data:p} is not loaded"))
+                })?;
+            imgs.remove(i)
+        };
+        (*img).unload(&self.core)
+    }
+
+    fn alloc(&self, size: usize) -> Result<*mut c_void> {
+        Ok(self.core.alloc_for_libgomp(size)? as *mut c_void)
+    }
+
+    fn free(&self, ptr: *mut c_void) -> Result<()> {
+        self.core.free_for_libgomp(ptr as CUdeviceptr)
+    }
+
+    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.core.dev2host(dst, src as CUdeviceptr, n) }
+    }
+
+    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.core.host2dev(dst as CUdeviceptr, src, n) }
+    }
+
+    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        self.core.dev2dev(dst as CUdeviceptr, src as CUdeviceptr, n)
+    }
+
+    fn memset(&self, ptr: *mut c_void, val: c_int, n: usize) -> Result<()> {
+        self.core.memset(ptr as CUdeviceptr, val, n)
+    }
+
+    fn is_accessible(&self, ptr: *const c_void, size: usize) -> Result<bool> {
+        Ok(self.core.is_accessible(ptr as usize, size))
+    }
+
+    unsafe fn run(
+        &self,
+        kernel: *mut c_void,
+        vars: *mut c_void,
+        args: *mut *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller guarantees (a live handle, libgomp's argument array).
+        unsafe { run::run(&self.core, &self.reverse, target_fn(kernel)?, vars, args) }
+    }
+
+    unsafe fn run_async(
+        self: &Arc<Self>,
+        kernel: *mut c_void,
+        vars: *mut c_void,
+        args: *mut *mut c_void,
+        async_data: *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: as in `run`.
+        unsafe {
+            run::run_async(
+                &self.core,
+                &self.async_queue,
+                &self.reverse,
+                target_fn(kernel)?,
+                vars,
+                args,
+                async_data,
+            )
+        }
+    }
+
+    fn managed_alloc(&self, size: usize) -> Result<*mut c_void> {
+        Ok(self.core.managed_alloc(size)? as *mut c_void)
+    }
+
+    fn managed_free(&self, ptr: *mut c_void) -> Result<()> {
+        self.core.free_direct(ptr as CUdeviceptr)
+    }
+}
