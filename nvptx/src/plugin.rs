@@ -228,7 +228,14 @@ impl gomp_plugin::OpenAcc for Nvptx {
 
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
         Ok(
-            match property::get(ord, prop, || device_if_open(ord).is_some())? {
+            // The free memory of an open device is what the program can still
+            // allocate: the plugin's caches are given back first.
+            match property::get(ord, prop, || {
+                device_if_open(ord).is_some_and(|d| {
+                    d.core().release_cached();
+                    true
+                })
+            })? {
                 property::Value::Size(n) => AccProperty::Size(n),
                 property::Value::Str(s) => AccProperty::Str(s),
                 property::Value::None => AccProperty::None,

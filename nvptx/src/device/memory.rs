@@ -38,17 +38,28 @@ impl Device {
             Err(Error::Driver(e))
                 if e.code == i64::from(crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY) =>
             {
-                for p in self.large.drain() {
-                    let _ = self.free_chunk(p);
-                }
-                if let Some(p) = &self.pool {
-                    p.trim();
-                }
-                self.stacks.trim();
+                self.release_cached();
                 self.alloc_once(size.max(1))
             }
             r => r,
         }
+    }
+
+    /// Gives the device memory the plugin holds only as a cache back to the driver:
+    /// the cached large blocks, the pool's unused memory and the idle soft stacks. Done
+    /// before retrying an allocation that ran out of memory, and before telling a
+    /// program how much memory is free (so a freed block counts as free, as it does
+    /// with the stock plugin). Costs the next allocations a driver call each; cheap
+    /// when the caches are empty. Small-block chunks stay (a chunk is given back only
+    /// as a whole). Context current (caller).
+    pub fn release_cached(&self) {
+        for p in self.large.drain() {
+            let _ = self.free_chunk(p);
+        }
+        if let Some(p) = &self.pool {
+            p.trim();
+        }
+        self.stacks.trim();
     }
 
     fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {

@@ -61,8 +61,9 @@ fn free_memory(dev: CUdevice, activate_open: impl FnOnce() -> bool) -> Result<us
 }
 
 /// Property `prop` of CUDA device `ord`. `activate_open` makes the device's context
-/// current if libgomp has the device open and says whether it did (asked only for the
-/// free memory).
+/// current if libgomp has the device open, gives the plugin's memory caches back to the
+/// driver (so the answer is what the program can still allocate, as with the stock
+/// plugin), and says whether it did (asked only for the free memory).
 pub fn get(ord: i32, prop: u32, activate_open: impl FnOnce() -> bool) -> Result<Value> {
     driver::load().map_err(gomp_plugin::error::Error::invalid)?;
     let dev: CUdevice = query::device(ord)?;
