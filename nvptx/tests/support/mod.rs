@@ -30,6 +30,7 @@ const PLUGIN_ENV: &[&str] = &[
     "HSA_RUNTIME_LIB",
     "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL",
     "LD_PRELOAD",
+    "CUDA_VISIBLE_DEVICES",
 ];
 
 /// The repository root (the workspace).

@@ -1,0 +1,1005 @@
+//! The nvptx plugin with two devices and no GPU: the stand-in libcuda of
+//! tests/fallback/stub_libcuda_2dev.c (two H100-like devices whose memory is host
+//! memory, per-device primary contexts and per-thread current contexts, streams and
+//! events that are always complete, no kernels), built here with `cc` and loaded through
+//! `GOMP_PLUGIN_RS_LIBCUDA`. The tests call the exported entry points as libgomp would
+//! (device registry, memory, copies, page-locked host memory, finalization) and ask the
+//! stand-in what the driver saw: on which device each block lies, how many context
+//! references, streams, events and page-locked blocks each device holds, and whether a
+//! call was refused (no or wrong current context, a stream of another device, an
+//! address outside every allocation), which the stand-in also reports on stderr as
+//! `stub libcuda: ...`. Each scenario runs in a child process (see support/mod.rs).
+
+mod support;
+
+use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, OsStr, OsString};
+use std::sync::{Arc, Barrier};
+use support::api::*;
+
+extern "C" {
+    fn GOMP_OFFLOAD_page_locked_host_alloc(ptr: *mut *mut c_void, size: usize) -> bool;
+    fn GOMP_OFFLOAD_page_locked_host_free(ptr: *mut c_void) -> bool;
+    fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) -> PropertyValue;
+    fn GOMP_OFFLOAD_openacc_async_construct(ord: c_int) -> *mut c_void;
+    fn GOMP_OFFLOAD_openacc_async_destruct(aq: *mut c_void) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_test(aq: *mut c_void) -> c_int;
+    fn GOMP_OFFLOAD_openacc_async_synchronize(aq: *mut c_void) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_serialize(aq1: *mut c_void, aq2: *mut c_void) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_queue_callback(
+        aq: *mut c_void,
+        cb: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    );
+    fn GOMP_OFFLOAD_openacc_async_host2dev(
+        ord: c_int,
+        dst: *mut c_void,
+        src: *const c_void,
+        n: usize,
+        aq: *mut c_void,
+    ) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_dev2host(
+        ord: c_int,
+        dst: *mut c_void,
+        src: *const c_void,
+        n: usize,
+        aq: *mut c_void,
+    ) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_dev2dev(
+        ord: c_int,
+        dst: *mut c_void,
+        src: *const c_void,
+        n: usize,
+        aq: *mut c_void,
+    ) -> bool;
+    fn gomp_nvptx_host_lock(p: *mut c_void, size: usize, device: c_int) -> c_int;
+    fn gomp_nvptx_host_unlock(p: *mut c_void, device: c_int) -> c_int;
+    fn free(p: *mut c_void);
+}
+
+/// libgomp's `union goacc_property_value`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+union PropertyValue {
+    size: usize,
+    text: *const c_char,
+}
+
+/// `GOACC_PROPERTY_MEMORY`, `_FREE_MEMORY`, `_NAME`.
+const PROP_MEMORY: c_uint = 1;
+const PROP_FREE_MEMORY: c_uint = 2;
+const PROP_NAME: c_uint = 0x10001;
+
+/// The stand-in's device memory (cuDeviceTotalMem).
+const TOTAL_MEM: usize = 81559 << 20;
+/// The smallest pageable copy the plugin stages (nvptx/src/host/staging.rs).
+const STAGED: usize = 4 << 20;
+
+/// The stand-in's UUID of physical device `i`, as the plugin formats it.
+fn uuid(i: u8) -> String {
+    format!("GPU-57a0d5c1-0000-4000-8000-0000000000{i:02x}")
+}
+
+/// The counters of one device, as `stub_libcuda_stats` fills them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Stats {
+    ctx_refs: i64,
+    ctx_resets: i64,
+    live_allocs: i64,
+    live_bytes: i64,
+    total_allocs: i64,
+    reset_freed: i64,
+    live_streams: i64,
+    live_events: i64,
+    live_pools: i64,
+    live_host_allocs: i64,
+    live_host_regs: i64,
+    copies: i64,
+    foreign: i64,
+    misuse: i64,
+}
+
+/// What the stand-in saw on visible device `dev` (the plugin has loaded it).
+fn stats(dev: c_int) -> Stats {
+    let lib = std::env::var_os("GOMP_PLUGIN_RS_LIBCUDA").expect("set by the parent");
+    let f = support::symbol_of_loaded(&lib, "stub_libcuda_stats");
+    // SAFETY: the stand-in's `int stub_libcuda_stats (int, struct stub_libcuda_stats *)`,
+    // whose struct is `Stats`.
+    let f: unsafe extern "C" fn(c_int, *mut Stats) -> c_int = unsafe { std::mem::transmute(f) };
+    let mut s = Stats::default();
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { f(dev, &mut s) }, 0, "stats of device {dev}");
+    s
+}
+
+/// The device whose memory holds `p` according to the stand-in (-1: page-locked host
+/// memory, -2: unknown).
+fn owner(p: usize) -> c_int {
+    let lib = std::env::var_os("GOMP_PLUGIN_RS_LIBCUDA").expect("set by the parent");
+    let f = support::symbol_of_loaded(&lib, "stub_libcuda_owner");
+    // SAFETY: the stand-in's `int stub_libcuda_owner (unsigned long long)`.
+    let f: unsafe extern "C" fn(u64) -> c_int = unsafe { std::mem::transmute(f) };
+    // SAFETY: a plain lookup.
+    unsafe { f(p as u64) }
+}
+
+// Safe wrappers of the entry points; addresses as `usize` so threads can share them.
+// SAFETY (all): host buffers are slices of the stated length; device addresses are
+// the plugin's own or are checked by it.
+
+fn start(n: c_int) {
+    // SAFETY: see above.
+    unsafe {
+        // libgomp asks for the version first; that also starts the GOMP_DEBUG logger.
+        assert_eq!(GOMP_OFFLOAD_version(), 0, "no libgomp: version 0");
+        assert_eq!(GOMP_OFFLOAD_get_num_devices(0), n, "get_num_devices");
+    }
+}
+
+fn init(d: c_int) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_init_device(d) }
+}
+
+fn fini(d: c_int) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_fini_device(d) }
+}
+
+fn alloc(d: c_int, n: usize) -> usize {
+    // SAFETY: see above.
+    let p = unsafe { GOMP_OFFLOAD_alloc(d, n) } as usize;
+    assert_ne!(p, 0, "alloc({d}, {n})");
+    p
+}
+
+fn dfree(d: c_int, p: usize) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_free(d, p as *mut c_void) }
+}
+
+fn h2d(d: c_int, p: usize, src: &[u8]) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_host2dev(d, p as *mut c_void, src.as_ptr().cast(), src.len()) }
+}
+
+fn d2h(d: c_int, dst: &mut [u8], p: usize) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_dev2host(d, dst.as_mut_ptr().cast(), p as *const c_void, dst.len()) }
+}
+
+fn d2d(d: c_int, dst: usize, src: usize, n: usize) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_dev2dev(d, dst as *mut c_void, src as *const c_void, n) }
+}
+
+fn accessible(d: c_int, p: usize, n: usize) -> c_int {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_is_accessible_ptr(d, p as *const c_void, n) }
+}
+
+fn uid(d: c_int) -> Option<String> {
+    // SAFETY: see above; the string is malloc'd for the caller.
+    unsafe {
+        let p = GOMP_OFFLOAD_get_uid(d);
+        if p.is_null() {
+            return None;
+        }
+        let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+        free(p.cast_mut().cast());
+        Some(s)
+    }
+}
+
+fn prop_size(d: c_int, prop: c_uint) -> usize {
+    // SAFETY: see above; size properties fill `size`.
+    unsafe { GOMP_OFFLOAD_openacc_get_property(d, prop).size }
+}
+
+fn prop_name(d: c_int) -> String {
+    // SAFETY: see above; the name property fills `text` with a static string or NULL.
+    unsafe {
+        let p = GOMP_OFFLOAD_openacc_get_property(d, PROP_NAME).text;
+        assert!(!p.is_null(), "name of device {d}");
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+fn pinned_alloc(n: usize) -> usize {
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: see above.
+    assert!(unsafe { GOMP_OFFLOAD_page_locked_host_alloc(&mut p, n) });
+    assert!(!p.is_null(), "page_locked_host_alloc({n})");
+    p as usize
+}
+
+fn pinned_free(p: usize) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_page_locked_host_free(p as *mut c_void) }
+}
+
+/// # Safety
+/// `p` must be live memory of `n` bytes that nothing else uses meanwhile.
+unsafe fn bytes<'a>(p: usize, n: usize) -> &'a mut [u8] {
+    // SAFETY: caller's guarantee.
+    unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) }
+}
+
+/// `n` bytes that differ with `seed` and along the buffer.
+fn pattern(seed: usize, n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| {
+            (i.wrapping_mul(131) ^ (i >> 9) ^ seed.wrapping_mul(0x9e37)) as u8 ^ (seed >> 8) as u8
+        })
+        .collect()
+}
+
+/// host2dev of a pattern into `p`, dev2host back: the same bytes.
+fn round_trip(d: c_int, p: usize, n: usize, seed: usize) {
+    let src = pattern(seed, n);
+    assert!(h2d(d, p, &src), "host2dev({d}, {n})");
+    let mut back = vec![!src[0]; n];
+    assert!(d2h(d, &mut back, p), "dev2host({d}, {n})");
+    assert!(back == src, "device {d}: {n} bytes did not come back");
+}
+
+/// No call refused by the stand-in and no device touching the other's memory.
+fn assert_clean() {
+    for d in 0..2 {
+        let s = stats(d);
+        assert_eq!(s.misuse, 0, "calls the stand-in refused: {s:?}");
+        assert_eq!(s.foreign, 0, "device {d} touched the other's memory: {s:?}");
+    }
+}
+
+/// After `fini_device(d)`: the context is gone and nothing the plugin made in it is
+/// left (the driver's reset frees the blocks libgomp left allocated).
+fn assert_closed(d: c_int) {
+    let s = stats(d);
+    assert_eq!(s.ctx_refs, 0, "device {d}: context references left: {s:?}");
+    assert_eq!(s.live_allocs, 0, "{s:?}");
+    assert_eq!(s.live_streams, 0, "device {d}: streams left: {s:?}");
+    assert_eq!(s.live_events, 0, "device {d}: events left: {s:?}");
+    assert_eq!(s.live_pools, 0, "device {d}: memory pools left: {s:?}");
+    assert_eq!(
+        s.live_host_allocs, 0,
+        "device {d}: page-locked memory left: {s:?}"
+    );
+}
+
+/// Builds the stand-in (with `flags`) into `dir`: its own entries plus weak
+/// "not implemented" ones for the rest of the plugin's table.
+fn build_stub(dir: &support::Scratch, flags: &[&str]) -> std::path::PathBuf {
+    support::write_stub_names(dir.path(), &[]);
+    let lib = dir.join("libcuda.so.1");
+    let repo = support::repo();
+    let mut args: Vec<OsString> = ["-shared", "-fPIC", "-pthread", "-Wall"]
+        .iter()
+        .chain(flags)
+        .map(OsString::from)
+        .collect();
+    args.push(format!("-I{}", dir.path().display()).into());
+    args.push(repo.join("tests/fallback/stub_libcuda_2dev.c").into());
+    args.push(repo.join("tests/fallback/stub_libcuda_rest.c").into());
+    args.push("-o".into());
+    args.push(lib.clone().into());
+    support::cc(&args);
+    lib
+}
+
+/// Runs test `test` in a child against the stand-in built with `flags`, with
+/// `GOMP_DEBUG=1` and `env`; checks that it passed and crashed nowhere.
+fn with_stub(test: &str, flags: &[&str], env: &[(&str, &str)]) -> Option<support::Child> {
+    if !support::have_tools(test, &["cc"]) {
+        return None;
+    }
+    let dir = support::Scratch::new("stub-libcuda-2dev");
+    let lib = build_stub(&dir, flags);
+    let mut all: Vec<(&str, &OsStr)> = vec![
+        ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+        ("GOMP_DEBUG", OsStr::new("1")),
+    ];
+    all.extend(env.iter().map(|(k, v)| (*k, OsStr::new(v))));
+    let c = support::run_child(test, &all);
+    c.assert_passed()
+        .assert_stderr_lacks("panicked")
+        .assert_stderr_lacks("internal error");
+    Some(c)
+}
+
+const DEBUG: &str = "nvptx (gomp-plugin-rs): ";
+
+/// No `libgomp:` error but the one of the version handshake (no libgomp loaded), and
+/// no call the stand-in refused or lacks.
+fn assert_no_errors(c: &support::Child) {
+    c.assert_line_starts("libgomp: nvptx plugin (gomp-plugin-rs ")
+        .assert_stderr_lacks("stub libcuda:");
+    assert_eq!(c.count_lines("libgomp:"), 1, "{}", c.stderr);
+}
+
+fn device_line(d: usize, phys: usize, pools: bool) -> String {
+    format!(
+        "{DEBUG}device {d}: NVIDIA H100 80GB HBM3 (libcuda stand-in, device {phys}) \
+         (sm_90, 132 SMs, 1980000 kHz), primary context, {}",
+        if pools {
+            "stream-ordered memory pool"
+        } else {
+            "cuMemAlloc (no memory pools)"
+        }
+    )
+}
+
+// ---------------------------------------------------------------------------------
+
+/// Two devices are counted, named and told apart; each opens with a context of its
+/// own, once; both close with nothing left.
+#[test]
+fn two_devices_open_and_close() {
+    const T: &str = "two_devices_open_and_close";
+    if support::is_child(T) {
+        start(2);
+        // SAFETY: plain call.
+        assert_eq!(unsafe { GOMP_OFFLOAD_get_num_devices(0) }, 2, "asked again");
+        // requires unified_shared_memory: the devices lack pageable memory access.
+        // SAFETY: plain call.
+        assert_eq!(unsafe { GOMP_OFFLOAD_get_num_devices(0x20) }, -1);
+        assert_eq!(uid(0), Some(uuid(0)));
+        assert_eq!(uid(1), Some(uuid(1)));
+        assert_eq!(uid(2), None);
+        assert_eq!(stats(0).ctx_refs, 0, "nothing retained before init_device");
+        assert!(init(0) && init(1), "init_device 0 and 1");
+        assert_eq!((stats(0).ctx_refs, stats(1).ctx_refs), (1, 1));
+        assert!(!init(0), "device 0 opened twice");
+        assert!(!init(2), "device 2 does not exist");
+        assert!(!init(-1));
+        assert_eq!((stats(0).ctx_refs, stats(1).ctx_refs), (1, 1));
+        for d in 0..2 {
+            assert!(prop_name(d).ends_with(&format!("device {d})")));
+            assert_eq!(prop_size(d, PROP_MEMORY), TOTAL_MEM);
+        }
+        assert!(fini(1), "fini_device 1");
+        assert_closed(1);
+        assert_eq!(stats(0).ctx_refs, 1, "device 0 stays open");
+        assert!(fini(0), "fini_device 0");
+        assert_closed(0);
+        assert_eq!((stats(0).ctx_resets, stats(1).ctx_resets), (1, 1));
+        assert_clean();
+        return;
+    }
+    let Some(c) = with_stub(T, &[], &[]) else {
+        return;
+    };
+    c.assert_line(&format!("{DEBUG}CUDA driver 12.8, 2 device(s)"))
+        .assert_line(&device_line(0, 0, true))
+        .assert_line(&device_line(1, 1, true))
+        .assert_line("libgomp: nvptx device 0 is already open")
+        .assert_line("libgomp: no nvptx device 2")
+        .assert_stderr_lacks("stub libcuda:");
+}
+
+/// Memory of each device: blocks of every size class lie on their own device, data
+/// comes back from host2dev/dev2host (staged above 4 MiB), dev2dev and memset work
+/// within the device, the free memory of that device alone goes down, copies past a
+/// block and double frees are refused.
+fn memory_on_each_device() {
+    start(2);
+    assert!(init(0) && init(1));
+    let sizes = [
+        1,
+        255,
+        4096,
+        65536,
+        65537,
+        (1 << 20) + 3,
+        STAGED + 4096 * 3 + 5,
+    ];
+    for d in 0..2 {
+        let other = 1 - d;
+        let other_free = prop_size(other, PROP_FREE_MEMORY);
+        for (k, &n) in sizes.iter().enumerate() {
+            let seed = (d as usize) << 8 | k;
+            let p = alloc(d, n);
+            assert_eq!(owner(p), d, "block of {n} bytes on device {d}");
+            round_trip(d, p, n, seed);
+            let q = alloc(d, n);
+            assert_eq!(owner(q), d);
+            assert_ne!(p, q);
+            assert!(d2d(d, q, p, n), "dev2dev({d}, {n})");
+            let mut back = vec![0u8; n];
+            assert!(d2h(d, &mut back, q));
+            assert!(back == pattern(seed, n), "dev2dev of {n} bytes on {d}");
+            // SAFETY: see the wrappers.
+            assert!(unsafe { GOMP_OFFLOAD_memset(d, q as *mut c_void, 0x15a, n) });
+            assert!(d2h(d, &mut back, q));
+            assert!(
+                back.iter().all(|&b| b == 0x5a),
+                "memset of {n} bytes on {d}"
+            );
+            if n > 1 {
+                assert!(d2d(d, q + 1, p, n - 1), "dev2dev inside blocks");
+                assert!(d2h(d, &mut back, q));
+                assert_eq!(back[0], 0x5a);
+                assert!(back[1..] == pattern(seed, n)[..n - 1]);
+            }
+            assert!(!h2d(d, p, &vec![0; n + 1]), "host2dev past the block's end");
+            assert_eq!(accessible(d, p, n), 1, "device memory is accessible");
+            assert_eq!(accessible(d, back.as_ptr() as usize, n), 0, "pageable");
+            assert!(dfree(d, p) && dfree(d, q));
+            assert!(!dfree(d, p), "double free");
+        }
+        // A large block shows in the free memory of its device and not the other's.
+        let before = prop_size(d, PROP_FREE_MEMORY);
+        let big = alloc(d, 32 << 20);
+        let after = prop_size(d, PROP_FREE_MEMORY);
+        assert!(
+            before - after >= 32 << 20,
+            "device {d}: free memory {before} -> {after}"
+        );
+        assert_eq!(prop_size(other, PROP_FREE_MEMORY), other_free);
+        round_trip(d, big, 32 << 20, 99);
+        assert!(dfree(d, big));
+    }
+    let s = [stats(0), stats(1)];
+    assert!(s[0].copies > 0 && s[1].copies > 0, "{s:?}");
+    assert_clean();
+    assert!(fini(0) && fini(1));
+    assert_closed(0);
+    assert_closed(1);
+}
+
+#[test]
+fn memory_on_each_device_with_pools() {
+    const T: &str = "memory_on_each_device_with_pools";
+    if support::is_child(T) {
+        return memory_on_each_device();
+    }
+    let Some(c) = with_stub(T, &[], &[]) else {
+        return;
+    };
+    c.assert_line(&device_line(1, 1, true))
+        .assert_stderr_lacks("stub libcuda:");
+    // One "invalid size" per device and size, one double free each.
+    assert_eq!(c.count_lines("libgomp: invalid size"), 14, "{}", c.stderr);
+    assert_eq!(c.count_lines("libgomp: invalid device address"), 14);
+}
+
+#[test]
+fn memory_on_each_device_without_pools() {
+    const T: &str = "memory_on_each_device_without_pools";
+    if support::is_child(T) {
+        return memory_on_each_device();
+    }
+    let Some(c) = with_stub(T, &["-DNO_POOLS"], &[]) else {
+        return;
+    };
+    c.assert_line(&device_line(0, 0, false))
+        .assert_line(&device_line(1, 1, false))
+        .assert_stderr_lacks("stub libcuda:");
+}
+
+/// A block belongs to the device that allocated it: freeing it through the other
+/// device is refused ("invalid device address") and leaves it usable where it lives.
+#[test]
+fn free_through_the_other_device_is_refused() {
+    const T: &str = "free_through_the_other_device_is_refused";
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0) && init(1));
+        for n in [1000, 1 << 20] {
+            let p0 = alloc(0, n);
+            let p1 = alloc(1, n);
+            assert!(!dfree(1, p0), "device 0's block freed through device 1");
+            assert!(!dfree(0, p1), "device 1's block freed through device 0");
+            round_trip(0, p0, n, 1);
+            round_trip(1, p1, n, 2);
+            assert_eq!((owner(p0), owner(p1)), (0, 1));
+            assert!(dfree(0, p0) && dfree(1, p1));
+        }
+        assert_clean();
+        assert!(fini(0) && fini(1));
+        return;
+    }
+    let Some(c) = with_stub(T, &[], &[]) else {
+        return;
+    };
+    assert_eq!(c.count_lines("libgomp: invalid device address"), 4);
+    c.assert_stderr_lacks("stub libcuda:");
+}
+
+/// Eight host threads at once, thread t on device t % 2 (the two devices opened by two
+/// threads at the same moment): alloc, host2dev, dev2dev, dev2host (some large enough
+/// to be staged), free, results checked; no call in a wrong context, no device
+/// touching the other's memory; both close with nothing left.
+fn threads_on_both_devices() {
+    start(2);
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 30;
+    let sizes = [24, 300, 4096, 70000, 1 << 20, STAGED + 8192];
+    let gate = Arc::new(Barrier::new(THREADS));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                let d = (t % 2) as c_int;
+                if t < 2 {
+                    assert!(init(d), "init_device {d} from thread {t}");
+                }
+                gate.wait();
+                for i in 0..ROUNDS {
+                    let n = sizes[(i + t) % sizes.len()];
+                    let seed = t << 12 | i;
+                    let p = alloc(d, n);
+                    let q = alloc(d, n);
+                    assert_eq!((owner(p), owner(q)), (d, d), "thread {t} round {i}");
+                    let src = pattern(seed, n);
+                    assert!(h2d(d, p, &src));
+                    assert!(d2d(d, q, p, n));
+                    let mut back = vec![0u8; n];
+                    assert!(d2h(d, &mut back, q));
+                    assert!(back == src, "thread {t} round {i}: {n} bytes on {d}");
+                    assert!(dfree(d, p) && dfree(d, q));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    let s = [stats(0), stats(1)];
+    let per_device = (THREADS / 2 * ROUNDS * 3) as i64;
+    assert!(
+        s[0].copies >= per_device && s[1].copies >= per_device,
+        "{s:?}"
+    );
+    assert_clean();
+    assert!(fini(0) && fini(1));
+    assert_closed(0);
+    assert_closed(1);
+}
+
+#[test]
+fn threads_on_both_devices_with_pools() {
+    const T: &str = "threads_on_both_devices_with_pools";
+    if support::is_child(T) {
+        return threads_on_both_devices();
+    }
+    if let Some(c) = with_stub(T, &[], &[]) {
+        assert_no_errors(&c);
+    }
+}
+
+#[test]
+fn threads_on_both_devices_without_pools() {
+    const T: &str = "threads_on_both_devices_without_pools";
+    if support::is_child(T) {
+        return threads_on_both_devices();
+    }
+    if let Some(c) = with_stub(T, &["-DNO_POOLS"], &[]) {
+        assert_no_errors(&c);
+    }
+}
+
+/// One thread going back and forth between the devices: each keeps its own data,
+/// every copy runs in the right device's context.
+#[test]
+fn one_thread_switches_devices() {
+    const T: &str = "one_thread_switches_devices";
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0) && init(1));
+        const N: usize = 8192;
+        let keep = [alloc(0, N), alloc(1, N)];
+        let mut last = [usize::MAX; 2];
+        for i in 0..200 {
+            let d = i % 2;
+            let dev = d as c_int;
+            // The other device still holds what was written there last.
+            if last[1 - d] != usize::MAX {
+                let mut back = vec![0u8; N];
+                assert!(d2h(1 - dev, &mut back, keep[1 - d]));
+                assert!(back == pattern(last[1 - d], N), "round {i}");
+            }
+            assert!(h2d(dev, keep[d], &pattern(i, N)));
+            last[d] = i;
+            let n = [16, 5000, 200_000][i % 3];
+            let t = alloc(dev, n);
+            assert_eq!(owner(t), dev);
+            round_trip(dev, t, n, i);
+            assert!(dfree(dev, t));
+        }
+        assert_clean();
+        assert!(dfree(0, keep[0]) && dfree(1, keep[1]));
+        assert!(fini(1) && fini(0));
+        return;
+    }
+    if let Some(c) = with_stub(T, &[], &[]) {
+        assert_no_errors(&c);
+    }
+}
+
+/// Page-locked host memory (from the pinned pool of the first open device) serves
+/// both devices: copies to and from it take no staging on either device, both see it
+/// as accessible; a user range locked through device 1 serves device 0 as well.
+#[test]
+fn page_locked_memory_serves_both_devices() {
+    const T: &str = "page_locked_memory_serves_both_devices";
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0) && init(1));
+        const BIG: usize = 2 * STAGED;
+        let small = pinned_alloc(1 << 20);
+        let src = pinned_alloc(BIG);
+        let dst = pinned_alloc(BIG);
+        assert_eq!((owner(small), owner(src), owner(dst)), (-1, -1, -1));
+        assert!(stats(0).live_host_allocs >= 2, "device 0's pool");
+        assert_eq!(stats(1).live_host_allocs, 0, "nothing from device 1");
+        // SAFETY: page-locked blocks of these sizes, used only here.
+        let (src_b, dst_b) = unsafe { (bytes(src, BIG), bytes(dst, BIG)) };
+        for d in 0..2 {
+            src_b.copy_from_slice(&pattern(d as usize + 7, BIG));
+            let p = alloc(d, BIG);
+            assert!(h2d(d, p, src_b));
+            dst_b.fill(0);
+            assert!(d2h(d, dst_b, p));
+            assert!(dst_b == src_b, "device {d}: page-locked round trip");
+            assert_eq!(accessible(d, small, 1 << 20), 1);
+            assert_eq!(accessible(d, src, BIG), 1);
+            assert!(dfree(d, p));
+        }
+        assert_eq!(stats(1).live_host_allocs, 0, "page-locked copies staged");
+        // The control: a pageable copy that large is staged (buffers in device 1).
+        let p = alloc(1, BIG);
+        round_trip(1, p, BIG, 3);
+        assert!(stats(1).live_host_allocs > 0, "pageable copies staged");
+        assert!(pinned_free(small) && pinned_free(src) && pinned_free(dst));
+        let pageable = [0u8; 64];
+        assert!(
+            !pinned_free(pageable.as_ptr() as usize),
+            "not page-locked memory"
+        );
+        // gomp_nvptx_host_lock through device 1, then copies to both devices.
+        let mut user = pattern(11, 3 << 20);
+        let u = user.as_mut_ptr().cast::<c_void>();
+        // SAFETY: a live buffer of that length, unlocked below.
+        assert_eq!(unsafe { gomp_nvptx_host_lock(u, user.len(), 1) }, 0);
+        assert_eq!(stats(1).live_host_regs, 1);
+        assert_eq!(stats(1).ctx_refs, 2, "the lock holds device 1's context");
+        for d in 0..2 {
+            assert_eq!(accessible(d, u as usize, user.len()), 1);
+            let p = alloc(d, user.len());
+            assert!(h2d(d, p, &user));
+            let mut back = vec![0u8; user.len()];
+            assert!(d2h(d, &mut back, p));
+            assert!(back == user);
+            assert!(dfree(d, p));
+        }
+        // SAFETY: locked above.
+        assert_eq!(unsafe { gomp_nvptx_host_unlock(u, 1) }, 0);
+        assert_eq!((stats(1).live_host_regs, stats(1).ctx_refs), (0, 1));
+        assert_clean();
+        assert!(fini(0) && fini(1));
+        assert_closed(0);
+        assert_closed(1);
+        return;
+    }
+    if let Some(c) = with_stub(T, &[], &[]) {
+        c.assert_line_starts("libgomp: page_locked_host_free: ")
+            .assert_stderr_lacks("stub libcuda:");
+    }
+}
+
+/// OpenACC async queues on both devices, used alternately from one thread: copies
+/// queued on each device's queues come back, callbacks run once per queue in order,
+/// queues of one device serialize; synchronous copies (now on CUDA's legacy stream of
+/// the current context) still reach the right device.
+#[test]
+fn openacc_queues_on_both_devices() {
+    const T: &str = "openacc_queues_on_both_devices";
+    if support::is_child(T) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        unsafe extern "C" fn bump(data: *mut c_void) {
+            // SAFETY: `data` is one of the counters below, alive until the end.
+            unsafe { &*data.cast::<AtomicUsize>() }.fetch_add(1, Ordering::SeqCst);
+        }
+        start(2);
+        assert!(init(0) && init(1));
+        const N: usize = 40_000;
+        let count = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        // SAFETY (this block): the plugin's entry points with queues it made, blocks
+        // it allocated and host buffers of `N` bytes alive until synchronized.
+        unsafe {
+            let q = [
+                GOMP_OFFLOAD_openacc_async_construct(0),
+                GOMP_OFFLOAD_openacc_async_construct(1),
+            ];
+            let q1b = GOMP_OFFLOAD_openacc_async_construct(1);
+            assert!(!q[0].is_null() && !q[1].is_null() && !q1b.is_null());
+            let a = [alloc(0, N), alloc(1, N)];
+            let b = [alloc(0, N), alloc(1, N)];
+            for r in 0..20usize {
+                let src = [pattern(2 * r, N), pattern(2 * r + 1, N)];
+                let mut back = [vec![0u8; N], vec![0u8; N]];
+                for d in 0..2 {
+                    let dev = d as c_int;
+                    let (ad, bd) = (a[d] as *mut c_void, b[d] as *mut c_void);
+                    assert!(GOMP_OFFLOAD_openacc_async_host2dev(
+                        dev,
+                        ad,
+                        src[d].as_ptr().cast(),
+                        N,
+                        q[d]
+                    ));
+                    assert!(GOMP_OFFLOAD_openacc_async_dev2dev(dev, bd, ad, N, q[d]));
+                    assert!(GOMP_OFFLOAD_openacc_async_dev2host(
+                        dev,
+                        back[d].as_mut_ptr().cast(),
+                        bd,
+                        N,
+                        q[d]
+                    ));
+                    let c = (&count[d] as *const AtomicUsize).cast_mut().cast();
+                    GOMP_OFFLOAD_openacc_async_queue_callback(q[d], bump, c);
+                }
+                assert!(GOMP_OFFLOAD_openacc_async_serialize(q[1], q1b));
+                for d in 0..2 {
+                    assert!(GOMP_OFFLOAD_openacc_async_synchronize(q[d]));
+                    assert!(back[d] == src[d], "round {r}, device {d}");
+                    assert_eq!(count[d].load(Ordering::SeqCst), r + 1);
+                    assert_eq!(GOMP_OFFLOAD_openacc_async_test(q[d]), 1);
+                }
+            }
+            // Synchronous copies after OpenACC use.
+            round_trip(0, a[0], N, 7);
+            round_trip(1, a[1], N, 8);
+            assert!(GOMP_OFFLOAD_openacc_async_destruct(q1b));
+            assert!(GOMP_OFFLOAD_openacc_async_destruct(q[0]));
+            assert!(GOMP_OFFLOAD_openacc_async_destruct(q[1]));
+            for d in 0..2 {
+                assert!(dfree(d as c_int, a[d]) && dfree(d as c_int, b[d]));
+            }
+        }
+        assert_clean();
+        assert!(fini(0) && fini(1));
+        assert_closed(0);
+        assert_closed(1);
+        return;
+    }
+    if let Some(c) = with_stub(T, &[], &[]) {
+        assert_no_errors(&c);
+    }
+}
+
+/// A range locked with `gomp_nvptx_host_lock` before its device is opened holds the
+/// device's primary context, so it survives the device's finalization and serves the
+/// device opened again; the last unlock lets the context go.
+#[test]
+fn host_lock_outlives_its_device() {
+    const T: &str = "host_lock_outlives_its_device";
+    if support::is_child(T) {
+        start(2);
+        let mut user = pattern(3, 1 << 20);
+        let (u, n) = (user.as_mut_ptr().cast::<c_void>(), user.len());
+        // SAFETY: a live buffer of that length, unlocked below.
+        assert_eq!(unsafe { gomp_nvptx_host_lock(u, n, 1) }, 0);
+        assert_eq!((stats(1).ctx_refs, stats(1).live_host_regs), (1, 1));
+        assert_eq!(stats(0).ctx_refs, 0, "device 0 not involved");
+        assert!(init(1));
+        assert_eq!(stats(1).ctx_refs, 2);
+        assert_eq!(accessible(1, u as usize, n), 1);
+        let p = alloc(1, n);
+        assert!(h2d(1, p, &user));
+        assert!(fini(1));
+        assert_eq!((stats(1).ctx_refs, stats(1).live_host_regs), (1, 1));
+        assert_eq!(stats(1).ctx_resets, 0, "the lock kept the context");
+        assert!(init(1));
+        assert_eq!(accessible(1, u as usize, n), 1, "still page-locked");
+        round_trip(1, alloc(1, n), n, 4);
+        // SAFETY: locked above.
+        assert_eq!(unsafe { gomp_nvptx_host_unlock(u, 1) }, 0);
+        assert_eq!((stats(1).ctx_refs, stats(1).live_host_regs), (1, 0));
+        assert_eq!(accessible(1, u as usize, n), 0, "pageable again");
+        assert!(fini(1));
+        assert_closed(1);
+        assert_clean();
+        return;
+    }
+    if let Some(c) = with_stub(T, &[], &[]) {
+        assert_no_errors(&c);
+    }
+}
+
+/// The pinned pool is the first open device's; a block goes back to the pool it came
+/// from whichever devices are open, and a device's pool goes with the device.
+#[test]
+fn page_locked_memory_follows_its_pool() {
+    const T: &str = "page_locked_memory_follows_its_pool";
+    if support::is_child(T) {
+        start(2);
+        assert!(init(1));
+        let a = pinned_alloc(4096);
+        assert_eq!(
+            (stats(0).live_host_allocs, stats(1).live_host_allocs),
+            (0, 1)
+        );
+        assert!(init(0));
+        let b = pinned_alloc(4096);
+        assert_eq!(
+            stats(0).live_host_allocs,
+            1,
+            "now device 0 is the first open"
+        );
+        assert!(pinned_free(a), "back to device 1's pool");
+        let c = pinned_alloc(4096);
+        assert_eq!(stats(0).live_host_allocs, 1, "device 0's pool serves it");
+        assert_ne!(b, c);
+        assert!(fini(1));
+        assert_eq!(stats(1).live_host_allocs, 0, "device 1's pool went with it");
+        // Device 0's blocks still serve device 0.
+        // SAFETY: a live page-locked block of 4096 bytes.
+        let bb = unsafe { bytes(b, 4096) };
+        bb.copy_from_slice(&pattern(5, 4096));
+        let p = alloc(0, 4096);
+        assert!(h2d(0, p, bb));
+        let mut back = vec![0u8; 4096];
+        assert!(d2h(0, &mut back, p));
+        assert!(back == bb);
+        assert!(pinned_free(b) && pinned_free(c));
+        assert_clean();
+        assert!(fini(0));
+        assert_closed(0);
+        return;
+    }
+    if let Some(c) = with_stub(T, &[], &[]) {
+        assert_no_errors(&c);
+    }
+}
+
+/// fini_device with blocks left on both devices (the driver's context reset frees
+/// them), twice; the other device is untouched; a closed device refuses work and opens
+/// again.
+fn fini_with_allocations_left() {
+    start(2);
+    assert!(init(0) && init(1));
+    let left = [
+        [alloc(0, 100), alloc(0, 3 << 20)],
+        [alloc(1, 100), alloc(1, 3 << 20)],
+    ];
+    let _pinned = pinned_alloc(1000);
+    let kept = alloc(1, 5000);
+    round_trip(1, kept, 5000, 1);
+    assert!(fini(0), "fini_device 0 with blocks left");
+    assert_closed(0);
+    assert!(stats(0).reset_freed >= 1, "{:?}", stats(0));
+    assert!(fini(0), "fini_device 0 again");
+    let mut back = vec![0u8; 5000];
+    assert!(d2h(1, &mut back, kept));
+    assert!(back == pattern(1, 5000), "device 1's data survived");
+    assert_eq!(stats(1).ctx_refs, 1);
+    // SAFETY: plain calls on a closed device.
+    unsafe {
+        assert!(
+            GOMP_OFFLOAD_alloc(0, 8).is_null(),
+            "alloc on a closed device"
+        );
+        assert!(!GOMP_OFFLOAD_free(0, left[0][0] as *mut c_void));
+    }
+    assert!(fini(1) && fini(1), "fini_device 1 twice");
+    assert_closed(1);
+    assert!(stats(1).reset_freed >= 1, "{:?}", stats(1));
+    // SAFETY: plain call.
+    assert_eq!(unsafe { GOMP_OFFLOAD_get_num_devices(0) }, 2);
+    assert!(init(0), "init_device 0 after fini");
+    assert_eq!(stats(0).ctx_refs, 1);
+    let p = alloc(0, 1 << 20);
+    assert_eq!(owner(p), 0);
+    round_trip(0, p, 1 << 20, 2);
+    assert!(dfree(0, p));
+    assert!(fini(0));
+    assert_closed(0);
+    assert_eq!((stats(0).ctx_resets, stats(1).ctx_resets), (2, 1));
+    assert_clean();
+}
+
+#[test]
+fn fini_with_allocations_left_with_pools() {
+    const T: &str = "fini_with_allocations_left_with_pools";
+    if support::is_child(T) {
+        return fini_with_allocations_left();
+    }
+    if let Some(c) = with_stub(T, &[], &[]) {
+        c.assert_line("libgomp: nvptx device 0 is not open")
+            .assert_stderr_lacks("stub libcuda:");
+    }
+}
+
+#[test]
+fn fini_with_allocations_left_without_pools() {
+    const T: &str = "fini_with_allocations_left_without_pools";
+    if support::is_child(T) {
+        return fini_with_allocations_left();
+    }
+    if let Some(c) = with_stub(T, &["-DNO_POOLS"], &[]) {
+        c.assert_line("libgomp: nvptx device 0 is not open")
+            .assert_stderr_lacks("stub libcuda:");
+    }
+}
+
+/// `CUDA_VISIBLE_DEVICES=1`: one device, physical device 1.
+#[test]
+fn visible_devices_one() {
+    const T: &str = "visible_devices_one";
+    if support::is_child(T) {
+        start(1);
+        assert_eq!(uid(0), Some(uuid(1)));
+        assert_eq!(uid(1), None);
+        assert!(!init(1), "only one device");
+        assert!(init(0));
+        assert!(prop_name(0).ends_with("device 1)"));
+        let p = alloc(0, 4096);
+        assert_eq!(owner(p), 0);
+        round_trip(0, p, 4096, 1);
+        assert!(dfree(0, p));
+        assert!(fini(0));
+        assert_closed(0);
+        assert_eq!(stats(0).misuse, 0);
+        return;
+    }
+    if let Some(c) = with_stub(T, &[], &[("CUDA_VISIBLE_DEVICES", "1")]) {
+        c.assert_line(&format!("{DEBUG}CUDA driver 12.8, 1 device(s)"))
+            .assert_line(&device_line(0, 1, true))
+            .assert_line("libgomp: no nvptx device 1")
+            .assert_stderr_lacks("stub libcuda:");
+    }
+}
+
+/// `CUDA_VISIBLE_DEVICES=1,0`: both, in that order.
+#[test]
+fn visible_devices_swapped() {
+    const T: &str = "visible_devices_swapped";
+    if support::is_child(T) {
+        start(2);
+        assert_eq!(uid(0), Some(uuid(1)));
+        assert_eq!(uid(1), Some(uuid(0)));
+        assert!(init(0) && init(1));
+        assert!(prop_name(0).ends_with("device 1)"));
+        assert!(prop_name(1).ends_with("device 0)"));
+        assert!(fini(0) && fini(1));
+        return;
+    }
+    if let Some(c) = with_stub(T, &[], &[("CUDA_VISIBLE_DEVICES", "1,0")]) {
+        c.assert_line(&device_line(0, 1, true))
+            .assert_line(&device_line(1, 0, true))
+            .assert_stderr_lacks("stub libcuda:");
+    }
+}
+
+/// `CUDA_VISIBLE_DEVICES=0,7,1`: CUDA stops at the first bad entry: one device.
+#[test]
+fn visible_devices_stop_at_a_bad_entry() {
+    const T: &str = "visible_devices_stop_at_a_bad_entry";
+    if support::is_child(T) {
+        start(1);
+        assert_eq!(uid(0), Some(uuid(0)));
+        return;
+    }
+    with_stub(T, &[], &[("CUDA_VISIBLE_DEVICES", "0,7,1")]);
+}
+
+/// `CUDA_VISIBLE_DEVICES=` (empty): cuInit finds no device; the plugin reports 0.
+#[test]
+fn visible_devices_none() {
+    const T: &str = "visible_devices_none";
+    if support::is_child(T) {
+        start(0);
+        assert!(!init(0));
+        assert_eq!(uid(0), None);
+        return;
+    }
+    if let Some(c) = with_stub(T, &[], &[("CUDA_VISIBLE_DEVICES", "")]) {
+        c.assert_line(&format!(
+            "{DEBUG}no CUDA devices: cuInit error: no CUDA-capable device is detected"
+        ))
+        .assert_line("libgomp: no nvptx device 0");
+    }
+}
