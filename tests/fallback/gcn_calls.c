@@ -1,6 +1,5 @@
 /* gcn_calls.c - drives our gcn plugin's entry points against the stand-in HSA runtime
- * (stub_libhsa.c built with -DONE_GPU="gfx90a"; run with HSA_RUNTIME_LIB naming it and
- * GOMP_PLUGIN_RS_GCN_EXPERIMENTAL=1): device open, alloc, copies with data checks,
+ * (stub_libhsa.c built with -DONE_GPU="gfx90a"; run with HSA_RUNTIME_LIB naming it): device open, alloc, copies with data checks,
  * memset, is_accessible_ptr, free, load_image of real GCC 16 images (the descriptor
  * mkoffload emits, built here) and unload_image, plus bad calls that must answer with
  * libgomp's error convention (each also prints a "libgomp: ..." message, which
@@ -21,7 +20,7 @@ static int wrong;
 #define CHECK(what, cond) \
   do { int ok_ = (cond); printf ("%s: %s\n", ok_ ? "ok" : "WRONG", what); fflush (stdout); wrong += !ok_; } while (0)
 
-/* libgomp/plugin/plugin-gcn.c's descriptor as mkoffload emits it (src/gcn/descriptor.rs). */
+/* libgomp/plugin/plugin-gcn.c's descriptor as mkoffload emits it (gcn/src/descriptor.rs). */
 struct gcn_image { size_t size; void *image; };
 struct kernel { const char *name; int oacc_dims[3]; int sgpr_count, vgpr_count; };
 struct gcn_image_desc {
@@ -147,7 +146,7 @@ int main (int argc, char **argv)
   CHECK ("load_image of a newer device version is -1", load_image (0, 0x30004, &dv, &t, NULL, NULL) == -1);
   CHECK ("load_image on a device that does not exist is -1", load_image (3, ver, &dv, &t, NULL, NULL) == -1);
   CHECK ("failed loads left nothing behind: two executables, two readers", live[2] == 2 && live[1] == 2);
-  CHECK ("can_run is false (dispatch not implemented: host fallback)", !can_run ((void *) 1));
+  CHECK ("can_run of an unknown kernel handle is false", !can_run ((void *) 1));
   CHECK ("unload_image of vadd", unload_image (0, ver, &dv));
   CHECK ("unload_image of vadd again is false", !unload_image (0, ver, &dv));
   CHECK ("one executable left", live[2] == 1 && live[1] == 1);
