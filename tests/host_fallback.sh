@@ -123,7 +123,7 @@ cc -shared -fPIC -I"$T/gpu" -DINIT_RESULT=0 '-DONE_GPU="gfx90a"' tests/fallback/
 cc -O1 tests/fallback/gcn_calls.c -o "$T/gcn_calls" -ldl
 for f in vadd-gfx90a vadd-gfx908 vars-gfx90a; do xz -dc "tests/fixtures/gcn/$f.hsaco.xz" > "$T/$f.hsaco"; done
 gcn_calls() {
-  out=$(GOMP_DEBUG=1 GOMP_PLUGIN_RS_GCN_EXPERIMENTAL=1 HSA_RUNTIME_LIB=$T/hsa_gpu.so \
+  out=$(GOMP_DEBUG=1 HSA_RUNTIME_LIB=$T/hsa_gpu.so \
         "$R/lib64/ld-linux-x86-64.so.2" --library-path "$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" \
         "$T/gcn_calls" "$PWD/target/plugin/libgomp-plugin-gcn.so.1" "$T/hsa_gpu.so" \
         "$T/vadd-gfx90a.hsaco" "$T/vadd-gfx908.hsaco" "$T/vars-gfx90a.hsaco" 2>&1) &&
@@ -136,16 +136,33 @@ gcn_calls() {
   has '^libgomp: gcn image is for gfx908, the device is gfx90a' &&
   has "^libgomp: invalid gcn code object: no kernel descriptor 'nosuch._omp_fn.9.kd'" &&
   has '^libgomp: GOMP_OFFLOAD_load_image: an image with 1 indirect function' &&
-  has 'version 4 is newer' && has '^libgomp: unload_image: image 0x[0-9a-f]+ is not loaded' &&
+  has 'Offload data incompatible with GCN plugin \(expected 3, received 4\)' && has '^libgomp: unload_image: image 0x[0-9a-f]+ is not loaded' &&
   has 'device 0: closed \(1 image\(s\) unloaded, 1 block\(s\) freed\)'
 }
-gcn_libgomp_stand_in() {  # real libgomp 16 opens the device and loads the program's own image through us
-  out=$(GOMP_PLUGIN_RS_GCN_EXPERIMENTAL=1 run_gcn saxpy-gcn "$T/hsa_gpu.so") &&
+# Real libgomp 16 runs a real amdgcn program (tests/fallback/gcn_target.c) through our
+# plugin on the stand-in's device, whose script reproduces the target region's
+# host-visible effects (its printf line, its store to x, its exit status); the stand-in
+# checks every packet and kernarg block against docs/gcn-launch.md ("stub-hsa: BAD").
+cp tests/fallback/gcn_target.c "$WORK/examples/gcn_target.c"
+scripts/toolchain/inroot.sh sid sh -c "cd /w/examples && gcc-16 -O2 -fopenmp -foffload=amdgcn-amdhsa gcn_target.c -o gcn_target" ||
+  echo "amdgcn gcn_target build failed"
+gcn_target_run() {
+  out=$(STUB_HSA_SCRIPT=text:hello_from_the_device,store:1:42 STUB_HSA_EXPECT_GRID=1,16 \
+        run_gcn gcn_target "$T/hsa_gpu.so") &&
   has 'device 0: loaded image .* \(3 kernel\(s\) of which 1 offload function\(s\), 0 variable\(s\)\); table of 2 entries' &&
-  has 'kernel saxpy._omp_fn.0: object 0x' && has 'ran on the host \(fallback\) \(1 offload device' &&
-  has '^OK: 0 of 1000 elements wrong' && has 'device 0: closed \(1 image\(s\) unloaded'
+  has '^stub-hsa: packet _init_array grid=1,64,1 wg=1,64,1 lds=65536$' &&
+  has '^stub-hsa: packet main._omp_fn.0 grid=1,64,16 wg=1,64,16 lds=65536$' &&
+  has '^hello from the device$' && has '^x=42$' &&
+  has '^stub-hsa: packet _fini_array grid=1,64,1' && ! grep -q 'stub-hsa: BAD' <<< "$out"
 }
-check "gcn: libgomp 16 opens the stand-in's gfx90a, loads the program's real image through us, can_run false: host fallback, correct" gcn_libgomp_stand_in
+gcn_target_exit() {
+  out=$(GCN_TARGET_EXIT=3 STUB_HSA_SCRIPT=text:hello_from_the_device,store:1:42,exit:3 \
+        run_gcn gcn_target "$T/hsa_gpu.so"); local rc=$?
+  [ "$rc" = 3 ] || { echo "exit status $rc, want 3"; echo "$out"; return 1; }
+  has '^hello from the device$' && ! grep -q '^x=' <<< "$out" && ! grep -q 'stub-hsa: BAD' <<< "$out"
+}
+check "gcn: libgomp 16 runs a real amdgcn program's target region through us on the stand-in device: packets as specified, printf, store, x=42" gcn_target_run
+check "gcn: exit(3) in the target region: the program exits with status 3 after the device's output (stand-in)" gcn_target_exit
 check "gcn: stand-in runtime with one gfx90a agent: open, memory round trips, memset, free, load/unload of real images, bad calls (stand-in, not hardware)" gcn_calls
 gcn_exports() {  # the exported set is exactly libgomp-gcn.map's, SONAME right, all in the stock plugin
   local so=target/plugin/libgomp-plugin-gcn.so.1
@@ -157,6 +174,26 @@ gcn_exports() {  # the exported set is exactly libgomp-gcn.map's, SONAME right, 
        <(nm -D --defined-only "$R/usr/lib/x86_64-linux-gnu/libgomp-plugin-gcn.so.1" | awk '{print $3}' | sort) | { ! grep .; }
 }
 check "gcn: exports exactly libgomp-gcn.map, all also exported by GCC 16's gcn plugin" gcn_exports
+
+# 2d. Debian's real ROCr runtime (libhsa-runtime64-1, added to the sid root on first use)
+# on a machine without /dev/kfd: hsa_init fails. Ours reports 0 devices with one debug
+# line and the program runs on the host; GCC 16's own gcn plugin (same root) ends the
+# program with status 1 (docs/gcn-launch.md §7). Skipped where /dev/kfd exists.
+[ -e "$R/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1" ] ||
+  scripts/toolchain/inroot.sh sid sh -c \
+    'apt-get install -y -qq --no-install-recommends libhsa-runtime64-1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends libhsa-runtime64-1; }' >/dev/null
+rocr_no_gpu() {
+  out=$(run_gcn saxpy-gcn libhsa-runtime64.so.1) &&
+  has '^gcn \(gomp-plugin-rs\): no HSA devices: hsa_init error: HSA_STATUS_ERROR_OUT_OF_RESOURCES' &&
+  [ "$(grep -c '^gcn (gomp-plugin-rs): no HSA devices' <<< "$out")" = 1 ] &&
+  has 'ran on the host \(fallback\) \(0 offload device' && has '^OK: 0 of 1000 elements wrong' || return 1
+  out=$(GOMP_DEBUG=1 "$R/lib64/ld-linux-x86-64.so.2" --library-path "$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" \
+        "$WORK/examples/saxpy-gcn" 1000 2>&1); local rc=$?
+  [ "$rc" = 1 ] || { echo "stock plugin: exit status $rc, want 1"; echo "$out"; return 1; }
+  has '^libgomp: GCN fatal error: Run-time could not be initialized' && ! grep -q '^OK' <<< "$out"
+}
+if [ -e /dev/kfd ]; then echo "SKIP: gcn: real ROCr without a GPU (this machine has /dev/kfd)"
+else check "gcn: Debian's ROCr without /dev/kfd: ours 0 devices + host fallback, GCC 16's gcn plugin exits with status 1" rocr_no_gpu; fi
 
 # 3. Upstream bundles: version detection and a slice of the suite, on the host.
 B=${BUNDLES:-../shared/bundles}

@@ -1,7 +1,8 @@
-//! Open gcn devices: `init_device` finds the agent's memory regions and creates the
-//! device's [`Memory`]; `fini_device` destroys its loaded images and frees the blocks
-//! libgomp left. No HSA queue is created: kernel dispatch is not implemented (see
-//! `dispatch.rs` for why).
+//! Open gcn devices: `init_device` finds the agent's memory regions, creates the
+//! device's [`Memory`] and its [`Launcher`] (the synchronous HSA queue, settings);
+//! `load_image` gives each module its heap and runs its `_init_array` kernel;
+//! `unload_image` and `fini_device` run `_fini_array` and destroy the image;
+//! `fini_device` also stops the async thread and frees the blocks libgomp left.
 //!
 //! Ownership: the framework's registry owns each [`Device`] (`Arc`, so a call that
 //! got one keeps it alive while another thread closes it); a device owns its memory
@@ -10,8 +11,10 @@
 //!
 //! **Unverified on hardware** (see `memory.rs`, `executable.rs`).
 
-use super::executable::Image;
+use super::executable::{Image, Kernel};
+use super::launch::{Kind, CDTOR_DIMS};
 use super::memory::{self, Memory};
+use super::run::Launcher;
 use super::{agent, check_image};
 use crate::hsa::runtime::{self, Runtime};
 use crate::hsa::sys::*;
@@ -32,6 +35,8 @@ pub struct Device {
     pub memory: Memory,
     /// Images loaded on it.
     pub images: Mutex<Vec<Image>>,
+    /// Queues, kernel arguments, ephemeral memory, settings.
+    pub launcher: Launcher,
     rt: &'static Runtime,
 }
 
@@ -56,12 +61,19 @@ impl Device {
         rt.check(st, "hsa_agent_get_info(HSA_AGENT_INFO_PROFILE)")?;
         let full = profile == hsa_profile_t_HSA_PROFILE_FULL;
         log::debug!(
-            "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {}; no queue: dispatch is not implemented)",
+            "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {})",
             a.name,
             if full { "full" } else { "base" },
             regions.device.handle,
             regions.kernarg.map_or("none".into(), |r| format!("{:#x}", r.handle)),
             regions.fine.map_or("none".into(), |r| format!("{:#x}", r.handle)),
+        );
+        let launcher = Launcher::open(rt, agent, &a.name, &regions)?;
+        log::debug!(
+            "device {ord}: {} compute units, libgomp {} LDS layout; {:?}",
+            launcher.cu,
+            launcher.gcc,
+            launcher.cfg
         );
         Ok(Device {
             ord,
@@ -69,6 +81,7 @@ impl Device {
             name: a.name.clone(),
             memory: Memory::new(rt, regions, full),
             images: Mutex::new(Vec::new()),
+            launcher,
             rt,
         })
     }
@@ -79,8 +92,9 @@ impl Device {
         let n = images.len();
         let mut r = Ok(());
         for img in images {
-            r = r.and(img.destroy(self.rt));
+            r = r.and(self.destroy_image(img));
         }
+        self.launcher.close();
         let blocks = self.memory.release_all();
         log::debug!(
             "device {}: closed ({n} image(s) unloaded, {blocks} block(s) freed)",
@@ -93,7 +107,11 @@ impl Device {
     ///
     /// # Safety
     /// `target_data` is NULL or a `gcn_image_desc` (see `descriptor::read`).
-    pub unsafe fn load_image(&self, target_data: *const c_void) -> Result<Vec<AddrPair>> {
+    pub unsafe fn load_image(
+        &self,
+        target_data: *const c_void,
+        want_rev: bool,
+    ) -> Result<(Vec<AddrPair>, Option<Vec<u64>>)> {
         // SAFETY: caller's contract.
         let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
@@ -109,7 +127,12 @@ impl Device {
             )));
         }
         let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
-        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co)?;
+        let heap = self.launcher.new_heap()?;
+        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)
+            .inspect_err(|_| {
+                // SAFETY: the heap just allocated, used by nothing.
+                unsafe { (self.rt.hsa_memory_free)(heap as *mut c_void) };
+            })?;
         log::debug!(
             "device {}: loaded image {target_data:p} for {} ({nk} kernel(s) of which {} offload function(s), {nv} variable(s)); table of {} entries",
             self.ord,
@@ -126,11 +149,44 @@ impl Device {
                 );
             }
         }
+        if let Err(e) = self.run_cdtor(&img, 0) {
+            let _ = img.destroy(self.rt);
+            return Err(e);
+        }
+        let rev = img.rev_table.clone();
         self.images
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(img);
-        Ok(table)
+        Ok((table, rev))
+    }
+
+    /// Runs the image's `_init_array` (`which` 0) or `_fini_array` (1), if it has it.
+    fn run_cdtor(&self, img: &Image, which: usize) -> Result<()> {
+        let Some(k) = &img.cdtors[which] else {
+            return Ok(());
+        };
+        let e = self
+            .launcher
+            .launch(self, None, k, 0, CDTOR_DIMS, Kind::Cdtor)?;
+        self.launcher.finish(e);
+        Ok(())
+    }
+
+    /// Runs `_fini_array`, then destroys the image.
+    fn destroy_image(&self, img: Image) -> Result<()> {
+        let r = self.run_cdtor(&img, 1);
+        r.and(img.destroy(self.rt))
+    }
+
+    /// Whether `k`'s image has a reverse-offload table (its launches may post
+    /// reverse-offload requests).
+    pub fn has_reverse_offload(&self, k: &Kernel) -> bool {
+        self.images
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|i| i.rev_table.is_some() && i.kernels.iter().any(|x| std::ptr::eq(&**x, k)))
     }
 
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
@@ -145,6 +201,6 @@ impl Device {
                 })?;
             imgs.remove(i)
         };
-        img.destroy(self.rt)
+        self.destroy_image(img)
     }
 }

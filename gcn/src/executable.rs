@@ -35,6 +35,25 @@ pub struct Kernel {
     pub object: u64,
     /// The code object's metadata for it (kernarg size, LDS, ...), if present.
     pub meta: Option<KernelMeta>,
+    /// `vgpr_count` from mkoffload's kernel table (caps threads per team).
+    pub vgprs: i32,
+    /// Device address of its module's heap (`struct heap`).
+    pub heap: u64,
+}
+
+/// The addresses of the kernel records of every loaded image: `can_run` and `run` get
+/// handles from libgomp and check them here before reading one.
+static LIVE_KERNELS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// The kernel whose handle is `h`, if an image holding it is loaded.
+///
+/// # Safety
+/// The record stays valid only while its image stays loaded (libgomp does not unload
+/// an image while it runs one of its kernels).
+pub unsafe fn live_kernel<'a>(h: usize) -> Option<&'a Kernel> {
+    let live = LIVE_KERNELS.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: registered addresses are boxed records of loaded images (caller).
+    live.contains(&h).then(|| unsafe { &*(h as *const Kernel) })
 }
 
 /// An image loaded on one device.
@@ -46,6 +65,12 @@ pub struct Image {
     _code: Vec<u8>,
     /// The offload kernels, in host-table order.
     pub kernels: Vec<Box<Kernel>>,
+    /// `_init_array` and `_fini_array`, when the image has them.
+    pub cdtors: [Option<Box<Kernel>>; 2],
+    /// The module's heap (allocated by the device, freed with the image).
+    pub heap: u64,
+    /// The device addresses of `.offload_func_table` (reverse offload), when asked.
+    pub rev_table: Option<Vec<u64>>,
 }
 
 // SAFETY: executable and reader handles may be used from any thread (HSA spec); the
@@ -127,6 +152,8 @@ impl Image {
         key: usize,
         desc: Descriptor,
         co: &CodeObject,
+        heap: u64,
+        want_rev: bool,
     ) -> Result<(Image, Vec<AddrPair>)> {
         if desc.ind_func_count > 0 {
             return Err(gomp_plugin::Error::not_implemented("gcn",
@@ -154,8 +181,11 @@ impl Image {
             reader,
             _code: Vec::new(),
             kernels: Vec::new(),
+            cdtors: [None, None],
+            heap,
+            rev_table: None,
         };
-        match img.fill(rt, agent, &desc, co) {
+        match img.fill(rt, agent, &desc, co, want_rev) {
             Ok(t) => {
                 img._code = desc.image;
                 Ok((img, t))
@@ -173,6 +203,7 @@ impl Image {
         agent: hsa_agent_t,
         desc: &Descriptor,
         co: &CodeObject,
+        want_rev: bool,
     ) -> Result<Vec<AddrPair>> {
         // SAFETY: out-pointer to a field; no options.
         let st = unsafe {
@@ -209,7 +240,7 @@ impl Image {
                 )));
             }
         }
-        for k in table::offload_kernels(&desc.kernels) {
+        let kernel = |k: &super::descriptor::Kernel| -> Result<Box<Kernel>> {
             let kd = format!("{}.kd", k.name);
             let sym = symbol(rt, self.exec, agent, &kd)?.ok_or_else(|| {
                 Error::invalid(format!(
@@ -223,11 +254,24 @@ impl Image {
                 hsa_executable_symbol_info_t_HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
                 &kd,
             )?;
-            self.kernels.push(Box::new(Kernel {
+            Ok(Box::new(Kernel {
                 name: k.name.clone(),
                 object,
                 meta: co.metadata(&k.name).cloned(),
-            }));
+                vgprs: k.vgpr_count,
+                heap: self.heap,
+            }))
+        };
+        for k in table::offload_kernels(&desc.kernels) {
+            self.kernels.push(kernel(k)?);
+        }
+        for (slot, name) in self.cdtors.iter_mut().zip(table::CDTOR_KERNELS) {
+            if let Some(k) = desc.kernels.iter().find(|k| k.name == name) {
+                *slot = Some(kernel(k)?);
+            }
+        }
+        if want_rev {
+            self.rev_table = self.read_rev_table(rt, agent)?;
         }
         let nvars = desc.global_variable_count as usize;
         let vars = if nvars == 0 {
@@ -255,16 +299,53 @@ impl Image {
             .iter()
             .map(|k| &**k as *const Kernel as usize)
             .collect();
+        LIVE_KERNELS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(&handles);
         Ok(table::assemble(&handles, &vars, icvs))
+    }
+
+    /// `.offload_func_table`'s device addresses, one per offload function; `None`
+    /// when the image has no such table or it is all zero (no reverse offload).
+    fn read_rev_table(&self, rt: &Runtime, agent: hsa_agent_t) -> Result<Option<Vec<u64>>> {
+        let Some((addr, _)) = variable(rt, self.exec, agent, table::FUNC_TABLE_SYMBOL)? else {
+            return Ok(None);
+        };
+        let mut t = vec![0u64; self.kernels.len()];
+        // SAFETY: `t` is writable for its length; `addr` is the loaded table, which
+        // holds one address per offload function.
+        let st = unsafe {
+            (rt.hsa_memory_copy)(t.as_mut_ptr().cast(), addr as *const c_void, t.len() * 8)
+        };
+        rt.check(st, "hsa_memory_copy (reading .offload_func_table)")?;
+        Ok(t.iter().any(|&a| a != 0).then_some(t))
+    }
+
+    /// The kernel records' handles, for the live registry.
+    fn unregister(&self) {
+        let mut live = LIVE_KERNELS.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|h| {
+            !self
+                .kernels
+                .iter()
+                .any(|k| &**k as *const Kernel as usize == *h)
+        });
     }
 
     /// Destroys the executable and the reader (`unload_image`, `fini_device`).
     pub fn destroy(self, rt: &Runtime) -> Result<()> {
+        self.unregister();
         let mut r = Ok(());
+        if self.heap != 0 {
+            // SAFETY: the heap was allocated for this image and is freed once.
+            let st = unsafe { (rt.hsa_memory_free)(self.heap as *mut c_void) };
+            r = rt.check(st, "hsa_memory_free (module heap)");
+        }
         if self.exec.handle != 0 {
             // SAFETY: the executable is ours and destroyed once (self is consumed).
             let st = unsafe { (rt.hsa_executable_destroy)(self.exec) };
-            r = rt.check(st, "hsa_executable_destroy");
+            r = r.and(rt.check(st, "hsa_executable_destroy"));
         }
         // SAFETY: as above, for the reader; the bytes it reads are dropped after.
         let st = unsafe { (rt.hsa_code_object_reader_destroy)(self.reader) };

@@ -211,20 +211,19 @@ fn device_count_policy() {
         handle: 1,
         name: "gfx90a".into(),
     }];
-    assert_eq!(devices_for(&[], 0, true).0, 0);
-    let (n, why) = devices_for(&a, 0, false);
-    assert_eq!(n, 0);
-    assert!(why.contains("cannot run kernels"), "{why}");
-    assert_eq!(devices_for(&a, 0, true).0, 1);
-    assert_eq!(
-        devices_for(
-            &a,
-            gomp_plugin::libgomp::abi::REQUIRES_UNIFIED_SHARED_MEMORY,
-            true
-        )
-        .0,
-        0
-    );
+    assert_eq!(devices_for(&[], 0).0, 0);
+    let (n, why) = devices_for(&a, 0);
+    assert_eq!(n, 1, "a GPU agent is a device");
+    assert!(why.contains("1 device(s)"), "{why}");
+    use gomp_plugin::libgomp::abi::*;
+    assert_eq!(devices_for(&a, REQUIRES_REVERSE_OFFLOAD).0, 1);
+    for m in [
+        REQUIRES_UNIFIED_SHARED_MEMORY,
+        REQUIRES_UNIFIED_ADDRESS,
+        REQUIRES_SELF_MAPS,
+    ] {
+        assert_eq!(devices_for(&a, m | REQUIRES_REVERSE_OFFLOAD).0, 0, "{m:#x}");
+    }
 }
 
 #[test]

@@ -9,32 +9,37 @@
 //! in [`metadata`] over [`msgpack`]); opening a device (its memory regions,
 //! [`device`]); device memory, copies, memset and `is_accessible_ptr` ([`memory`]);
 //! loading an image into an HSA executable and building libgomp's address table
-//! ([`executable`], [`table`]); the pure parts of an AQL kernel dispatch
-//! ([`dispatch`]).
+//! ([`executable`], [`table`]); running kernels by GCC's gcn launch protocol
+//! (docs/gcn-launch.md): the pure parts in [`launch`] and [`config`], the ring drain in
+//! [`console`], queues, dispatch, completion, exit codes, reverse offload and
+//! `async_run` in [`run`].
 //!
-//! Not implemented: `run`/`async_run` (the gcn kernel launch protocol is not in our
-//! specification and could not be measured: see [`dispatch`]); images with indirect
-//! functions; 2-D/3-D copies; managed memory.
+//! Not implemented: OpenACC; images with indirect functions; 2-D/3-D copies; managed
+//! memory.
 //!
-//! Verified: the pure parts by unit tests on real GCC 16 images; the HSA call sequence
-//! and bookkeeping (open, alloc, copies, memset, free, load and unload of a real image,
-//! bad calls) only against the stand-in runtime of tests/fallback/stub_libhsa.c, which
-//! serves memory from host memory and executables from fake addresses
-//! (tests/host_fallback.sh, section 2c) — not against a real HSA runtime or GPU.
+//! Verified: the pure parts by unit tests on real GCC 16 images; everything that talks
+//! to HSA only against the stand-in runtime of tests/fallback/stub_libhsa.c, which plays
+//! the device side of the protocol (gcn/tests/, tests/host_fallback.sh section 2c), and,
+//! for the no-GPU path, Debian's real ROCr runtime without `/dev/kfd` — never on an AMD
+//! GPU.
 //!
 //! Thread-safety: the agent list is computed once (a `OnceCell`); open devices are in
 //! the framework's registry.
 
 pub mod code_object;
+pub mod config;
+pub mod console;
 pub mod descriptor;
 pub mod device;
 pub mod dispatch;
 pub mod executable;
+pub mod launch;
 pub mod mach;
 pub mod memory;
 pub mod metadata;
 pub mod msgpack;
 pub mod plugin;
+pub mod run;
 pub mod table;
 
 pub mod hsa;
@@ -57,10 +62,9 @@ use gomp_plugin::libgomp::abi::*;
 use once_cell::sync::OnceCell;
 use std::ffi::c_void;
 
-/// Environment variable that makes the plugin report the GPU agents it finds even
-/// though it cannot run kernels on them (for developing the missing parts on real
-/// hardware). Without it, agents found are logged and 0 devices are reported, so
-/// programs fall back to the host instead of failing.
+/// Obsolete: once made the plugin report the GPU agents it found although it could not
+/// run kernels. Every GPU agent is a device now; the variable is accepted and ignored
+/// (a `GOMP_DEBUG` line says so).
 pub const EXPERIMENTAL_ENV: &str = "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL";
 
 /// One GPU agent.
@@ -137,40 +141,44 @@ pub fn agents() -> std::result::Result<&'static [Agent], &'static str> {
         .map_err(String::as_str)
 }
 
-/// What [`num_devices`] reports for the agents found, under `requires_mask` and the
-/// value of [`EXPERIMENTAL_ENV`]; the text is the `GOMP_DEBUG` line. Pure.
-pub fn devices_for(found: &[Agent], requires_mask: u32, experimental: bool) -> (i32, String) {
+/// What [`num_devices`] reports for the agents found under `requires_mask`; the text
+/// is the `GOMP_DEBUG` line. Reverse offload is supported; unified addresses, unified
+/// shared memory and self maps are not (0 devices). Pure.
+pub fn devices_for(found: &[Agent], requires_mask: u32) -> (i32, String) {
     let names: Vec<&str> = found.iter().map(|a| a.name.as_str()).collect();
     if found.is_empty() {
         return (0, "HSA runtime loaded, but no GPU agent: 0 devices".into());
     }
     let unsupported = requires_mask
-        & (REQUIRES_UNIFIED_ADDRESS
-            | REQUIRES_UNIFIED_SHARED_MEMORY
-            | REQUIRES_REVERSE_OFFLOAD
-            | REQUIRES_SELF_MAPS);
+        & (REQUIRES_UNIFIED_ADDRESS | REQUIRES_UNIFIED_SHARED_MEMORY | REQUIRES_SELF_MAPS);
     if unsupported != 0 {
         return (0, format!("GPU agents {names:?}, but the program requires {unsupported:#x}, which this plugin does not support: 0 devices"));
     }
-    if !experimental {
-        return (0, format!(
-            "found GPU agent(s) {names:?}, but this experimental plugin cannot run kernels (kernel dispatch is not implemented: the gcn launch protocol is not specified and was not measurable without AMD hardware): reporting 0 devices so the program falls back to the host (set {EXPERIMENTAL_ENV}=1 to report them)"
-        ));
-    }
-    (found.len() as i32, format!("{} GPU agent(s) {names:?} reported ({EXPERIMENTAL_ENV} is set; kernels cannot run: target regions fall back to the host)", found.len()))
+    (
+        found.len() as i32,
+        format!(
+            "{} GPU agent(s) {names:?}: {} device(s)",
+            found.len(),
+            found.len()
+        ),
+    )
 }
 
-/// `get_num_devices`: 0 when the runtime is missing or broken, has no GPU agent, or
-/// (without [`EXPERIMENTAL_ENV`]) always, with a `GOMP_DEBUG` line saying why.
+/// `get_num_devices`: the GPU agents; 0 when the runtime is missing or broken
+/// (`hsa_init` failing, e.g. without `/dev/kfd`) or has no GPU agent, with one
+/// `GOMP_DEBUG` line saying why. Never exits (GCC's plugin exits with status 1 when
+/// `hsa_init` fails).
 pub fn num_devices(requires_mask: u32) -> i32 {
+    if std::env::var_os(EXPERIMENTAL_ENV).is_some() {
+        log::debug!("{EXPERIMENTAL_ENV} is obsolete and ignored: every GPU agent is a device");
+    }
     match agents() {
         Err(e) => {
             log::debug!("no HSA devices: {e}");
             0
         }
         Ok(found) => {
-            let exp = std::env::var(EXPERIMENTAL_ENV).is_ok_and(|v| v == "1");
-            let (n, why) = devices_for(found, requires_mask, exp);
+            let (n, why) = devices_for(found, requires_mask);
             log::debug!("{why}");
             if n > 0 {
                 <plugin::Gcn as gomp_plugin::Plugin>::registry().ensure_len(n as usize);

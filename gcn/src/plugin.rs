@@ -1,13 +1,14 @@
 //! The gcn backend's face to the framework: [`Gcn`] implements [`gomp_plugin::Plugin`]
 //! and the open [`Device`] implements [`gomp_plugin::Device`]. Offered: devices, images,
-//! memory, `is_accessible_ptr`; `can_run` says false, so libgomp runs target regions on
-//! the host (kernel dispatch is not implemented: see `dispatch`). Not offered: OpenACC,
-//! interop, page-locked host memory, rectangular copies and managed memory (the
-//! framework's defaults answer "not implemented").
+//! memory, `is_accessible_ptr`, `can_run`, `run` and `async_run` (docs/gcn-launch.md,
+//! see `run.rs`), reverse offload. Not offered: OpenACC, interop, page-locked host
+//! memory, rectangular copies and managed memory (the framework's defaults answer "not
+//! implemented").
 //!
 //! Thread-safety: state lives in the framework's registry and in each device.
 
 use crate::device::Device;
+use crate::launch::{Dims, Grid, Kind};
 use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::libgomp::abi::*;
@@ -37,8 +38,8 @@ impl Plugin for Gcn {
         &REGISTRY
     }
 
-    /// 0 without a working HSA runtime or GPU agent, and 0 by default even with one
-    /// (see [`crate::EXPERIMENTAL_ENV`]); a `GOMP_DEBUG` line says why.
+    /// The GPU agents; 0 without a working HSA runtime or GPU agent, with a `GOMP_DEBUG`
+    /// line saying why.
     fn num_devices(requires_mask: u32) -> i32 {
         crate::num_devices(requires_mask)
     }
@@ -47,10 +48,16 @@ impl Plugin for Gcn {
         Device::open(ord)
     }
 
-    /// Never: kernel dispatch is not implemented, so libgomp runs every target region
-    /// on the host.
-    fn can_run(_kernel: *mut c_void) -> bool {
-        false
+    /// True for a kernel of a loaded image whose explicit kernel arguments fit the
+    /// protocol (one pointer); false otherwise (libgomp then runs the region on the
+    /// host).
+    fn can_run(kernel: *mut c_void) -> bool {
+        // SAFETY: only a registered handle is read (see `live_kernel`).
+        unsafe { crate::executable::live_kernel(kernel as usize) }.is_some_and(|k| {
+            k.meta
+                .as_ref()
+                .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
+        })
     }
 }
 
@@ -60,20 +67,30 @@ impl gomp_plugin::Device for Device {
     }
 
     /// Checks the image (descriptor, code object, kernel descriptors, target), loads it
-    /// into an HSA executable; reverse offload is never offered (`get_num_devices`
-    /// refuses the requirement), so the reverse-offload table is NULL.
+    /// into an HSA executable, runs its constructors; when libgomp asks (the program
+    /// requires reverse offload), the reverse-offload table is the image's
+    /// `.offload_func_table` (NULL when it has none or it is all zero).
     unsafe fn load_image(
         self: &Arc<Self>,
         _version: u32,
         data: *const c_void,
-        _want_rev: bool,
+        want_rev: bool,
         _host_ind_fns: *const u64,
     ) -> Result<LoadedImage> {
         // SAFETY: libgomp passes mkoffload's descriptor (caller).
-        let table = unsafe { Device::load_image(self, data)? };
+        let (table, rev) = unsafe { Device::load_image(self, data, want_rev)? };
+        let rev_fn_table = match rev {
+            None => std::ptr::null_mut(),
+            Some(t) => {
+                let p = gomp_plugin::libgomp::report::malloc(t.len() * 8).cast::<u64>();
+                // SAFETY: `p` has room for the entries; libgomp frees it.
+                unsafe { std::ptr::copy_nonoverlapping(t.as_ptr(), p, t.len()) };
+                p
+            }
+        };
         Ok(LoadedImage {
             table,
-            rev_fn_table: std::ptr::null_mut(),
+            rev_fn_table,
         })
     }
 
@@ -112,22 +129,86 @@ impl gomp_plugin::Device for Device {
         Ok(self.memory.is_accessible(ptr as usize, size))
     }
 
+    /// Runs an OpenMP target region and waits for it (docs/gcn-launch.md §3-§4): the
+    /// grid from `args`, the launch, the console drain, the exit/abort decoding.
     unsafe fn run(
         &self,
-        _kernel: *mut c_void,
-        _vars: *mut c_void,
-        _args: *mut *mut c_void,
+        kernel: *mut c_void,
+        vars: *mut c_void,
+        args: *mut *mut c_void,
     ) -> Result<()> {
-        Err(crate::dispatch::launch_protocol_missing("run"))
+        // SAFETY: only a registered handle is read.
+        let k = unsafe { crate::executable::live_kernel(kernel as usize) }.ok_or_else(|| {
+            gomp_plugin::Error::invalid(format!("run: unknown kernel {kernel:p}"))
+        })?;
+        // SAFETY: libgomp's argument array (caller).
+        let Some(dims) = (unsafe { self.grid(args) }) else {
+            return Ok(());
+        };
+        let e = self
+            .launcher
+            .launch(self, None, k, vars as u64, dims, Kind::OpenMp)?;
+        self.launcher.finish(e);
+        Ok(())
     }
 
+    /// Queues the region on the device's async thread; libgomp hears of its end
+    /// through `GOMP_PLUGIN_target_task_completion(async_data)`.
     unsafe fn run_async(
         self: &Arc<Self>,
-        _kernel: *mut c_void,
-        _vars: *mut c_void,
-        _args: *mut *mut c_void,
-        _async_data: *mut c_void,
+        kernel: *mut c_void,
+        vars: *mut c_void,
+        args: *mut *mut c_void,
+        async_data: *mut c_void,
     ) -> Result<()> {
-        Err(crate::dispatch::launch_protocol_missing("async_run"))
+        // SAFETY: only a registered handle is read.
+        unsafe { crate::executable::live_kernel(kernel as usize) }.ok_or_else(|| {
+            gomp_plugin::Error::invalid(format!("async_run: unknown kernel {kernel:p}"))
+        })?;
+        // SAFETY: libgomp's argument array (caller).
+        let Some(dims) = (unsafe { self.grid(args) }) else {
+            // A skipped kernel: complete at once (the stock plugin never completes it).
+            if let Some(f) = gomp_plugin::libgomp::host::host().and_then(|h| h.task_completion) {
+                // SAFETY: libgomp's callback with its own data.
+                unsafe { f(async_data) };
+            }
+            return Ok(());
+        };
+        self.launcher.launch_async(
+            self,
+            kernel as usize,
+            vars as u64,
+            dims,
+            async_data as usize,
+        )
+    }
+}
+
+impl Device {
+    /// The grid of an OpenMP launch from libgomp's target arguments; `None`: skip.
+    ///
+    /// # Safety
+    /// `args` is libgomp's NULL-terminated array (or NULL).
+    unsafe fn grid(&self, args: *mut *mut c_void) -> Option<Dims> {
+        // SAFETY: caller's contract.
+        let words = unsafe { crate::run::arg_words(args) };
+        let l = &self.launcher;
+        match crate::launch::parse_target_args(
+            &words,
+            l.cu,
+            self.name == "gfx900",
+            l.cfg.num_threads.is_some(),
+            crate::run::read_attrs,
+        ) {
+            Grid::Run(d) => Some(d),
+            Grid::Default(d) => {
+                log::debug!(
+                    "device {}: no launch geometry in the target arguments; using 1 team of 1 thread",
+                    self.ord
+                );
+                Some(d)
+            }
+            Grid::Skip => None,
+        }
     }
 }

@@ -20,6 +20,9 @@ use gomp_plugin::libgomp::abi::AddrPair;
 pub const CDTOR_KERNELS: [&str; 2] = ["_init_array", "_fini_array"];
 /// The code object symbol holding the variables' `(address, size)` pairs.
 pub const VAR_TABLE_SYMBOL: &str = ".offload_var_table";
+/// The code object symbol holding the offload functions' device addresses, read into
+/// `load_image`'s `rev_fn_table` for reverse offload.
+pub const FUNC_TABLE_SYMBOL: &str = ".offload_func_table";
 /// The device libgomp's ICV block (`GOMP_ADDITIONAL_ICVS`).
 pub const ICVS_SYMBOL: &str = "__gomp_additional_icvs";
 /// Bytes per `.offload_var_table` entry.

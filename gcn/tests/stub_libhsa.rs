@@ -89,11 +89,8 @@ fn defined_with_gpu() -> Vec<String> {
 }
 
 /// Runs `test` in a child against the runtime `lib` (no libgomp) with `GOMP_DEBUG=1`.
-fn child_on(test: &str, lib: &OsStr, experimental: bool) -> support::Child {
-    let mut env = vec![("HSA_RUNTIME_LIB", lib), ("GOMP_DEBUG", OsStr::new("1"))];
-    if experimental {
-        env.push(("GOMP_PLUGIN_RS_GCN_EXPERIMENTAL", OsStr::new("1")));
-    }
+fn child_on(test: &str, lib: &OsStr) -> support::Child {
+    let env = [("HSA_RUNTIME_LIB", lib), ("GOMP_DEBUG", OsStr::new("1"))];
     let c = support::run_child(test, &env);
     c.assert_passed()
         .assert_line_starts("libgomp: gcn plugin (gomp-plugin-rs ")
@@ -110,7 +107,7 @@ fn no_runtime() {
     if support::is_child(T) {
         return calls_without_device();
     }
-    child_on(T, OsStr::new(NO_RUNTIME), true).assert_line_starts(&format!(
+    child_on(T, OsStr::new(NO_RUNTIME)).assert_line_starts(&format!(
         "gcn (gomp-plugin-rs): no HSA devices: cannot load {NO_RUNTIME}"
     ));
 }
@@ -126,7 +123,7 @@ fn runtime_missing_required_entries() {
     }
     let dir = support::Scratch::new("stub-libhsa");
     let lib = build_stub(dir.path(), &["-DPARTIAL", "-DINIT_RESULT=0"], &[]);
-    child_on(T, lib.as_os_str(), true)
+    child_on(T, lib.as_os_str())
         .assert_line_starts("gcn (gomp-plugin-rs): no HSA devices: ")
         .assert_stderr("is missing 'hsa_shut_down'");
 }
@@ -143,7 +140,7 @@ fn hsa_init_fails() {
     let dir = support::Scratch::new("stub-libhsa");
     // 0x1000: HSA_STATUS_ERROR; hsa_status_string answers "stub error text".
     let lib = build_stub(dir.path(), &["-DINIT_RESULT=0x1000"], &DEFINED_NO_GPU);
-    child_on(T, lib.as_os_str(), true)
+    child_on(T, lib.as_os_str())
         .assert_line_starts("gcn (gomp-plugin-rs): no HSA devices: hsa_init error: stub error text")
         .assert_stderr_lacks("is missing");
 }
@@ -159,16 +156,32 @@ fn runtime_without_gpu_agent() {
     }
     let dir = support::Scratch::new("stub-libhsa");
     let lib = build_stub(dir.path(), &["-DINIT_RESULT=0"], &DEFINED_NO_GPU);
-    child_on(T, lib.as_os_str(), true)
+    child_on(T, lib.as_os_str())
         .assert_line_starts("gcn (gomp-plugin-rs): HSA runtime loaded, but no GPU agent: 0 devices")
         .assert_stderr_lacks("no HSA devices");
 }
 
+/// The child of [`gpu_agent_is_a_device`]: the agent is device 0, opened and closed.
+fn one_device() {
+    // SAFETY: the plugin's C entry points with valid arguments.
+    unsafe {
+        assert_eq!(GOMP_OFFLOAD_version(), 0, "no libgomp (starts the logging)");
+        assert_eq!(GOMP_OFFLOAD_get_num_devices(0), 1, "the stand-in's agent");
+        assert_eq!(
+            GOMP_OFFLOAD_get_num_devices(0x80),
+            1,
+            "requires reverse_offload: supported"
+        );
+        assert!(GOMP_OFFLOAD_init_device(0), "init_device");
+        assert!(GOMP_OFFLOAD_fini_device(0), "fini_device");
+    }
+}
+
 #[test]
-fn gpu_agent_hidden_without_experimental_switch() {
-    const T: &str = "gpu_agent_hidden_without_experimental_switch";
+fn gpu_agent_is_a_device() {
+    const T: &str = "gpu_agent_is_a_device";
     if support::is_child(T) {
-        return calls_without_device();
+        return one_device();
     }
     if !support::have_tools(T, &["cc"]) {
         return;
@@ -181,9 +194,27 @@ fn gpu_agent_hidden_without_experimental_switch() {
         &["-DINIT_RESULT=0", "-DONE_GPU=\"gfx90a\""],
         &defined,
     );
-    child_on(T, lib.as_os_str(), false)
-        .assert_line_starts("gcn (gomp-plugin-rs): found GPU agent(s) [\"gfx90a\"], but this experimental plugin cannot run kernels")
-        .assert_stderr("(set GOMP_PLUGIN_RS_GCN_EXPERIMENTAL=1 to report them)");
+    // No switch needed any more; the obsolete one is accepted and ignored.
+    for obsolete in [false, true] {
+        let mut env = vec![
+            ("HSA_RUNTIME_LIB", lib.as_os_str()),
+            ("GOMP_DEBUG", OsStr::new("1")),
+        ];
+        if obsolete {
+            env.push(("GOMP_PLUGIN_RS_GCN_EXPERIMENTAL", OsStr::new("1")));
+        }
+        let c = support::run_child(T, &env);
+        c.assert_passed()
+            .assert_line_starts("gcn (gomp-plugin-rs): 1 GPU agent(s) [\"gfx90a\"]: 1 device(s)")
+            .assert_line_starts("gcn (gomp-plugin-rs): device 0: gfx90a opened (base profile")
+            .assert_line_starts("gcn (gomp-plugin-rs): device 0: 8 compute units")
+            .assert_stderr_lacks("panicked");
+        if obsolete {
+            c.assert_stderr("GOMP_PLUGIN_RS_GCN_EXPERIMENTAL is obsolete and ignored");
+        } else {
+            c.assert_stderr_lacks("GOMP_PLUGIN_RS_GCN_EXPERIMENTAL");
+        }
+    }
 }
 
 // ---- The stand-in's gfx90a agent, driven as libgomp drives a device ----
@@ -491,7 +522,7 @@ fn device_session() {
         assert_eq!(live(&lib)[1..], [2, 2], "failed loads left nothing behind");
         assert!(
             !GOMP_OFFLOAD_can_run(1 as *mut c_void),
-            "can_run: dispatch not implemented"
+            "can_run of an unknown handle"
         );
         let dvp = (&dv as *const GcnImageDesc).cast();
         assert!(
@@ -552,7 +583,6 @@ fn gfx90a_stand_in_device_session() {
             ("HSA_RUNTIME_LIB", lib.as_os_str()),
             (LIBGOMP_ENV, libgomp.as_os_str()),
             (IMAGES_ENV, dir.path().as_os_str()),
-            ("GOMP_PLUGIN_RS_GCN_EXPERIMENTAL", OsStr::new("1")),
             ("GOMP_DEBUG", OsStr::new("1")),
         ],
     );
@@ -561,9 +591,8 @@ fn gfx90a_stand_in_device_session() {
         .assert_stderr(
             "but the program requires 0x20, which this plugin does not support: 0 devices",
         )
-        .assert_stderr(
-            "1 GPU agent(s) [\"gfx90a\"] reported (GOMP_PLUGIN_RS_GCN_EXPERIMENTAL is set",
-        )
+        .assert_stderr("1 GPU agent(s) [\"gfx90a\"]: 1 device(s)")
+        .assert_stderr_lacks("stub-hsa: BAD")
         .assert_line_starts("gcn (gomp-plugin-rs): device 0: gfx90a opened (base profile")
         .assert_line_starts("libgomp: gcn device 0 is not open")
         .assert_line_starts("libgomp: gcn device 0 is already open")

@@ -60,6 +60,7 @@ gomp_plugin::symbol_table! {
     }
     optional (hsa_status_t = hsa_status_t_HSA_STATUS_ERROR) {
         hsa_executable_validate = "hsa_executable_validate" (hsa_executable_t, *mut u32);
+        hsa_memory_assign_agent = "hsa_memory_assign_agent" (*mut c_void, hsa_agent_t, u32);
     }
 }
 

@@ -1,0 +1,592 @@
+//! Kernel launches of the gcn plugin (docs/gcn-launch.md) against the stand-in HSA
+//! runtime of tests/fallback/stub_libhsa.c, which plays the device: its queue thread
+//! checks every AQL packet and kernarg block against the spec (each failed comparison
+//! prints "stub-hsa: BAD ..."), then performs the script of `STUB_HSA_SCRIPT` on the
+//! device side of the output ring and completes the signal. The exported entry points
+//! are called as libgomp 16 calls them (a stand-in libgomp recording reverse-offload
+//! calls and async completions, tests/fallback/gcn_libgomp.c), each scenario in its own
+//! child process (exits and aborts end it). A stand-in is not an AMD GPU: this checks
+//! the host side of the protocol, not device code.
+
+#[path = "../../nvptx/tests/support/mod.rs"]
+mod support;
+
+use gomp_plugin_gcn as _; // links the rlib holding the exported shells
+use std::ffi::{c_char, c_int, c_uint, c_void, CString, OsStr};
+use std::path::{Path, PathBuf};
+use support::api::*;
+
+extern "C" {
+    fn GOMP_OFFLOAD_can_run(tgt_fn: *mut c_void) -> bool;
+    fn GOMP_OFFLOAD_async_run(
+        ord: c_int,
+        tgt_fn: *mut c_void,
+        tgt_vars: *mut c_void,
+        args: *mut *mut c_void,
+        async_data: *mut c_void,
+    );
+    #[link_name = "free"]
+    fn libc_free(p: *mut c_void);
+}
+
+/// GOMP_VERSION_PACK (GOMP_VERSION 3, GOMP_VERSION_GCN 3).
+const VER: u32 = 0x30003;
+const SCENARIO: &str = "GCN_TEST_SCENARIO";
+const LIBGOMP_ENV: &str = "GOMP_PLUGIN_RS_TEST_LIBGOMP";
+const IMAGE_ENV: &str = "GOMP_PLUGIN_RS_TEST_IMAGE";
+
+// ---- building the stand-ins ----
+
+/// The `GOMP_PLUGIN_*` nodes of every libgomp (as nvptx/tests/support's fake).
+const PLUGIN_NODES: &str = "GOMP_PLUGIN_1.0 { global: GOMP_PLUGIN_malloc; GOMP_PLUGIN_malloc_cleared; GOMP_PLUGIN_realloc; GOMP_PLUGIN_debug; GOMP_PLUGIN_error; GOMP_PLUGIN_fatal; local: *; };
+GOMP_PLUGIN_1.1 { global: GOMP_PLUGIN_target_task_completion; } GOMP_PLUGIN_1.0;
+GOMP_PLUGIN_1.4 { global: GOMP_PLUGIN_target_rev; } GOMP_PLUGIN_1.1;
+";
+
+/// The recording libgomp with the version nodes of GCC `gcc` (14 or 16).
+fn recording_libgomp(dir: &Path, gcc: u32) -> PathBuf {
+    let nodes = &support::RELEASE_NODES[..if gcc == 14 { 2 } else { 4 }];
+    let mut map = PLUGIN_NODES.to_string();
+    for (node, sym) in nodes {
+        map += &format!("{node} {{ global: {sym}; gcn_rev_calls; gcn_rev_count; gcn_completion_count; gcn_completions; }};\n");
+    }
+    let map_file = dir.join("libgomp.map");
+    std::fs::write(&map_file, map).expect("write the version script");
+    let out = dir.join("libgomp.so.1");
+    let script = format!("-Wl,--version-script={}", map_file.display());
+    support::cc_shared(
+        "tests/fallback/gcn_libgomp.c",
+        &out,
+        &["-Wl,-soname,libgomp.so.1", &script],
+    );
+    out
+}
+
+/// The stand-in runtime with its gfx90a agent.
+fn gpu_stub(dir: &Path) -> PathBuf {
+    let c = std::fs::read_to_string(support::repo().join("tests/fallback/stub_libhsa.c"))
+        .expect("read stub_libhsa.c");
+    let defined: Vec<String> = c
+        .lines()
+        .filter_map(|l| l.strip_prefix("status hsa_"))
+        .filter_map(|l| l.split_once('(').map(|(n, _)| format!("hsa_{}", n.trim())))
+        .collect();
+    let defined: Vec<&str> = defined.iter().map(String::as_str).collect();
+    support::write_stub_names(dir, &defined);
+    let include = format!("-I{}", dir.display());
+    let lib = dir.join("libhsa.so");
+    support::cc_shared(
+        "tests/fallback/stub_libhsa.c",
+        &lib,
+        &[
+            &include,
+            "-DINIT_RESULT=0",
+            "-DONE_GPU=\"gfx90a\"",
+            "-pthread",
+        ],
+    );
+    lib
+}
+
+/// Runs scenario `name` of test `test` in a child with the stand-ins (libgomp of GCC
+/// `gcc`) and `env`.
+fn scenario(test: &str, name: &str, gcc: u32, env: &[(&str, &str)]) -> Option<support::Child> {
+    if !support::have_tools(test, &["cc", "xz"]) {
+        return None;
+    }
+    let dir = support::Scratch::new("gcn-launch");
+    let lib = gpu_stub(dir.path());
+    let gomp = recording_libgomp(dir.path(), gcc);
+    let image = dir.join("vadd-gfx90a.hsaco");
+    support::unxz_fixture("vadd-gfx90a.hsaco.xz", &image);
+    let mut all: Vec<(&str, &OsStr)> = vec![
+        ("HSA_RUNTIME_LIB", lib.as_os_str()),
+        (LIBGOMP_ENV, gomp.as_os_str()),
+        (IMAGE_ENV, image.as_os_str()),
+        (SCENARIO, OsStr::new(name)),
+        ("GOMP_DEBUG", OsStr::new("1")),
+    ];
+    all.extend(env.iter().map(|(k, v)| (*k, OsStr::new(*v))));
+    let c = support::run_child(test, &all);
+    drop(dir);
+    Some(c)
+}
+
+// ---- the child: libgomp's calls ----
+
+#[repr(C)]
+struct GcnImage {
+    size: usize,
+    image: *const u8,
+}
+#[repr(C)]
+struct Kernel {
+    name: *const c_char,
+    oacc_dims: [c_int; 3],
+    sgpr_count: c_int,
+    vgpr_count: c_int,
+}
+#[repr(C)]
+struct GcnImageDesc {
+    gcn_image: *const GcnImage,
+    kernel_count: c_uint,
+    kernel_infos: *const Kernel,
+    ind_func_count: c_uint,
+    global_variable_count: c_uint,
+}
+
+fn gomp_sym<T>(name: &str) -> *mut T {
+    support::symbol_of_loaded(&std::env::var_os(LIBGOMP_ENV).expect("libgomp"), name).cast()
+}
+
+fn stub_sym<T>(name: &str) -> *mut T {
+    support::symbol_of_loaded(&std::env::var_os("HSA_RUNTIME_LIB").expect("stub"), name).cast()
+}
+
+fn read<T: Copy>(p: *mut T) -> T {
+    // SAFETY: a live symbol of a loaded stand-in.
+    unsafe { std::ptr::read_volatile(p) }
+}
+
+/// NUM_TEAMS and THREAD_LIMIT for all devices, as the compiler passes them.
+fn args(teams: isize, threads: isize) -> Vec<usize> {
+    vec![
+        (teams << 16) as usize | 0x100,
+        (threads << 16) as usize | 0x200,
+        0,
+    ]
+}
+
+/// What the child checks after its launches.
+struct Session {
+    kernel: *mut c_void,
+    rev_table: *mut u64,
+    out: *mut c_void,
+    vars: *mut c_void,
+}
+
+/// Opens device 0 (requiring reverse offload when `rev`) and loads the vadd image with
+/// its constructors; the kernel handle, and a `tgt_vars` block whose slot 0 points at
+/// a device int.
+fn open(rev: bool) -> Session {
+    support::load_global(&std::env::var_os(LIBGOMP_ENV).expect("libgomp"));
+    let image = std::fs::read(std::env::var_os(IMAGE_ENV).expect("image")).expect("image");
+    let img = Box::leak(Box::new(GcnImage {
+        size: image.len(),
+        image: Box::leak(image.into_boxed_slice()).as_ptr(),
+    }));
+    let names: Vec<CString> = ["_init_array", "_fini_array", "main._omp_fn.0"]
+        .iter()
+        .map(|n| CString::new(*n).unwrap())
+        .collect();
+    let kernels: &'static [Kernel] = Box::leak(
+        names
+            .into_iter()
+            .map(|n| Kernel {
+                name: Box::leak(n.into_boxed_c_str()).as_ptr(),
+                oacc_dims: [0; 3],
+                sgpr_count: 0,
+                vgpr_count: 48,
+            })
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    let desc = Box::leak(Box::new(GcnImageDesc {
+        gcn_image: img,
+        kernel_count: 3,
+        kernel_infos: kernels.as_ptr(),
+        ind_func_count: 0,
+        global_variable_count: 0,
+    }));
+    // SAFETY: the entry points as libgomp calls them, with valid out-pointers.
+    unsafe {
+        assert_eq!(GOMP_OFFLOAD_version(), 3);
+        let mask = if rev { 0x80 } else { 0 };
+        assert_eq!(GOMP_OFFLOAD_get_num_devices(mask), 1);
+        assert!(GOMP_OFFLOAD_init_device(0), "init_device");
+        let mut t: *mut AddrPair = std::ptr::null_mut();
+        let mut r: *mut u64 = std::ptr::null_mut();
+        let n = GOMP_OFFLOAD_load_image(
+            0,
+            VER,
+            (desc as *const GcnImageDesc).cast(),
+            &mut t,
+            if rev { &mut r } else { std::ptr::null_mut() },
+            std::ptr::null_mut(),
+        );
+        assert_eq!(n, 2, "one kernel + ICVs");
+        let kernel = (*t).start as *mut c_void;
+        libc_free(t.cast());
+        assert!(GOMP_OFFLOAD_can_run(kernel), "can_run of a loaded kernel");
+        assert!(!GOMP_OFFLOAD_can_run(8 as *mut c_void), "can_run of junk");
+        let out = GOMP_OFFLOAD_alloc(0, 4);
+        let vars = GOMP_OFFLOAD_alloc(0, 8);
+        let p = out as u64;
+        assert!(GOMP_OFFLOAD_host2dev(0, vars, (&p as *const u64).cast(), 8));
+        Session {
+            kernel,
+            rev_table: r,
+            out,
+            vars,
+        }
+    }
+}
+
+fn run(s: &Session, a: &mut [usize]) {
+    // SAFETY: a loaded kernel, a device block, a NULL-terminated argument array.
+    unsafe { GOMP_OFFLOAD_run(0, s.kernel, s.vars, a.as_mut_ptr().cast()) };
+}
+
+fn device_int(s: &Session) -> i32 {
+    let mut v = 0i32;
+    // SAFETY: a device block of 4 bytes into a local.
+    assert!(unsafe { GOMP_OFFLOAD_dev2host(0, (&mut v as *mut i32).cast(), s.out, 4) });
+    v
+}
+
+/// Closes the device; nothing may be left in the runtime.
+fn close() {
+    // SAFETY: the entry point.
+    assert!(unsafe { GOMP_OFFLOAD_fini_device(0) }, "fini_device");
+    let live: [c_int; 5] = read(stub_sym("stub_hsa_live"));
+    assert_eq!(
+        live, [0; 5],
+        "blocks, readers, executables, signals, queues left"
+    );
+    let bad: c_int = read(stub_sym("stub_hsa_bad"));
+    println!("stub-hsa bad checks: {bad}");
+}
+
+fn child() {
+    let name = std::env::var(SCENARIO).expect("scenario");
+    match name.as_str() {
+        "run" => {
+            let s = open(false);
+            run(&s, &mut args(3, 8));
+            assert_eq!(device_int(&s), 42, "the device's store");
+            let blocks = read(stub_sym::<[c_int; 5]>("stub_hsa_live"))[0];
+            run(&s, &mut args(3, 8));
+            assert_eq!(
+                read(stub_sym::<[c_int; 5]>("stub_hsa_live"))[0],
+                blocks,
+                "the second launch reuses the kernarg and ephemeral blocks"
+            );
+            let l: [c_int; 2] = read(stub_sym("stub_hsa_launches"));
+            assert_eq!(l, [2, 1], "two launches and _init_array");
+            close();
+            let l: [c_int; 2] = read(stub_sym("stub_hsa_launches"));
+            assert_eq!(l, [2, 2], "_fini_array at fini_device");
+        }
+        "once" => {
+            let s = open(false);
+            let teams = std::env::var("TEAMS").map_or(3, |v| v.parse().unwrap());
+            let threads = std::env::var("THREADS").map_or(8, |v| v.parse().unwrap());
+            run(&s, &mut args(teams, threads));
+            close();
+        }
+        "reverse" => {
+            let s = open(true);
+            assert!(!s.rev_table.is_null(), "a reverse-offload table");
+            // SAFETY: libgomp's copy of the table, one entry per offload function.
+            assert_eq!(unsafe { *s.rev_table }, 0xf000, ".offload_func_table");
+            run(&s, &mut args(1, 1));
+            let n: c_int = read(gomp_sym("gcn_rev_count"));
+            assert_eq!(n, 3, "three requests reached GOMP_PLUGIN_target_rev");
+            let calls: [[u64; 6]; 64] = read(gomp_sym("gcn_rev_calls"));
+            for (i, c) in calls[..3].iter().enumerate() {
+                let i = i as u64;
+                assert_eq!(
+                    *c,
+                    [0xf000 + i, i, 0xa000 + i, 0xb000 + i, 0xc000 + i, 0],
+                    "request {i}"
+                );
+            }
+            close();
+        }
+        "async" => {
+            let s = open(false);
+            let mut a = args(2, 4);
+            for i in 1..=5usize {
+                // SAFETY: as in run; async_data is an opaque value for libgomp.
+                unsafe {
+                    GOMP_OFFLOAD_async_run(0, s.kernel, s.vars, a.as_mut_ptr().cast(), i as _)
+                };
+            }
+            let t0 = std::time::Instant::now();
+            while read(gomp_sym::<c_int>("gcn_completion_count")) < 5 {
+                assert!(t0.elapsed().as_secs() < 20, "completions did not arrive");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let done: [usize; 64] = read(gomp_sym("gcn_completions"));
+            assert_eq!(done[..5], [1, 2, 3, 4, 5], "completions in order");
+            assert_eq!(device_int(&s), 42);
+            close();
+        }
+        "ends" => {
+            let s = open(false);
+            run(&s, &mut args(1, 1));
+            println!("run returned");
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// The child's test, reached through each parent test below.
+fn dispatch(test: &str) -> bool {
+    if support::is_child(test) {
+        child();
+        return true;
+    }
+    false
+}
+
+fn no_bad(c: &support::Child) {
+    c.assert_stderr_lacks("stub-hsa: BAD")
+        .assert_stderr_lacks("panicked");
+}
+
+#[test]
+fn run_checks_packet_console_and_stores() {
+    const T: &str = "run_checks_packet_console_and_stores";
+    if dispatch(T) {
+        return;
+    }
+    let env = [
+        ("STUB_HSA_SCRIPT", "print:3,long,types,store:0:42"),
+        ("STUB_HSA_EXPECT_GRID", "3,8"),
+    ];
+    let Some(c) = scenario(T, "run", 16, &env) else {
+        return;
+    };
+    c.assert_passed()
+        .assert_line("stub-hsa: packet _init_array grid=1,64,1 wg=1,64,1 lds=65536")
+        .assert_line("stub-hsa: packet main._omp_fn.0 grid=3,64,8 wg=1,64,8 lds=65536")
+        .assert_line("stub-hsa: packet _fini_array grid=1,64,1 wg=1,64,1 lds=65536")
+        .assert_stderr("launch 2: kernel main._omp_fn.0 on device 0: 3 team(s) x 8 thread(s)");
+    no_bad(&c);
+    let out = &c.stdout;
+    assert_eq!(out.matches("line 0\nline 1\nline 2\n").count(), 2, "{out}");
+    let long = format!("long:{}\n", "x".repeat(294));
+    assert!(
+        out.contains(&long),
+        "the 300-byte message over two slots: {out}"
+    );
+    for want in [
+        "ival=-42\n",
+        "dval=2.500000\n",
+        "str=abc\n",
+        "GCN print buffer error!\n",
+    ] {
+        assert!(out.contains(want), "{want:?} in {out}");
+    }
+    assert!(out.contains("stub-hsa bad checks: 0"), "{out}");
+}
+
+#[test]
+fn ring_wraps_around_1024_slots_in_order() {
+    const T: &str = "ring_wraps_around_1024_slots_in_order";
+    if dispatch(T) {
+        return;
+    }
+    // 16 teams on 8 CUs: 2 teams per CU, LDS 32768; THREAD_LIMIT 0: 16 threads.
+    let env = [
+        ("STUB_HSA_SCRIPT", "print:3000"),
+        ("STUB_HSA_EXPECT_GRID", "16,16"),
+        ("TEAMS", "40"),
+        ("THREADS", "0"),
+    ];
+    let Some(c) = scenario(T, "once", 16, &env) else {
+        return;
+    };
+    c.assert_passed()
+        .assert_line("stub-hsa: packet main._omp_fn.0 grid=16,64,16 wg=1,64,16 lds=32768");
+    no_bad(&c);
+    // (The first line follows libtest's "test ... " on the same line.)
+    let lines: Vec<&str> = c
+        .stdout
+        .lines()
+        .filter_map(|l| l.find("line ").map(|i| &l[i..]))
+        .collect();
+    assert_eq!(lines.len(), 3000, "3000 lines, none lost");
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(*l, format!("line {i}"), "in order");
+    }
+}
+
+#[test]
+fn environment_overrides_shape_the_packet() {
+    const T: &str = "environment_overrides_shape_the_packet";
+    if dispatch(T) {
+        return;
+    }
+    let env = [
+        ("STUB_HSA_SCRIPT", "print:1"),
+        ("GCN_NUM_TEAMS", "50"),
+        ("GCN_NUM_THREADS", "4"),
+        ("GCN_STACK_SIZE", "65536"),
+        ("GCN_TEAM_ARENA_SIZE", "4096"),
+        ("GCN_HEAP_SIZE", "1048576"),
+        ("GOMP_GCN_LOWLAT_POOL", "1000"),
+        ("STUB_HSA_EXPECT_GRID", "50,4"),
+    ];
+    let Some(c) = scenario(T, "once", 16, &env) else {
+        return;
+    };
+    c.assert_passed()
+        .assert_line("stub-hsa: packet main._omp_fn.0 grid=50,64,4 wg=1,64,4 lds=1000")
+        .assert_line("stub-hsa: packet _init_array grid=1,64,1 wg=1,64,1 lds=1000");
+    no_bad(&c);
+    // Bad values: one libgomp message each, the defaults used (the stand-in expects
+    // the packet the arguments give, and the default LDS).
+    let env = [
+        ("GCN_NUM_TEAMS", "many"),
+        ("GCN_NUM_THREADS", "zero"),
+        ("GOMP_GCN_LOWLAT_POOL", "big"),
+        ("STUB_HSA_EXPECT_LDS", "65536"),
+        ("STUB_HSA_EXPECT_GRID", "3,8"),
+    ];
+    let Some(c) = scenario(T, "once", 16, &env) else {
+        return;
+    };
+    c.assert_passed()
+        .assert_line_starts("libgomp: Invalid value 'many' for GCN_NUM_TEAMS")
+        .assert_line_starts("libgomp: Invalid value 'big' for GOMP_GCN_LOWLAT_POOL");
+    no_bad(&c);
+    assert_eq!(c.count_lines("libgomp: Invalid value"), 3, "{}", c.stderr);
+}
+
+#[test]
+fn stand_in_comparisons_can_fail() {
+    const T: &str = "stand_in_comparisons_can_fail";
+    if dispatch(T) {
+        return;
+    }
+    // A wrong expected grid and a GCC 14 LDS layout the plugin (libgomp 16) does not use.
+    let env = [
+        ("STUB_HSA_EXPECT_GRID", "4,4"),
+        ("GOMP_GCN_LOWLAT_POOL", "0"),
+        ("STUB_HSA_LOWLAT_HEAP", "40"),
+    ];
+    let Some(c) = scenario(T, "once", 16, &env) else {
+        return;
+    };
+    c.assert_passed()
+        .assert_line("stub-hsa: BAD main._omp_fn.0: grid 3 teams x 8 threads, want 4 x 4")
+        .assert_line("stub-hsa: BAD main._omp_fn.0: group segment 56, want 48");
+}
+
+#[test]
+fn libgomp_14_lds_layout() {
+    const T: &str = "libgomp_14_lds_layout";
+    if dispatch(T) {
+        return;
+    }
+    let env = [
+        ("GOMP_GCN_LOWLAT_POOL", "0"),
+        ("STUB_HSA_LOWLAT_HEAP", "40"),
+    ];
+    let Some(c) = scenario(T, "once", 14, &env) else {
+        return;
+    };
+    c.assert_passed()
+        .assert_stderr("libgomp 14 LDS layout")
+        .assert_line("stub-hsa: packet main._omp_fn.0 grid=3,64,8 wg=1,64,8 lds=48");
+    no_bad(&c);
+}
+
+#[test]
+fn reverse_offload_through_the_ring() {
+    const T: &str = "reverse_offload_through_the_ring";
+    if dispatch(T) {
+        return;
+    }
+    let env = [("STUB_HSA_SCRIPT", "print:1,rev:3,print:1")];
+    let Some(c) = scenario(T, "reverse", 16, &env) else {
+        return;
+    };
+    c.assert_passed()
+        .assert_stderr("device 0: reverse offload of fn 0xf002 (2 mapping(s))");
+    no_bad(&c);
+    assert_eq!(c.stdout.matches("line 0\n").count(), 2, "{}", c.stdout);
+}
+
+#[test]
+fn async_run_completes_in_order() {
+    const T: &str = "async_run_completes_in_order";
+    if dispatch(T) {
+        return;
+    }
+    let env = [
+        ("STUB_HSA_SCRIPT", "sleep:2,print:1,store:0:42"),
+        ("STUB_HSA_EXPECT_GRID", "2,4"),
+    ];
+    let Some(c) = scenario(T, "async", 16, &env) else {
+        return;
+    };
+    c.assert_passed();
+    no_bad(&c);
+    assert_eq!(c.stdout.matches("line 0\n").count(), 5, "{}", c.stdout);
+}
+
+/// A scenario whose kernel ends the program: its exit status and output.
+fn ends(test: &str, script: &str, debug: bool) -> Option<support::Child> {
+    let mut env = vec![("STUB_HSA_SCRIPT", script)];
+    if debug {
+        env.push(("GCN_DEBUG", "1"));
+    }
+    let c = scenario(test, "ends", 16, &env)?;
+    assert!(!c.stdout.contains("run returned"), "{}", c.stdout);
+    no_bad(&c);
+    Some(c)
+}
+
+#[test]
+fn device_exit_and_abort_end_the_program() {
+    const T: &str = "device_exit_and_abort_end_the_program";
+    if dispatch(T) {
+        return;
+    }
+    let Some(c) = ends(T, "print:1,exit:7", false) else {
+        return;
+    };
+    assert_eq!(c.code, Some(7), "exit(7) on the device: {}", c.stderr);
+    assert!(c.stdout.contains("line 0\n"), "output drained before exit");
+    let c = ends(T, "exit:0", false).unwrap();
+    assert_eq!(c.code, Some(0), "exit(0)");
+    let c = ends(T, "abort", true).unwrap();
+    assert_eq!(c.code, None, "abort: killed by SIGABRT");
+    assert!(c.stdout.contains("GCN Kernel Aborted\n"), "{}", c.stdout);
+    c.assert_line("GCN Kernel aborted");
+    let c = ends(T, "abort", false).unwrap();
+    c.assert_stderr_lacks("GCN Kernel aborted");
+    let c = ends(T, "signal:11", false).unwrap();
+    assert_eq!(c.code, None, "another signal: abort");
+    let c = ends(T, "corrupt", false).unwrap();
+    assert_eq!(c.code, None);
+    c.assert_line_starts("libgomp: Possible kernel exit value corruption")
+        .assert_stderr("0x12345678");
+    let c = ends(T, "queue_error", false).unwrap();
+    assert_eq!(c.code, Some(1), "GOMP_PLUGIN_fatal");
+    c.assert_line("libgomp: GCN fatal error: Asynchronous queue error")
+        .assert_line("Runtime message: stub error text");
+}
+
+#[test]
+fn ring_overflow_is_reported() {
+    const T: &str = "ring_overflow_is_reported";
+    if dispatch(T) {
+        return;
+    }
+    let env = [("STUB_HSA_SCRIPT", "overflow")];
+    let Some(c) = scenario(T, "once", 16, &env) else {
+        return;
+    };
+    c.assert_passed();
+    no_bad(&c);
+    assert_eq!(
+        c.stdout.matches("GCN print buffer overflowed.\n").count(),
+        1,
+        "{}",
+        c.stdout
+    );
+}
