@@ -3,7 +3,7 @@
 # spec (docs/plugin-abi.md sections 1.1, 1.2) and GCC's stock nvptx plugins.
 #
 # usage: abi-tests/check-exports.sh [OURS [STOCK16 [STOCK14]]]
-#   OURS     our plugin          (default: target/plugin/libgomp-plugin-nvptx.so.1, built by
+#   OURS     our plugin          (default: target/plugin/nvptx/libgomp-plugin-nvptx.so.1, built by
 #                                 scripts/build; this script builds nothing)
 #   STOCK16  GCC 16 stock plugin (default: bundle-16/plugin/libgomp-plugin-nvptx.so.1
 #                                 extracted from $BUNDLES/bundle-16.tar.xz, else the
@@ -28,6 +28,9 @@
 #   include/gomp_plugin_nvptx.h; the header is what include/generate.sh produces.
 # Informational: stock GCC 16 / GCC 14 exports we do not implement yet.
 # Exit status: 0 if every check passed, 1 otherwise. Last line: "N passed, M failed".
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "check-exports.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -le 3 ] || { echo "check-exports.sh: too many arguments (see $0 --help)" >&2; exit 2; }
 set -u
 LC_ALL=C; export LC_ALL   # one collation for sort/comm
 here=$PWD
@@ -38,7 +41,7 @@ stock14=${3:-${STOCK14:-}}; [ -n "$stock14" ] && stock14=$(abspath "$stock14")
 map=${MAP:-}; [ -n "$map" ] && map=$(abspath "$map")
 cd "$(dirname "$0")/.." || exit 2
 repo=$PWD
-: "${ours:=$repo/target/plugin/libgomp-plugin-nvptx.so.1}"
+: "${ours:=$repo/target/plugin/nvptx/libgomp-plugin-nvptx.so.1}"
 : "${map:=$repo/libgomp.map}"
 bundles=${BUNDLES:-$repo/../shared/bundles}
 CC=${CC:-gcc}

@@ -1,6 +1,10 @@
 #!/bin/sh
 # build.sh - compile bench/offload_bench.c with the sid root's gcc-16 (nvptx offload)
 # bench/revoff_bench.c, bench/acc_bench.c (OpenACC) and bench/cuda_floor.c into .carry/, next to the plugin, for bench/device-run.sh.
+# usage: bench/build.sh      (env WORK, default ./.toolchain; makes the sid root if missing)
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "bench/build.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 0 ] || { echo "bench/build.sh: takes no arguments, got '$*' (see $0 --help)" >&2; exit 2; }
 set -eu
 cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
@@ -17,5 +21,5 @@ cp "$WORK/bench/acc_bench" .carry/
 # dlopens libcuda).
 cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl -lpthread
 scripts/build >/dev/null 2>&1
-objcopy --strip-debug target/plugin/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
+objcopy --strip-debug target/plugin/nvptx/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
 echo "bench: .carry/{offload_bench,revoff_bench,acc_bench,cuda_floor} and .carry/plugin ready"

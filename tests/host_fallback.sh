@@ -8,6 +8,9 @@
 # gcn plugin is loaded beside it by real libgomp 16 and driven against stand-in HSA
 # runtimes (section 2c; a stand-in is not an AMD GPU: nothing here ran on one).
 # usage: tests/host_fallback.sh        (after scripts/build; prints "N passed, M failed")
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "host_fallback.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 0 ] || { echo "host_fallback.sh: takes no arguments, got '$*' (see $0 --help)" >&2; exit 2; }
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
@@ -24,26 +27,30 @@ has() { grep -qE -- "$1" <<< "$out" || { echo "missing: $1"; echo "$out"; return
 example() {
   out=$(env -u LD_LIBRARY_PATH GOMP_PLUGIN_RS_LIBCUDA=/nonexistent/libcuda.so.1 \
         EXTRA_ENV=GOMP_DEBUG=1 scripts/run-example 100000 2>&1) || { echo "$out"; return 1; }
-  has "offload plugin: $PWD/target/plugin/libgomp-plugin-nvptx.so.1" &&
+  has "offload plugin: $PWD/target/plugin/nvptx/libgomp-plugin-nvptx.so.1" &&
   has 'gomp-plugin-rs [0-9.]+ loaded by libgomp 16' &&
   has 'no CUDA devices: cannot load /nonexistent/libcuda.so.1' &&
-  has 'ran on the host \(fallback\) \(0 offload device' && has '^OK: 0 of 100000 elements wrong'
+  has 'ran on the host \(fallback\) \(0 offload device' && has '^OK: 0 of 100000 elements wrong' &&
+  has '^why: no CUDA driver loaded'
 }
 check "example: libgomp 16 loads our plugin, 0 devices, host fallback, correct result" example
 
 # 2. Stand-in libcuda libraries (the example binary built in step 1).
 R=$WORK/sid
+# Our gcn plugin's directory too: once section 2c has added Debian's gcn plugin and HSA
+# runtime to the root, that plugin's failing hsa_init (no AMD GPU) would be fatal.
 run_with_cuda() {  # run_with_cuda LIBCUDA
   GOMP_DEBUG=1 GOMP_PLUGIN_RS_LIBCUDA=$1 "$R/lib64/ld-linux-x86-64.so.2" --library-path \
-    "$PWD/target/plugin:$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$WORK/examples/saxpy" 1000 2>&1
+    "$PWD/target/plugin/nvptx:$PWD/target/plugin/gcn:$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$WORK/examples/saxpy" 1000 2>&1
 }
-sed -n 's/^ *cu[A-Za-z0-9_]* = "\(cu[A-Za-z0-9_]*\)".*/\1/p' src/cuda/driver.rs |
+sed -n 's/^ *cu[A-Za-z0-9_]* = "\(cu[A-Za-z0-9_]*\)".*/\1/p' nvptx/src/cuda/driver.rs |
   grep -vxE 'cuInit|cuDeviceGetCount|cuGetErrorString' | sed 's/.*/STUB(&)/' > "$T/stub_names.h"
 cc -shared -fPIC -DPARTIAL -DSTUB_INIT_RESULT=0 tests/fallback/stub_libcuda.c -o "$T/partial.so"
 cc -shared -fPIC -I"$T" -DSTUB_INIT_RESULT=100 tests/fallback/stub_libcuda.c -o "$T/nodev.so"
 cc -shared -fPIC -I"$T" -DSTUB_INIT_RESULT=0 tests/fallback/stub_libcuda.c -o "$T/zero.so"
 partial() { out=$(run_with_cuda "$T/partial.so") && has "'libcuda.so.1' is missing 'cuDriverGetVersion'" && has '^OK'; }
-nodev() { out=$(run_with_cuda "$T/nodev.so") && has 'no CUDA devices: cuInit error: stub error text' && has '^OK'; }
+nodev() { out=$(run_with_cuda "$T/nodev.so") && has 'no CUDA devices: cuInit error: stub error text' && has '^OK' &&
+  has '^why: the CUDA driver is loaded but offers no usable device'; }
 zero() { out=$(run_with_cuda "$T/zero.so") && has 'CUDA driver 0.0, 0 device' && has 'host \(fallback\)' && has '^OK'; }
 check "libcuda lacking required entry points: 0 devices, clear debug line" partial
 check "cuInit says no device: 0 devices" nodev
@@ -52,7 +59,7 @@ check "driver with zero devices: 0 devices" zero
 # 2b. The plugin's own API (gomp_nvptx_host_lock/unlock) without a GPU: clean errors.
 cc -O1 tests/fallback/host_lock.c -o "$T/host_lock" -ldl
 host_lock() {  # host_lock LIBCUDA
-  GOMP_PLUGIN_RS_LIBCUDA=$1 "$T/host_lock" "$PWD/target/plugin/libgomp-plugin-nvptx.so.1" 2>&1
+  GOMP_PLUGIN_RS_LIBCUDA=$1 "$T/host_lock" "$PWD/target/plugin/nvptx/libgomp-plugin-nvptx.so.1" 2>&1
 }
 lock_nodriver() {
   out=$(host_lock /nonexistent/libcuda.so.1) && has '^lock=1 unlock=1 null=1$' &&
@@ -67,7 +74,7 @@ lock_nodevice() {
 check "gomp_nvptx_host_lock/unlock without a driver: nonzero, libgomp: message" lock_nodriver
 check "gomp_nvptx_host_lock/unlock without a device: nonzero, libgomp: message" lock_nodevice
 
-# 2c. The experimental gcn plugin (target/plugin/libgomp-plugin-gcn.so.1) beside ours:
+# 2c. The experimental gcn plugin (target/plugin/gcn/libgomp-plugin-gcn.so.1) beside ours:
 # real libgomp 16 loads both, each reports 0 devices, and programs built with
 # -foffload=amdgcn-amdhsa (and with nvptx-none,amdgcn-amdhsa) run on the host. The
 # amdgcn offload compiler is added to the sid root on first use.
@@ -82,11 +89,11 @@ scripts/toolchain/inroot.sh sid sh -c "cd /w/examples &&
 run_gcn() {  # run_gcn PROGRAM LIBHSA
   GOMP_DEBUG=1 HSA_RUNTIME_LIB=$2 GOMP_PLUGIN_RS_LIBCUDA=/nonexistent/libcuda.so.1 \
     "$R/lib64/ld-linux-x86-64.so.2" --library-path \
-    "$PWD/target/plugin:$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$WORK/examples/$1" 1000 2>&1
+    "$PWD/target/plugin/nvptx:$PWD/target/plugin/gcn:$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$WORK/examples/$1" 1000 2>&1
 }
 both_loaded() {
-  has "offload plugin: $PWD/target/plugin/libgomp-plugin-nvptx.so.1" &&
-  has "offload plugin: $PWD/target/plugin/libgomp-plugin-gcn.so.1" &&
+  has "offload plugin: $PWD/target/plugin/nvptx/libgomp-plugin-nvptx.so.1" &&
+  has "offload plugin: $PWD/target/plugin/gcn/libgomp-plugin-gcn.so.1" &&
   has '^gcn \(gomp-plugin-rs\): gomp-plugin-rs [0-9.]+ \(gcn, experimental\) loaded by libgomp 16' &&
   has 'ran on the host \(fallback\) \(0 offload device' && has '^OK: 0 of 1000 elements wrong'
 }
@@ -100,7 +107,7 @@ gcn_both() {
 }
 check "gcn: -foffload=amdgcn-amdhsa program, libgomp 16 loads both our plugins, 0 devices, host fallback" gcn_example
 check "gcn: -foffload=nvptx-none,amdgcn-amdhsa program, both plugins 0 devices, host fallback" gcn_both
-sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' src/hsa/runtime.rs |
+sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' gcn/src/hsa/runtime.rs |
   grep -vxE 'hsa_init|hsa_status_string|hsa_iterate_agents' | sed 's/.*/STUB(&)/' > "$T/stub_names.h"
 cc -shared -fPIC -DPARTIAL -DINIT_RESULT=0 tests/fallback/stub_libhsa.c -o "$T/hsa_partial.so"
 cc -shared -fPIC -I"$T" -DINIT_RESULT=0x1000 tests/fallback/stub_libhsa.c -o "$T/hsa_initfail.so"
@@ -116,7 +123,7 @@ check "gcn: runtime with no GPU agent: 0 devices" hsa_noagent
 # executables from fake addresses: our gcn entry points driven directly
 # (tests/fallback/gcn_calls.c) with real GCC 16 images. This checks the plugin's HSA
 # call sequence and bookkeeping against a stand-in, not behaviour on an AMD GPU.
-sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' src/hsa/runtime.rs |
+sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' gcn/src/hsa/runtime.rs |
   grep -vxE "$(sed -n 's/^status \(hsa_[a-z0-9_]*\) *(.*/\1/p' tests/fallback/stub_libhsa.c | paste -sd'|')" |
   sed 's/.*/STUB(&)/' > "$T/gpu/stub_names.h"
 cc -shared -fPIC -I"$T/gpu" -DINIT_RESULT=0 '-DONE_GPU="gfx90a"' tests/fallback/stub_libhsa.c -o "$T/hsa_gpu.so"
@@ -125,7 +132,7 @@ for f in vadd-gfx90a vadd-gfx908 vars-gfx90a; do xz -dc "tests/fixtures/gcn/$f.h
 gcn_calls() {
   out=$(GOMP_DEBUG=1 HSA_RUNTIME_LIB=$T/hsa_gpu.so \
         "$R/lib64/ld-linux-x86-64.so.2" --library-path "$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" \
-        "$T/gcn_calls" "$PWD/target/plugin/libgomp-plugin-gcn.so.1" "$T/hsa_gpu.so" \
+        "$T/gcn_calls" "$PWD/target/plugin/gcn/libgomp-plugin-gcn.so.1" "$T/hsa_gpu.so" \
         "$T/vadd-gfx90a.hsaco" "$T/vadd-gfx908.hsaco" "$T/vars-gfx90a.hsaco" 2>&1) &&
   ! grep -q '^WRONG' <<< "$out" && [ "$(grep -c '^ok:' <<< "$out")" -ge 50 ] &&
   has 'device 0: gfx90a opened \(base profile' &&
@@ -165,7 +172,7 @@ check "gcn: libgomp 16 runs a real amdgcn program's target region through us on 
 check "gcn: exit(3) in the target region: the program exits with status 3 after the device's output (stand-in)" gcn_target_exit
 check "gcn: stand-in runtime with one gfx90a agent: open, memory round trips, memset, free, load/unload of real images, bad calls (stand-in, not hardware)" gcn_calls
 gcn_exports() {  # the exported set is exactly libgomp-gcn.map's, SONAME right, all in the stock plugin
-  local so=target/plugin/libgomp-plugin-gcn.so.1
+  local so=target/plugin/gcn/libgomp-plugin-gcn.so.1
   out=$(readelf -d "$so"; nm -D --defined-only "$so"; nm -D --defined-only "$R/usr/lib/x86_64-linux-gnu/libgomp-plugin-gcn.so.1") || return 1
   has 'SONAME.*\[libgomp-plugin-gcn.so.1\]' || return 1
   diff <(nm -D --defined-only "$so" | awk '{print $3}' | sort) \
@@ -204,12 +211,12 @@ for v in 16 14; do
   tar -xJf "$B/bundle-$v.tar.xz" -C "$T" || { fail=$((fail + 1)); continue; }
   detect() {
     out=$(EXTRA_ENV=GOMP_DEBUG=1 KEEP=1 FILTER='^libgomp.c-c\+\+-common/target-1\.c$' \
-          PLUGIN_DIR=target/plugin OUT=$T/res-$v "$T/bundle-$v/run-tests.sh" 2>&1 &&
+          PLUGIN_DIR=target/plugin/nvptx OUT=$T/res-$v "$T/bundle-$v/run-tests.sh" 2>&1 &&
           cat "$T/res-$v"/run/*/output.txt) && has "loaded by libgomp $v" && has 'no CUDA devices'
   }
   check "bundle-$v: our plugin detects libgomp $v" detect
   slice() {
-    out=$(FILTER='^libgomp\.c-c\+\+-common/target-[0-9]+\.c$' JOBS=2 PLUGIN_DIR=target/plugin \
+    out=$(FILTER='^libgomp\.c-c\+\+-common/target-[0-9]+\.c$' JOBS=2 PLUGIN_DIR=target/plugin/nvptx \
           OUT=$T/slice-$v "$T/bundle-$v/run-tests.sh" 2>&1) && has '^[1-9][0-9]* passed, 0 failed'
   }
   check "bundle-$v: upstream target-N.c tests pass on the host through our plugin" slice

@@ -5,6 +5,9 @@
 # 3 for 14-16, 0 plus a clear message otherwise) and that no GPU means 0 devices;
 # then calls every entry point the wrong way and checks the error convention.
 # usage: tests/libgomp_versions.sh      (after scripts/build; prints "N passed, M failed")
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "libgomp_versions.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 0 ] || { echo "libgomp_versions.sh: takes no arguments, got '$*' (see $0 --help)" >&2; exit 2; }
 set -uo pipefail
 cd "$(dirname "$0")/.."
 F=tests/fake_libgomp
@@ -22,7 +25,7 @@ case_() {  # case_ NAME WANT_VERSION WANT_MESSAGE_REGEX NODE_LINES...
   cc -shared -fPIC -Wl,-soname,libgomp.so.1 -Wl,--version-script="$T/$name/map" \
      "$F/fake_libgomp.c" -o "$T/$name/libgomp.so.1" || { fail=$((fail + 1)); return; }
   out=$(LD_LIBRARY_PATH=$T/$name GOMP_PLUGIN_RS_LIBCUDA=/nonexistent/libcuda.so.1 \
-        "$T/drive" "$PWD/target/plugin/libgomp-plugin-nvptx.so.1" 2>&1)
+        "$T/drive" "$PWD/target/plugin/nvptx/libgomp-plugin-nvptx.so.1" 2>&1)
   if grep -qx "version=$want" <<< "$out" && grep -qx 'devices=0' <<< "$out" &&
      { [ -z "$msg" ] || grep -qE "$msg" <<< "$out"; }; then
     echo "PASS: $name -> version $want"; pass=$((pass + 1))
@@ -48,7 +51,7 @@ case_ plugin-abi-1.5 0 'newer than GCC 16 \(defines GOMP_PLUGIN_1\.5\)' \
 # Wrong calls under libgomp 16 without a GPU: error convention, a message, no crash.
 cc -O1 "$F/badcalls.c" -o "$T/badcalls" -ldl || exit 1
 out=$(LD_LIBRARY_PATH=$T/gcc16 GOMP_PLUGIN_RS_LIBCUDA=/nonexistent/libcuda.so.1 \
-      "$T/badcalls" "$PWD/target/plugin/libgomp-plugin-nvptx.so.1" 2>&1)
+      "$T/badcalls" "$PWD/target/plugin/nvptx/libgomp-plugin-nvptx.so.1" 2>&1)
 rc=$?
 msgs=$(grep -c '^libgomp: ' <<< "$out")
 if [ $rc = 0 ] && ! grep -q '^WRONG' <<< "$out" && [ "$msgs" -ge 10 ] &&
