@@ -8,7 +8,7 @@
 //!   convention, one call into the product's [`Plugin`] / [`Device`];
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
-//!   [`registry`]: the open devices;
+//!   [`registry`]: the open devices; [`settings`]: environment values (sizes);
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
 //! - [`error`]: the one error type (no vendor types in it); [`blocks`]: the registry of
@@ -28,6 +28,7 @@ pub mod openacc;
 pub mod plugin;
 pub mod rect;
 pub mod registry;
+pub mod settings;
 pub mod symbols;
 
 pub use device::Device;

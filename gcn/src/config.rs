@@ -52,22 +52,6 @@ impl Default for Config {
     }
 }
 
-/// A decimal count with an optional `k`/`m`/`g` (binary) suffix, surrounding blanks
-/// allowed.
-pub fn parse_count(s: &str) -> Option<u64> {
-    let t = s.trim();
-    let (digits, shift) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 10),
-        Some((i, 'm' | 'M')) => (&t[..i], 20),
-        Some((i, 'g' | 'G')) => (&t[..i], 30),
-        _ => (t, 0),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
-}
-
 impl Config {
     /// Reads the settings through `get` (the environment in production), reporting each
     /// bad value through `warn` and keeping its default.
@@ -76,7 +60,7 @@ impl Config {
         // A value in [min, max], or None (unset, or bad: reported).
         let num = |name: &str, min: u64, max: u64, default: &str| -> Option<u64> {
             let v = get(name)?;
-            match parse_count(&v) {
+            match gomp_plugin::settings::parse_size(&v).map(|n| n as u64) {
                 Some(n) if (min..=max).contains(&n) => Some(n),
                 _ => {
                     warn(&format!(
@@ -180,8 +164,5 @@ mod tests {
         assert!(w[0].starts_with("Invalid value 'lots' for GCN_NUM_TEAMS"));
         assert!(w.iter().any(|m| m.contains("GOMP_GCN_LOWLAT_POOL")
             && m.contains("using the default (sized from the team count)")));
-        assert_eq!(parse_count(" 2k "), Some(2048));
-        assert_eq!(parse_count("k"), None);
-        assert_eq!(parse_count("99999999999g"), None);
     }
 }

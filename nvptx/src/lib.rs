@@ -20,7 +20,6 @@ pub mod memory;
 pub mod open;
 pub mod openacc;
 pub mod rect;
-pub mod size;
 
 // The exported `GOMP_OFFLOAD_*` entry points: the framework's shells
 // (`src/edge/exports/`), written once for every product, compiled here over this

@@ -23,9 +23,11 @@ void GOMP_PLUGIN_debug (int kind, const char *fmt, ...)
 }
 static void report (const char *fmt, va_list ap)
 {
-  fputs ("libgomp: ", stderr);
-  vfprintf (stderr, fmt, ap);
-  fputc ('\n', stderr);
+  /* One stdio call per message, so that a message from another thread (a queue's
+     error callback, say) cannot land between the prefix and the text.  */
+  char msg[4096];
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  fprintf (stderr, "libgomp: %s\n", msg);
 }
 void GOMP_PLUGIN_error (const char *fmt, ...)
 {

@@ -42,7 +42,7 @@ pub const DEFAULT_REVERSE_OFFLOAD_THREADS: usize = 8;
 /// Default soft stack per warp (as GCC's plugin).
 pub const DEFAULT_SOFT_STACK: usize = 128 * 1024;
 
-pub use crate::size::parse_size;
+pub use gomp_plugin::settings::parse_size;
 
 /// Parses `GOMP_NVPTX_JIT`: space-separated options, of which only `-O0`..`-O4` exist.
 pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
@@ -128,26 +128,6 @@ impl Config {
 mod tests {
     use super::*;
     use std::cell::RefCell;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("8192"), Some(8192));
-        assert_eq!(parse_size(" 64k"), Some(65536));
-        assert_eq!(parse_size("2M"), Some(2 << 20));
-        assert_eq!(parse_size("0x100"), Some(256));
-        assert_eq!(parse_size("1g"), Some(1 << 30));
-        for bad in [
-            "",
-            "k",
-            "-1",
-            "12q",
-            "0x",
-            "99999999999999999999",
-            "18446744073709551615g",
-        ] {
-            assert_eq!(parse_size(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn jit_levels() {

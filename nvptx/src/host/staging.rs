@@ -19,7 +19,7 @@
 use crate::cuda::safe::context;
 use crate::cuda::safe::{HostAlloc, OwnedEvent, OwnedStream};
 use crate::cuda::sys::*;
-use crate::size::parse_size;
+use gomp_plugin::settings::parse_size;
 use gomp_plugin::error::{Error, Result};
 use std::collections::VecDeque;
 use std::ffi::c_void;
