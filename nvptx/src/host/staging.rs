@@ -19,8 +19,8 @@
 use crate::cuda::safe::context;
 use crate::cuda::safe::{HostAlloc, OwnedEvent, OwnedStream};
 use crate::cuda::sys::*;
-use gomp_plugin::settings::parse_size;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::settings::parse_size;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
