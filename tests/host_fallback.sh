@@ -107,7 +107,7 @@ gcn_both() {
 }
 check "gcn: -foffload=amdgcn-amdhsa program, libgomp 16 loads both our plugins, 0 devices, host fallback" gcn_example
 check "gcn: -foffload=nvptx-none,amdgcn-amdhsa program, both plugins 0 devices, host fallback" gcn_both
-sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' gcn/src/hsa/runtime.rs |
+sed -n 's/^ *\(hsa_[a-z0-9_]*\) = "hsa_.*/\1/p' gcn/src/hsa/runtime.rs |
   grep -vxE 'hsa_init|hsa_status_string|hsa_iterate_agents' | sed 's/.*/STUB(&)/' > "$T/stub_names.h"
 cc -shared -fPIC -DPARTIAL -DINIT_RESULT=0 tests/fallback/stub_libhsa.c -o "$T/hsa_partial.so"
 cc -shared -fPIC -I"$T" -DINIT_RESULT=0x1000 tests/fallback/stub_libhsa.c -o "$T/hsa_initfail.so"
@@ -123,7 +123,7 @@ check "gcn: runtime with no GPU agent: 0 devices" hsa_noagent
 # executables from fake addresses: our gcn entry points driven directly
 # (tests/fallback/gcn_calls.c) with real GCC 16 images. This checks the plugin's HSA
 # call sequence and bookkeeping against a stand-in, not behaviour on an AMD GPU.
-sed -n 's/^ *\(hsa_[a-z0-9_]*\)(.*/\1/p' gcn/src/hsa/runtime.rs |
+sed -n 's/^ *\(hsa_[a-z0-9_]*\) = "hsa_.*/\1/p' gcn/src/hsa/runtime.rs |
   grep -vxE "$(sed -n 's/^status \(hsa_[a-z0-9_]*\) *(.*/\1/p' tests/fallback/stub_libhsa.c | paste -sd'|')" |
   sed 's/.*/STUB(&)/' > "$T/gpu/stub_names.h"
 cc -shared -fPIC -I"$T/gpu" -DINIT_RESULT=0 '-DONE_GPU="gfx90a"' tests/fallback/stub_libhsa.c -o "$T/hsa_gpu.so"
