@@ -24,6 +24,7 @@ pub mod device;
 pub mod edge;
 pub mod error;
 pub mod libgomp;
+pub mod observe;
 pub mod openacc;
 pub mod plugin;
 pub mod rect;
