@@ -15,6 +15,7 @@ pub mod device;
 pub mod host;
 pub mod image;
 pub mod interop;
+pub mod observe;
 pub mod launch;
 pub mod memory;
 pub mod open;

@@ -60,6 +60,21 @@ impl OpenDevice {
         &self.core
     }
 
+    /// Runs entry point `name` (`f`), recorded as a host span when tracing or
+    /// profiling; otherwise just `f` after one check.
+    #[inline]
+    fn entry<T>(&self, name: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        match self.core.observe() {
+            None => f(),
+            Some(o) => {
+                let t0 = crate::observe::now();
+                let r = f();
+                o.entry(name, t0);
+                r
+            }
+        }
+    }
+
     /// Keeps what the device owns as it is until the process ends, also once the
     /// registry has dropped this device: the images stay loaded (a kernel of theirs
     /// still runs), the completion thread and async streams stay. The reverse-offload
@@ -139,7 +154,9 @@ impl gomp_plugin::Device for OpenDevice {
     ) -> Result<LoadedImage> {
         let dev = &self.core;
         // SAFETY: forwarded caller guarantees.
-        let (img, table) = unsafe { Image::load(dev, version, data.cast(), host_ind_fns) }?;
+        let (img, table) = self.entry("load_image", || unsafe {
+            Image::load(dev, version, data.cast(), host_ind_fns)
+        })?;
         let rev_fn_table = if want_rev {
             reverse::setup(dev, &self.reverse, &img, img.fns.len())?
         } else {
@@ -177,11 +194,11 @@ impl gomp_plugin::Device for OpenDevice {
     }
 
     fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        Ok(self.core.alloc_for_libgomp(size)? as *mut c_void)
+        Ok(self.entry("alloc", || self.core.alloc_for_libgomp(size))? as *mut c_void)
     }
 
     fn free(&self, ptr: *mut c_void) -> Result<()> {
-        self.core.free_for_libgomp(ptr as CUdeviceptr)
+        self.entry("free", || self.core.free_for_libgomp(ptr as CUdeviceptr))
     }
 
     unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
@@ -213,7 +230,9 @@ impl gomp_plugin::Device for OpenDevice {
         args: *mut *mut c_void,
     ) -> Result<()> {
         // SAFETY: forwarded caller guarantees (a live handle, libgomp's argument array).
-        unsafe { run::run(&self.core, &self.reverse, target_fn(kernel)?, vars, args) }
+        self.entry("run", || unsafe {
+            run::run(&self.core, &self.reverse, target_fn(kernel)?, vars, args)
+        })
     }
 
     unsafe fn run_async(
@@ -224,7 +243,7 @@ impl gomp_plugin::Device for OpenDevice {
         async_data: *mut c_void,
     ) -> Result<()> {
         // SAFETY: as in `run`.
-        unsafe {
+        self.entry("async_run", || unsafe {
             run::run_async(
                 &self.core,
                 &self.async_queue,
@@ -234,7 +253,7 @@ impl gomp_plugin::Device for OpenDevice {
                 args,
                 async_data,
             )
-        }
+        })
     }
 
     fn managed_alloc(&self, size: usize) -> Result<*mut c_void> {

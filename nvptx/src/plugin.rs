@@ -12,6 +12,7 @@ use crate::cuda::{driver, sys::*};
 use crate::device;
 use crate::host::ranges as host_ranges;
 use crate::interop;
+use crate::observe::info;
 use crate::open::{target_fn, OpenDevice};
 use crate::openacc::{exec, property, queue::AccQueue, thread};
 use gomp_plugin::libgomp::abi::*;
@@ -98,11 +99,16 @@ impl Plugin for Nvptx {
             Ok(n) => n,
             Err(e) => {
                 log::debug!("no CUDA devices: {e}");
+                info::fallback(&match driver::loaded() {
+                    None => format!("no usable CUDA driver ({e})"),
+                    Some(_) => format!("CUDA driver error ({e})"),
+                });
                 return 0;
             }
         };
         REGISTRY.ensure_len(n.max(0) as usize);
         if n == 0 {
+            info::fallback("the CUDA driver reports no device (CUDA_VISIBLE_DEVICES?)");
             return 0;
         }
         let usm = REQUIRES_UNIFIED_SHARED_MEMORY | REQUIRES_SELF_MAPS;
@@ -111,6 +117,9 @@ impl Plugin for Nvptx {
             log::debug!(
                 "requires mask {mask:#x}: unknown clause bits {unsupported:#x}; host fallback"
             );
+            info::fallback(&format!(
+                "the program's 'requires' (mask {mask:#x}) has clauses the plugin does not know ({unsupported:#x})"
+            ));
             return -1;
         }
         if mask & usm != 0 {
@@ -121,6 +130,9 @@ impl Plugin for Nvptx {
             });
             if !pageable || libgomp().is_none_or(|v| v < Libgomp::V15) {
                 log::debug!("unified shared memory needs pageable memory access on every device");
+                info::fallback(
+                    "'requires unified_shared_memory' or 'self_maps' needs pageable memory access on every device (and libgomp 15 or newer)",
+                );
                 return -1;
             }
         }

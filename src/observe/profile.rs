@@ -105,6 +105,13 @@ pub struct CopyStats {
     pub ns: u64,
 }
 
+impl AllocStats {
+    /// Allocations served without a driver or pool call.
+    pub fn cache_hits(&self) -> u64 {
+        self.count.saturating_sub(self.driver)
+    }
+}
+
 impl CopyStats {
     /// Throughput in GB/s (10^9 bytes per second); `None` without time.
     pub fn gbps(&self) -> Option<f64> {
@@ -117,8 +124,8 @@ impl CopyStats {
 pub struct AllocStats {
     /// Allocations.
     pub count: u64,
-    /// Of those, served from the plugin's caches (no driver or pool call).
-    pub cache_hits: u64,
+    /// Driver or pool allocations made for them (a cached chunk serves several).
+    pub driver: u64,
     /// Frees.
     pub frees: u64,
     /// Bytes the program holds now.
@@ -209,15 +216,19 @@ impl Profile {
         })
     }
 
-    /// One allocation of `bytes`; `cache_hit` when no driver or pool call served it.
-    pub fn alloc(&self, bytes: u64, cache_hit: bool) {
+    /// One allocation of `bytes` handed to the program.
+    pub fn alloc(&self, bytes: u64) {
         self.with(|d| {
             let a = &mut d.alloc;
             a.count += 1;
-            a.cache_hits += u64::from(cache_hit);
             a.live += bytes;
             a.peak = a.peak.max(a.live);
         })
+    }
+
+    /// One allocation from the driver or its pool, made to serve the program's.
+    pub fn driver_alloc(&self) {
+        self.with(|d| d.alloc.driver += 1)
     }
 
     /// One free of a block of `bytes`.
@@ -341,11 +352,11 @@ pub fn render(d: &Data, prefix: &str) -> String {
     }
     let a = &d.alloc;
     lines.push(format!(
-        "allocations: {} ({} from the plugin's caches, {} from the driver or pool), {} free(s), \
+        "allocations: {} ({} without a driver call, {} driver or pool allocation(s)), {} free(s), \
          peak {} held by the program",
         a.count,
-        a.cache_hits,
-        a.count - a.cache_hits,
+        a.cache_hits(),
+        a.driver,
         a.frees,
         bytes_text(a.peak)
     ));
@@ -405,10 +416,11 @@ mod tests {
         p.copy(CopyDir::H2D, CopyMem::Staged, 1 << 30, 20_000_000);
         p.copy(CopyDir::H2D, CopyMem::Staged, 1 << 30, 30_000_000);
         p.copy(CopyDir::D2H, CopyMem::Pinned, 4096, 0);
-        p.alloc(100, false);
-        p.alloc(50, true);
+        p.alloc(100);
+        p.driver_alloc();
+        p.alloc(50);
         p.free(100);
-        p.alloc(200, true);
+        p.alloc(200);
         p.jit(JitStats {
             image: "0x1".into(),
             objects: 2,
@@ -442,12 +454,13 @@ mod tests {
             d.alloc,
             AllocStats {
                 count: 3,
-                cache_hits: 2,
+                driver: 1,
                 frees: 1,
                 live: 250,
                 peak: 250
             }
         );
+        assert_eq!(d.alloc.cache_hits(), 2);
         assert_eq!(d.acc_queues, 1);
 
         let t = p.render("P: ");
@@ -463,7 +476,7 @@ mod tests {
         assert!(row0.contains("132x256 (2), 1x32 (1)"), "{row0}");
         let staged = lines.iter().find(|l| l.contains("h2d staged")).unwrap();
         assert!(staged.ends_with("42.95"), "{staged}");
-        assert!(t.contains("allocations: 3 (2 from the plugin's caches, 1 from the driver or pool), 1 free(s), peak 250 B"), "{t}");
+        assert!(t.contains("allocations: 3 (2 without a driver call, 1 driver or pool allocation(s)), 1 free(s), peak 250 B"), "{t}");
         assert!(
             t.contains("JIT link: image 0x1: 2 object(s), 3 kernel(s), 45.0 ms"),
             "{t}"

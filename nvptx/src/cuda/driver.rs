@@ -108,6 +108,7 @@ gomp_plugin::symbol_table! {
         cuEventRecord = "cuEventRecord" (CUevent, CUstream) -> CUresult;
         cuEventQuery = "cuEventQuery" (CUevent) -> CUresult;
         cuEventSynchronize = "cuEventSynchronize" (CUevent) -> CUresult;
+        cuEventElapsedTime = "cuEventElapsedTime" (*mut f32, CUevent, CUevent) -> CUresult;
     }
     optional (CUresult = CUDA_ERROR_NOT_SUPPORTED as CUresult) {
         cuDeviceGetUuid_v2 = "cuDeviceGetUuid_v2" (*mut CUuuid, CUdevice);

@@ -11,6 +11,7 @@ use crate::memory::large_blocks;
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
+use gomp_plugin::observe::profile::{CopyDir, CopyMem};
 use std::ffi::c_void;
 
 impl Device {
@@ -30,6 +31,9 @@ impl Device {
             }
         };
         self.blocks.insert(p, size);
+        if let Some(o) = self.observe() {
+            o.alloc(size);
+        }
         Ok(p)
     }
 
@@ -63,6 +67,9 @@ impl Device {
     }
 
     fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {
+        if let Some(o) = self.observe() {
+            o.driver_alloc();
+        }
         if let Some(pool) = &self.pool {
             return pool.alloc(size);
         }
@@ -81,6 +88,9 @@ impl Device {
             return Ok(0);
         }
         let size = self.blocks.remove(p)?;
+        if let Some(o) = self.observe() {
+            o.free(size);
+        }
         if self.small.give(p, size) || self.large.put(p, large_blocks::rounded(size)) {
             return Ok(size);
         }
@@ -138,6 +148,22 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
+        if let Some(o) = self.observe() {
+            let (t0, mem) = (crate::observe::now(), self.copy_mem(src, n));
+            // SAFETY: forwarded caller guarantee.
+            let r = unsafe { self.host2dev_plain(dst, src, n) };
+            o.copy(CopyDir::H2D, mem, n, t0);
+            return r;
+        }
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.host2dev_plain(dst, src, n) }
+    }
+
+    /// [`Device::host2dev`] of a nonempty copy, unobserved.
+    ///
+    /// # Safety
+    /// As [`Device::host2dev`].
+    unsafe fn host2dev_plain(&self, dst: CUdeviceptr, src: *const c_void, n: usize) -> Result<()> {
         self.check_host_copy(dst, src, n)?;
         if self.stage(src, n) {
             // SAFETY: readable source (caller); device range checked above.
@@ -163,6 +189,22 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
+        if let Some(o) = self.observe() {
+            let (t0, mem) = (crate::observe::now(), self.copy_mem(dst, n));
+            // SAFETY: forwarded caller guarantee.
+            let r = unsafe { self.dev2host_plain(dst, src, n) };
+            o.copy(CopyDir::D2H, mem, n, t0);
+            return r;
+        }
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.dev2host_plain(dst, src, n) }
+    }
+
+    /// [`Device::dev2host`] of a nonempty copy, unobserved.
+    ///
+    /// # Safety
+    /// As [`Device::dev2host`].
+    unsafe fn dev2host_plain(&self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> Result<()> {
         self.check_host_copy(src, dst, n)?;
         if self.stage(dst, n) {
             // SAFETY: writable destination (caller); device range checked above.
@@ -202,8 +244,13 @@ impl Device {
             return Ok(());
         }
         self.check_dev2dev(dst, src, n)?;
+        let t0 = self.observe().map(|_| crate::observe::now());
         // Device addresses are checked by the driver; waited for before returning.
-        self.on_copy_stream(|s| s.copy_dtod(dst, src, n).map_err(Error::from))
+        let r = self.on_copy_stream(|s| s.copy_dtod(dst, src, n).map_err(Error::from));
+        if let (Some(o), Some(t0)) = (self.observe(), t0) {
+            o.copy(CopyDir::D2D, CopyMem::Device, n, t0);
+        }
+        r
     }
 
     /// Sets `n` device bytes at `p` to the low byte of `val`.
@@ -231,6 +278,20 @@ impl Device {
         }
         // An unknown (pageable) address is an error return, not a fault.
         query::memory_type(p as CUdeviceptr).is_err()
+    }
+
+    /// How a copy of `n` bytes from or to host `p` reaches the host memory (for the
+    /// profile only: costs a driver query).
+    fn copy_mem(&self, p: *const c_void, n: usize) -> CopyMem {
+        if self.stage(p, n) {
+            CopyMem::Staged
+        } else if host_ranges::global().contains(p as usize, n)
+            || query::memory_type(p as CUdeviceptr).is_ok()
+        {
+            CopyMem::Pinned
+        } else {
+            CopyMem::Pageable
+        }
     }
 
     /// The address checks of a copy of `n` bytes between host `host_ptr` and device

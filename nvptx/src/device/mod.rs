@@ -32,10 +32,11 @@ use crate::memory::large_blocks::LargeBlocks;
 use crate::memory::pool::Pool;
 use crate::memory::small_blocks::SmallBlocks;
 use crate::memory::stacks::StackCache;
+use crate::observe::{info, DeviceObserve};
 use gomp_plugin::blocks::Blocks;
 use gomp_plugin::error::{Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Device facts read once at initialisation.
 #[derive(Clone, Debug, Default)]
@@ -96,6 +97,9 @@ pub struct Device {
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
     openacc: AtomicBool,
+    /// The profile's and trace's recorder (`None` unless `GOMP_NVPTX_PROFILE` or
+    /// `GOMP_NVPTX_TRACE` is set: every hook is a check of this field).
+    observe: Option<Arc<DeviceObserve>>,
 }
 
 // SAFETY: the context handle may be made current on any thread; all mutable state is
@@ -175,13 +179,21 @@ impl Device {
             kernel_copy: KernelCopy::default(),
             pinned: HostPool::new(HostChunks { ord }),
             openacc: AtomicBool::new(false),
+            observe: None,
         };
         dev.activate()?;
         let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
         let dev = Device {
             pool: Pool::create(cu_dev, pools)?,
+            observe: DeviceObserve::open(ord, &dev.props.name),
             ..dev
         };
+        if let Some(o) = &dev.observe {
+            // The epoch device times are placed from (the stream is waited for).
+            if dev.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
+                o.epoch_done();
+            }
+        }
         if let Some(n) = dev.config.native_stack {
             context::set_limit(CU_LIMIT_STACK_SIZE, n)?;
         }
@@ -207,6 +219,16 @@ impl Device {
                 "cuMemAlloc (no memory pools)"
             }
         );
+        info::opened(&info::Opened {
+            ord,
+            name: &dev.props.name,
+            cc: dev.props.cc,
+            sms: dev.props.num_sms,
+            driver: query::driver_version().unwrap_or(0),
+            soft_stack: dev.config.soft_stack,
+            heap: dev.config.heap,
+            pool: dev.pool.is_some(),
+        });
         Ok(dev)
     }
 
@@ -231,6 +253,12 @@ impl Device {
     #[inline]
     pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
         self.streams.on_stream(f)
+    }
+
+    /// The profile's and trace's recorder, if either is on.
+    #[inline]
+    pub fn observe(&self) -> Option<&DeviceObserve> {
+        self.observe.as_deref()
     }
 
     /// True once the program uses OpenACC on this device.
@@ -263,6 +291,9 @@ impl Device {
     /// of those steps: it is returned rather than a later one, except that a failure to
     /// release the primary context is returned in any case.
     pub fn close(&self, mut first_err: Option<Error>) -> Result<()> {
+        if let Some(o) = self.observe() {
+            o.close();
+        }
         self.stacks.trim();
         for c in self
             .small

@@ -85,7 +85,11 @@ impl Image {
     ) -> Result<(Box<Image>, Vec<AddrPair>)> {
         // SAFETY: forwarded caller guarantee.
         let desc = unsafe { descriptor::read(version, data) }?;
+        let t0 = dev.observe().map(|_| crate::observe::now());
         let module = link_ptx(&desc.ptx, dev.config.jit_opt_level)?;
+        if let (Some(o), Some(t0)) = (dev.observe(), t0) {
+            o.jit(data as usize, desc.ptx.len(), desc.funcs.len(), t0);
+        }
         let mut img = Box::new(Image {
             key: data as usize,
             module,

@@ -18,6 +18,7 @@ use crate::device::Device;
 use crate::launch::failure::kernel_error;
 use crate::launch::reverse::{Reverse, Service};
 use crate::memory::stacks::StackBlock;
+use crate::observe::Timer;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
 use std::collections::VecDeque;
@@ -37,6 +38,8 @@ pub struct Pending {
     stacks: StackBlock,
     /// libgomp's task handle, as an address (the pointer is only passed back).
     async_data: usize,
+    /// The launch's timing events when profiling or tracing.
+    timer: Option<Timer>,
 }
 
 /// Soft-stack bytes of the device's async launches in flight: reserved by launching
@@ -116,8 +119,8 @@ impl AsyncQueue {
     }
 }
 
-/// Enqueues a prepared launch's completion: records an event on `s` and hands it to the
-/// device's completion thread (started on first use, holding the core `dev`, `q`'s stack
+/// Enqueues a prepared launch's completion (with its timer, if profiling): records an
+/// event on `s` and hands it to the device's completion thread (started on first use, holding the core `dev`, `q`'s stack
 /// budget and `rev`'s [`Service`] state).
 pub fn submit(
     dev: &Arc<Device>,
@@ -126,6 +129,7 @@ pub fn submit(
     s: Stream,
     stacks: StackBlock,
     async_data: usize,
+    timer: Option<Timer>,
 ) -> Result<()> {
     let event = dev.events.acquire()?;
     // The event and stream belong to this device's context.
@@ -134,6 +138,7 @@ pub fn submit(
         event,
         stacks,
         async_data,
+        timer,
     };
     let mut w = q.worker.lock().unwrap_or_else(|e| e.into_inner());
     if w.is_none() {
@@ -160,6 +165,10 @@ fn finish(dev: &Device, budget: &StackBudget, service: &Service, p: Pending) {
     let bytes = p.stacks.size;
     dev.stacks.release(p.stacks);
     dev.events.release(p.event);
+    if let (Some(o), Some(t)) = (dev.observe(), p.timer) {
+        // The completion event after the launch has completed: so has the launch.
+        o.finish(t);
+    }
     budget.unreserve(bytes);
     service.kernel_finished();
     if let Some(done) = gomp_plugin::libgomp::host::host().and_then(|h| h.task_completion) {

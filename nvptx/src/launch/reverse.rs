@@ -284,13 +284,18 @@ fn serve(dev: &Device, r: &Service, mailbox: usize) {
     // which this thread holds, owns it until then).
     let mb = unsafe { &*(mailbox as *const Mailbox) };
     let mut stats = log::log_enabled!(log::Level::Debug).then(Stats::new);
+    let observe = dev.observe();
     let (mut idle, mut quiet) = (0u32, 0u32);
     while !r.stop.load(Ordering::Acquire) {
         let f = mb.fn_.load(Ordering::Acquire);
         if f != 0 {
             let seen = ticks();
+            let t0 = observe.map(|_| std::time::Instant::now());
             handle(dev, mb, f);
             mb.fn_.store(0, Ordering::Release);
+            if let (Some(o), Some(t0)) = (observe, t0) {
+                o.reverse(t0.elapsed().as_nanos() as u64);
+            }
             if let Some(st) = &mut stats {
                 st.record(seen, ticks());
             }

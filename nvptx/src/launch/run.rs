@@ -65,6 +65,13 @@ pub unsafe fn prepare<'a>(
     })
 }
 
+impl Prepared<'_> {
+    /// The launch shape as the profile and trace show it: teams x threads.
+    pub fn shape(&self) -> String {
+        format!("{}x{}", self.g.teams, self.g.warps * 32)
+    }
+}
+
 /// Enqueues a prepared kernel on `s` (does not wait).
 pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
     let mut vars = p.vars;
@@ -104,8 +111,23 @@ pub unsafe fn run(
     // SAFETY: forwarded caller guarantee.
     let p = unsafe { prepare(dev, f, vars, args) }?;
     rev.kernel_started();
-    let r = dev.on_stream(|s| enqueue(dev, &p, s));
+    let mut timer = None;
+    let r = dev.on_stream(|s| match dev.observe() {
+        None => enqueue(dev, &p, s),
+        Some(o) => {
+            // Timing events around the launch, read once the stream is waited for.
+            timer = o.start(s, &f.name, p.shape());
+            enqueue(dev, &p, s)?;
+            if let Some(t) = &timer {
+                o.stop(t, s);
+            }
+            Ok(())
+        }
+    });
     rev.kernel_finished();
+    if let (Some(o), Some(t)) = (dev.observe(), timer) {
+        o.finish(t);
+    }
     r.map_err(kernel_error)?;
     dev.stacks.release(p.stacks);
     Ok(())
@@ -130,6 +152,10 @@ pub unsafe fn run_async(
     q.reserve(p.stacks.size);
     let s = q.stream()?;
     rev.kernel_started();
+    let timer = dev.observe().and_then(|o| o.start(s, &f.name, p.shape()));
     enqueue(dev, &p, s)?;
-    async_queue::submit(dev, q, rev, s, p.stacks, async_data as usize)
+    if let (Some(o), Some(t)) = (dev.observe(), &timer) {
+        o.stop(t, s);
+    }
+    async_queue::submit(dev, q, rev, s, p.stacks, async_data as usize, timer)
 }

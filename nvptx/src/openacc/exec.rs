@@ -92,6 +92,14 @@ pub unsafe fn exec(
     if let (Some((p, _)), Some(ev)) = (&name, &mut event) {
         p.launch(acc_prof::EV_ENQUEUE_LAUNCH_START, ev);
     }
+    let obs = dev.observe();
+    let timer = obs.and_then(|o| {
+        o.start(
+            s,
+            &f.name,
+            format!("{}x{}x{}", d.gangs, d.workers, d.vector),
+        )
+    });
     let mut arg = devaddrs as u64;
     let mut params: [*mut c_void; 1] = [(&mut arg as *mut u64).cast()];
     // SAFETY: the entry point takes one u64; the driver copies it from the live local.
@@ -107,10 +115,18 @@ pub unsafe fn exec(
     if let (Some((p, _)), Some(ev)) = (&name, &mut event) {
         p.launch(acc_prof::EV_ENQUEUE_LAUNCH_END, ev);
     }
+    if let (Some(o), Some(t)) = (obs, &timer) {
+        o.stop(t, s);
+    }
     launched?;
     if stream.is_none() {
         // Waiting on the legacy default stream of the current context.
         s.synchronize().map_err(|e| kernel_error(e.into()))?;
+    }
+    if let (Some(o), Some(t)) = (obs, timer) {
+        // Read now if complete (no queue), else when found complete later.
+        o.harvest();
+        o.finish(t);
     }
     Ok(())
 }

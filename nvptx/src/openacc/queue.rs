@@ -62,6 +62,9 @@ impl AccQueue {
         // flagged `owned`: a stream the program hands over is not destroyed).
         let s = OwnedStream::create(CU_STREAM_DEFAULT as u32)?.into_raw();
         dev.use_openacc();
+        if let Some(o) = dev.observe() {
+            o.acc_queue();
+        }
         Ok(AccQueue {
             dev,
             stream: Mutex::new(QueueStream {

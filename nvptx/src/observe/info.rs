@@ -1,0 +1,158 @@
+//! `GOMP_NVPTX_INFO`: one line per device opened and one when the program falls back
+//! to the host, on stderr as `libgomp: nvptx info: ...` (libgomp's error stream, not
+//! `GOMP_DEBUG`). A libgomp the plugin refuses is already said unconditionally by the
+//! version handshake, so it has no info line of its own.
+
+use gomp_plugin::libgomp::{host, report};
+
+/// Facts of an opened device, as [`opened`] prints them.
+pub struct Opened<'a> {
+    /// libgomp's device number within the plugin.
+    pub ord: i32,
+    /// Marketing name.
+    pub name: &'a str,
+    /// Compute capability.
+    pub cc: (i32, i32),
+    /// Streaming multiprocessors.
+    pub sms: i32,
+    /// `cuDriverGetVersion` (e.g. 13000), 0 if unknown.
+    pub driver: i32,
+    /// Soft-stack bytes per warp.
+    pub soft_stack: usize,
+    /// `GOMP_NVPTX_HEAP_SIZE` if set.
+    pub heap: Option<usize>,
+    /// Whether the device has a stream-ordered memory pool.
+    pub pool: bool,
+}
+
+/// Whether and where the driver caches JIT output, from `CUDA_CACHE_DISABLE` and
+/// `CUDA_CACHE_PATH` (read through `get`).
+pub fn jit_cache(get: impl Fn(&str) -> Option<String>) -> String {
+    if get("CUDA_CACHE_DISABLE").is_some_and(|v| v.trim() == "1") {
+        return "JIT cache disabled (CUDA_CACHE_DISABLE=1)".into();
+    }
+    match get("CUDA_CACHE_PATH").filter(|p| !p.is_empty()) {
+        Some(p) => format!("JIT cache {p} (CUDA_CACHE_PATH)"),
+        None => "JIT cache ~/.nv/ComputeCache (driver default)".into(),
+    }
+}
+
+/// The device line.
+pub fn opened_line(o: &Opened<'_>, libgomp: &str, cache: &str) -> String {
+    format!(
+        "nvptx info: device {}: {} (sm_{}{}, {} SMs); gomp-plugin-rs {} for {libgomp}; \
+         CUDA driver {}.{}; {cache}; soft stack {} bytes/warp; heap {}; {}",
+        o.ord,
+        o.name,
+        o.cc.0,
+        o.cc.1,
+        o.sms,
+        env!("CARGO_PKG_VERSION"),
+        o.driver / 1000,
+        o.driver % 1000 / 10,
+        o.soft_stack,
+        o.heap
+            .map_or("driver default (8 MiB)".to_string(), |h| format!(
+                "{h} bytes"
+            )),
+        if o.pool {
+            "stream-ordered memory pool"
+        } else {
+            "cuMemAlloc (no memory pools)"
+        }
+    )
+}
+
+/// Prints the device line when `GOMP_NVPTX_INFO` is on.
+pub fn opened(o: &Opened<'_>) {
+    if super::settings().info {
+        let cache = jit_cache(|k| std::env::var(k).ok());
+        report::error(&opened_line(o, &host::detected().to_string(), &cache));
+    }
+}
+
+/// Prints why the program runs on the host when `GOMP_NVPTX_INFO` is on.
+pub fn fallback(why: &str) {
+    if super::settings().info {
+        report::error(&format!(
+            "nvptx info: gomp-plugin-rs {}: no offloading to NVIDIA GPUs, the program runs on the host: {why}",
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_line() {
+        let o = Opened {
+            ord: 0,
+            name: "NVIDIA H100 80GB HBM3",
+            cc: (9, 0),
+            sms: 132,
+            driver: 13000,
+            soft_stack: 131072,
+            heap: None,
+            pool: true,
+        };
+        let l = opened_line(
+            &o,
+            "libgomp 16",
+            "JIT cache disabled (CUDA_CACHE_DISABLE=1)",
+        );
+        assert!(
+            l.starts_with(
+                "nvptx info: device 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs); gomp-plugin-rs "
+            ),
+            "{l}"
+        );
+        for part in [
+            "for libgomp 16;",
+            "CUDA driver 13.0;",
+            "JIT cache disabled",
+            "soft stack 131072 bytes/warp",
+            "heap driver default (8 MiB)",
+            "stream-ordered memory pool",
+        ] {
+            assert!(l.contains(part), "{part}: {l}");
+        }
+        let l = opened_line(
+            &Opened {
+                heap: Some(1 << 28),
+                driver: 12040,
+                ..o
+            },
+            "libgomp 14",
+            "x",
+        );
+        assert!(
+            l.contains("heap 268435456 bytes") && l.contains("CUDA driver 12.4"),
+            "{l}"
+        );
+    }
+
+    #[test]
+    fn cache() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert!(jit_cache(env(&[])).contains("driver default"));
+        assert!(jit_cache(env(&[
+            ("CUDA_CACHE_DISABLE", "1"),
+            ("CUDA_CACHE_PATH", "/c")
+        ]))
+        .contains("disabled"));
+        assert_eq!(
+            jit_cache(env(&[("CUDA_CACHE_PATH", "/c")])),
+            "JIT cache /c (CUDA_CACHE_PATH)"
+        );
+        assert!(jit_cache(env(&[("CUDA_CACHE_DISABLE", "0")])).contains("driver default"));
+    }
+}

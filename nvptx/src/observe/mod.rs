@@ -1,0 +1,481 @@
+//! What the plugin tells a user who asks: `GOMP_NVPTX_INFO` (a line per device opened,
+//! a line when the program falls back to the host: [`info`]), `GOMP_NVPTX_PROFILE` (a
+//! table on stderr at exit) and `GOMP_NVPTX_TRACE=FILE` (a Chrome trace-event file
+//! written at exit). The aggregation, the table and the JSON writer are the
+//! framework's (`gomp_plugin::observe`); this module measures: timing events around
+//! launches, read at the completion points the plugin already has (a synchronous
+//! launch waits for its stream, the completion thread for `nowait` launches) or, for
+//! OpenACC queue launches, when later found complete, never by waiting.
+//!
+//! Off means off: the variables are read once; a device opened with both recording
+//! switches off gets no [`DeviceObserve`], and every hook is one check of the core's
+//! `observe` field (`None`).
+//!
+//! Process exit: the first device opened with a recording switch on registers an
+//! `atexit` hook ([`at_exit`]), which runs before libgomp's own (registered earlier) or
+//! after it: either way it reads what the open devices have left (non-blocking), prints
+//! the table once and writes the trace once. `GOMP_PLUGIN_fatal` ends the program with
+//! `exit()`, so the hook also runs after an error.
+//!
+//! Depends on the CUDA layer and the framework only (the device core holds a
+//! [`DeviceObserve`]; nothing here names the core).
+
+pub mod info;
+
+use crate::cuda::safe::{OwnedEvent, Stream};
+use crate::cuda::sys::CUDA_ERROR_NOT_READY;
+use gomp_plugin::libgomp::report;
+use gomp_plugin::observe::profile::{CopyDir, CopyMem, JitStats, Profile};
+use gomp_plugin::observe::switch::{parse_flag, parse_path};
+use gomp_plugin::observe::trace::{self, Span, Trace};
+use once_cell::sync::{Lazy, OnceCell};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+/// The observability settings, read once per process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// `GOMP_NVPTX_INFO`: info lines.
+    pub info: bool,
+    /// `GOMP_NVPTX_PROFILE`: the table at exit.
+    pub profile: bool,
+    /// `GOMP_NVPTX_TRACE`: the trace file.
+    pub trace: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Reads the settings through `get`, reporting bad values through `warn` (the
+    /// variable then counts as unset).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Settings {
+        let flag = |name: &str| {
+            get(name).is_some_and(|v| {
+                parse_flag(name, &v).unwrap_or_else(|e| {
+                    warn(&e);
+                    false
+                })
+            })
+        };
+        Settings {
+            info: flag("GOMP_NVPTX_INFO"),
+            profile: flag("GOMP_NVPTX_PROFILE"),
+            trace: get("GOMP_NVPTX_TRACE").and_then(|v| {
+                parse_path("GOMP_NVPTX_TRACE", &v)
+                    .map_err(|e| warn(&e))
+                    .ok()
+            }),
+        }
+    }
+
+    /// Whether anything is recorded (profile or trace).
+    pub fn recording(&self) -> bool {
+        self.profile || self.trace.is_some()
+    }
+}
+
+static SETTINGS: OnceCell<Settings> = OnceCell::new();
+
+/// The settings of this process (the environment, read on first use; warnings go to
+/// libgomp's error stream).
+pub fn settings() -> &'static Settings {
+    SETTINGS.get_or_init(|| Settings::from_lookup(|k| std::env::var(k).ok(), report::error))
+}
+
+/// The process-wide recorders (only created when a recording switch is on).
+struct Recorders {
+    profile: Option<Profile>,
+    trace: Option<(Trace, PathBuf)>,
+    /// Devices with a recorder, for the exit hook.
+    devices: Mutex<Vec<Weak<DeviceObserve>>>,
+}
+
+static RECORDERS: Lazy<Recorders> = Lazy::new(|| {
+    let s = settings();
+    Recorders {
+        profile: s.profile.then(Profile::default),
+        trace: s.trace.clone().map(|p| (Trace::default(), p)),
+        devices: Mutex::default(),
+    }
+});
+
+/// Host spans go to process track 0, a device's to track `ord + 1`.
+const HOST_PID: u32 = 0;
+
+/// A launch or copy between two timing events on one stream.
+pub struct Timer {
+    start: OwnedEvent,
+    end: OwnedEvent,
+    stream: usize,
+    /// Kernel name.
+    name: String,
+    /// Launch shape, as the table and the trace show it.
+    shape: String,
+}
+
+/// Recording state of one device opened with a recording switch on. Shared (`Arc`) by
+/// the device core and the exit hook's list (weakly). Its events belong to the
+/// device's context and are destroyed by [`DeviceObserve::close`] (device close), or
+/// left to process exit.
+pub struct DeviceObserve {
+    ord: i32,
+    /// A timing event recorded and completed at open, and the trace time (µs) at
+    /// which it completed: device times are placed relative to it.
+    epoch: Mutex<Option<(OwnedEvent, f64)>>,
+    /// Idle timing events.
+    idle: Mutex<Vec<OwnedEvent>>,
+    /// Trace track per stream (by handle), numbered from 1 in order of first use.
+    tracks: Mutex<HashMap<usize, u32>>,
+    /// Launches whose completion was not yet seen (OpenACC queues).
+    deferred: Mutex<Vec<Timer>>,
+    closed: AtomicBool,
+}
+
+extern "C" {
+    fn atexit(f: extern "C" fn()) -> std::ffi::c_int;
+}
+
+impl DeviceObserve {
+    /// A recorder for device `ord` named `name`, or `None` when nothing is recorded.
+    /// The caller records the epoch ([`DeviceObserve::record_epoch`]) once a stream is
+    /// at hand.
+    pub fn open(ord: i32, name: &str) -> Option<Arc<DeviceObserve>> {
+        if !settings().recording() {
+            return None;
+        }
+        let rec = &*RECORDERS;
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            // SAFETY: registering a plain function; the library is never unloaded.
+            if unsafe { atexit(at_exit) } != 0 {
+                report::error("nvptx: cannot register the profile's exit hook");
+            }
+        });
+        if let Some((t, _)) = &rec.trace {
+            t.name_process(HOST_PID, &format!("host (pid {})", std::process::id()));
+            t.name_process(ord as u32 + 1, &format!("GPU {ord}: {name}"));
+        }
+        let d = Arc::new(DeviceObserve {
+            ord,
+            epoch: Mutex::new(None),
+            idle: Mutex::default(),
+            tracks: Mutex::default(),
+            deferred: Mutex::default(),
+            closed: AtomicBool::new(false),
+        });
+        lock(&rec.devices).push(Arc::downgrade(&d));
+        Some(d)
+    }
+
+    /// Records the epoch on `s`; the caller waits for `s` and then calls
+    /// [`DeviceObserve::epoch_done`].
+    pub fn record_epoch(&self, s: Stream) -> crate::cuda::safe::CuResult<()> {
+        let e = OwnedEvent::create_timed()?;
+        e.handle().record(s)?;
+        *lock(&self.epoch) = Some((e, 0.0));
+        Ok(())
+    }
+
+    /// The epoch's stream has been waited for: now is its trace time.
+    pub fn epoch_done(&self) {
+        if let Some((_, t)) = lock(&self.epoch).as_mut() {
+            *t = trace::now_us();
+        }
+    }
+
+    fn event(&self) -> Option<OwnedEvent> {
+        match lock(&self.idle).pop() {
+            Some(e) => Some(e),
+            None => OwnedEvent::create_timed()
+                .map_err(|e| log::debug!("profile: no timing event: {e}"))
+                .ok(),
+        }
+    }
+
+    /// Counts a launch of kernel `name` with shape `shape` and records a timing event
+    /// before it on `s`; `None` if the events cannot be had (the launch is counted,
+    /// not timed).
+    pub fn start(&self, s: Stream, name: &str, shape: String) -> Option<Timer> {
+        if let Some(p) = &RECORDERS.profile {
+            p.kernel(name, &shape, None);
+        }
+        let (start, end) = (self.event()?, self.event()?);
+        start.handle().record(s).ok()?;
+        Some(Timer {
+            start,
+            end,
+            stream: s.raw() as usize,
+            name: name.to_string(),
+            shape,
+        })
+    }
+
+    /// Records the timing event after the launch on its stream.
+    pub fn stop(&self, t: &Timer, s: Stream) {
+        let _ = t.end.handle().record(s);
+    }
+
+    fn track(&self, stream: usize) -> u32 {
+        let mut m = lock(&self.tracks);
+        let n = m.len() as u32 + 1;
+        let tid = *m.entry(stream).or_insert(n);
+        if tid == n {
+            if let Some((t, _)) = &RECORDERS.trace {
+                let what = if stream == 0 {
+                    "legacy default stream".to_string()
+                } else {
+                    format!("stream {n}")
+                };
+                t.name_thread(self.ord as u32 + 1, tid, &what);
+            }
+        }
+        tid
+    }
+
+    /// Reads a timer whose launch has completed (a completion point: the stream or a
+    /// later event was waited for). A timer not yet complete is kept for later.
+    pub fn finish(&self, t: Timer) {
+        match t.end.handle().query() {
+            Ok(()) => self.read(t),
+            Err(e) if e.code == CUDA_ERROR_NOT_READY => lock(&self.deferred).push(t),
+            Err(_) => {} // a failed launch: counted, not timed
+        }
+    }
+
+    fn read(&self, t: Timer) {
+        let (s, e) = (t.start.handle(), t.end.handle());
+        if let Ok(ms) = s.elapsed_ms(e) {
+            let ns = (f64::from(ms) * 1e6) as u64;
+            if let Some(p) = &RECORDERS.profile {
+                p.kernel_time(&t.name, ns);
+            }
+            if let Some((tr, _)) = &RECORDERS.trace {
+                let at = lock(&self.epoch).as_ref().and_then(|(ep, t0)| {
+                    ep.handle()
+                        .elapsed_ms(s)
+                        .ok()
+                        .map(|off| t0 + f64::from(off) * 1e3)
+                });
+                if let Some(ts) = at {
+                    tr.span(Span {
+                        name: t.name.clone(),
+                        cat: "kernel",
+                        ts,
+                        dur: ns as f64 / 1e3,
+                        pid: self.ord as u32 + 1,
+                        tid: self.track(t.stream),
+                        args: vec![("geometry", t.shape.clone())],
+                    });
+                }
+            }
+        }
+        let mut idle = lock(&self.idle);
+        idle.push(t.start);
+        idle.push(t.end);
+    }
+
+    /// Reads the deferred timers that have completed since (never waits).
+    pub fn harvest(&self) {
+        let pending = std::mem::take(&mut *lock(&self.deferred));
+        for t in pending {
+            self.finish(t);
+        }
+    }
+
+    /// A host span of entry point `name` that started at `t0` (trace µs).
+    pub fn entry(&self, name: &'static str, t0: f64) {
+        host_span(name, "entry", t0, vec![("device", self.ord.to_string())]);
+    }
+
+    /// A synchronous copy of `bytes` that started at `t0` (trace µs).
+    pub fn copy(&self, dir: CopyDir, mem: CopyMem, bytes: usize, t0: f64) {
+        let t1 = trace::now_us();
+        if let Some(p) = &RECORDERS.profile {
+            p.copy(dir, mem, bytes as u64, ((t1 - t0) * 1e3) as u64);
+        }
+        if RECORDERS.trace.is_some() {
+            host_span(
+                &format!("{} {}", dir.label(), mem.label()),
+                "copy",
+                t0,
+                vec![
+                    ("bytes", bytes.to_string()),
+                    ("device", self.ord.to_string()),
+                ],
+            );
+        }
+    }
+
+    /// An allocation of `bytes` handed to the program.
+    pub fn alloc(&self, bytes: usize) {
+        if let Some(p) = &RECORDERS.profile {
+            p.alloc(bytes as u64);
+        }
+    }
+
+    /// A driver or pool allocation made to serve the program's.
+    pub fn driver_alloc(&self) {
+        if let Some(p) = &RECORDERS.profile {
+            p.driver_alloc();
+        }
+    }
+
+    /// A block of `bytes` freed by the program.
+    pub fn free(&self, bytes: usize) {
+        if let Some(p) = &RECORDERS.profile {
+            p.free(bytes as u64);
+        }
+    }
+
+    /// A JIT link of `objects` PTX objects (an image of `kernels` kernels) that
+    /// started at `t0` (trace µs).
+    pub fn jit(&self, image: usize, objects: usize, kernels: usize, t0: f64) {
+        let t1 = trace::now_us();
+        if let Some(p) = &RECORDERS.profile {
+            p.jit(JitStats {
+                image: format!("{image:#x} (device {})", self.ord),
+                objects,
+                kernels,
+                ns: ((t1 - t0) * 1e3) as u64,
+            });
+        }
+        host_span(
+            "JIT link",
+            "jit",
+            t0,
+            vec![("objects", objects.to_string())],
+        );
+    }
+
+    /// A reverse-offload request served in `ns` on the host.
+    pub fn reverse(&self, ns: u64) {
+        if let Some(p) = &RECORDERS.profile {
+            p.reverse(ns);
+        }
+    }
+
+    /// An OpenACC queue created.
+    pub fn acc_queue(&self) {
+        if let Some(p) = &RECORDERS.profile {
+            p.acc_queue();
+        }
+    }
+
+    /// Device close (context current, everything waited for): reads what completed,
+    /// then destroys the timing events. Later records of this device are dropped.
+    pub fn close(&self) {
+        self.harvest();
+        self.closed.store(true, Ordering::Release);
+        drop(std::mem::take(&mut *lock(&self.deferred)));
+        drop(std::mem::take(&mut *lock(&self.idle)));
+        drop(lock(&self.epoch).take());
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn host_span(name: &str, cat: &'static str, t0: f64, args: Vec<(&'static str, String)>) {
+    if let Some((t, _)) = &RECORDERS.trace {
+        let tid = trace::host_tid();
+        t.name_thread(HOST_PID, tid, &format!("host thread {tid}"));
+        t.span(Span {
+            name: name.to_string(),
+            cat,
+            ts: t0,
+            dur: trace::now_us() - t0,
+            pid: HOST_PID,
+            tid,
+            args,
+        });
+    }
+}
+
+/// The trace time now (µs), for a hook's start.
+#[inline]
+pub fn now() -> f64 {
+    trace::now_us()
+}
+
+/// The exit hook: reads what the open devices have completed (no waiting), prints the
+/// profile and writes the trace, once.
+pub extern "C" fn at_exit() {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if DONE.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let rec = &*RECORDERS;
+    for d in lock(&rec.devices).iter().filter_map(Weak::upgrade) {
+        if !d.closed.load(Ordering::Acquire) {
+            d.harvest();
+        }
+    }
+    if let Some(p) = &rec.profile {
+        let table = p.render("libgomp: nvptx profile: ");
+        let head = format!(
+            "libgomp: nvptx profile: gomp-plugin-rs {}; kernel times are device times (CUDA events), \
+             copy times host times of the synchronous call\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        use std::io::Write;
+        let _ = std::io::stderr()
+            .lock()
+            .write_all((head + &table).as_bytes());
+    }
+    if let Some((t, path)) = &rec.trace {
+        if let Err(e) = t.write(path) {
+            report::error(&format!(
+                "nvptx: cannot write GOMP_NVPTX_TRACE file {}: {e}",
+                path.display()
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    fn settings(pairs: &[(&str, &str)]) -> (Settings, Vec<String>) {
+        let w = RefCell::new(Vec::new());
+        let s = Settings::from_lookup(
+            |k| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            },
+            |m| w.borrow_mut().push(m.to_string()),
+        );
+        (s, w.into_inner())
+    }
+
+    #[test]
+    fn switches() {
+        let (s, w) = settings(&[]);
+        assert_eq!(s, Settings::default());
+        assert!(!s.recording() && w.is_empty());
+        let (s, w) = settings(&[
+            ("GOMP_NVPTX_INFO", "1"),
+            ("GOMP_NVPTX_PROFILE", "yes"),
+            ("GOMP_NVPTX_TRACE", "/tmp/x.json"),
+        ]);
+        assert!(s.info && s.profile && s.recording() && w.is_empty());
+        assert_eq!(
+            s.trace.as_deref(),
+            Some(std::path::Path::new("/tmp/x.json"))
+        );
+        let (s, w) = settings(&[
+            ("GOMP_NVPTX_INFO", "maybe"),
+            ("GOMP_NVPTX_PROFILE", "2"),
+            ("GOMP_NVPTX_TRACE", ""),
+        ]);
+        assert_eq!(s, Settings::default());
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w.iter().all(|m| m.starts_with("Invalid value")), "{w:?}");
+        let (s, _) = settings(&[("GOMP_NVPTX_PROFILE", "0"), ("GOMP_NVPTX_TRACE", "t.json")]);
+        assert!(!s.profile && s.recording());
+    }
+}
