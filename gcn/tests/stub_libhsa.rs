@@ -476,7 +476,11 @@ fn device_session() {
         assert_eq!(live(&lib)[1..], [1, 1], "one reader, one executable");
         assert_eq!(load(&dv), Err(-1), "the same image again");
 
-        let t = load(&desc(&ivars, &vars_k, 0, 2)).expect("load_image of vars");
+        // Kept alive (libgomp keys images by their descriptor's address): a temporary
+        // would leave its stack slot to the next descriptor, which would then look like
+        // this loaded image (seen in release builds).
+        let dvars = desc(&ivars, &vars_k, 0, 2);
+        let t = load(&dvars).expect("load_image of vars");
         assert_eq!(t.len(), 5, "2 kernels + 2 variables + the ICV block");
         assert!(
             t[0].start != t[1].start && t[1].end == t[1].start + 1,
