@@ -28,9 +28,10 @@ T=/tmp/bench; mkdir -p "$T"
 B=$T/bundle-16
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin [before]=$C/before)
-# PLUGINS: which plugins, in this order each repetition (default "stock ours"; "before"
-# is CARRY_DIR/before/, e.g. ours as it was before a change, for a before/after table).
+# PLUGINS: which plugins, in this order each repetition (default "stock ours"; any other
+# name is the plugin in CARRY_DIR/NAME/, e.g. "before" for ours as it was before a change).
 PLUGINS=${PLUGINS:-stock ours}
+for p in $PLUGINS; do [ -n "${DIR[$p]:-}" ] || DIR[$p]=$C/$p; done   # any other name: CARRY_DIR/NAME/
 MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 1048576"
        "alloc_cycles 100000"
        "bw 4096" "bw 67108864" "bw 1073741824"

@@ -1,7 +1,8 @@
 /* profile_trace.c - GOMP_NVPTX_INFO, GOMP_NVPTX_PROFILE and GOMP_NVPTX_TRACE
  * (profile_trace.env): a program with known kernels and copies.
  *   kernel_a: 3 launches (default geometry), kernel_b: 2 launches with num_teams(4)
- *   thread_limit(64) (geometry 4x64), kernel_c: 1 launch with nowait (async_run),
+ *   thread_limit(64) (4 teams; the threads per team are what the plugin
+ *   chose: the table shows the launch as it was made), kernel_c: 1 launch with nowait (async_run),
  *   on_gpu (gpu_probe.h): 1 launch; one 8 MiB d2h copy (target data's 'from').
  * The plugin prints the profile table on stderr at exit and writes the trace file;
  * profile_trace.expect checks the table's counts. The trace is checked here, by an

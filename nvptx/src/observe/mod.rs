@@ -196,8 +196,9 @@ impl DeviceObserve {
     /// before it on `s`; `None` if the events cannot be had (the launch is counted,
     /// not timed).
     pub fn start(&self, s: Stream, name: &str, shape: String) -> Option<Timer> {
+        let name = display_name(name);
         if let Some(p) = &RECORDERS.profile {
-            p.kernel(name, &shape, None);
+            p.kernel(&name, &shape, None);
         }
         let (start, end) = (self.event()?, self.event()?);
         start.handle().record(s).ok()?;
@@ -205,7 +206,7 @@ impl DeviceObserve {
             start,
             end,
             stream: s.raw() as usize,
-            name: name.to_string(),
+            name,
             shape,
         })
     }
@@ -433,6 +434,13 @@ pub extern "C" fn at_exit() {
     }
 }
 
+/// The kernel name a user knows: GCC's nvptx back end writes the dots of names like
+/// `main._omp_fn.0` as `$` in PTX (where a dot may not appear in a name), so the
+/// profile and the trace show them with dots again.
+pub fn display_name(ptx_name: &str) -> String {
+    ptx_name.replace('$', ".")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,6 +458,12 @@ mod tests {
             |m| w.borrow_mut().push(m.to_string()),
         );
         (s, w.into_inner())
+    }
+
+    #[test]
+    fn kernel_names_get_their_dots_back() {
+        assert_eq!(display_name("kernel_a$_omp_fn$0"), "kernel_a._omp_fn.0");
+        assert_eq!(display_name("main"), "main");
     }
 
     #[test]
