@@ -21,7 +21,7 @@ use crate::hsa::sys::*;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One open device.
 pub struct Device {
@@ -36,7 +36,7 @@ pub struct Device {
     /// Images loaded on it.
     pub images: Mutex<Vec<Image>>,
     /// Queues, kernel arguments, ephemeral memory, settings.
-    pub launcher: Launcher,
+    pub launcher: Arc<Launcher>,
     rt: &'static Runtime,
 }
 
@@ -81,7 +81,7 @@ impl Device {
             name: a.name.clone(),
             memory: Memory::new(rt, regions, full),
             images: Mutex::new(Vec::new()),
-            launcher,
+            launcher: Arc::new(launcher),
             rt,
         })
     }
@@ -168,7 +168,7 @@ impl Device {
         };
         let e = self
             .launcher
-            .launch(self, None, k, 0, CDTOR_DIMS, Kind::Cdtor)?;
+            .launch(self.ord, None, k, 0, CDTOR_DIMS, Kind::Cdtor, false)?;
         self.launcher.finish(e);
         Ok(())
     }

@@ -145,9 +145,15 @@ impl gomp_plugin::Device for Device {
         let Some(dims) = (unsafe { self.grid(args) }) else {
             return Ok(());
         };
-        let e = self
-            .launcher
-            .launch(self, None, k, vars as u64, dims, Kind::OpenMp)?;
+        let e = self.launcher.launch(
+            self.ord,
+            None,
+            k,
+            vars as u64,
+            dims,
+            Kind::OpenMp,
+            self.has_reverse_offload(k),
+        )?;
         self.launcher.finish(e);
         Ok(())
     }
@@ -174,12 +180,16 @@ impl gomp_plugin::Device for Device {
             }
             return Ok(());
         };
+        // SAFETY: checked above to be a registered handle.
+        let rev = unsafe { crate::executable::live_kernel(kernel as usize) }
+            .is_some_and(|k| self.has_reverse_offload(k));
         self.launcher.launch_async(
-            self,
+            self.ord,
             kernel as usize,
             vars as u64,
             dims,
             async_data as usize,
+            rev,
         )
     }
 }

@@ -26,7 +26,6 @@
 
 use crate::config::Config;
 use crate::console::{RevRequest, Ring};
-use crate::device::Device;
 use crate::executable::Kernel;
 use crate::hsa::runtime::Runtime;
 use crate::hsa::sys::*;
@@ -143,6 +142,7 @@ struct Job {
     vars: u64,
     dims: Dims,
     async_data: usize,
+    rev: bool,
 }
 
 /// What a device needs to launch kernels.
@@ -308,14 +308,18 @@ impl Launcher {
 
     /// Runs `k` with `vars` on `dims` through `queue` (the synchronous one unless
     /// given) and waits for it, draining the console; returns how it ended.
+    /// `ord` names the device in messages; `rev` says whether the kernel's image has a
+    /// reverse-offload table (the console is then polled more often).
+    #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
-        dev: &Device,
+        ord: i32,
         queue: Option<&Queue>,
         k: &Kernel,
         vars: u64,
         dims: Dims,
         kind: Kind,
+        rev: bool,
     ) -> Result<Ending> {
         let meta = k.meta.as_ref();
         if meta.is_some_and(|m| m.kernarg_segment_size > MAX_EXPLICIT_KERNARGS) {
@@ -406,9 +410,9 @@ impl Launcher {
         let n = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
         log::debug!(
             "launch {n}: kernel {} on device {}: {} team(s) x {} thread(s) (grid {:?}, work-group {:?}), LDS {group}, arena {} x {}, stack {} per wavefront",
-            k.name, dev.ord, teams, threads, pd.grid, pd.wg, eph.arena, teams, eph.stack
+            k.name, ord, teams, threads, pd.grid, pd.wg, eph.arena, teams, eph.stack
         );
-        self.wait(dev, &ring, signal, k);
+        self.wait(ord, rev, &ring, signal);
         let rv = ring.return_value();
         release(self);
         // SAFETY: our signal, no longer used by the packet (it completed).
@@ -420,14 +424,10 @@ impl Launcher {
     }
 
     /// Waits for the completion signal, draining the ring (see the module comment).
-    fn wait(&self, dev: &Device, ring: &Ring, signal: hsa_signal_t, k: &Kernel) {
-        let cap_us: u64 = if dev.has_reverse_offload(k) {
-            1000
-        } else {
-            4000
-        };
+    fn wait(&self, ord: i32, rev_table: bool, ring: &Ring, signal: hsa_signal_t) {
+        let cap_us: u64 = if rev_table { 1000 } else { 4000 };
         let mut timeout_us = 20u64;
-        let mut rev = |r: RevRequest| reverse_offload(dev, r);
+        let mut rev = |r: RevRequest| reverse_offload(ord, r);
         loop {
             // SAFETY: our signal.
             let v = unsafe {
@@ -484,30 +484,28 @@ impl Launcher {
     /// own 64-packet queue, on first use); its completion is reported to libgomp after
     /// it ran. Blocks while 64 launches are pending.
     pub fn launch_async(
-        &self,
-        dev: &Arc<Device>,
+        self: &Arc<Self>,
+        ord: i32,
         kernel: usize,
         vars: u64,
         dims: Dims,
         async_data: usize,
+        rev: bool,
     ) -> Result<()> {
         let mut w = self.worker.lock().unwrap_or_else(|e| e.into_inner());
         if w.is_none() {
             let q = Queue::create(self.rt, self.agent, ASYNC_QUEUE_SIZE)?;
             let (tx, rx) = sync_channel::<Job>(ASYNC_QUEUE_SIZE as usize);
-            let d = dev.clone();
+            let l = Arc::clone(self);
             let handle = std::thread::Builder::new()
-                .name(format!("gcn{}-async", dev.ord))
+                .name(format!("gcn{ord}-async"))
                 .spawn(move || {
                     for j in rx {
                         // SAFETY: the handle was checked by async_run and its image
                         // stays loaded until libgomp saw the completion.
                         let k = unsafe { &*(j.kernel as *const Kernel) };
-                        match d
-                            .launcher
-                            .launch(&d, Some(&q), k, j.vars, j.dims, Kind::OpenMp)
-                        {
-                            Ok(e) => d.launcher.finish(e),
+                        match l.launch(ord, Some(&q), k, j.vars, j.dims, Kind::OpenMp, j.rev) {
+                            Ok(e) => l.finish(e),
                             Err(e) => report::fatal(&e.to_string()),
                         }
                         task_completion(j.async_data);
@@ -524,6 +522,7 @@ impl Launcher {
             vars,
             dims,
             async_data,
+            rev,
         };
         tx.ok_or_else(|| Error::invalid("async_run: no async thread"))?
             .send(job)
@@ -575,13 +574,13 @@ unsafe extern "C" fn copy13(dst: *mut c_void, src: *const c_void, n: usize, _tok
 }
 
 /// Runs one reverse-offload request through libgomp, synchronously (§5).
-fn reverse_offload(dev: &Device, r: RevRequest) {
+fn reverse_offload(ord: i32, r: RevRequest) {
     let Some(rev) = host::host().and_then(|h| h.target_rev) else {
         report::fatal("reverse offload requested, but libgomp lacks GOMP_PLUGIN_target_rev");
     };
     log::debug!(
         "device {}: reverse offload of fn {:#x} ({} mapping(s))",
-        dev.ord,
+        ord,
         r.fn_addr,
         r.mapnum
     );

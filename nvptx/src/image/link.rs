@@ -29,7 +29,7 @@ pub fn link_ptx(ptx: &[Vec<u8>], opt_level: Option<u32>) -> Result<Module> {
         LOG_SIZE as *mut c_void,
         err.as_mut_ptr().cast(),
         LOG_SIZE as *mut c_void,
-        1 as *mut c_void,
+        std::ptr::without_provenance_mut(1), // CU_JIT_LOG_VERBOSE = 1 (a value, not an address)
     ];
     if let Some(l) = opt_level {
         opts.push(CU_JIT_OPTIMIZATION_LEVEL);
