@@ -69,7 +69,8 @@ int stub_hsa_live[5];
 /* Failed packet checks; launches of offload kernels and of init/fini kernels. */
 int stub_hsa_bad, stub_hsa_launches[2];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-#define BAD(...) do { fprintf(stderr, "stub-hsa: BAD " __VA_ARGS__); fputc('\n', stderr); __atomic_add_fetch(&stub_hsa_bad, 1, __ATOMIC_SEQ_CST); } while (0)
+/* One stdio call per line, so that the plugin's threads cannot split it. */
+#define BAD(...) do { char bad_[512]; snprintf(bad_, sizeof bad_, __VA_ARGS__); fprintf(stderr, "stub-hsa: BAD %s\n", bad_); __atomic_add_fetch(&stub_hsa_bad, 1, __ATOMIC_SEQ_CST); } while (0)
 static long env_long(const char *name, long dflt) { const char *v = getenv(name); return v && *v ? strtol(v, NULL, 0) : dflt; }
 static unsigned cus(void) { return (unsigned)env_long("STUB_HSA_CUS", 8); }
 
