@@ -1,6 +1,6 @@
 //! The device core: one opened CUDA device ([`Device`]) with its context, properties,
-//! settings ([`config`]), its memory and copies, and the pools of idle driver handles
-//! ([`streams`], [`events`] over [`idle_pool`]) every other concept borrows. The
+//! settings ([`config`]), its memory and copies, and the pools of idle streams and
+//! events (from [`crate::cuda::pools`]) every other concept borrows. The
 //! device's memory lives in [`crate::memory`], host-side memory in [`crate::host`].
 //! What runs on the device (loaded images, async launches, reverse offload) is above
 //! this layer and borrows the core; it is not named here.
@@ -12,19 +12,16 @@
 //! [`Device::activate`] made the context current there.
 
 pub mod config;
-pub mod events;
 pub mod host_memory;
-pub mod idle_pool;
 pub mod memory;
 pub mod serving;
-pub mod streams;
 
+use crate::cuda::pools::events::EventPool;
+use crate::cuda::pools::streams::StreamPool;
 use crate::cuda::safe::context::{self, PrimaryContext};
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::*;
 use crate::device::config::Config;
-use crate::device::events::EventPool;
-use crate::device::streams::StreamPool;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
 use crate::host::staging::Staging;

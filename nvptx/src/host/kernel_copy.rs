@@ -9,9 +9,9 @@
 //! device runtime itself supplied the addresses: a kernel touching a wrong address
 //! would fault and take the context with it, where the driver merely refuses.
 
+use crate::cuda::pools::streams::StreamPool;
 use crate::cuda::safe::{HostAlloc, Module};
 use crate::cuda::sys::*;
-use crate::device::streams::StreamPool;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;

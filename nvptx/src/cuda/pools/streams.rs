@@ -2,8 +2,8 @@
 //! on it, waits for it and gives it back, so host threads never share a stream and
 //! never touch the legacy default stream (no device-wide serialisation).
 
+use crate::cuda::pools::{Handle, IdlePool};
 use crate::cuda::safe::{OwnedStream, Stream};
-use crate::device::idle_pool::{Handle, IdlePool};
 use gomp_plugin::error::Result;
 
 impl Handle for OwnedStream {

@@ -1,8 +1,8 @@
 //! CUDA events (timing disabled) used to observe the completion of stream-ordered work
 //! without a host callback per launch; pooled per device.
 
+use crate::cuda::pools::{Handle, IdlePool};
 use crate::cuda::safe::OwnedEvent;
-use crate::device::idle_pool::{Handle, IdlePool};
 use gomp_plugin::error::Result;
 
 impl Handle for OwnedEvent {

@@ -1,5 +1,9 @@
-//! A pool of idle CUDA handles of one kind (streams, events): taken for one use,
+//! Pools of idle CUDA handles of one kind ([`streams`], [`events`]): taken for one use,
 //! given back afterwards, created on demand and destroyed (dropped) at device close.
+//! Below the device and the host-memory code, which both take streams from them.
+
+pub mod events;
+pub mod streams;
 
 use gomp_plugin::error::Result;
 use std::sync::Mutex;
