@@ -2,6 +2,9 @@
 # build.sh - compile the GPU-only tests of tests/device/ with the sid root's gcc-16
 # and gfortran-16 (nvptx offload) into .carry/tests/, for tests/device/run.sh on the GPU machine.
 # Tests named acc_* are OpenACC programs (-fopenacc), the others OpenMP (-fopenmp).
+# usage: tests/device/build.sh      (env WORK, default ./.toolchain; makes the sid root if missing)
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+[ $# -eq 0 ] || { echo "tests/device/build.sh: takes no arguments, got '$*' (see $0 --help)" >&2; exit 2; }
 set -eu
 cd "$(dirname "$0")/../.."
 export WORK=${WORK:-$PWD/.toolchain}

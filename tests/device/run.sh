@@ -9,6 +9,9 @@
 # env TEST_TIMEOUT: seconds per run (default 60); TESTS: ERE on test names (default all);
 #     PLUGINS: which plugins (default "stock ours").
 # usage: tests/device/run.sh CARRY_DIR      (CARRY_DIR as for scripts/device/suite.sh)
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "run.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 1 ] || { echo "run.sh: expects 1 argument (CARRY_DIR), got $# (see $0 --help)" >&2; exit 2; }
 set -u
 C=$(cd "${1:?usage: run.sh CARRY_DIR}" && pwd)
 T=/tmp/devtests; mkdir -p "$T"
