@@ -95,6 +95,12 @@ impl Plugin for Nvptx {
     /// 0 when there is no usable driver or GPU, -1 when devices exist but cannot meet
     /// `mask` (spec §1.5).
     fn num_devices(mask: u32) -> i32 {
+        // Settings are read (and a bad value reported) before anything else, so that a
+        // typo is seen on a machine without a GPU too.
+        let _ = (
+            crate::device::config::Config::process(),
+            crate::observe::settings(),
+        );
         let n = match count_devices() {
             Ok(n) => n,
             Err(e) => {

@@ -125,3 +125,47 @@ fn run_errors_are_fatal() {
     c.assert_line_starts("libgomp: No target arguments provided")
         .assert_stderr_lacks("returned after an error");
 }
+
+/// A bad setting is reported at the plugin's first use (get_num_devices), once, even
+/// without a driver: a typo is seen on a machine without a GPU, and the default is kept.
+#[test]
+fn bad_settings_are_reported_without_a_gpu() {
+    const T: &str = "bad_settings_are_reported_without_a_gpu";
+    if support::is_child(T) {
+        // SAFETY: plain calls with valid arguments.
+        unsafe {
+            assert_eq!(GOMP_OFFLOAD_get_num_devices(0), 0);
+            assert_eq!(GOMP_OFFLOAD_get_num_devices(0), 0);
+        }
+        return;
+    }
+    let c = support::run_child(
+        T,
+        &[
+            ("GOMP_PLUGIN_RS_LIBCUDA", OsStr::new(NO_LIBCUDA)),
+            ("GOMP_NVPTX_SOFT_STACK_SIZE", OsStr::new("12q")),
+            ("GOMP_NVPTX_PROFILE", OsStr::new("yes please")),
+        ],
+    );
+    c.assert_passed();
+    let stack = c
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("libgomp: ") && l.contains("GOMP_NVPTX_SOFT_STACK_SIZE"))
+        .count();
+    assert_eq!(
+        stack, 1,
+        "one warning for the soft-stack size\n{}",
+        c.stderr
+    );
+    let profile = c
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("libgomp: ") && l.contains("GOMP_NVPTX_PROFILE"))
+        .count();
+    assert_eq!(
+        profile, 1,
+        "one warning for the profile switch\n{}",
+        c.stderr
+    );
+}

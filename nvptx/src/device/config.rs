@@ -122,6 +122,14 @@ impl Config {
             gomp_plugin::libgomp::report::error,
         )
     }
+
+    /// The settings of this process: the environment read once, at the plugin's first
+    /// use (`get_num_devices`), so a bad value is reported once, even on a machine
+    /// without a GPU. Thread-safe.
+    pub fn process() -> &'static Config {
+        static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
+        CONFIG.get_or_init(Config::from_env)
+    }
 }
 
 #[cfg(test)]

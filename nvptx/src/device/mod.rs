@@ -157,7 +157,7 @@ impl Device {
                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             ),
         };
-        let config = Config::from_env();
+        let config = Config::process().clone();
         let dev = Device {
             ord,
             cu_dev,
