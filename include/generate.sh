@@ -1,7 +1,7 @@
 #!/bin/sh
 # generate.sh - regenerate include/gomp_plugin_nvptx.h with cbindgen from the very
 # sources the nvptx plugin exports: the framework's shells that nvptx/src/lib.rs
-# includes (src/edge/exports/{openmp,page_locked,interop,openacc}.rs), the plugin's own
+# includes (src/edge/exports/{openmp,page_locked,interop,openacc,openacc_cuda}.rs), the plugin's own
 # C API (nvptx/src/extensions.rs) and the libgomp types they use (src/libgomp/abi.rs,
 # src/libgomp/interop.rs), gathered into a scratch crate (cbindgen reads source only).
 # usage: include/generate.sh [--check]     (--check: fail if the committed file differs)
@@ -27,7 +27,8 @@ printf '[package]\nname = "gomp-plugin-nvptx-header"\nversion = "0.0.0"\nedition
 : > "$tmp/crate/src/lib.rs"
 for f in src/libgomp/abi.rs src/libgomp/interop.rs src/edge/exports/openmp.rs \
          src/edge/exports/page_locked.rs src/edge/exports/interop.rs \
-         src/edge/exports/openacc.rs nvptx/src/extensions.rs; do
+         src/edge/exports/openacc.rs src/edge/exports/openacc_cuda.rs \
+         nvptx/src/extensions.rs; do
   m=$(echo "$f" | tr '/.' '__')
   cp "$f" "$tmp/crate/src/$m.rs"
   echo "mod $m;" >> "$tmp/crate/src/lib.rs"

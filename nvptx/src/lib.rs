@@ -29,6 +29,8 @@ pub mod rect;
 type Backend = plugin::Nvptx;
 #[path = "../../src/edge/exports/interop.rs"]
 mod interop_exports;
+#[path = "../../src/edge/exports/openacc_cuda.rs"]
+mod openacc_cuda_exports;
 #[path = "../../src/edge/exports/openacc.rs"]
 mod openacc_exports;
 #[path = "../../src/edge/exports/openmp.rs"]

@@ -1,6 +1,8 @@
 //! The `GOMP_OFFLOAD_openacc_*` entry points (signatures: docs/plugin-abi.md §2), over
 //! the backend's [`gomp_plugin::OpenAcc`] and its queue type. Compiled into a product
-//! that offers OpenACC as a module whose parent defines `Backend`.
+//! that offers OpenACC as a module whose parent defines `Backend`. The four
+//! CUDA-interop entry points (`openacc_cuda_*`) are in `openacc_cuda.rs`: only a CUDA
+//! product includes them (libgomp wants all four or none).
 #![allow(non_snake_case)]
 // The signatures are the C contract; raw pointers are checked here or in the backend.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
@@ -187,45 +189,4 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) ->
         AccProperty::Str(s) => PropertyValue { text: s.as_ptr() },
         AccProperty::None => PropertyValue { size: 0 },
     }
-}
-
-/// Pointer to the calling thread's native device handle (`CUdevice`); NULL without
-/// OpenACC thread data.
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_openacc_cuda_get_current_device() -> *mut c_void {
-    guard::value(
-        "openacc_cuda_get_current_device",
-        std::ptr::null_mut(),
-        Backend::native_device,
-    )
-}
-
-/// The calling thread's native context; NULL without OpenACC thread data.
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_openacc_cuda_get_current_context() -> *mut c_void {
-    guard::value(
-        "openacc_cuda_get_current_context",
-        std::ptr::null_mut(),
-        Backend::native_context,
-    )
-}
-
-/// The native stream of `aq`.
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_openacc_cuda_get_stream(aq: *mut GoaccAsyncqueue) -> *mut c_void {
-    guard::result("openacc_cuda_get_stream", std::ptr::null_mut(), || {
-        Ok(AccQueue::native_stream(queue(aq)?))
-    })
-}
-
-/// Makes `aq` use the program's `stream`; 1 on success, 0 after an error message.
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_openacc_cuda_set_stream(
-    aq: *mut GoaccAsyncqueue,
-    stream: *mut c_void,
-) -> c_int {
-    guard::result("openacc_cuda_set_stream", 0, || {
-        AccQueue::set_native_stream(queue(aq)?, stream)?;
-        Ok(1)
-    })
 }
