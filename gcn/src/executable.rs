@@ -37,6 +37,9 @@ pub struct Kernel {
     pub meta: Option<KernelMeta>,
     /// `vgpr_count` from mkoffload's kernel table (caps threads per team).
     pub vgprs: i32,
+    /// `oacc_dims` from mkoffload's kernel table: the compile-time OpenACC gang,
+    /// worker and vector counts (0: not fixed at compile time).
+    pub oacc_dims: [i32; 3],
     /// Device address of its module's heap (`struct heap`).
     pub heap: u64,
 }
@@ -259,6 +262,7 @@ impl Image {
                 object,
                 meta: co.metadata(&k.name).cloned(),
                 vgprs: k.vgpr_count,
+                oacc_dims: k.oacc_dims,
                 heap: self.heap,
             }))
         };

@@ -71,6 +71,8 @@ pub fn slot_offset(i: u32) -> usize {
 pub enum Kind {
     /// An OpenMP target region (`run`, `async_run`).
     OpenMp,
+    /// An OpenACC compute region (`openacc_exec`, `openacc_async_exec`): no team arena.
+    OpenAcc,
     /// `_init_array` / `_fini_array` (no overrides, no arena).
     Cdtor,
 }
@@ -187,6 +189,31 @@ pub fn parse_target_args(
     })
 }
 
+/// The grid of an OpenACC launch (§3 "OpenACC", `gcn_exec`): libgomp's `dims`
+/// (gangs, workers, vector; 0 = choose) with the nonzero compile-time `oacc_dims`
+/// overriding them; then gangs=0 and workers=0 → (4*CU, 8), gangs=0 →
+/// CU*(32/workers), workers=0 → CU*32/gangs clamped to 1-16. The vector length is
+/// always 64: `{3, {gangs, 64, workers}, {1, 64, 16}}`.
+pub fn acc_dims(dims: [u32; 3], oacc_dims: [i32; 3], cu: u32) -> Dims {
+    let mut d = dims;
+    for (v, o) in d.iter_mut().zip(oacc_dims) {
+        if o > 0 {
+            *v = o as u32;
+        }
+    }
+    let (gangs, workers) = match (d[0], d[1]) {
+        (0, 0) => (4 * cu, 8),
+        (0, w) => (cu * (32 / w), w),
+        (g, 0) => (g, (cu * 32 / g).clamp(1, 16)),
+        (g, w) => (g, w),
+    };
+    Dims {
+        ndim: 3,
+        gdims: [gangs.max(1), 64, workers],
+        wdims: [1, 64, 16],
+    }
+}
+
 /// The most VGPRs a wavefront may have on `isa` (`gfx90a`-class chips have 512,
 /// the others 256). **Not in the spec's sources as a table; from the ISA manuals.**
 pub fn max_isa_vgprs(isa: &str) -> u32 {
@@ -231,10 +258,11 @@ pub struct PacketDims {
 }
 
 /// Step 5 of `run_kernel`: the packet's dimensions from `d`, with the `GCN_NUM_TEAMS`
-/// and `GCN_NUM_THREADS` overrides for OpenMP launches.
+/// and `GCN_NUM_THREADS` overrides (`GCN_NUM_GANGS`/`GCN_NUM_WORKERS` as fallbacks)
+/// for OpenMP and OpenACC launches.
 pub fn packet_dims(d: &Dims, kind: Kind, cfg: &Config) -> PacketDims {
     let (ot, ow) = match kind {
-        Kind::OpenMp => (cfg.num_teams, cfg.num_threads),
+        Kind::OpenMp | Kind::OpenAcc => (cfg.num_teams, cfg.num_threads),
         Kind::Cdtor => (None, None),
     };
     let gx = ot.unwrap_or(d.gdims[0]).max(1);
@@ -287,7 +315,7 @@ pub struct Ephemeral {
 pub fn ephemeral(kind: Kind, teams: u32, threads: u32, cfg: &Config) -> Ephemeral {
     let arena = match kind {
         Kind::OpenMp => cfg.team_arena_size,
-        Kind::Cdtor => 0,
+        Kind::OpenAcc | Kind::Cdtor => 0,
     };
     let (t, w) = (teams as u64, threads as u64);
     Ephemeral {
@@ -435,6 +463,31 @@ mod tests {
         assert_eq!(e.total, 3 * 65536 + 3 * 4 * 32768);
         let e = ephemeral(Kind::Cdtor, 1, 1, &Config::default());
         assert_eq!((e.arena, e.total), (0, 32768));
+    }
+
+    #[test]
+    fn openacc_grid() {
+        let g = |d: Dims| (d.ndim, d.gdims, d.wdims);
+        assert_eq!(
+            g(acc_dims([0, 0, 0], [0; 3], 8)),
+            (3, [32, 64, 8], [1, 64, 16])
+        );
+        assert_eq!(acc_dims([0, 4, 32], [0; 3], 8).gdims, [64, 64, 4]);
+        assert_eq!(acc_dims([4, 0, 0], [0; 3], 8).gdims, [4, 64, 16]);
+        assert_eq!(acc_dims([1000, 0, 0], [0; 3], 8).gdims, [1000, 64, 1]);
+        assert_eq!(acc_dims([3, 5, 7], [0; 3], 8).gdims, [3, 64, 5]);
+        // Compile-time dimensions win over libgomp's.
+        assert_eq!(acc_dims([3, 5, 0], [2, 0, 64], 8).gdims, [2, 64, 5]);
+        assert_eq!(acc_dims([0, 0, 0], [0, 2, 0], 8).gdims, [128, 64, 2]);
+        // Overrides apply to OpenACC as to OpenMP; no arena.
+        let cfg = Config {
+            num_teams: Some(7),
+            ..Config::default()
+        };
+        let p = packet_dims(&acc_dims([3, 5, 0], [0; 3], 8), Kind::OpenAcc, &cfg);
+        assert_eq!((p.grid, p.wg), ([7, 64, 5], [1, 64, 5]));
+        let e = ephemeral(Kind::OpenAcc, 3, 5, &Config::default());
+        assert_eq!((e.arena, e.total), (0, 3 * 5 * 32768));
     }
 
     #[test]
