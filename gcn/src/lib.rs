@@ -12,9 +12,10 @@
 //! ([`executable`], [`table`]); running kernels by GCC's gcn launch protocol
 //! (docs/gcn-launch.md): the pure parts in [`launch`] and [`config`], the ring drain in
 //! [`console`], queues, dispatch, completion, exit codes, reverse offload and
-//! `async_run` in [`run`].
+//! `async_run` in [`run`]; OpenACC (kernel execution, async queues, properties) in
+//! [`openacc`].
 //!
-//! Not implemented: OpenACC; images with indirect functions; 2-D/3-D copies; managed
+//! Not implemented: OpenACC's CUDA interop (`openacc_cuda_*`, CUDA only); images with indirect functions; 2-D/3-D copies; managed
 //! memory.
 //!
 //! Verified: the pure parts by unit tests on real GCC 16 images; everything that talks
@@ -38,6 +39,7 @@ pub mod mach;
 pub mod memory;
 pub mod metadata;
 pub mod msgpack;
+pub mod openacc;
 pub mod plugin;
 pub mod run;
 pub mod table;
@@ -46,12 +48,15 @@ pub mod hsa;
 
 // The exported `GOMP_OFFLOAD_*` entry points: the framework's shells
 // (`src/edge/exports/`), written once for every product, compiled here over this
-// backend (they call `super::Backend`). No OpenACC, interop or page-locked memory: the
-// backend does not offer them (see `plugin`).
+// backend (they call `super::Backend`). OpenACC without the CUDA-interop shells
+// (`openacc_cuda.rs`, which GCC's gcn plugin does not export either); no interop or
+// page-locked memory: the backend does not offer them (see `plugin`).
 /// The backend every exported shell calls.
 type Backend = plugin::Gcn;
 #[path = "../../src/edge/exports/can_run.rs"]
 mod can_run_exports;
+#[path = "../../src/edge/exports/openacc.rs"]
+mod openacc_exports;
 #[path = "../../src/edge/exports/openmp.rs"]
 mod openmp_exports;
 

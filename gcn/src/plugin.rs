@@ -1,8 +1,8 @@
 //! The gcn backend's face to the framework: [`Gcn`] implements [`gomp_plugin::Plugin`]
 //! and the open [`Device`] implements [`gomp_plugin::Device`]. Offered: devices, images,
 //! memory, `is_accessible_ptr`, `can_run`, `run` and `async_run` (docs/gcn-launch.md,
-//! see `run.rs`), reverse offload. Not offered: OpenACC, interop, page-locked host
-//! memory, rectangular copies and managed memory (the framework's defaults answer "not
+//! see `run.rs`), reverse offload, OpenACC (`openacc.rs`). Not offered: interop,
+//! OpenACC's CUDA interop, page-locked host memory, rectangular copies and managed memory (the framework's defaults answer "not
 //! implemented").
 //!
 //! Thread-safety: state lives in the framework's registry and in each device.
@@ -28,8 +28,8 @@ impl Plugin for Gcn {
     const NAME: &'static str = "gcn";
     const TAG: &'static str = " (gcn, experimental)";
     const GPUS: &'static str = "AMD GPUs";
-    /// OpenMP only: OpenACC is not offered by this plugin (GCC's own gcn plugin offers it).
-    const CAPS: u32 = CAP_OPENMP_400;
+    /// OpenMP and OpenACC, as GCC's own gcn plugin.
+    const CAPS: u32 = CAP_OPENMP_400 | CAP_OPENACC_200;
     const TARGET_TYPE: c_int = TARGET_TYPE_GCN;
     const IMAGE_KIND: &'static str = "GCN";
     const IMAGE_VERSION: u32 = VERSION_GCN;

@@ -480,6 +480,11 @@ impl Launcher {
         }
     }
 
+    /// A new HSA queue of `size` packets on the agent (an OpenACC async queue's).
+    pub fn new_queue(&self, size: u32) -> Result<Queue> {
+        Queue::create(self.rt, self.agent, size)
+    }
+
     /// `async_run`: queues the launch on the device's async thread (started, with its
     /// own 64-packet queue, on first use); its completion is reported to libgomp after
     /// it ran. Blocks while 64 launches are pending.

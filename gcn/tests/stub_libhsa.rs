@@ -19,8 +19,8 @@ use std::path::Path;
 use support::api::*;
 
 const NO_RUNTIME: &str = "/nonexistent/libhsa-runtime64.so.1";
-/// libgomp-plugin.h: GOMP_OFFLOAD_CAP_OPENMP_400 (no OpenACC in this backend).
-const GCN_CAPS: u32 = 4;
+/// libgomp-plugin.h: GOMP_OFFLOAD_CAP_OPENMP_400 | GOMP_OFFLOAD_CAP_OPENACC_200.
+const GCN_CAPS: u32 = 12;
 /// libgomp-plugin.h: OFFLOAD_TARGET_TYPE_GCN.
 const GCN_TYPE: c_int = 8;
 /// GOMP_VERSION_PACK (GOMP_VERSION 3, GOMP_VERSION_GCN 3).
