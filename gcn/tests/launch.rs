@@ -27,6 +27,59 @@ extern "C" {
     );
     #[link_name = "free"]
     fn libc_free(p: *mut c_void);
+    // OpenACC (the kernel handle is passed where libgomp passes its `fn`).
+    fn GOMP_OFFLOAD_openacc_exec(
+        f: *mut c_void,
+        mapnum: usize,
+        hostaddrs: *mut *mut c_void,
+        devaddrs: *mut *mut c_void,
+        dims: *mut c_uint,
+        targ_mem_desc: *mut c_void,
+    );
+    fn GOMP_OFFLOAD_openacc_async_exec(
+        f: *mut c_void,
+        mapnum: usize,
+        hostaddrs: *mut *mut c_void,
+        devaddrs: *mut *mut c_void,
+        dims: *mut c_uint,
+        targ_mem_desc: *mut c_void,
+        aq: *mut c_void,
+    );
+    fn GOMP_OFFLOAD_openacc_create_thread_data(ord: c_int) -> *mut c_void;
+    fn GOMP_OFFLOAD_openacc_destroy_thread_data(data: *mut c_void);
+    fn GOMP_OFFLOAD_openacc_async_construct(ord: c_int) -> *mut c_void;
+    fn GOMP_OFFLOAD_openacc_async_destruct(aq: *mut c_void) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_test(aq: *mut c_void) -> c_int;
+    fn GOMP_OFFLOAD_openacc_async_synchronize(aq: *mut c_void) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_serialize(aq1: *mut c_void, aq2: *mut c_void) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_queue_callback(
+        aq: *mut c_void,
+        cb: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    );
+    fn GOMP_OFFLOAD_openacc_async_host2dev(
+        ord: c_int,
+        dst: *mut c_void,
+        src: *const c_void,
+        n: usize,
+        aq: *mut c_void,
+    ) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_dev2host(
+        ord: c_int,
+        dst: *mut c_void,
+        src: *const c_void,
+        n: usize,
+        aq: *mut c_void,
+    ) -> bool;
+    fn GOMP_OFFLOAD_openacc_async_dev2dev(
+        ord: c_int,
+        dst: *mut c_void,
+        src: *const c_void,
+        n: usize,
+        aq: *mut c_void,
+    ) -> bool;
+    /// `union goacc_property_value`: a size or a string pointer, in RAX.
+    fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) -> usize;
 }
 
 /// GOMP_VERSION_PACK (GOMP_VERSION 3, GOMP_VERSION_GCN 3).
@@ -327,8 +380,237 @@ fn child() {
             run(&s, &mut args(1, 1));
             println!("run returned");
         }
+        "acc_exec" => {
+            let s = open(false);
+            let mut dims: Vec<c_uint> = std::env::var("ACC_DIMS")
+                .expect("ACC_DIMS")
+                .split(',')
+                .map(|v| v.parse().unwrap())
+                .collect();
+            // SAFETY: a loaded kernel, libgomp's devaddrs block, a 3-entry dims array.
+            unsafe {
+                GOMP_OFFLOAD_openacc_exec(
+                    s.kernel,
+                    1,
+                    std::ptr::null_mut(),
+                    s.vars.cast(),
+                    dims.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(device_int(&s), 42, "the device's store through devaddrs");
+            close();
+        }
+        "acc_queue" => acc_queue(),
+        "acc_props" => acc_props(),
         other => panic!("unknown scenario {other}"),
     }
+}
+
+// ---- OpenACC ----
+
+/// What the callbacks saw: (their id, the host int they were given).
+static CALLBACKS: std::sync::Mutex<Vec<(usize, i32)>> = std::sync::Mutex::new(Vec::new());
+
+/// A queue callback: records its id and the int its data points at then.
+unsafe extern "C" fn record(data: *mut c_void) {
+    // SAFETY: `data` is a live (id, host int) pair of the child (synchronized before
+    // it goes out of scope).
+    let (id, p) = unsafe { *data.cast::<(usize, *const i32)>() };
+    // SAFETY: as above.
+    let v = unsafe { p.read_volatile() };
+    CALLBACKS.lock().unwrap().push((id, v));
+}
+
+/// The queue scenario: order on one queue (copies, launches, callbacks), test and
+/// synchronize, serialize, destroy with pending work. Each launch sleeps, then makes
+/// the device int `x*10+1`, so any reordering changes the values read back.
+fn acc_queue() {
+    let s = open(false);
+    let x = s.out;
+    let exec = |aq: *mut c_void| {
+        let mut dims: [c_uint; 3] = [2, 4, 0];
+        // SAFETY: a loaded kernel, the devaddrs block, dims, a live queue.
+        unsafe {
+            GOMP_OFFLOAD_openacc_async_exec(
+                s.kernel,
+                1,
+                std::ptr::null_mut(),
+                s.vars.cast(),
+                dims.as_mut_ptr(),
+                std::ptr::null_mut(),
+                aq,
+            )
+        };
+    };
+    // SAFETY (all blocks below): the entry points with live queues, device blocks of
+    // 4 bytes and host ints that outlive the synchronization of their queue.
+    unsafe {
+        let aq = GOMP_OFFLOAD_openacc_async_construct(0);
+        assert!(!aq.is_null(), "async_construct");
+        assert_eq!(
+            GOMP_OFFLOAD_openacc_async_test(aq),
+            1,
+            "a new queue is idle"
+        );
+        let (seven, three) = (7i32, 3i32);
+        let (mut y1, mut y2, mut y3) = (0i32, 0i32, 0i32);
+        let h = |v: &i32| (v as *const i32).cast::<c_void>();
+        assert!(GOMP_OFFLOAD_openacc_async_host2dev(0, x, h(&seven), 4, aq));
+        exec(aq);
+        exec(aq);
+        assert!(GOMP_OFFLOAD_openacc_async_dev2host(
+            0,
+            (&mut y1 as *mut i32).cast(),
+            x,
+            4,
+            aq
+        ));
+        let mut cb1 = (1usize, &y1 as *const i32);
+        GOMP_OFFLOAD_openacc_async_queue_callback(
+            aq,
+            record,
+            (&mut cb1 as *mut (usize, *const i32)).cast(),
+        );
+        assert_eq!(
+            GOMP_OFFLOAD_openacc_async_test(aq),
+            0,
+            "busy while launches sleep"
+        );
+        assert!(GOMP_OFFLOAD_openacc_async_host2dev(0, x, h(&three), 4, aq));
+        exec(aq);
+        assert!(GOMP_OFFLOAD_openacc_async_dev2host(
+            0,
+            (&mut y2 as *mut i32).cast(),
+            x,
+            4,
+            aq
+        ));
+        let mut cb2 = (2usize, &y2 as *const i32);
+        GOMP_OFFLOAD_openacc_async_queue_callback(
+            aq,
+            record,
+            (&mut cb2 as *mut (usize, *const i32)).cast(),
+        );
+        let other = GOMP_OFFLOAD_alloc(0, 4);
+        assert!(GOMP_OFFLOAD_openacc_async_dev2dev(0, other, x, 4, aq));
+        assert!(GOMP_OFFLOAD_openacc_async_dev2host(
+            0,
+            (&mut y3 as *mut i32).cast(),
+            other,
+            4,
+            aq
+        ));
+        assert!(GOMP_OFFLOAD_openacc_async_synchronize(aq));
+        assert_eq!(
+            GOMP_OFFLOAD_openacc_async_test(aq),
+            1,
+            "idle after synchronize"
+        );
+        let (y1, y2, y3) = (
+            std::ptr::read_volatile(&y1),
+            std::ptr::read_volatile(&y2),
+            std::ptr::read_volatile(&y3),
+        );
+        assert_eq!((y1, y2, y3), (711, 31, 31), "copies and launches in order");
+        assert_eq!(
+            *CALLBACKS.lock().unwrap(),
+            [(1, 711), (2, 31)],
+            "callbacks in order, after the work queued before them"
+        );
+        // serialize: aq2's copy waits for aq's launch.
+        let aq2 = GOMP_OFFLOAD_openacc_async_construct(0);
+        assert!(!aq2.is_null() && aq2 != aq, "a second queue");
+        let five = 5i32;
+        let mut y4 = 0i32;
+        assert!(GOMP_OFFLOAD_openacc_async_host2dev(0, x, h(&five), 4, aq));
+        exec(aq);
+        assert!(GOMP_OFFLOAD_openacc_async_serialize(aq, aq2));
+        assert!(GOMP_OFFLOAD_openacc_async_dev2host(
+            0,
+            (&mut y4 as *mut i32).cast(),
+            x,
+            4,
+            aq2
+        ));
+        assert!(GOMP_OFFLOAD_openacc_async_synchronize(aq2));
+        assert_eq!(
+            std::ptr::read_volatile(&y4),
+            51,
+            "aq2 waited for aq's launch"
+        );
+        // destroy with pending work: it runs first.
+        let nine = 9i32;
+        let mut y5 = 0i32;
+        assert!(GOMP_OFFLOAD_openacc_async_host2dev(0, x, h(&nine), 4, aq2));
+        exec(aq2);
+        assert!(GOMP_OFFLOAD_openacc_async_dev2host(
+            0,
+            (&mut y5 as *mut i32).cast(),
+            x,
+            4,
+            aq2
+        ));
+        assert!(GOMP_OFFLOAD_openacc_async_destruct(aq2), "async_destruct");
+        assert_eq!(
+            std::ptr::read_volatile(&y5),
+            91,
+            "pending work ran before destruct"
+        );
+        assert!(GOMP_OFFLOAD_openacc_async_destruct(aq), "async_destruct");
+        let live: [c_int; 5] = read(stub_sym("stub_hsa_live"));
+        assert_eq!(live[4], 1, "only the synchronous queue is left");
+        assert!(GOMP_OFFLOAD_free(0, other));
+    }
+    println!("acc queue ok");
+    close();
+}
+
+fn acc_props() {
+    let _s = open(false);
+    let text = |ord: c_int, prop: c_uint| {
+        // SAFETY: the entry point; a string property is NULL or a C string.
+        let p = unsafe { GOMP_OFFLOAD_openacc_get_property(ord, prop) } as *const c_char;
+        if p.is_null() {
+            None
+        } else {
+            // SAFETY: as above.
+            Some(
+                unsafe { std::ffi::CStr::from_ptr(p) }
+                    .to_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        }
+    };
+    // SAFETY (all blocks below): the entry points.
+    unsafe {
+        assert_eq!(GOMP_OFFLOAD_openacc_get_property(0, 1), 16 << 30, "MEMORY");
+        assert_eq!(GOMP_OFFLOAD_openacc_get_property(0, 2), 0, "FREE_MEMORY");
+        assert_eq!(GOMP_OFFLOAD_openacc_get_property(0, 0x999), 0, "unknown");
+        assert_eq!(GOMP_OFFLOAD_openacc_get_property(1, 1), 0, "no device 1");
+    }
+    assert_eq!(text(0, 0x10001).as_deref(), Some("gfx90a"), "NAME");
+    assert_eq!(text(0, 0x10002).as_deref(), Some("AMD"), "VENDOR");
+    assert_eq!(
+        text(0, 0x10003).as_deref(),
+        Some("HSA Runtime 1.4"),
+        "DRIVER"
+    );
+    assert_eq!(text(0, 0x10001), text(0, 0x10001), "stable");
+    assert_eq!(text(1, 0x10001), None, "no device 1");
+    // SAFETY: the entry points.
+    unsafe {
+        let t = GOMP_OFFLOAD_openacc_create_thread_data(0);
+        assert!(!t.is_null(), "thread data of device 0");
+        GOMP_OFFLOAD_openacc_destroy_thread_data(t);
+        assert!(
+            GOMP_OFFLOAD_openacc_create_thread_data(3).is_null(),
+            "no device 3"
+        );
+    }
+    println!("acc props ok");
+    close();
 }
 
 /// The child's test, reached through each parent test below.
@@ -589,4 +871,82 @@ fn ring_overflow_is_reported() {
         "{}",
         c.stdout
     );
+}
+
+#[test]
+fn openacc_exec_grid_and_kernargs() {
+    const T: &str = "openacc_exec_grid_and_kernargs";
+    if dispatch(T) {
+        return;
+    }
+    // (libgomp's dims, the grid the spec gives on 8 CUs, its LDS.)
+    for (dims, grid, lds) in [
+        ("3,5,0", "3,5", 65536),
+        ("0,0,0", "32,8", 16384),
+        ("0,4,32", "64,4", 8192),
+        ("4,0,0", "4,16", 65536),
+    ] {
+        let env = [
+            ("STUB_HSA_SCRIPT", "store:0:42"),
+            ("STUB_HSA_OPENACC", "1"),
+            ("STUB_HSA_EXPECT_GRID", grid),
+            ("ACC_DIMS", dims),
+        ];
+        let Some(c) = scenario(T, "acc_exec", 16, &env) else {
+            return;
+        };
+        let (x, z) = grid.split_once(',').unwrap();
+        let wz = z.parse::<u32>().unwrap().min(16);
+        c.assert_passed().assert_line(&format!(
+            "stub-hsa: packet main._omp_fn.0 grid={x},64,{z} wg=1,64,{wz} lds={lds}"
+        ));
+        no_bad(&c);
+    }
+    // The stand-in notices an OpenMP-style expectation (a team arena) it does not get.
+    let env = [
+        ("STUB_HSA_SCRIPT", "store:0:42"),
+        ("STUB_HSA_EXPECT_GRID", "3,6"),
+        ("ACC_DIMS", "3,5,0"),
+    ];
+    let c = scenario(T, "acc_exec", 16, &env).unwrap();
+    c.assert_passed()
+        .assert_line("stub-hsa: BAD main._omp_fn.0: grid 3 teams x 5 threads, want 3 x 6")
+        .assert_line(
+            "stub-hsa: BAD main._omp_fn.0: arena 0 / stack 32768 per team/wavefront, want 65536 / 32768",
+        );
+}
+
+#[test]
+fn openacc_async_queues_order_serialize_destroy() {
+    const T: &str = "openacc_async_queues_order_serialize_destroy";
+    if dispatch(T) {
+        return;
+    }
+    let env = [
+        ("STUB_HSA_SCRIPT", "sleep:20,step:0"),
+        ("STUB_HSA_OPENACC", "1"),
+        ("STUB_HSA_EXPECT_GRID", "2,4"),
+    ];
+    let Some(c) = scenario(T, "acc_queue", 16, &env) else {
+        return;
+    };
+    c.assert_passed();
+    no_bad(&c);
+    assert!(c.stdout.contains("acc queue ok"), "{}", c.stdout);
+    assert!(c.stdout.contains("stub-hsa bad checks: 0"), "{}", c.stdout);
+}
+
+#[test]
+fn openacc_properties_and_thread_data() {
+    const T: &str = "openacc_properties_and_thread_data";
+    if dispatch(T) {
+        return;
+    }
+    let Some(c) = scenario(T, "acc_props", 16, &[]) else {
+        return;
+    };
+    c.assert_passed()
+        .assert_line_starts("libgomp: no gcn device 3");
+    no_bad(&c);
+    assert!(c.stdout.contains("acc props ok"), "{}", c.stdout);
 }

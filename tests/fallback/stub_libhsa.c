@@ -28,7 +28,8 @@
      rev:N     N reverse-offload requests (type 4, fn 0xf000+i, mapnum i, devnum 0),
                each waiting until the host clears it
      store:I:V writes the int V at the device address in slot I of the kernel's
-               argument block (tgt_vars)
+               argument block (tgt_vars, or OpenACC's devaddrs)
+     step:I    the int at the device address in slot I becomes int*10+1 (order checks)
      exit:N | abort | signal:S | corrupt   the return value of exit(N), abort() (with its
                "GCN Kernel Aborted" message), a signal S, a corrupt value
      overflow  makes consumed run past next_output (the host's overflow message)
@@ -37,7 +38,9 @@
    Expectations: STUB_HSA_EXPECT_GRID=teams,threads (offload kernels' grid x and z),
    STUB_HSA_EXPECT_LDS=bytes (else computed from GOMP_GCN_LOWLAT_POOL / the team count,
    STUB_HSA_LOWLAT_HEAP default 48), GCN_HEAP_SIZE / GCN_TEAM_ARENA_SIZE / GCN_STACK_SIZE
-   as the plugin reads them (plain decimal here).
+   as the plugin reads them (plain decimal here); STUB_HSA_OPENACC (set): offload
+   kernels are OpenACC launches (no team arena: arena_ptr 0, arena size 0).
+   Properties: vendor "AMD", runtime version 1.4, coarse-grained region 16 GiB.
    Each packet also prints "stub-hsa: packet NAME grid=X,Y,Z wg=X,Y,Z lds=N" to stderr.
    This proves the plugin's call sequence, bookkeeping and host side of the protocol
    against a stand-in, NOT against a real HSA runtime or AMD GPU. Counters of live
@@ -81,6 +84,7 @@ status hsa_agent_get_info(handle_t agent, int attr, void *value) {
   if (agent.handle != 0xa9e7) return INVALID_ARGUMENT;
   switch (attr) {
   case 0: memset(value, 0, 64); strcpy(value, ONE_GPU); return 0; /* NAME */
+  case 1: memset(value, 0, 64); strcpy(value, "AMD"); return 0;    /* VENDOR_NAME */
   case 4: *(int *)value = 0; return 0;                             /* PROFILE: base */
   case 14: *(uint32_t *)value = 1024; return 0;                    /* QUEUE_MAX_SIZE */
   case 17: *(int *)value = 1; return 0;                            /* DEVICE: GPU */
@@ -89,6 +93,7 @@ status hsa_agent_get_info(handle_t agent, int attr, void *value) {
   }
 }
 status hsa_system_get_info(int attr, void *value) {
+  if (attr == 0 || attr == 1) { *(uint16_t *)value = attr ? 4 : 1; return 0; } /* VERSION_MAJOR/MINOR: 1.4 */
   if (attr != 3) return INVALID_ARGUMENT;                          /* TIMESTAMP_FREQUENCY */
   *(uint64_t *)value = 1000000000;
   return 0;
@@ -103,6 +108,7 @@ status hsa_region_get_info(handle_t r, int attr, void *value) {
   switch (attr) {
   case 0: *(int *)value = 0; return 0;                                      /* SEGMENT: global */
   case 1: *(uint32_t *)value = r.handle == COARSE ? 4 : 1 | 2; return 0;    /* GLOBAL_FLAGS */
+  case 2: *(size_t *)value = r.handle == COARSE ? (size_t)16 << 30 : 1 << 20; return 0; /* SIZE: 16 GiB coarse */
   case 5: *(bool *)value = true; return 0;                                  /* RUNTIME_ALLOC_ALLOWED */
   default: return INVALID_ARGUMENT;
   }
@@ -425,7 +431,7 @@ static char *check(struct packet *p, uint32_t word, const char *name, bool cdtor
     BAD("%s: heap %p: want a coarse-grained block of %llu bytes given to the agent, starting with its size", name, heap, want_heap);
   pthread_mutex_unlock(&lock);
   int arena = *(int *)(ka + 48), stack = *(int *)(ka + 52);
-  int want_arena = cdtor ? 0 : expect("GCN_TEAM_ARENA_SIZE", 65536), want_stack = expect("GCN_STACK_SIZE", 32768);
+  int want_arena = cdtor || getenv("STUB_HSA_OPENACC") ? 0 : expect("GCN_TEAM_ARENA_SIZE", 65536), want_stack = expect("GCN_STACK_SIZE", 32768);
   if (arena != want_arena || stack != want_stack) BAD("%s: arena %d / stack %d per team/wavefront, want %d / %d", name, arena, stack, want_arena, want_stack);
   uint64_t ap = w[4], sp = w[5];
   if ((arena == 0) != (ap == 0)) BAD("%s: arena_ptr %#llx with arena size %d", name, (unsigned long long)ap, arena);
@@ -473,6 +479,9 @@ static void play(struct squeue *s, char *out, uint64_t vars, const char *script)
     else if (!strncmp(t, "store", 5)) {
       if (!vars) BAD("store: no argument block");
       else *(int *)(uintptr_t)((uint64_t *)(uintptr_t)vars)[a] = (int)b;
+    } else if (!strncmp(t, "step", 4)) {
+      if (!vars) BAD("step: no argument block");
+      else { int *x = (int *)(uintptr_t)((uint64_t *)(uintptr_t)vars)[a]; *x = *x * 10 + 1; }
     } else if (!strncmp(t, "exit", 4)) atomic_store(U32(out, 0), 0xffff0000u | (a & 0xff));
     else if (!strcmp(t, "abort")) { dev_write(out, "GCN Kernel Aborted\n"); atomic_store(U32(out, 0), 0xffff0000u | 6 << 8 | 134); }
     else if (!strncmp(t, "signal", 6)) atomic_store(U32(out, 0), 0xffff0000u | (a & 0xff) << 8);
