@@ -153,6 +153,12 @@ gcn_calls() {
 cp tests/fallback/gcn_target.c "$WORK/examples/gcn_target.c"
 scripts/toolchain/inroot.sh sid sh -c "cd /w/examples && gcc-16 -O2 -fopenmp -foffload=amdgcn-amdhsa gcn_target.c -o gcn_target" ||
   echo "amdgcn gcn_target build failed"
+# And an OpenACC program (tests/fallback/gcn_acc.c): a parallel region with 3 gangs x 5
+# workers, then one on async queue 1 and acc wait; the stand-in expects OpenACC
+# launches (STUB_HSA_OPENACC: no team arena) and stores 42 through devaddrs[0].
+cp tests/fallback/gcn_acc.c "$WORK/examples/gcn_acc.c"
+scripts/toolchain/inroot.sh sid sh -c "cd /w/examples && gcc-16 -O2 -fopenacc -foffload=amdgcn-amdhsa gcn_acc.c -o gcn_acc" ||
+  echo "amdgcn gcn_acc build failed"
 gcn_target_run() {
   out=$(STUB_HSA_SCRIPT=text:hello_from_the_device,store:1:42 STUB_HSA_EXPECT_GRID=1,16 \
         run_gcn gcn_target "$T/hsa_gpu.so") &&
@@ -170,6 +176,15 @@ gcn_target_exit() {
 }
 check "gcn: libgomp 16 runs a real amdgcn program's target region through us on the stand-in device: packets as specified, printf, store, x=42" gcn_target_run
 check "gcn: exit(3) in the target region: the program exits with status 3 after the device's output (stand-in)" gcn_target_exit
+gcn_acc_run() {
+  out=$(STUB_HSA_OPENACC=1 STUB_HSA_SCRIPT=store:0:42 run_gcn gcn_acc "$T/hsa_gpu.so") &&
+  has 'OpenACC kernel main._omp_fn.0: dims \[0, 0, 0\], compile-time \[3, 5, 1\]: 3 gang\(s\) x 5 worker\(s\)' &&
+  has '^stub-hsa: packet main._omp_fn.0 grid=3,64,5 wg=1,64,5 lds=65536$' &&
+  has 'device 0: OpenACC async queue created' && has '^stub-hsa: packet main._omp_fn.1 grid=' &&
+  has 'device 0: OpenACC async queue destroyed' &&
+  has '^x=42$' && has '^y=42$' && ! grep -q 'stub-hsa: BAD' <<< "$out"
+}
+check "gcn: libgomp 16 runs a real OpenACC program through us on the stand-in device: parallel 3 gangs x 5 workers, async(1) + wait, x=42 y=42" gcn_acc_run
 check "gcn: stand-in runtime with one gfx90a agent: open, memory round trips, memset, free, load/unload of real images, bad calls (stand-in, not hardware)" gcn_calls
 gcn_exports() {  # the exported set is exactly libgomp-gcn.map's, SONAME right, all in the stock plugin
   local so=target/plugin/gcn/libgomp-plugin-gcn.so.1
