@@ -1,6 +1,8 @@
 #!/bin/sh
 # build.sh - compile bench/offload_bench.c with the sid root's gcc-16 (nvptx offload)
-# bench/revoff_bench.c, bench/acc_bench.c (OpenACC) and bench/cuda_floor.c into .carry/, next to the plugin, for bench/device-run.sh.
+# bench/revoff_bench.c, bench/acc_bench.c (OpenACC), bench/kernel_bench.c and
+# bench/kernel_bench.f90 (gfortran-16: kernel_bench_f) and bench/cuda_floor.c into .carry/,
+# next to the plugin, for bench/device-run.sh.
 # usage: bench/build.sh      (env WORK, default ./.toolchain; makes the sid root if missing)
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 case "${1:-}" in -?*) echo "bench/build.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
@@ -10,16 +12,21 @@ cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
 mkdir -p "$WORK/bench" .carry/plugin
-cp bench/offload_bench.c bench/revoff_bench.c bench/acc_bench.c bench/median.h tests/device/gpu_probe.h "$WORK/bench/"
+cp bench/offload_bench.c bench/revoff_bench.c bench/acc_bench.c bench/kernel_bench.c bench/kernel_bench.f90 \
+  bench/median.h tests/device/gpu_probe.h "$WORK/bench/"
 for b in offload_bench revoff_bench; do
   scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none $b.c -o $b"
   cp "$WORK/bench/$b" .carry/
 done
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenacc -foffload=nvptx-none acc_bench.c -o acc_bench"
 cp "$WORK/bench/acc_bench" .carry/
+# The kernel benchmark (issue 23): its n-body calls sqrt, hence libm for the device too.
+scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none -foffload-options=-lm kernel_bench.c -o kernel_bench -lm"
+scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gfortran-16 -O2 -fopenmp -foffload=nvptx-none kernel_bench.f90 -o kernel_bench_f"
+cp "$WORK/bench/kernel_bench" "$WORK/bench/kernel_bench_f" .carry/
 # The raw-driver floor needs no offload compiler; built with the host's cc (it only
 # dlopens libcuda).
 cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl -lpthread
 scripts/build >/dev/null 2>&1
 objcopy --strip-debug target/plugin/nvptx/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
-echo "bench: .carry/{offload_bench,revoff_bench,acc_bench,cuda_floor} and .carry/plugin ready"
+echo "bench: .carry/{offload_bench,revoff_bench,acc_bench,kernel_bench,kernel_bench_f,cuda_floor} and .carry/plugin ready"
