@@ -3,7 +3,8 @@
 # alternating (stock, ours, stock, ours, ...) on the same binary in one call.
 # usage: bench/device-run.sh CARRY_DIR [REPS]
 # CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours) and
-# offload_bench, revoff_bench, acc_bench and cuda_floor (built by bench/build.sh).
+# offload_bench, revoff_bench, acc_bench, kernel_bench, kernel_bench_f and cuda_floor
+# (built by bench/build.sh).
 # env BENCHES (default "floor omp revoff acc jit stress suite") picks what runs:
 #   floor   bench/cuda_floor.c (raw driver costs, no plugin)
 #   omp     offload_bench modes (OMP_MODES="a;b" picks some)
@@ -12,6 +13,18 @@
 #   stress  revoff_bench 100000 once per plugin (1e5 reverse-offload requests)
 #   suite   wall time of the upstream suite's SUITE_FILTER tests (default the
 #           libgomp.c directory; 14 jobs) once per plugin, from bundle-16's runner
+#   kernels (not in the default list) kernel_bench (KERNEL_ARGS, default all kernels)
+#           and kernel_bench_f (KERNEL_F_ARGS) per plugin and per KNOBS entry, each
+#           repetition; then once per configuration a GOMP_DEBUG=1 pass (-r 1) whose
+#           launch lines go to $OUT/kernel-geometry.txt per kernel (KERNEL_GEOMETRY=0
+#           skips it) and, for every plugin but stock, a GOMP_NVPTX_PROFILE=1 pass whose
+#           table goes to $OUT/kernel-profile-LABEL-BINARY.txt (a + in LABEL written _;
+#           KERNEL_PROFILE=0 skips it); $OUT/kernels.md has all configurations side by
+#           side (bench/kernel_report.py). These passes' numbers are not recorded.
+# KNOBS="PLUGIN:VAR=VAL [VAR=VAL...];..." adds configurations to the kernels step: each
+#   entry runs PLUGIN with those variables set, labelled PLUGIN+kN (N from 1, in order;
+#   the legend is in $OUT/kernel-knobs.txt and kernels.md). Values hold no spaces or ';'.
+#   e.g. KNOBS="ours:GOMP_NVPTX_JIT=-O3;ours:GOMP_NVPTX_LOWLAT_POOL=0;stock:OMP_NUM_TEAMS_ALL=1056"
 # Writes $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines;
 # the raw-driver floor's lines have "floor" in place of the plugin), then, through
 # bench/report.py, $OUT/bench.md (the table) and $OUT/bench.png (the plot; needs
@@ -42,19 +55,79 @@ MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 10
 ACC_MODES=("sync 2000" "async 500" "asyncdata 500")
 BENCHES=${BENCHES:-floor omp revoff acc jit stress suite}
 has() { [[ " $BENCHES " == *" $1 "* ]]; }
+RUN_ENV=()   # extra VAR=VAL for run_bin (the kernels step's KNOBS)
 run_bin() { # PLUGIN BINARY ARGS... -> $T/one.txt; returns the exit status
   local p=$1 bin=$2; shift 2
-  timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
+  env ${RUN_ENV[@]+"${RUN_ENV[@]}"} timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
     "$C/$bin" "$@" > "$T/one.txt" 2>&1
 }
 # PLUGIN REP BINARY ARGS...: records the run's metric and ERROR lines (env KEEP: only
-# the metrics named by this ERE; SUFFIX: appended to their names)
+# the metrics named by this ERE; SUFFIX: appended to their names; LABEL: the name in
+# place of PLUGIN in the first column)
 one() {
   local p=$1 rep=$2 bin=$3; shift 3
+  local l=${LABEL:-$p}
   run_bin "$p" "$bin" "$@"
   local rc=$?
-  grep -E "^(metric ${KEEP:-[^ ]+} |ERROR)" "$T/one.txt" | sed "s/^metric \([^ ]*\)/metric \1${SUFFIX:-}/; s/^/$p $rep /" >> "$O/bench-raw.txt"
-  [ $rc = 0 ] || echo "$p $rep ERROR $bin '$*' exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
+  grep -E "^(metric ${KEEP:-[^ ]+} |ERROR)" "$T/one.txt" | sed "s/^metric \([^ ]*\)/metric \1${SUFFIX:-}/; s/^/$l $rep /" >> "$O/bench-raw.txt"
+  [ $rc = 0 ] || echo "$l $rep ERROR $bin '$*' exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')" >> "$O/bench-raw.txt"
+}
+# The kernels step's configurations, "LABEL|PLUGIN|VAR=VAL ...": each plugin, then KNOBS.
+KCONF=()
+if has kernels; then
+  for p in $PLUGINS; do KCONF+=("$p|$p|"); done
+  rm -f "$O/kernel-knobs.txt" "$O/kernel-geometry.txt" "$O"/kernel-profile-*.txt
+  IFS=';' read -ra KN <<< "${KNOBS:-}"
+  i=0
+  for k in ${KN[@]+"${KN[@]}"}; do
+    [ -n "${k// /}" ] || continue
+    p=${k%%:*} e=${k#*:}
+    if [ "$p" = "$k" ] || [ -z "$p" ] || [[ ! " $e " =~ ^(\ +[A-Za-z_][A-Za-z0-9_]*=[^ ]*)+\ +$ ]]; then
+      echo "device-run.sh: bad KNOBS entry '$k' (PLUGIN:VAR=VAL [VAR=VAL...]; see $0 --help)" >&2; exit 2
+    fi
+    [ -n "${DIR[$p]:-}" ] || DIR[$p]=$C/$p
+    i=$((i + 1)); KCONF+=("$p+k$i|$p|$e"); echo "$p+k$i $e" >> "$O/kernel-knobs.txt"
+  done
+fi
+# CONF REP: kernel_bench and kernel_bench_f under one configuration of KCONF.
+kernels_run() {
+  local label p e
+  IFS='|' read -r label p e <<< "$1"
+  read -ra RUN_ENV <<< "$e"
+  # shellcheck disable=SC2086
+  LABEL=$label one "$p" "$2" kernel_bench ${KERNEL_ARGS:-}
+  # shellcheck disable=SC2086
+  LABEL=$label one "$p" "$2" kernel_bench_f ${KERNEL_F_ARGS:-}
+  RUN_ENV=()
+}
+# CONF: the extra passes of the kernels step (launch geometry, profile table).
+kernels_extra() {
+  local label p e bin args
+  IFS='|' read -r label p e <<< "$1"
+  for bin in kernel_bench kernel_bench_f; do
+    [ $bin = kernel_bench ] && args=${KERNEL_ARGS:-} || args=${KERNEL_F_ARGS:-}
+    if [ "${KERNEL_GEOMETRY:-1}" = 1 ]; then
+      # GOMP_DEBUG=1: the plugins log each launch's geometry on stderr ("kernel NAME:
+      # launch ..."); the programs' "# kernel NAME" lines say which kernel ran them.
+      read -ra RUN_ENV <<< "$e GOMP_DEBUG=1 GFORTRAN_UNBUFFERED_PRECONNECTED=y"
+      # shellcheck disable=SC2086
+      run_bin "$p" $bin $args -r 1
+      local rc=$?
+      { echo "== $label $bin${e:+ ($e)}: launches (count) per kernel, from GOMP_DEBUG=1 =="
+        [ $rc = 0 ] || echo "ERROR exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')"
+        awk 'BEGIN{k="(setup)"} /^# kernel /{k=$3; next}
+             /kernel [^ ]+: launch/{sub(/.*kernel /, "kernel "); n[k "  " $0]++; if (!((k "  " $0) in o)) o[k "  " $0]=++m}
+             END{for (x in o) r[o[x]]=x; for (i=1;i<=m;i++) printf "%s  (%d)\n", r[i], n[r[i]]}' "$T/one.txt"
+      } >> "$O/kernel-geometry.txt"
+    fi
+    if [ "${KERNEL_PROFILE:-1}" = 1 ] && [ "$p" != stock ]; then
+      read -ra RUN_ENV <<< "$e GOMP_NVPTX_PROFILE=1"
+      # shellcheck disable=SC2086
+      run_bin "$p" $bin $args || echo "ERROR $bin GOMP_NVPTX_PROFILE pass exit $?" >> "$O/kernel-profile-${label//+/_}-$bin.txt"
+      grep 'nvptx profile' "$T/one.txt" >> "$O/kernel-profile-${label//+/_}-$bin.txt"
+    fi
+  done
+  RUN_ENV=()
 }
 for rep in $(seq 1 "$REPS"); do
   if has floor; then
@@ -83,7 +156,9 @@ for rep in $(seq 1 "$REPS"); do
       done
     fi
   done
+  for c in ${KCONF[@]+"${KCONF[@]}"}; do kernels_run "$c" "$rep"; done
 done
+for c in ${KCONF[@]+"${KCONF[@]}"}; do kernels_extra "$c"; done
 for p in $PLUGINS; do
   if has stress; then
     s0=$(date +%s.%N)
@@ -109,4 +184,9 @@ fi
 GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 | sed 's/, / (driver /; s/$/)/')
 python3 "$(dirname "$0")/report.py" "$O/bench-raw.txt" "$O/bench" --device "${GPU:-GPU}" \
   --note "\`bench/device-run.sh CARRY_DIR $REPS\` (BENCHES=\"$BENCHES\"), $(date -u +%Y-%m-%d)."
+if has kernels; then
+  python3 "$(dirname "$0")/kernel_report.py" "$O/bench-raw.txt" "$O/kernels" --device "${GPU:-GPU}" \
+    --knobs "$O/kernel-knobs.txt" --note "\`bench/device-run.sh CARRY_DIR $REPS\` (BENCHES=\"$BENCHES\", \
+KERNEL_ARGS=\"${KERNEL_ARGS:-}\", KERNEL_F_ARGS=\"${KERNEL_F_ARGS:-}\"), $(date -u +%Y-%m-%d)."
+fi
 
