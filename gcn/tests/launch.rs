@@ -11,6 +11,9 @@
 #[path = "../../nvptx/tests/support/mod.rs"]
 mod support;
 
+mod gcn_image;
+use gcn_image::{GcnImage, GcnImageDesc, Kernel};
+
 use gomp_plugin_gcn as _; // links the rlib holding the exported shells
 use std::ffi::{c_char, c_int, c_uint, c_void, CString, OsStr};
 use std::path::{Path, PathBuf};
@@ -47,37 +50,6 @@ extern "C" {
     );
     fn GOMP_OFFLOAD_openacc_create_thread_data(ord: c_int) -> *mut c_void;
     fn GOMP_OFFLOAD_openacc_destroy_thread_data(data: *mut c_void);
-    fn GOMP_OFFLOAD_openacc_async_construct(ord: c_int) -> *mut c_void;
-    fn GOMP_OFFLOAD_openacc_async_destruct(aq: *mut c_void) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_test(aq: *mut c_void) -> c_int;
-    fn GOMP_OFFLOAD_openacc_async_synchronize(aq: *mut c_void) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_serialize(aq1: *mut c_void, aq2: *mut c_void) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_queue_callback(
-        aq: *mut c_void,
-        cb: unsafe extern "C" fn(*mut c_void),
-        data: *mut c_void,
-    );
-    fn GOMP_OFFLOAD_openacc_async_host2dev(
-        ord: c_int,
-        dst: *mut c_void,
-        src: *const c_void,
-        n: usize,
-        aq: *mut c_void,
-    ) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_dev2host(
-        ord: c_int,
-        dst: *mut c_void,
-        src: *const c_void,
-        n: usize,
-        aq: *mut c_void,
-    ) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_dev2dev(
-        ord: c_int,
-        dst: *mut c_void,
-        src: *const c_void,
-        n: usize,
-        aq: *mut c_void,
-    ) -> bool;
     /// `union goacc_property_value`: a size or a string pointer, in RAX.
     fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) -> usize;
 }
@@ -166,27 +138,6 @@ fn scenario(test: &str, name: &str, gcc: u32, env: &[(&str, &str)]) -> Option<su
 }
 
 // ---- the child: libgomp's calls ----
-
-#[repr(C)]
-struct GcnImage {
-    size: usize,
-    image: *const u8,
-}
-#[repr(C)]
-struct Kernel {
-    name: *const c_char,
-    oacc_dims: [c_int; 3],
-    sgpr_count: c_int,
-    vgpr_count: c_int,
-}
-#[repr(C)]
-struct GcnImageDesc {
-    gcn_image: *const GcnImage,
-    kernel_count: c_uint,
-    kernel_infos: *const Kernel,
-    ind_func_count: c_uint,
-    global_variable_count: c_uint,
-}
 
 fn gomp_sym<T>(name: &str) -> *mut T {
     support::symbol_of_loaded(&std::env::var_os(LIBGOMP_ENV).expect("libgomp"), name).cast()

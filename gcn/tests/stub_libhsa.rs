@@ -13,8 +13,11 @@
 #[path = "../../nvptx/tests/support/mod.rs"]
 mod support;
 
+mod gcn_image;
+use gcn_image::{GcnImage, GcnImageDesc, Kernel};
+
 use gomp_plugin_gcn as _; // links the rlib holding the exported shells
-use std::ffi::{c_char, c_int, c_uint, c_void, CString, OsStr};
+use std::ffi::{c_int, c_uint, c_void, CString, OsStr};
 use std::path::Path;
 use support::api::*;
 
@@ -221,29 +224,6 @@ fn gpu_agent_is_a_device() {
 }
 
 // ---- The stand-in's gfx90a agent, driven as libgomp drives a device ----
-
-/// libgomp/plugin/plugin-gcn.c's image descriptor as mkoffload emits it (the layout
-/// tests/fallback/gcn_calls.c declares).
-#[repr(C)]
-struct GcnImage {
-    size: usize,
-    image: *const u8,
-}
-#[repr(C)]
-struct Kernel {
-    name: *const c_char,
-    oacc_dims: [c_int; 3],
-    sgpr_count: c_int,
-    vgpr_count: c_int,
-}
-#[repr(C)]
-struct GcnImageDesc {
-    gcn_image: *const GcnImage,
-    kernel_count: c_uint,
-    kernel_infos: *const Kernel,
-    ind_func_count: c_uint,
-    global_variable_count: c_uint,
-}
 
 /// Kernel entries naming `names` (kept alive by the returned strings).
 fn kernels(names: &[(&str, i32, i32)]) -> (Vec<CString>, Vec<Kernel>) {

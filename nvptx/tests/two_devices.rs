@@ -18,40 +18,7 @@ use std::sync::{Arc, Barrier};
 use support::api::*;
 
 extern "C" {
-    fn GOMP_OFFLOAD_page_locked_host_alloc(ptr: *mut *mut c_void, size: usize) -> bool;
-    fn GOMP_OFFLOAD_page_locked_host_free(ptr: *mut c_void) -> bool;
     fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) -> PropertyValue;
-    fn GOMP_OFFLOAD_openacc_async_construct(ord: c_int) -> *mut c_void;
-    fn GOMP_OFFLOAD_openacc_async_destruct(aq: *mut c_void) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_test(aq: *mut c_void) -> c_int;
-    fn GOMP_OFFLOAD_openacc_async_synchronize(aq: *mut c_void) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_serialize(aq1: *mut c_void, aq2: *mut c_void) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_queue_callback(
-        aq: *mut c_void,
-        cb: unsafe extern "C" fn(*mut c_void),
-        data: *mut c_void,
-    );
-    fn GOMP_OFFLOAD_openacc_async_host2dev(
-        ord: c_int,
-        dst: *mut c_void,
-        src: *const c_void,
-        n: usize,
-        aq: *mut c_void,
-    ) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_dev2host(
-        ord: c_int,
-        dst: *mut c_void,
-        src: *const c_void,
-        n: usize,
-        aq: *mut c_void,
-    ) -> bool;
-    fn GOMP_OFFLOAD_openacc_async_dev2dev(
-        ord: c_int,
-        dst: *mut c_void,
-        src: *const c_void,
-        n: usize,
-        aq: *mut c_void,
-    ) -> bool;
     fn gomp_nvptx_host_lock(p: *mut c_void, size: usize, device: c_int) -> c_int;
     fn gomp_nvptx_host_unlock(p: *mut c_void, device: c_int) -> c_int;
     fn free(p: *mut c_void);

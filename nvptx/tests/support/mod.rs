@@ -437,6 +437,44 @@ pub mod api {
             -> c_int;
     }
 
+    // The OpenACC async-queue shells of `src/edge/exports/openacc.rs` (the queue is
+    // opaque: `*mut c_void`) and the page-locked memory shells of `page_locked.rs`.
+    extern "C" {
+        pub fn GOMP_OFFLOAD_openacc_async_construct(ord: c_int) -> *mut c_void;
+        pub fn GOMP_OFFLOAD_openacc_async_destruct(aq: *mut c_void) -> bool;
+        pub fn GOMP_OFFLOAD_openacc_async_test(aq: *mut c_void) -> c_int;
+        pub fn GOMP_OFFLOAD_openacc_async_synchronize(aq: *mut c_void) -> bool;
+        pub fn GOMP_OFFLOAD_openacc_async_serialize(aq1: *mut c_void, aq2: *mut c_void) -> bool;
+        pub fn GOMP_OFFLOAD_openacc_async_queue_callback(
+            aq: *mut c_void,
+            cb: unsafe extern "C" fn(*mut c_void),
+            data: *mut c_void,
+        );
+        pub fn GOMP_OFFLOAD_openacc_async_host2dev(
+            ord: c_int,
+            dst: *mut c_void,
+            src: *const c_void,
+            n: usize,
+            aq: *mut c_void,
+        ) -> bool;
+        pub fn GOMP_OFFLOAD_openacc_async_dev2host(
+            ord: c_int,
+            dst: *mut c_void,
+            src: *const c_void,
+            n: usize,
+            aq: *mut c_void,
+        ) -> bool;
+        pub fn GOMP_OFFLOAD_openacc_async_dev2dev(
+            ord: c_int,
+            dst: *mut c_void,
+            src: *const c_void,
+            n: usize,
+            aq: *mut c_void,
+        ) -> bool;
+        pub fn GOMP_OFFLOAD_page_locked_host_alloc(ptr: *mut *mut c_void, size: usize) -> bool;
+        pub fn GOMP_OFFLOAD_page_locked_host_free(ptr: *mut c_void) -> bool;
+    }
+
     /// `GOMP_OFFLOAD_get_name()` as a string.
     pub fn name() -> String {
         // SAFETY: the plugin returns a static NUL-terminated string.
