@@ -51,14 +51,6 @@ impl Error {
             "GOMP_OFFLOAD_{entry}: {what} is not implemented in gomp-plugin-rs's {plugin} plugin"
         ))
     }
-
-    /// The driver status, when this is a failed driver call.
-    pub fn driver_code(&self) -> Option<i64> {
-        match self {
-            Error::Driver(d) => Some(d.code),
-            _ => None,
-        }
-    }
 }
 
 impl fmt::Display for Error {

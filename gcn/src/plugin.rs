@@ -174,10 +174,7 @@ impl gomp_plugin::Device for Device {
         // SAFETY: libgomp's argument array (caller).
         let Some(dims) = (unsafe { self.grid(args) }) else {
             // A skipped kernel: complete at once (the stock plugin never completes it).
-            if let Some(f) = gomp_plugin::libgomp::host::host().and_then(|h| h.task_completion) {
-                // SAFETY: libgomp's callback with its own data.
-                unsafe { f(async_data) };
-            }
+            gomp_plugin::libgomp::target::task_completion(async_data as usize);
             return Ok(());
         };
         // SAFETY: checked above to be a registered handle.

@@ -33,6 +33,7 @@ use crate::launch::{self, *};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::report;
+use gomp_plugin::libgomp::target::{self, RevCall};
 use gomp_plugin::libgomp::version::{Detected, Libgomp};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -553,20 +554,12 @@ impl Launcher {
 }
 
 fn task_completion(async_data: usize) {
-    match host::host().and_then(|h| h.task_completion) {
-        // SAFETY: libgomp's callback with the data it gave async_run.
-        Some(f) => unsafe { f(async_data as *mut c_void) },
-        None => report::fatal("async_run: libgomp lacks GOMP_PLUGIN_target_task_completion"),
+    if !target::task_completion(async_data) {
+        report::fatal("async_run: libgomp lacks GOMP_PLUGIN_target_task_completion");
     }
 }
 
-/// `GOMP_PLUGIN_target_rev` of libgomp 14+.
-type TargetRev7 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, *mut c_void);
-/// The copy callbacks libgomp 13 takes: (dst, src, size, token).
-type CopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut c_void);
-/// `GOMP_PLUGIN_target_rev` of libgomp 13.
-type TargetRev9 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, CopyFn, CopyFn, *mut c_void);
-
+/// libgomp 13's copy callback: HSA copies either way.
 unsafe extern "C" fn copy13(dst: *mut c_void, src: *const c_void, n: usize, _token: *mut c_void) {
     let Some(rt) = crate::hsa::runtime::loaded() else {
         report::fatal("reverse offload: the HSA runtime is not loaded");
@@ -580,49 +573,22 @@ unsafe extern "C" fn copy13(dst: *mut c_void, src: *const c_void, n: usize, _tok
 
 /// Runs one reverse-offload request through libgomp, synchronously (§5).
 fn reverse_offload(ord: i32, r: RevRequest) {
-    let Some(rev) = host::host().and_then(|h| h.target_rev) else {
-        report::fatal("reverse offload requested, but libgomp lacks GOMP_PLUGIN_target_rev");
-    };
     log::debug!(
         "device {}: reverse offload of fn {:#x} ({} mapping(s))",
         ord,
         r.fn_addr,
         r.mapnum
     );
-    let d = r.dev_num as c_int;
-    if matches!(host::detected(), Detected::Known(Libgomp::V13)) {
-        // SAFETY: libgomp 13's signature.
-        let f: TargetRev9 = unsafe { std::mem::transmute::<usize, TargetRev9>(rev) };
-        // SAFETY: the request's words as the device wrote them; callbacks match CopyFn.
-        unsafe {
-            f(
-                r.fn_addr,
-                r.mapnum,
-                r.addrs,
-                r.sizes,
-                r.kinds,
-                d,
-                copy13,
-                copy13,
-                std::ptr::null_mut(),
-            )
-        };
-    } else {
-        // SAFETY: libgomp 14+'s signature.
-        let f: TargetRev7 = unsafe { std::mem::transmute::<usize, TargetRev7>(rev) };
-        // SAFETY: as above; a NULL queue makes libgomp copy synchronously.
-        unsafe {
-            f(
-                r.fn_addr,
-                r.mapnum,
-                r.addrs,
-                r.sizes,
-                r.kinds,
-                d,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    let call = RevCall {
+        fn_addr: r.fn_addr,
+        mapnum: r.mapnum,
+        addrs: r.addrs,
+        sizes: r.sizes,
+        kinds: r.kinds,
+        dev_num: r.dev_num as c_int,
+    };
+    // SAFETY: the request's words as the device wrote them; copy13 needs no token.
+    unsafe { target::target_rev(&call, copy13, copy13, std::ptr::null_mut()) };
 }
 
 /// Reads a legacy `{u32 ndim; u32 gdims[3]; u32 wdims[3]}` block (host memory).

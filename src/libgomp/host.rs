@@ -45,7 +45,7 @@ pub struct Host {
     /// `GOMP_PLUGIN_target_task_completion` (GOMP_PLUGIN_1.1).
     pub task_completion: Option<TaskCompletionFn>,
     /// `GOMP_PLUGIN_target_rev` (GOMP_PLUGIN_1.4); its arity depends on the release,
-    /// so it is kept untyped (see `nvptx::reverse`).
+    /// so it is kept untyped (see `target::target_rev`).
     pub target_rev: Option<usize>,
     /// `GOMP_PLUGIN_acc_default_dim` (GOMP_PLUGIN_1.2).
     pub acc_default_dim: Option<AccDefaultDimFn>,

@@ -8,5 +8,6 @@ pub mod host;
 pub mod interop;
 pub mod logger;
 pub mod report;
+pub mod target;
 pub mod verdef;
 pub mod version;

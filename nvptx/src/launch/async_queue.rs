@@ -171,11 +171,7 @@ fn finish(dev: &Device, budget: &StackBudget, service: &Service, p: Pending) {
     }
     budget.unreserve(bytes);
     service.kernel_finished();
-    if let Some(done) = gomp_plugin::libgomp::host::host().and_then(|h| h.task_completion) {
-        // SAFETY: `async_data` is the handle libgomp gave async_run; completion may be
-        // signalled from any thread and makes no plugin calls.
-        unsafe { done(p.async_data as *mut std::ffi::c_void) };
-    }
+    gomp_plugin::libgomp::target::task_completion(p.async_data);
 }
 
 fn complete_loop(dev: &Device, budget: &StackBudget, service: &Service, rx: Receiver<Pending>) {

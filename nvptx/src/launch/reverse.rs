@@ -22,9 +22,9 @@ use crate::cuda::sys::*;
 use crate::device::Device;
 use crate::image::Image;
 use gomp_plugin::error::Result;
-use gomp_plugin::libgomp::version::{Detected, Libgomp};
-use gomp_plugin::libgomp::{host, report};
-use std::ffi::{c_int, c_void};
+use gomp_plugin::libgomp::report;
+use gomp_plugin::libgomp::target::{self, RevCall};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -110,13 +110,6 @@ pub struct Service {
     /// Set while the service thread is parked (or about to park).
     sleeping: AtomicBool,
 }
-
-/// `GOMP_PLUGIN_target_rev` of libgomp 14+.
-type TargetRev7 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, *mut c_void);
-/// The copy callbacks libgomp 13 takes: (dst, src, size, token).
-type CopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut c_void);
-/// `GOMP_PLUGIN_target_rev` of libgomp 13.
-type TargetRev9 = unsafe extern "C" fn(u64, u64, u64, u64, u64, c_int, CopyFn, CopyFn, *mut c_void);
 
 /// Runs a copy for libgomp 13's callbacks on the device named by `token` (the
 /// serving [`Device`]'s address/// ordinal); a failure is fatal, as the callbacks cannot report one.
@@ -395,44 +388,36 @@ impl Stats {
 }
 
 fn handle(dev: &Device, mb: &Mailbox, f: u64) {
-    let Some(rev) = host::host().and_then(|h| h.target_rev) else {
-        report::fatal("reverse offload requested, but libgomp lacks GOMP_PLUGIN_target_rev");
+    let call = RevCall {
+        fn_addr: f,
+        mapnum: mb.mapnum,
+        addrs: mb.addrs,
+        sizes: mb.sizes,
+        kinds: mb.kinds,
+        dev_num: mb.dev_num,
     };
-    let (n, a, s, k, d) = (mb.mapnum, mb.addrs, mb.sizes, mb.kinds, mb.dev_num);
-    log::trace!("reverse offload: fn {f:#x}, {n} mapping(s)");
+    log::trace!("reverse offload: fn {f:#x}, {} mapping(s)", call.mapnum);
     let limit = LIMIT.get();
     if let Some(l) = limit {
         l.enter();
     }
     set_serving(true);
-    if matches!(host::detected(), Detected::Known(Libgomp::V13)) {
+    if target::rev_takes_copy_callbacks() {
         static FIRST: std::sync::Once = std::sync::Once::new();
         FIRST.call_once(|| {
             log::debug!("reverse offload: fn {f:#x} via 9-argument GOMP_PLUGIN_target_rev (libgomp 13, copy callbacks); later requests likewise");
         });
-        // SAFETY: libgomp 13's signature; the token is this device's address.
-        let rev: TargetRev9 = unsafe { std::mem::transmute::<usize, TargetRev9>(rev) };
-        // SAFETY: arguments as the device wrote them; callbacks match CopyFn.
-        unsafe {
-            rev(
-                f,
-                n,
-                a,
-                s,
-                k,
-                d,
-                dev_to_host,
-                host_to_dev,
-                (dev as *const Device).cast_mut().cast(),
-            )
-        };
-    } else {
-        // SAFETY: libgomp 14+'s signature.
-        let rev: TargetRev7 = unsafe { std::mem::transmute::<usize, TargetRev7>(rev) };
-        // SAFETY: arguments as the device wrote them; a NULL queue makes libgomp use
-        // the synchronous copy entry points.
-        unsafe { rev(f, n, a, s, k, d, std::ptr::null_mut()) };
     }
+    // SAFETY: the request as the device wrote it; the copy callbacks take this
+    // device's address as their token, alive while libgomp calls back.
+    unsafe {
+        target::target_rev(
+            &call,
+            dev_to_host,
+            host_to_dev,
+            (dev as *const Device).cast_mut().cast(),
+        )
+    };
     set_serving(false);
     if let Some(l) = limit {
         l.leave();
