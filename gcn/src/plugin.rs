@@ -168,7 +168,7 @@ impl gomp_plugin::Device for Device {
         async_data: *mut c_void,
     ) -> Result<()> {
         // SAFETY: only a registered handle is read.
-        unsafe { crate::executable::live_kernel(kernel as usize) }.ok_or_else(|| {
+        let k = unsafe { crate::executable::live_kernel(kernel as usize) }.ok_or_else(|| {
             gomp_plugin::Error::invalid(format!("async_run: unknown kernel {kernel:p}"))
         })?;
         // SAFETY: libgomp's argument array (caller).
@@ -177,9 +177,7 @@ impl gomp_plugin::Device for Device {
             gomp_plugin::libgomp::target::task_completion(async_data as usize);
             return Ok(());
         };
-        // SAFETY: checked above to be a registered handle.
-        let rev = unsafe { crate::executable::live_kernel(kernel as usize) }
-            .is_some_and(|k| self.has_reverse_offload(k));
+        let rev = self.has_reverse_offload(k);
         self.launcher.launch_async(
             self.ord,
             kernel as usize,
