@@ -8,6 +8,9 @@
 //! hardware. Pure; thread-safe.
 
 use crate::config::Config;
+use gomp_plugin::libgomp::target_args::{
+    Arg, DEVICE_ALL, HSA_KERNEL_ATTRIBUTES, NUM_TEAMS, THREAD_LIMIT,
+};
 
 // ---- §1 kernarg block (`struct kernargs`) ----
 
@@ -95,14 +98,8 @@ pub const CDTOR_DIMS: Dims = Dims {
     wdims: [1, 64, 1],
 };
 
-const SUBSEQUENT_PARAM: usize = 0x80;
-const DEVICE_MASK: usize = 0x7f;
-const ID_MASK: usize = 0xff00;
-const DEVICE_ALL: usize = 0;
+/// The gcn plugin's device in target arguments (`OFFLOAD_TARGET_TYPE_GCN`).
 const DEVICE_GCN: usize = 8;
-const ID_NUM_TEAMS: usize = 0x100;
-const ID_THREAD_LIMIT: usize = 0x200;
-const ID_HSA_KERNEL_ATTRIBUTES: usize = 0x100;
 
 /// What [`parse_target_args`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,33 +112,23 @@ pub enum Grid {
     Skip,
 }
 
-/// Decodes libgomp's NULL-terminated target-argument words (`args`) into the grid, with
+/// Turns libgomp's target arguments (`args`, from `gomp_plugin::libgomp::target_args::decode`) into the grid, with
 /// `cu` compute units; `gfx900` and whether `GCN_NUM_THREADS`/`GCN_NUM_WORKERS` is set
 /// select the Vega default of 4 threads. `read_attrs` reads a legacy
 /// `{u32 ndim; u32 gdims[3]; u32 wdims[3]}` block at an address.
 pub fn parse_target_args(
-    args: &[usize],
+    args: impl IntoIterator<Item = Arg>,
     cu: u32,
     gfx900: bool,
     threads_env: bool,
     read_attrs: impl Fn(usize) -> Option<Dims>,
 ) -> Grid {
     let (mut teams, mut threads, mut seen) = (0i64, 0i64, false);
-    let mut it = args.iter().copied();
-    while let Some(id) = it.next() {
-        if id == 0 {
-            break;
-        }
-        let (val, raw) = if id & SUBSEQUENT_PARAM != 0 {
-            let v = it.next().unwrap_or(0);
-            (v as isize as i64, v)
-        } else {
-            ((id as isize >> 16) as i64, 0)
-        };
-        let val = val.min(i32::MAX as i64);
-        match (id & DEVICE_MASK, id & ID_MASK) {
-            (DEVICE_GCN, ID_HSA_KERNEL_ATTRIBUTES) => {
-                return match read_attrs(raw) {
+    for a in args {
+        let val = (a.value as i64).min(i32::MAX as i64);
+        match (a.device, a.id) {
+            (DEVICE_GCN, HSA_KERNEL_ATTRIBUTES) => {
+                return match read_attrs(a.raw) {
                     Some(d) if (1..=3).contains(&d.ndim) => {
                         if d.gdims[..d.ndim as usize].contains(&0) {
                             Grid::Skip
@@ -152,11 +139,11 @@ pub fn parse_target_args(
                     _ => Grid::Skip,
                 };
             }
-            (DEVICE_ALL, ID_NUM_TEAMS) => {
+            (DEVICE_ALL, NUM_TEAMS) => {
                 seen = true;
                 teams = val.min(2 * cu as i64);
             }
-            (DEVICE_ALL, ID_THREAD_LIMIT) => {
+            (DEVICE_ALL, THREAD_LIMIT) => {
                 seen = true;
                 threads = val.min(16);
             }
@@ -360,6 +347,7 @@ pub const HEADER: u16 = 2 | 2 << 9 | 2 << 11;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gomp_plugin::libgomp::target_args::decode;
 
     const NONE: fn(usize) -> Option<Dims> = |_| None;
 
@@ -385,23 +373,44 @@ mod tests {
     fn target_arguments() {
         // NUM_TEAMS 3 and THREAD_LIMIT 8 in the id words (value << 16).
         let a = [3 << 16 | 0x100, 8 << 16 | 0x200, 0];
-        assert_eq!(parse_target_args(&a, 104, false, false, NONE), run(3, 8));
+        assert_eq!(
+            parse_target_args(decode(a), 104, false, false, NONE),
+            run(3, 8)
+        );
         // Caps: 2*CU teams, 16 threads; values in a subsequent word.
         let a = [0x80 | 0x100, 1000, 0x80 | 0x200, 99, 0];
-        assert_eq!(parse_target_args(&a, 10, false, false, NONE), run(20, 16));
+        assert_eq!(
+            parse_target_args(decode(a), 10, false, false, NONE),
+            run(20, 16)
+        );
         // teams 0 / threads 0 / negative: defaults (CU, 16), Vega 4 only when unset.
         let a = [0x100, 0x200, 0];
-        assert_eq!(parse_target_args(&a, 8, false, false, NONE), run(8, 16));
-        assert_eq!(parse_target_args(&a, 8, true, false, NONE), run(8, 4));
-        assert_eq!(parse_target_args(&a, 8, true, true, NONE), run(8, 16));
+        assert_eq!(
+            parse_target_args(decode(a), 8, false, false, NONE),
+            run(8, 16)
+        );
+        assert_eq!(
+            parse_target_args(decode(a), 8, true, false, NONE),
+            run(8, 4)
+        );
+        assert_eq!(
+            parse_target_args(decode(a), 8, true, true, NONE),
+            run(8, 16)
+        );
         let a = [(-1isize << 16) as usize | 0x100, 5 << 16 | 0x200, 0];
-        assert_eq!(parse_target_args(&a, 8, false, false, NONE), run(8, 5));
+        assert_eq!(
+            parse_target_args(decode(a), 8, false, false, NONE),
+            run(8, 5)
+        );
         let a = [6 << 16 | 0x100, 0];
-        assert_eq!(parse_target_args(&a, 8, false, false, NONE), run(6, 16));
+        assert_eq!(
+            parse_target_args(decode(a), 8, false, false, NONE),
+            run(6, 16)
+        );
         // Other devices' entries are skipped; no device-0 entry: the 1x1x1 default.
         let a = [5 << 16 | 0x105, 0];
         assert!(matches!(
-            parse_target_args(&a, 8, false, false, NONE),
+            parse_target_args(decode(a), 8, false, false, NONE),
             Grid::Default(Dims { ndim: 1, .. })
         ));
         // The legacy HSA attribute block.
@@ -412,14 +421,20 @@ mod tests {
         };
         let a = [0x80 | 0x108, 0x1234, 0];
         let read = |p: usize| (p == 0x1234).then_some(d);
-        assert_eq!(parse_target_args(&a, 8, false, false, read), Grid::Run(d));
+        assert_eq!(
+            parse_target_args(decode(a), 8, false, false, read),
+            Grid::Run(d)
+        );
         let zero = |_| {
             Some(Dims {
                 gdims: [4, 0, 0],
                 ..d
             })
         };
-        assert_eq!(parse_target_args(&a, 8, false, false, zero), Grid::Skip);
+        assert_eq!(
+            parse_target_args(decode(a), 8, false, false, zero),
+            Grid::Skip
+        );
     }
 
     #[test]

@@ -195,11 +195,10 @@ impl Device {
     /// # Safety
     /// `args` is libgomp's NULL-terminated array (or NULL).
     unsafe fn grid(&self, args: *mut *mut c_void) -> Option<Dims> {
-        // SAFETY: caller's contract.
-        let words = unsafe { crate::run::arg_words(args) };
         let l = &self.launcher;
         match crate::launch::parse_target_args(
-            &words,
+            // SAFETY: caller's contract.
+            unsafe { gomp_plugin::libgomp::target_args::decode_ptr(args) },
             l.cu,
             self.name == "gfx900",
             l.cfg.num_threads.is_some(),

@@ -604,32 +604,3 @@ pub fn read_attrs(p: usize) -> Option<Dims> {
         wdims: [w[4], w[5], w[6]],
     })
 }
-
-/// libgomp's NULL-terminated target arguments as words.
-///
-/// # Safety
-/// `args` is NULL or a NULL-terminated array (each id followed by its value when the
-/// id has the subsequent-parameter bit).
-pub unsafe fn arg_words(args: *mut *mut c_void) -> Vec<usize> {
-    let mut v = Vec::new();
-    if args.is_null() {
-        return v;
-    }
-    let mut p = args as *const usize;
-    loop {
-        // SAFETY: within the array (caller).
-        let id = unsafe { p.read() };
-        v.push(id);
-        if id == 0 {
-            return v;
-        }
-        // SAFETY: as above.
-        p = unsafe { p.add(1) };
-        if id & 0x80 != 0 {
-            // SAFETY: the subsequent parameter.
-            v.push(unsafe { p.read() });
-            // SAFETY: as above.
-            p = unsafe { p.add(1) };
-        }
-    }
-}

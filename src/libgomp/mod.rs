@@ -9,5 +9,6 @@ pub mod interop;
 pub mod logger;
 pub mod report;
 pub mod target;
+pub mod target_args;
 pub mod verdef;
 pub mod version;

@@ -3,13 +3,7 @@
 
 use std::ffi::c_void;
 
-const ARG_DEVICE_MASK: usize = 0x7f;
-const ARG_DEVICE_ALL: usize = 0;
-const ARG_SUBSEQUENT_PARAM: usize = 1 << 7;
-const ARG_ID_MASK: usize = 0xff << 8;
-const ARG_NUM_TEAMS: usize = 1 << 8;
-const ARG_THREAD_LIMIT: usize = 2 << 8;
-const ARG_VALUE_SHIFT: u32 = 16;
+use gomp_plugin::libgomp::target_args::{self, DEVICE_ALL, NUM_TEAMS, THREAD_LIMIT};
 
 /// What the `num_teams` and `thread_limit` clauses asked for; 0 means "not given".
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,34 +21,15 @@ pub struct Requested {
 /// where an id word with `SUBSEQUENT_PARAM` set is followed by its value word.
 pub unsafe fn decode_args(args: *const *mut c_void) -> Requested {
     let mut req = Requested::default();
-    if args.is_null() {
-        return req;
-    }
-    let mut p = args;
-    loop {
-        // SAFETY: the caller guarantees the array is NULL-terminated; we stop at NULL.
-        let id = unsafe { *p } as usize;
-        if id == 0 {
-            break;
-        }
-        // SAFETY: as above.
-        p = unsafe { p.add(1) };
-        let val = if id & ARG_SUBSEQUENT_PARAM != 0 {
-            // SAFETY: a SUBSEQUENT_PARAM id is followed by its value word.
-            let v = unsafe { *p } as isize;
-            // SAFETY: as above.
-            p = unsafe { p.add(1) };
-            v
-        } else {
-            (id as isize) >> ARG_VALUE_SHIFT
-        };
-        if id & ARG_DEVICE_MASK != ARG_DEVICE_ALL {
+    // SAFETY: forwarded caller guarantee.
+    for a in unsafe { target_args::decode_ptr(args) } {
+        if a.device != DEVICE_ALL {
             continue;
         }
-        let val = val.clamp(i32::MIN as isize, i32::MAX as isize) as i32;
-        match id & ARG_ID_MASK {
-            ARG_NUM_TEAMS => req.teams = val,
-            ARG_THREAD_LIMIT => req.thread_limit = val,
+        let val = a.value.clamp(i32::MIN as isize, i32::MAX as isize) as i32;
+        match a.id {
+            NUM_TEAMS => req.teams = val,
+            THREAD_LIMIT => req.thread_limit = val,
             _ => {}
         }
     }
@@ -125,8 +100,8 @@ mod tests {
     #[test]
     fn decodes_inline_and_subsequent_values() {
         assert_eq!(decode(&[0]), Requested::default());
-        let teams_inline = ARG_NUM_TEAMS | (100 << 16);
-        let limit_next = ARG_THREAD_LIMIT | ARG_SUBSEQUENT_PARAM;
+        let teams_inline = NUM_TEAMS | (100 << 16);
+        let limit_next = THREAD_LIMIT | target_args::SUBSEQUENT_PARAM;
         assert_eq!(
             decode(&[teams_inline, limit_next, 7, 0]),
             Requested {
@@ -136,11 +111,11 @@ mod tests {
         );
         // Values for one specific device (not ALL) are ignored.
         assert_eq!(
-            decode(&[ARG_NUM_TEAMS | 3 | (5 << 16), 0]),
+            decode(&[NUM_TEAMS | 3 | (5 << 16), 0]),
             Requested::default()
         );
         // Huge values clamp to INT_MAX.
-        let big = ARG_NUM_TEAMS | ARG_SUBSEQUENT_PARAM;
+        let big = NUM_TEAMS | target_args::SUBSEQUENT_PARAM;
         assert_eq!(decode(&[big, usize::MAX >> 1, 0]).teams, i32::MAX);
         // SAFETY: NULL is allowed.
         assert_eq!(
