@@ -30,6 +30,16 @@ pub trait OpenAcc: Plugin {
     fn queue(ord: c_int) -> Result<Self::Queue>;
     /// `openacc_get_property`.
     fn property(ord: c_int, prop: u32) -> Result<AccProperty>;
+    /// The calling thread's data (what `openacc_create_thread_data` made for it), or
+    /// `None` when libgomp keeps none for it (`GOMP_PLUGIN_acc_thread`).
+    fn current_thread_data() -> Option<&'static Self::ThreadData> {
+        let f = crate::libgomp::host::host()?.acc_thread?;
+        // SAFETY: GOMP_PLUGIN_acc_thread returns what the exported
+        // openacc_create_thread_data returned for this thread (a leaked
+        // `Box<Self::ThreadData>`, alive until openacc_destroy_thread_data), or NULL;
+        // libgomp destroys it only after the thread is done with OpenACC.
+        unsafe { f().cast::<Self::ThreadData>().as_ref() }
+    }
     /// `openacc_cuda_get_current_device`: the calling thread's native device handle.
     fn native_device() -> *mut c_void {
         std::ptr::null_mut()

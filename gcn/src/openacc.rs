@@ -28,7 +28,7 @@ use crate::plugin::Gcn;
 use crate::run::ASYNC_QUEUE_SIZE;
 use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::error::{Error, Result};
-use gomp_plugin::libgomp::{host, report};
+use gomp_plugin::libgomp::report;
 use gomp_plugin::openacc::AccProperty;
 use gomp_plugin::{OpenAcc, Plugin};
 use std::ffi::{c_int, c_void, CStr, CString};
@@ -277,14 +277,8 @@ impl gomp_plugin::AccQueue for AccQueue {
 /// The device of a synchronous `openacc_exec`: the calling thread's (its OpenACC
 /// thread data), else the open device that loaded `k`.
 fn exec_device(k: &Kernel) -> Result<Arc<Device>> {
-    let tls = host::host()
-        .and_then(|h| h.acc_thread)
-        // SAFETY: libgomp's GOMP_PLUGIN_acc_thread, no arguments.
-        .map_or(std::ptr::null_mut(), |f| unsafe { f() });
-    if !tls.is_null() {
-        // SAFETY: libgomp returns what openacc_create_thread_data gave it.
-        let ord = unsafe { &*tls.cast::<ThreadData>() }.ord;
-        return Gcn::registry().get(ord);
+    if let Some(t) = Gcn::current_thread_data() {
+        return Gcn::registry().get(t.ord);
     }
     let n = crate::agents().map_or(0, |a| a.len()) as i32;
     (0..n)

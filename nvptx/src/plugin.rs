@@ -220,7 +220,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
     ) -> Result<()> {
         let dev = match queue {
             Some(q) => q.dev.clone(),
-            None => thread::current()
+            None => Self::current_thread_data()
                 .map(|t| t.dev.clone())
                 .ok_or_else(|| Error::invalid("openacc_exec: thread has no OpenACC device"))?,
         };
@@ -260,13 +260,13 @@ impl gomp_plugin::OpenAcc for Nvptx {
     }
 
     fn native_device() -> *mut c_void {
-        thread::current().map_or(std::ptr::null_mut(), |t| {
+        Self::current_thread_data().map_or(std::ptr::null_mut(), |t| {
             (&t.dev.cu_dev as *const CUdevice).cast_mut().cast()
         })
     }
 
     fn native_context() -> *mut c_void {
-        thread::current().map_or(std::ptr::null_mut(), |t| t.dev.context().cast())
+        Self::current_thread_data().map_or(std::ptr::null_mut(), |t| t.dev.context().cast())
     }
 }
 
