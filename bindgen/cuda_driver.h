@@ -76,9 +76,11 @@ typedef int CUfunction_attribute;
 #define CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES 3
 #define CU_FUNC_ATTRIBUTE_NUM_REGS 4
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT 9
 
 /* CUjit_option */
 typedef int CUjit_option;
+#define CU_JIT_MAX_REGISTERS 0
 #define CU_JIT_WALL_TIME 2
 #define CU_JIT_INFO_LOG_BUFFER 3
 #define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
@@ -86,6 +88,11 @@ typedef int CUjit_option;
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 #define CU_JIT_OPTIMIZATION_LEVEL 7
 #define CU_JIT_LOG_VERBOSE 12
+#define CU_JIT_CACHE_MODE 14
+
+/* CUjit_cacheMode */
+#define CU_JIT_CACHE_OPTION_CG 1
+#define CU_JIT_CACHE_OPTION_CA 2
 
 /* CUjitInputType */
 typedef int CUjitInputType;

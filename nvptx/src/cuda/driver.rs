@@ -124,6 +124,7 @@ gomp_plugin::symbol_table! {
         cuMemHostRegister = "cuMemHostRegister_v2" (*mut c_void, usize, u32);
         cuMemHostUnregister = "cuMemHostUnregister" (*mut c_void);
         cuOccupancyMaxPotentialBlockSize = "cuOccupancyMaxPotentialBlockSize" (*mut i32, *mut i32, CUfunction, *mut c_void, usize, i32);
+        cuOccupancyMaxActiveBlocksPerMultiprocessor = "cuOccupancyMaxActiveBlocksPerMultiprocessor" (*mut i32, CUfunction, i32, usize);
     }
 }
 

@@ -10,10 +10,13 @@
 //! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
 //! | `GOMP_REVERSE_OFFLOAD_THREADS` | most reverse-offload host functions running at once (1–1024) | 8 |
 //!
+//! Experiment knobs of the launch shape and the JIT: `GOMP_NVPTX_TUNE` ([`Tune`]).
+//!
 //! Not for users (an experiment knob, deliberately left out of the README):
 //! `GOMP_NVPTX_STAGING="threads,chunk_bytes,buffers"` shapes the staging engine of large
 //! pageable copies ([`StagingParams`]; default: 3 lanes per 4 processors, at most 12, `4m`, 2).
 
+use crate::device::tune::Tune;
 use crate::host::staging::StagingParams;
 
 /// Parsed settings. Plain data, read once per device initialisation.
@@ -33,6 +36,8 @@ pub struct Config {
     pub reverse_offload_threads: usize,
     /// Shape of the staging engine for large pageable copies.
     pub staging: StagingParams,
+    /// `GOMP_NVPTX_TUNE`: experiment knobs of the launch shape and the JIT.
+    pub tune: Tune,
 }
 
 /// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
@@ -107,6 +112,17 @@ impl Config {
                         .map_err(|e| {
                             warn(&format!(
                                 "Invalid value '{v}' for GOMP_NVPTX_STAGING ({e}); using the default"
+                            ))
+                        })
+                        .ok()
+                })
+                .unwrap_or_default(),
+            tune: get("GOMP_NVPTX_TUNE")
+                .and_then(|v| {
+                    Tune::parse(&v)
+                        .map_err(|e| {
+                            warn(&format!(
+                                "Invalid value '{v}' for GOMP_NVPTX_TUNE ({e}); using the defaults"
                             ))
                         })
                         .ok()

@@ -171,8 +171,21 @@ impl Device {
                 return r;
             }
         }
-        // SAFETY: readable source (caller); the stream is waited for before returning.
-        let r = self.on_copy_stream(|s| unsafe { s.copy_htod(dst, src, n) }.map_err(Error::from));
+        let r = if self.bounce.takes(n) && self.pageable(src, n) {
+            self.bounce.with(|b| {
+                // SAFETY: `src` is readable for `n` bytes (caller), the buffer holds at
+                // least `n` (`takes`); they do not overlap (the buffer is ours).
+                unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), b, n) };
+                // SAFETY: the buffer is page-locked and alive until the copy, waited
+                // for before returning, has completed.
+                self.on_copy_stream(|s| {
+                    unsafe { s.copy_htod(dst, b.cast(), n) }.map_err(Error::from)
+                })
+            })
+        } else {
+            // SAFETY: readable source (caller); the stream is waited for before returning.
+            self.on_copy_stream(|s| unsafe { s.copy_htod(dst, src, n) }.map_err(Error::from))
+        };
         if self.device_heap_copy(&r, dst) {
             // SAFETY: readable source (caller); `dst` comes from the device runtime
             // serving a reverse-offload request (see `device_heap_copy`).
@@ -212,8 +225,21 @@ impl Device {
                 return r;
             }
         }
-        // SAFETY: writable destination (caller); waited for before returning.
-        let r = self.on_copy_stream(|s| unsafe { s.copy_dtoh(dst, src, n) }.map_err(Error::from));
+        let r = if self.bounce.takes(n) && self.pageable(dst, n) {
+            self.bounce.with(|b| {
+                // SAFETY: the buffer is page-locked, holds at least `n` bytes and is
+                // alive until the copy, waited for here, has completed.
+                self.on_copy_stream(|s| {
+                    unsafe { s.copy_dtoh(b.cast(), src, n) }.map_err(Error::from)
+                })?;
+                // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
+                unsafe { std::ptr::copy_nonoverlapping(b, dst.cast::<u8>(), n) };
+                Ok(())
+            })
+        } else {
+            // SAFETY: writable destination (caller); waited for before returning.
+            self.on_copy_stream(|s| unsafe { s.copy_dtoh(dst, src, n) }.map_err(Error::from))
+        };
         if self.device_heap_copy(&r, src) {
             // SAFETY: writable destination (caller); `src` comes from the device
             // runtime serving a reverse-offload request (see `device_heap_copy`).
@@ -270,9 +296,13 @@ impl Device {
     /// from the host-range registry; otherwise `p` is pageable when the driver knows
     /// nothing of it (page-locked and managed memory DMA directly).
     fn stage(&self, p: *const c_void, n: usize) -> bool {
-        if n < staging::MIN_STAGED || self.openacc_in_use() {
-            return false;
-        }
+        n >= staging::MIN_STAGED && !self.openacc_in_use() && self.pageable(p, n)
+    }
+
+    /// Whether host `p` (of a copy of `n` bytes) is pageable: not memory the plugin
+    /// page-locked (the host-range registry) and unknown to the driver (page-locked and
+    /// managed memory DMA directly).
+    fn pageable(&self, p: *const c_void, n: usize) -> bool {
         if host_ranges::global().contains(p as usize, n) {
             return false;
         }

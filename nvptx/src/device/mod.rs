@@ -15,6 +15,7 @@ pub mod config;
 pub mod host_memory;
 pub mod memory;
 pub mod serving;
+pub mod tune;
 
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
@@ -22,6 +23,7 @@ use crate::cuda::safe::context::{self, PrimaryContext};
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::*;
 use crate::device::config::Config;
+use crate::host::bounce::Bounce;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
 use crate::host::staging::Staging;
@@ -50,6 +52,8 @@ pub struct Props {
     pub cc: (i32, i32),
     /// Largest dynamic shared memory a block may opt in to.
     pub max_smem_optin: i32,
+    /// Device memory in bytes (bounds the soft stacks a launch may take).
+    pub total_mem: usize,
 }
 
 /// An initialised device, the core every concept above borrows. Shared (`Arc`) by all
@@ -86,6 +90,8 @@ pub struct Device {
     pub large: LargeBlocks,
     /// The staging engine (page-locked buffers, lane threads) for large pageable copies.
     pub staging: Staging,
+    /// Page-locked bounce buffers for small pageable copies.
+    pub bounce: Bounce,
     /// Copies by kernel for device-heap memory during reverse offload.
     pub kernel_copy: KernelCopy,
     /// Pooled page-locked host memory (`page_locked_host_alloc`).
@@ -156,6 +162,7 @@ impl Device {
                 cu_dev,
                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             ),
+            total_mem: query::total_mem(cu_dev)?,
         };
         let config = Config::process().clone();
         let dev = Device {
@@ -165,6 +172,7 @@ impl Device {
             primary: Mutex::new(primary),
             props,
             staging: Staging::new(config.staging),
+            bounce: Bounce::new(config.tune.bounce),
             config,
             streams: StreamPool::default(),
             events: EventPool::default(),
@@ -309,6 +317,7 @@ impl Device {
             p.destroy();
         }
         self.staging.destroy();
+        self.bounce.destroy();
         self.kernel_copy.destroy();
         if let Err(e) = self.pinned.destroy() {
             first_err.get_or_insert(e);

@@ -2,6 +2,7 @@
 
 use crate::cuda::safe::{LinkState, Module};
 use crate::cuda::sys::*;
+use crate::device::tune::{CacheMode, Tune};
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 
@@ -13,8 +14,9 @@ fn log_text(buf: &[u8]) -> String {
 }
 
 /// Links `ptx` (NUL-terminated objects) with the driver's JIT and loads the result as
-/// a module in the current context. `opt_level` is `GOMP_NVPTX_JIT`'s `-O` level.
-pub fn link_ptx(ptx: &[Vec<u8>], opt_level: Option<u32>) -> Result<Module> {
+/// a module in the current context. `opt_level` is `GOMP_NVPTX_JIT`'s `-O` level;
+/// `tune` may cap registers and set the cache mode.
+pub fn link_ptx(ptx: &[Vec<u8>], opt_level: Option<u32>, tune: &Tune) -> Result<Module> {
     let mut info = vec![0u8; LOG_SIZE];
     let mut err = vec![0u8; LOG_SIZE];
     let mut opts = vec![
@@ -34,6 +36,17 @@ pub fn link_ptx(ptx: &[Vec<u8>], opt_level: Option<u32>) -> Result<Module> {
     if let Some(l) = opt_level {
         opts.push(CU_JIT_OPTIMIZATION_LEVEL);
         vals.push(l as usize as *mut c_void);
+    }
+    if let Some(r) = tune.maxrreg {
+        opts.push(CU_JIT_MAX_REGISTERS);
+        vals.push(r as usize as *mut c_void);
+    }
+    if let Some(m) = tune.dlcm {
+        opts.push(CU_JIT_CACHE_MODE);
+        vals.push(match m {
+            CacheMode::Cg => CU_JIT_CACHE_OPTION_CG,
+            CacheMode::Ca => CU_JIT_CACHE_OPTION_CA,
+        } as usize as *mut c_void);
     }
     let start = std::time::Instant::now();
     // SAFETY: option arrays of equal length; the log buffers outlive the link state

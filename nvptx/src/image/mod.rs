@@ -12,6 +12,7 @@ pub mod descriptor;
 pub mod indirect_table;
 pub mod link;
 pub mod ptx_names;
+pub mod team_icvs;
 
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
 use crate::cuda::safe::Module;
@@ -24,6 +25,8 @@ use descriptor::{Descriptor, RawDescriptor};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+use team_icvs::{Resident, TeamIcvs};
 
 /// A kernel of a loaded image. Its address is the opaque handle libgomp passes back
 /// as `fn` to `run`; it lives as long as its [`Image`].
@@ -42,6 +45,10 @@ pub struct TargetFn {
     /// The occupancy calculator's (grid, block) for this kernel, asked on first
     /// OpenACC launch (`None` inside: the driver has no calculator).
     pub occupancy: once_cell::sync::OnceCell<Option<(u32, u32)>>,
+    /// Resident blocks per SM by warp count (OpenMP launches).
+    pub resident: Resident,
+    /// The team ICVs of the kernel's image (shared by its kernels).
+    pub icvs: Arc<TeamIcvs>,
 }
 
 /// An image loaded on one device. Owned by the device's image list.
@@ -86,7 +93,7 @@ impl Image {
         // SAFETY: forwarded caller guarantee.
         let desc = unsafe { descriptor::read(version, data) }?;
         let t0 = dev.observe().map(|_| crate::observe::now());
-        let module = link_ptx(&desc.ptx, dev.config.jit_opt_level)?;
+        let module = link_ptx(&desc.ptx, dev.config.jit_opt_level, &dev.config.tune)?;
         if let (Some(o), Some(t0)) = (dev.observe(), t0) {
             o.jit(data as usize, desc.ptx.len(), desc.funcs.len(), t0);
         }
@@ -114,6 +121,9 @@ impl Image {
         desc: &Descriptor,
         host_ind_fns: *const u64,
     ) -> Result<Vec<AddrPair>> {
+        let icvs_block = self.global(c"__gomp_additional_icvs")?;
+        let team_icvs =
+            Arc::new(icvs_block.map_or_else(TeamIcvs::default, |(p, n)| TeamIcvs::at(p, n)));
         for f in &desc.funcs {
             let name = f.name.to_string_lossy().into_owned();
             let func = self
@@ -132,6 +142,16 @@ impl Image {
                     )
                 }?;
             }
+            if let Some(pct) = dev.config.tune.carveout {
+                // SAFETY: plain attribute setting on a function of the loaded module.
+                unsafe {
+                    set_func_attribute(
+                        func,
+                        CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                        pct as i32,
+                    )
+                }?;
+            }
             self.fns.push(TargetFn {
                 func,
                 name,
@@ -139,6 +159,8 @@ impl Image {
                 regs: func_attr(func, CU_FUNC_ATTRIBUTE_NUM_REGS)?,
                 dims: f.dims,
                 occupancy: Default::default(),
+                resident: Resident::default(),
+                icvs: team_icvs.clone(),
             });
         }
         let mut table: Vec<AddrPair> = self
@@ -168,12 +190,10 @@ impl Image {
             // SAFETY: forwarded caller guarantee on `host_ind_fns`.
             unsafe { self.map_indirect_functions(dev, desc.ind_fn_num as usize, host_ind_fns) }?;
         }
-        let icvs = self
-            .global(c"__gomp_additional_icvs")?
-            .map_or(AddrPair::default(), |(p, n)| AddrPair {
-                start: p as usize,
-                end: p as usize + n,
-            });
+        let icvs = icvs_block.map_or(AddrPair::default(), |(p, n)| AddrPair {
+            start: p as usize,
+            end: p as usize + n,
+        });
         table.push(icvs);
         if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props.clock_khz) {
             if k > 0 {

@@ -8,7 +8,7 @@ use crate::device::Device;
 use crate::image::TargetFn;
 use crate::launch::async_queue::{self, AsyncQueue};
 use crate::launch::failure::kernel_error;
-use crate::launch::geometry::{decode_args, geometry, Geometry, Limits};
+use crate::launch::geometry::{self, decode_args, Geometry, Limits, Requested};
 use crate::launch::reverse::Reverse;
 use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::Result;
@@ -36,25 +36,52 @@ pub unsafe fn prepare<'a>(
 ) -> Result<Prepared<'a>> {
     // SAFETY: forwarded caller guarantee.
     let req = unsafe { decode_args(args) };
-    let g = geometry(
-        req,
-        Limits {
-            num_sms: dev.props.num_sms,
-            regs_per_sm: dev.props.regs_per_sm,
-            max_threads_per_block: f.max_threads_per_block,
-            regs_per_thread: f.regs,
-        },
-    );
+    let tune = &dev.config.tune;
+    let icv = if tune.icvs && (req.teams <= 0 || req.thread_limit <= 0) {
+        let v = f.icvs.get(dev)?;
+        Requested {
+            teams: v.nteams,
+            thread_limit: v.teams_thread_limit,
+        }
+    } else {
+        Requested::default()
+    };
+    let mut lim = Limits {
+        num_sms: dev.props.num_sms,
+        regs_per_sm: dev.props.regs_per_sm,
+        max_threads_per_block: f.max_threads_per_block,
+        regs_per_thread: f.regs,
+        max_teams: 0,
+    };
+    let dyn_smem = dev.config.lowlat_pool;
+    // SAFETY (both `blocks` calls): `f.func` belongs to the loaded image owning `f`.
+    let warps = geometry::warps(req, icv, tune, lim, |w| unsafe {
+        f.resident.blocks(f.func, w, dyn_smem)
+    });
+    // Soft stacks of at most an eighth of the device memory for an ICV-sized grid.
+    lim.max_teams = (dev.props.total_mem / 8 / (dev.config.soft_stack * warps as usize))
+        .min(i32::MAX as usize) as i32;
+    // SAFETY: as above.
+    let resident = unsafe { f.resident.blocks(f.func, warps, dyn_smem) };
+    let g = Geometry {
+        teams: geometry::teams(req, icv, tune, lim, warps, resident),
+        warps,
+    };
     let stacks = dev
         .stacks
         .acquire(dev.config.soft_stack * (g.teams as usize) * (g.warps as usize))?;
     log::debug!(
-        "kernel {}: launch {} team(s) x {} warp(s) (requested teams {}, thread_limit {}), {} dynamic smem",
+        "kernel {}: launch {} team(s) x {} warp(s) (requested teams {}, thread_limit {}; \
+         ICVs teams {}, thread_limit {}; {} resident per SM; {} registers), {} dynamic smem",
         f.name,
         g.teams,
         g.warps,
         req.teams,
         req.thread_limit,
+        icv.teams,
+        icv.thread_limit,
+        resident.map_or("?".to_string(), |r| r.to_string()),
+        f.regs,
         dev.config.lowlat_pool
     );
     Ok(Prepared {

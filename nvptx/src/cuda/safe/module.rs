@@ -126,6 +126,30 @@ pub unsafe fn occupancy(f: CUfunction) -> Option<(u32, u32)> {
     (r.is_ok() && grid > 0 && block > 0).then_some((grid as u32, block as u32))
 }
 
+/// How many blocks of `threads` threads with `dyn_smem` bytes of dynamic shared memory
+/// the occupancy calculator says fit on one SM at once; `None` when the driver has no
+/// calculator or it gives no answer.
+///
+/// # Safety
+/// `f` must be a function of a loaded module.
+#[inline]
+pub unsafe fn resident_blocks(f: CUfunction, threads: u32, dyn_smem: usize) -> Option<u32> {
+    if !driver::get().has("cuOccupancyMaxActiveBlocksPerMultiprocessor") {
+        return None;
+    }
+    let mut blocks = 0i32;
+    // SAFETY: out-pointer to a local; `f` belongs to a loaded module (caller).
+    let r = unsafe {
+        cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &mut blocks,
+            f,
+            threads as i32,
+            dyn_smem
+        ))
+    };
+    (r.is_ok() && blocks > 0).then_some(blocks as u32)
+}
+
 /// A JIT link in progress (`cuLinkCreate`), destroyed (`cuLinkDestroy`) when dropped.
 /// Owned by the thread linking; `Send`, not `Sync`.
 #[repr(transparent)]

@@ -1,0 +1,183 @@
+//! `GOMP_NVPTX_TUNE`: experiment knobs for the launch shape and the JIT, read once per
+//! process (see `device::config`). They exist to measure what the plugin's choices
+//! buy (bench/device-run.sh's KNOBS); the defaults are what measured best for every
+//! kernel class of bench/kernel_bench.c. A comma-separated list of `key=value`:
+//!
+//! | key | values | default | what |
+//! |---|---|---|---|
+//! | `warps` | `occupancy`, 1..32 | 8 | warps per team when neither `thread_limit` nor `OMP_TEAMS_THREAD_LIMIT` gives one: that number, or the count that keeps the most warps resident per SM (the occupancy calculator; nearest to 8 among equals; 8 where the driver has no calculator) |
+//! | `teams` | `occupancy`, `regs`, `Kx` (K = 1..64), N | `occupancy` | teams when neither `num_teams` nor `OMP_NUM_TEAMS` gives them: the occupancy calculator's resident blocks, the register estimate (GCC's plugin), K times the resident blocks, or N |
+//! | `maxrreg` | 16..255 | none | JIT register cap per thread (`CU_JIT_MAX_REGISTERS`) |
+//! | `dlcm` | `ca`, `cg` | driver | JIT default global-load cache mode (`CU_JIT_CACHE_MODE`) |
+//! | `carveout` | 0..100 | driver | preferred shared-memory carveout, percent (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`) |
+//! | `icvs` | 0, 1 | 1 | size the launch by the device's `OMP_NUM_TEAMS`/`OMP_TEAMS_THREAD_LIMIT` ICVs |
+//! | `bounce` | size (`0`, `64k`, `1m` ...) | 1m | largest pageable copy (from 16 KiB) made through a page-locked bounce buffer; 0: none |
+//!
+//! Owned by the process-wide `Config`; plain data, `Sync`.
+
+/// How many teams to launch when neither the clause nor the ICV says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Teams {
+    /// The blocks resident at once by the occupancy calculator (register estimate
+    /// where the driver has none).
+    Occupancy,
+    /// The register estimate of GCC's plugin: registers per SM / registers per block.
+    Regs,
+    /// K times the resident blocks.
+    Times(u32),
+    /// Exactly N.
+    Fixed(u32),
+}
+
+/// The JIT's default global-load cache mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Cache in L1 and L2 (`-dlcm=ca`).
+    Ca,
+    /// Cache in L2 only (`-dlcm=cg`).
+    Cg,
+}
+
+/// The knobs; `Tune::default()` is the plugin's choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tune {
+    /// Default warps per team (`None`: the occupancy choice). The default is 8: on the
+    /// H100 the occupancy choice sped most kernels of bench/kernel_bench.c up (13 warps
+    /// for GCC's 148-register C kernels: STREAM simd +5 %, without simd +30–48 %) but
+    /// slowed the simd n-body by 4–5 % and, with 7 warps x 4 teams per SM for 72-register
+    /// Fortran kernels, their simd triad and dot by 13 %; so it stays a knob.
+    pub warps: Option<u32>,
+    /// Default teams.
+    pub teams: Teams,
+    /// JIT register cap.
+    pub maxrreg: Option<u32>,
+    /// JIT cache mode.
+    pub dlcm: Option<CacheMode>,
+    /// Shared-memory carveout, percent.
+    pub carveout: Option<u32>,
+    /// Whether the device's team ICVs size the launch.
+    pub icvs: bool,
+    /// Largest pageable copy that goes through a page-locked bounce buffer (0: none).
+    pub bounce: usize,
+}
+
+/// Warps per block when no `thread_limit` is given and no occupancy calculator
+/// answers (as GCC's plugin); among warp counts that keep equally many warps resident,
+/// the one nearest to this.
+pub const DEFAULT_WARPS: u32 = 8;
+
+impl Default for Tune {
+    fn default() -> Self {
+        Tune {
+            warps: Some(DEFAULT_WARPS),
+            teams: Teams::Occupancy,
+            maxrreg: None,
+            dlcm: None,
+            carveout: None,
+            icvs: true,
+            bounce: crate::host::bounce::DEFAULT_LIMIT,
+        }
+    }
+}
+
+fn number(v: &str, lo: u32, hi: u32) -> Result<u32, String> {
+    match v.parse::<u32>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!("'{v}' is not a number in {lo}..={hi}")),
+    }
+}
+
+impl Tune {
+    /// Parses `GOMP_NVPTX_TUNE`'s value; an error names the first bad item.
+    pub fn parse(s: &str) -> Result<Tune, String> {
+        let mut t = Tune::default();
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| format!("'{item}' is not key=value"))?;
+            let bad = |e: String| format!("{k}: {e}");
+            match k.trim() {
+                "warps" => {
+                    t.warps = match v {
+                        "occupancy" => None,
+                        _ => Some(number(v, 1, 32).map_err(bad)?),
+                    }
+                }
+                "teams" => {
+                    t.teams = match v {
+                        "occupancy" => Teams::Occupancy,
+                        "regs" => Teams::Regs,
+                        _ => match v.strip_suffix('x') {
+                            Some(k) => Teams::Times(number(k, 1, 64).map_err(bad)?),
+                            None => Teams::Fixed(number(v, 1, 1 << 20).map_err(bad)?),
+                        },
+                    }
+                }
+                "maxrreg" => t.maxrreg = Some(number(v, 16, 255).map_err(bad)?),
+                "dlcm" => {
+                    t.dlcm = Some(match v {
+                        "ca" => CacheMode::Ca,
+                        "cg" => CacheMode::Cg,
+                        _ => return Err(bad(format!("'{v}' is not ca or cg"))),
+                    })
+                }
+                "carveout" => t.carveout = Some(number(v, 0, 100).map_err(bad)?),
+                "icvs" => t.icvs = number(v, 0, 1).map_err(bad)? == 1,
+                "bounce" => {
+                    t.bounce = gomp_plugin::settings::parse_size(v)
+                        .filter(|&n| n <= 16 << 20)
+                        .ok_or_else(|| bad(format!("'{v}' is not a size up to 16m")))?
+                }
+                _ => return Err(format!("unknown key '{k}'")),
+            }
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_knob() {
+        assert_eq!(Tune::parse("").unwrap(), Tune::default());
+        let t = Tune::parse("warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0")
+            .unwrap();
+        assert_eq!(
+            t,
+            Tune {
+                warps: Some(16),
+                teams: Teams::Times(2),
+                maxrreg: Some(64),
+                dlcm: Some(CacheMode::Cg),
+                carveout: Some(0),
+                icvs: false,
+                bounce: 0,
+            }
+        );
+        assert_eq!(Tune::parse("bounce=4k").unwrap().bounce, 4096);
+        assert_eq!(Tune::parse("teams=1056").unwrap().teams, Teams::Fixed(1056));
+        assert_eq!(Tune::parse("teams=regs").unwrap().teams, Teams::Regs);
+        assert_eq!(Tune::parse("warps=occupancy").unwrap().warps, None);
+    }
+
+    #[test]
+    fn refuses_garbage() {
+        for bad in [
+            "warps=0",
+            "warps=33",
+            "teams=0x",
+            "teams=lots",
+            "maxrreg=8",
+            "dlcm=cs",
+            "carveout=101",
+            "icvs=2",
+            "bounce=1g",
+            "speed=max",
+            "warps",
+        ] {
+            assert!(Tune::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+}

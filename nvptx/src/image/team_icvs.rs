@@ -1,0 +1,110 @@
+//! The launch facts of a kernel that are learnt once and kept: the device's team ICVs
+//! of its image (`__gomp_additional_icvs`, which libgomp writes after loading the
+//! image from `OMP_NUM_TEAMS*` and `OMP_TEAMS_THREAD_LIMIT*`) and the occupancy
+//! calculator's resident blocks per warp count.
+//!
+//! Threading: shared by every thread launching the image's kernels; each fact is read
+//! once (a `OnceCell`, or an atomic that several first launches may fill alike).
+
+use crate::cuda::safe::module::resident_blocks;
+use crate::cuda::sys::{CUdeviceptr, CUfunction};
+use crate::device::Device;
+use gomp_plugin::error::Result;
+use once_cell::sync::OnceCell;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// `struct gomp_offload_icvs`: the layout libgomp 13–16 write (16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffloadIcvs {
+    /// `omp_get_device_num` on the device.
+    pub device_num: i32,
+    /// `default-device-var`.
+    pub default_device: i32,
+    /// `nteams-var` (`OMP_NUM_TEAMS_DEV*`/`_ALL`), 0 if unset.
+    pub nteams: i32,
+    /// `teams-thread-limit-var` (`OMP_TEAMS_THREAD_LIMIT_DEV*`/`_ALL`), 0 if unset.
+    pub teams_thread_limit: i32,
+}
+
+/// The ICV block of one image, read from the device at its first launch. Owned by the
+/// image; `Sync`.
+#[derive(Debug, Default)]
+pub struct TeamIcvs {
+    /// Device address of the 16-byte block (0: the image has none).
+    addr: CUdeviceptr,
+    read: OnceCell<OffloadIcvs>,
+}
+
+impl TeamIcvs {
+    /// The block at `addr` of `size` bytes (as the module reports it); none unless it has
+    /// libgomp's size.
+    pub fn at(addr: CUdeviceptr, size: usize) -> TeamIcvs {
+        TeamIcvs {
+            addr: if size == size_of::<OffloadIcvs>() {
+                addr
+            } else {
+                0
+            },
+            read: OnceCell::new(),
+        }
+    }
+
+    /// The ICVs (zeros for an image without the block). The first call copies them from
+    /// the device (libgomp has written them by the time any kernel launches).
+    pub fn get(&self, dev: &Device) -> Result<OffloadIcvs> {
+        if self.addr == 0 {
+            return Ok(OffloadIcvs::default());
+        }
+        self.read
+            .get_or_try_init(|| {
+                let mut v = OffloadIcvs::default();
+                // SAFETY: `v` is 16 writable bytes; the source is the image's block.
+                unsafe {
+                    dev.dev2host(
+                        (&mut v as *mut OffloadIcvs).cast(),
+                        self.addr,
+                        size_of::<OffloadIcvs>(),
+                    )
+                }?;
+                Ok(v)
+            })
+            .copied()
+    }
+}
+
+/// Resident blocks per SM by warp count (index = warps), 0 = not asked yet, `NONE` =
+/// no answer. Owned by a kernel; `Sync`.
+#[derive(Debug)]
+pub struct Resident([AtomicU8; 33]);
+
+const NONE: u8 = u8::MAX;
+
+impl Default for Resident {
+    fn default() -> Self {
+        Resident(std::array::from_fn(|_| AtomicU8::new(0)))
+    }
+}
+
+impl Resident {
+    /// How many blocks of `warps` warps with `dyn_smem` bytes of dynamic shared memory
+    /// fit on one SM (`f`'s occupancy, asked once per warp count; `dyn_smem` is the same
+    /// at every launch of a process). `None` where the driver has no calculator.
+    ///
+    /// # Safety
+    /// `f` must be a function of a loaded module (the kernel owning this cache).
+    pub unsafe fn blocks(&self, f: CUfunction, warps: u32, dyn_smem: usize) -> Option<u32> {
+        let slot = self.0.get(warps as usize)?;
+        match slot.load(Ordering::Relaxed) {
+            0 => {
+                // SAFETY: forwarded caller guarantee.
+                let r = unsafe { resident_blocks(f, warps * 32, dyn_smem) };
+                let v = r.map_or(NONE, |b| b.min(NONE as u32 - 1) as u8);
+                slot.store(v, Ordering::Relaxed);
+                r
+            }
+            NONE => None,
+            b => Some(u32::from(b)),
+        }
+    }
+}
