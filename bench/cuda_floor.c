@@ -15,6 +15,8 @@
  *   sync_launch          launch + cuStreamSynchronize (a synchronous region's floor)
  *   h2d4k_async_sync     4 KiB pageable cuMemcpyHtoDAsync + cuStreamSynchronize
  *   h2d4k_pool_async_sync  the same into memory from the default stream-ordered pool
+ *   h2d4k_bounce_sync    4 KiB memcpy into page-locked memory, cuMemcpyHtoDAsync from
+ *                        it + cuStreamSynchronize (the plugin's small-copy path)
  *   h2d4k_sync[_ptds]    4 KiB pageable cuMemcpyHtoD_v2 (legacy stream) / _v2_ptds
  *                        (per-thread default stream)
  *   revoff_flag          one device->host->device round trip through a mapped
@@ -30,6 +32,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "median.h"
 
@@ -115,7 +118,8 @@ static void launch (CUstream s)
 }
 
 enum op { LAUNCH, H2D_PAGEABLE, H2D_PINNED, WRITE8, EVENT, ACC_REGION, ACC_REGION_W8,
-	  SYNC_LAUNCH, H2D4K_ASYNC_SYNC, H2D4K_SYNC, H2D4K_SYNC_PTDS, H2D4K_POOL_ASYNC_SYNC };
+	  SYNC_LAUNCH, H2D4K_ASYNC_SYNC, H2D4K_SYNC, H2D4K_SYNC_PTDS, H2D4K_POOL_ASYNC_SYNC,
+	  H2D4K_BOUNCE_SYNC };
 
 static void one (enum op op, CUstream s)
 {
@@ -145,6 +149,11 @@ static void one (enum op op, CUstream s)
       break;
     case H2D4K_POOL_ASYNC_SYNC:
       CHECK (cuMemcpyHtoDAsync (pool_ptr, pageable, 4096, s));
+      CHECK (cuStreamSynchronize (s));
+      break;
+    case H2D4K_BOUNCE_SYNC:
+      memcpy (pinned, pageable, 4096);
+      CHECK (cuMemcpyHtoDAsync (dptr, pinned, 4096, s));
       CHECK (cuStreamSynchronize (s));
       break;
     case H2D4K_SYNC: CHECK (cuMemcpyHtoD (dptr, pageable, 4096)); break;
@@ -271,6 +280,7 @@ int main (int argc, char **argv)
   if (cuMemAllocAsync && cuMemAllocAsync (&pool_ptr, 4096, nb) == 0
       && cuStreamSynchronize (nb) == 0)
     measure ("h2d4k_pool_async_sync", H2D4K_POOL_ASYNC_SYNC, nb, n / 5 + 1);
+  measure ("h2d4k_bounce_sync", H2D4K_BOUNCE_SYNC, nb, n / 5 + 1);
   if (cuMemcpyHtoD)
     measure ("h2d4k_sync", H2D4K_SYNC, nb, n / 5 + 1);
   if (cuMemcpyHtoD_ptds)
