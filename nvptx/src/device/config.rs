@@ -65,6 +65,28 @@ pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
     Ok(level)
 }
 
+/// The value of `name` read through `get` and parsed by `parse`; unset, or garbage
+/// (reported through `warn`, ending "using the {fallback}"), gives `T::default()`.
+fn parsed<T: Default>(
+    get: &impl Fn(&str) -> Option<String>,
+    warn: &impl Fn(&str),
+    name: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+    fallback: &str,
+) -> T {
+    get(name)
+        .and_then(|v| {
+            parse(&v)
+                .map_err(|e| {
+                    warn(&format!(
+                        "Invalid value '{v}' for {name} ({e}); using the {fallback}"
+                    ))
+                })
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
 impl Config {
     /// Reads the settings through `get` (the environment in production), reporting each
     /// bad value through `warn` and falling back to its default.
@@ -106,28 +128,14 @@ impl Config {
                     }
                 })
                 .unwrap_or(DEFAULT_REVERSE_OFFLOAD_THREADS),
-            staging: get("GOMP_NVPTX_STAGING")
-                .and_then(|v| {
-                    StagingParams::parse(&v)
-                        .map_err(|e| {
-                            warn(&format!(
-                                "Invalid value '{v}' for GOMP_NVPTX_STAGING ({e}); using the default"
-                            ))
-                        })
-                        .ok()
-                })
-                .unwrap_or_default(),
-            tune: get("GOMP_NVPTX_TUNE")
-                .and_then(|v| {
-                    Tune::parse(&v)
-                        .map_err(|e| {
-                            warn(&format!(
-                                "Invalid value '{v}' for GOMP_NVPTX_TUNE ({e}); using the defaults"
-                            ))
-                        })
-                        .ok()
-                })
-                .unwrap_or_default(),
+            staging: parsed(
+                &get,
+                &warn,
+                "GOMP_NVPTX_STAGING",
+                StagingParams::parse,
+                "default",
+            ),
+            tune: parsed(&get, &warn, "GOMP_NVPTX_TUNE", Tune::parse, "defaults"),
         }
     }
 
@@ -196,9 +204,16 @@ mod tests {
             ("GOMP_NVPTX_HEAP_SIZE", "2T"),
             ("GOMP_REVERSE_OFFLOAD_THREADS", "0"),
             ("GOMP_NVPTX_STAGING", "4,4m"),
+            ("GOMP_NVPTX_TUNE", "warps=99"),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 7, "{w:?}");
+        assert_eq!(w.len(), 8, "{w:?}");
+        assert!(
+            w.iter().any(|m| m
+                .starts_with("Invalid value 'warps=99' for GOMP_NVPTX_TUNE (warps: ")
+                && m.ends_with("; using the defaults")),
+            "{w:?}"
+        );
         for bad in ["-1", "1025", "many", ""] {
             let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", bad)]);
             assert_eq!(c.reverse_offload_threads, DEFAULT_REVERSE_OFFLOAD_THREADS);
@@ -212,8 +227,11 @@ mod tests {
             ("GOMP_NVPTX_HEAP_SIZE", "256m"),
             ("GOMP_REVERSE_OFFLOAD_THREADS", " 2 "),
             ("GOMP_NVPTX_STAGING", "12,16m,3"),
+            ("GOMP_NVPTX_TUNE", "warps=16,bounce=0"),
         ]);
         assert!(w.is_empty());
+        assert_eq!(c.tune.warps, Some(16));
+        assert_eq!(c.tune.bounce, 0);
         assert_eq!(c.reverse_offload_threads, 2);
         assert_eq!(
             c.staging,
