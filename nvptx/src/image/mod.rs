@@ -10,9 +10,9 @@
 pub mod cdtors;
 pub mod descriptor;
 pub mod indirect_table;
+pub mod launch_facts;
 pub mod link;
 pub mod ptx_names;
-pub mod team_icvs;
 
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
 use crate::cuda::safe::Module;
@@ -24,9 +24,9 @@ use crate::image::ptx_names::PtxNames;
 use descriptor::{Descriptor, RawDescriptor};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
+use launch_facts::{Resident, TeamIcvs};
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
-use team_icvs::{Resident, TeamIcvs};
 
 /// A kernel of a loaded image. Its address is the opaque handle libgomp passes back
 /// as `fn` to `run`; it lives as long as its [`Image`].
