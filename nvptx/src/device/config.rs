@@ -49,6 +49,16 @@ pub const DEFAULT_SOFT_STACK: usize = 128 * 1024;
 
 pub use gomp_plugin::settings::parse_size;
 
+/// The byte-count variables and their accepted ranges (inclusive). A value outside its
+/// range is reported and replaced by the default, like one that does not parse.
+pub const SIZE_BOUNDS: [(&str, usize, usize); 4] = [
+    ("GOMP_NVPTX_LOWLAT_POOL", 0, 1 << 20),
+    ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", 0, 1 << 30),
+    // Below 1 KiB per warp not even GCC's device runtime's own frames fit.
+    ("GOMP_NVPTX_SOFT_STACK_SIZE", 1024, 1 << 30),
+    ("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40),
+];
+
 /// Parses `GOMP_NVPTX_JIT`: space-separated options, of which only `-O0`..`-O4` exist.
 pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
     let mut level = None;
@@ -91,13 +101,17 @@ impl Config {
     /// Reads the settings through `get` (the environment in production), reporting each
     /// bad value through `warn` and falling back to its default.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
-        let size = |name: &str, default: usize, max: usize| -> Option<usize> {
+        // A byte count within its variable's bounds (SIZE_BOUNDS), or `None` after a
+        // warning naming the bounds.
+        let size = |name: &str, default: &str| -> Option<usize> {
             let v = get(name)?;
+            let &(_, min, max) = SIZE_BOUNDS.iter().find(|(n, _, _)| *n == name)?;
             match parse_size(&v) {
-                Some(n) if n <= max => Some(n),
+                Some(n) if (min..=max).contains(&n) => Some(n),
                 _ => {
                     warn(&format!(
-                        "Invalid value '{v}' for {name}; using the default ({default})"
+                        "Invalid value '{v}' for {name} (expected {min}..{max} bytes); \
+                         using the default ({default})"
                     ));
                     None
                 }
@@ -107,15 +121,14 @@ impl Config {
             get("GOMP_NVPTX_JIT").and_then(|v| parse_jit(&v).map_err(|e| warn(&e)).ok().flatten());
         Config {
             jit_opt_level,
-            lowlat_pool: size("GOMP_NVPTX_LOWLAT_POOL", DEFAULT_LOWLAT_POOL, 1 << 20)
-                .unwrap_or(DEFAULT_LOWLAT_POOL),
-            native_stack: size("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", 0, 1 << 30)
+            lowlat_pool: size("GOMP_NVPTX_LOWLAT_POOL", "8192").unwrap_or(DEFAULT_LOWLAT_POOL),
+            // 0 asks for the driver's default, as unset does.
+            native_stack: size("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "the driver's")
                 .filter(|&n| n > 0),
-            soft_stack: size("GOMP_NVPTX_SOFT_STACK_SIZE", DEFAULT_SOFT_STACK, 1 << 30)
-                .filter(|&n| n >= 1024)
+            soft_stack: size("GOMP_NVPTX_SOFT_STACK_SIZE", "131072")
                 .map(|n| n.next_multiple_of(16))
                 .unwrap_or(DEFAULT_SOFT_STACK),
-            heap: size("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40).filter(|&n| n > 0),
+            heap: size("GOMP_NVPTX_HEAP_SIZE", "the driver's").filter(|&n| n > 0),
             reverse_offload_threads: get("GOMP_REVERSE_OFFLOAD_THREADS")
                 .and_then(|v| match v.trim().parse::<usize>() {
                     Ok(n) if (1..=1024).contains(&n) => Some(n),
@@ -246,5 +259,42 @@ mod tests {
         assert_eq!(c.jit_opt_level, Some(1));
         assert_eq!(c.soft_stack, 65552);
         assert_eq!(c.native_stack, Some(4096));
+    }
+
+    #[test]
+    fn every_size_bound_is_enforced_and_reported() {
+        let defaults = cfg(&[]).0;
+        for (name, min, max) in SIZE_BOUNDS {
+            // Accepted at both ends, without a word.
+            for ok in [min, max] {
+                let (_, w) = cfg(&[(name, &ok.to_string())]);
+                assert!(w.is_empty(), "{name}={ok}: {w:?}");
+            }
+            // Outside: one warning naming the variable and the bounds, and the default.
+            let mut bad = vec![max + 1];
+            if min > 0 {
+                bad.push(min - 1);
+            }
+            if name == "GOMP_NVPTX_SOFT_STACK_SIZE" {
+                bad.push(100);
+            }
+            for b in bad {
+                let (c, w) = cfg(&[(name, &b.to_string())]);
+                assert_eq!(c, defaults, "{name}={b}");
+                assert_eq!(w.len(), 1, "{name}={b}: {w:?}");
+                assert!(
+                    w[0].starts_with(&format!(
+                        "Invalid value '{b}' for {name} (expected {min}..{max} bytes)"
+                    )),
+                    "{w:?}"
+                );
+            }
+        }
+        let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1024")]);
+        assert!(w.is_empty());
+        assert_eq!(c.reverse_offload_threads, 1024);
+        let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1")]);
+        assert!(w.is_empty());
+        assert_eq!(c.reverse_offload_threads, 1);
     }
 }
