@@ -56,7 +56,18 @@ def fmt(v):
 
 
 def main():
-    raw, base = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    if any(a in ("-h", "--help") for a in args):
+        print(__doc__.strip())
+        return 0
+    opts = [a for a in args if a.startswith("-")]
+    bad = [a for a in opts if a not in ("--device", "--note")]
+    positional = [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in ("--device", "--note"))]
+    if bad or len(positional) != 2:
+        sys.stderr.write("report.py: %s (see bench/report.py --help)\n"
+                         % ("unknown option '%s'" % bad[0] if bad else "expects RAW OUT_BASENAME"))
+        return 2
+    raw, base = positional
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "GPU"
     note = sys.argv[sys.argv.index("--note") + 1] if "--note" in sys.argv else ""
     vals, units, errors = parse(raw)
@@ -112,4 +123,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -40,7 +40,7 @@ pub trait Plugin: 'static {
     /// The newest image device-data version the plugin reads (`GOMP_VERSION_*`).
     const IMAGE_VERSION: u32;
     /// The oldest libgomp release whose images and launch protocol the product
-    /// implements; an older one is refused in the handshake with a message.
+    /// implements; under an older known one the product reports 0 devices.
     const OLDEST_LIBGOMP: Libgomp = Libgomp::V12;
 
     /// The product's open devices.

@@ -74,7 +74,10 @@ def replan(src, bundle, out=sys.stdout, planner=PLANNER):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        return 0
+    if len(argv) != 2 or any(a.startswith("-") for a in argv):
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
     src, bundle = argv

@@ -6,23 +6,11 @@ use crate::libgomp::version::Detected;
 use crate::libgomp::{host, logger, report};
 use crate::plugin::Plugin;
 
-/// Why product `P` refuses `detected`, or `None` when it serves it.
-pub fn refusal<P: Plugin>(detected: &Detected) -> Option<String> {
-    let what = match detected {
-        Detected::Known(v) if *v >= P::OLDEST_LIBGOMP => return None,
-        Detected::Known(v) => format!(
-            "libgomp {} (this plugin needs libgomp {} or newer)",
-            v.gcc(),
-            P::OLDEST_LIBGOMP.gcc()
-        ),
-        other => other.to_string(),
-    };
-    Some(format!(
-        "{} plugin (gomp-plugin-rs {}) does not support {what}; not offloading to {}",
-        P::NAME,
-        env!("CARGO_PKG_VERSION"),
-        P::GPUS
-    ))
+/// Whether product `P` serves the libgomp that loaded it; a known release older than
+/// the product's oldest (the gcn plugin under libgomp 12) gets the handshake it expects
+/// but no devices, so libgomp falls back to the host without an error message.
+pub fn serves<P: Plugin>() -> bool {
+    host::libgomp().is_some_and(|v| v >= P::OLDEST_LIBGOMP)
 }
 
 /// The `GOMP_VERSION` to answer for product `P`.
@@ -35,10 +23,25 @@ pub fn version<P: Plugin>() -> u32 {
         P::TAG,
         host::host().and_then(|h| h.path.as_deref()).unwrap_or("?")
     );
-    match (refusal::<P>(&detected), &detected) {
-        (None, Detected::Known(v)) => v.plugin_version(),
-        (why, _) => {
-            report::error(&why.unwrap_or_else(|| format!("{} plugin: no libgomp", P::NAME)));
+    match detected {
+        Detected::Known(v) => {
+            if v < P::OLDEST_LIBGOMP {
+                log::debug!(
+                    "the {} plugin supports libgomp {} and newer, not {}: 0 devices",
+                    P::NAME,
+                    P::OLDEST_LIBGOMP.gcc(),
+                    v.gcc()
+                );
+            }
+            v.plugin_version()
+        }
+        other => {
+            report::error(&format!(
+                "{} plugin (gomp-plugin-rs {}) does not support {other}; not offloading to {}",
+                P::NAME,
+                env!("CARGO_PKG_VERSION"),
+                P::GPUS
+            ));
             0
         }
     }

@@ -51,6 +51,9 @@ pub extern "C" fn GOMP_OFFLOAD_get_type() -> c_int {
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_get_num_devices(omp_requires_mask: u32) -> c_int {
     guard::value("get_num_devices", 0, || {
+        if host::libgomp().is_some() && !handshake::serves::<Backend>() {
+            return 0;
+        }
         Backend::num_devices(args::requires_mask(host::libgomp(), omp_requires_mask))
     })
 }
