@@ -65,7 +65,10 @@ mod tests {
         let garbage_ind = 0x5678 as *mut u64;
         let t = |v, img| load_image_tables(v, img, garbage_rev, garbage_ind);
         // libgomp 12: four arguments, neither table (GCC 12 images: version 0x10001).
-        assert_eq!(t(Some(V12), 0x10001), (std::ptr::null_mut(), std::ptr::null()));
+        assert_eq!(
+            t(Some(V12), 0x10001),
+            (std::ptr::null_mut(), std::ptr::null())
+        );
         // libgomp 13: five arguments, no indirect-function table.
         assert_eq!(t(Some(V13), 0x20001), (garbage_rev, std::ptr::null()));
         // libgomp 14+: six, the indirect table only for version-3 images.
