@@ -90,6 +90,10 @@ def main():
     if len(sys.argv) < 3 or sys.argv[1].startswith("-"):
         sys.exit("usage: report.py RAW OUT_BASENAME [--device NAME] [--note TEXT] (see --help)")
     raw, base = sys.argv[1], sys.argv[2]
+    opts = sys.argv[3:]
+    for i in range(0, len(opts), 2):
+        if opts[i] not in ("--device", "--note", "--plugins") or i + 1 >= len(opts):
+            sys.exit(f"report.py: unknown option or missing value: '{opts[i]}' (see --help)")
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "GPU"
     note = sys.argv[sys.argv.index("--note") + 1] if "--note" in sys.argv else ""
     plugins = (sys.argv[sys.argv.index("--plugins") + 1] if "--plugins" in sys.argv
