@@ -28,11 +28,15 @@
  *   h2d8_sync, d2h8_sync, d2h4k_sync
  *                        cuMemcpyHtoD_v2 of 8 bytes, cuMemcpyDtoH_v2 of 8 bytes and of
  *                        4 KiB, pageable memory (synchronous, legacy stream)
+ *   d2h8_pinned_sync     cuMemcpyDtoHAsync_v2 of 8 bytes into page-locked memory,
+ *                        cuStreamSynchronize, then an 8-byte memcpy out of it
  *   seq_<B>B_legacy      a region's driver calls with a trivial kernel: cuMemcpyHtoD_v2
  *                        of B bytes, cuLaunchKernel on the legacy stream (stream 0),
  *                        cuMemcpyDtoH_v2 of 8 bytes (waits for the kernel); B = 8, 4096
  *   seq_<B>B_nb          the same on a non-blocking stream: cuMemcpyHtoDAsync_v2,
  *                        launch, cuMemcpyDtoHAsync_v2, one cuStreamSynchronize
+ *   seq_<B>B_nbpin       the same with the download into page-locked memory, copied
+ *                        out on the CPU after the synchronize
  *   gcc_empty_wall       GCC's own kernel of an empty `omp target` region (from GCC_PTX,
  *                        linked with cuLinkCreate/cuLinkAddData per object as the plugins
  *                        do) launched as the plugins launch it: 1 team x 8 warps (block
@@ -183,8 +187,8 @@ static void *big_pageable, *down_buf;
 
 enum op { LAUNCH, H2D_PAGEABLE, H2D_PINNED, WRITE8, EVENT, ACC_REGION, ACC_REGION_W8,
 	  SYNC_LAUNCH, H2D4K_ASYNC_SYNC, H2D4K_SYNC, H2D4K_SYNC_PTDS, H2D4K_POOL_ASYNC_SYNC,
-	  H2D4K_BOUNCE_SYNC, H2D8_SYNC, D2H8_SYNC, D2H4K_SYNC, SEQ_LEGACY, SEQ_NB,
-	  GCC_SYNC_LAUNCH };
+	  H2D4K_BOUNCE_SYNC, H2D8_SYNC, D2H8_SYNC, D2H4K_SYNC, D2H8_PINNED_SYNC, SEQ_LEGACY,
+	  SEQ_NB, SEQ_NB_PINNED, GCC_SYNC_LAUNCH };
 
 static void one (enum op op, CUstream s)
 {
@@ -226,6 +230,11 @@ static void one (enum op op, CUstream s)
     case H2D8_SYNC: CHECK (cuMemcpyHtoD (dptr, pageable, 8)); break;
     case D2H8_SYNC: CHECK (cuMemcpyDtoH (down_buf, dptr, 8)); break;
     case D2H4K_SYNC: CHECK (cuMemcpyDtoH (down_buf, dptr, 4096)); break;
+    case D2H8_PINNED_SYNC:
+      CHECK (cuMemcpyDtoHAsync (pinned, dptr, 8, s));
+      CHECK (cuStreamSynchronize (s));
+      memcpy (down_buf, pinned, 8);
+      break;
     case SEQ_LEGACY:
       CHECK (cuMemcpyHtoD (big_dptr, big_pageable, seq_up));
       if (seq_gcc)
@@ -242,6 +251,16 @@ static void one (enum op op, CUstream s)
 	launch (s);
       CHECK (cuMemcpyDtoHAsync (down_buf, dptr, seq_down, s));
       CHECK (cuStreamSynchronize (s));
+      break;
+    case SEQ_NB_PINNED:
+      CHECK (cuMemcpyHtoDAsync (big_dptr, big_pageable, seq_up, s));
+      if (seq_gcc)
+	launch_gcc (s);
+      else
+	launch (s);
+      CHECK (cuMemcpyDtoHAsync (pinned, dptr, seq_down, s));
+      CHECK (cuStreamSynchronize (s));
+      memcpy (down_buf, pinned, seq_down);
       break;
     case GCC_SYNC_LAUNCH: launch_gcc (s); CHECK (cuStreamSynchronize (s)); break;
     }
@@ -275,6 +294,8 @@ static void measure_seq (const char *prefix, size_t up, size_t down, int gcc, CU
   measure (name, SEQ_LEGACY, NULL, k);
   snprintf (name, sizeof name, "%s_%zuB_nb", prefix, up);
   measure (name, SEQ_NB, nb, k);
+  snprintf (name, sizeof name, "%s_%zuB_nbpin", prefix, up);
+  measure (name, SEQ_NB_PINNED, nb, k);
 }
 
 /* Links the PTX objects of FILE (each NUL-terminated) as the plugins do and finds the
@@ -505,6 +526,7 @@ int main (int argc, char **argv)
   down_buf = calloc (1, 4096);
   measure ("h2d8_sync", H2D8_SYNC, nb, n / 5 + 1);
   measure ("d2h8_sync", D2H8_SYNC, nb, n / 5 + 1);
+  measure ("d2h8_pinned_sync", D2H8_PINNED_SYNC, nb, n / 5 + 1);
   measure ("d2h4k_sync", D2H4K_SYNC, nb, n / 5 + 1);
   measure_seq ("seq", 8, 8, 0, nb, n);
   measure_seq ("seq", 4096, 8, 0, nb, n);

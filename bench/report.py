@@ -34,17 +34,17 @@ FLOOR_OF = {
     "revoff_round_trip_1e5": "floor_revoff_protocol",
     # bench/region_bench.c: a region's upload, GCC's kernel as the plugins launch it, the
     # scalar's download
-    **{f"region_to_{b}B": (f"floor_gcc_region_{b}B_legacy", f"floor_gcc_region_{b}B_nb")
+    **{f"region_to_{b}B": tuple(f"floor_gcc_region_{b}B_{w}" for w in ("legacy", "nb", "nbpin"))
        for b in (8, 4096, 65536, 1048576)},
-    "region_tofrom_scalar": ("floor_gcc_region_8B_legacy", "floor_gcc_region_8B_nb"),
+    "region_tofrom_scalar": tuple(f"floor_gcc_region_8B_{w}" for w in ("legacy", "nb", "nbpin")),
     "copy_h2d_8B": "floor_h2d8_sync",
-    "copy_d2h_8B": "floor_d2h8_sync",
+    "copy_d2h_8B": ("floor_d2h8_sync", "floor_d2h8_pinned_sync"),
     "update_to_4096B": ("floor_h2d4k_sync", "floor_h2d4k_async_sync"),
     "update_from_4096B": "floor_d2h4k_sync",
-    "update_cycle_4096B": ("floor_gcc_cycle_4096B_legacy", "floor_gcc_cycle_4096B_nb"),
+    "update_cycle_4096B": tuple(f"floor_gcc_cycle_4096B_{w}" for w in ("legacy", "nb", "nbpin")),
     # bench/acc_bench.c copy modes: the same copies around a trivial kernel
-    "acc_copy_8B_sync": ("floor_seq_8B_legacy", "floor_seq_8B_nb"),
-    "acc_copy_4096B_sync": ("floor_seq_4096B_legacy", "floor_seq_4096B_nb"),
+    "acc_copy_8B_sync": tuple(f"floor_seq_8B_{w}" for w in ("legacy", "nb", "nbpin")),
+    "acc_copy_4096B_sync": tuple(f"floor_seq_4096B_{w}" for w in ("legacy", "nb", "nbpin")),
 }
 
 
