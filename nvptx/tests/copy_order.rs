@@ -446,9 +446,11 @@ fn deferred_copy_then_interop_stream() {
     in_every_mode(T, &[]);
 }
 
-/// Bounce buffers: many deferred 32 KiB copies in a row (more than the buffers kept)
-/// each land with their own bytes, so no buffer was rewritten before its copy ran; a
-/// copy from page-locked memory is never left reading the program's buffer.
+/// Bounce buffers and the thread's ring: many deferred 32 KiB copies in a row (more
+/// than the buffers kept), and many 1 KiB ones (more than the ring holds, with
+/// device-to-host copies in between, which may use another stream), each land with
+/// their own bytes, so no buffer space was rewritten before its copy ran; a copy from
+/// page-locked memory is never left reading the program's buffer.
 #[test]
 fn bounce_buffers_wait_for_their_copies() {
     const T: &str = "bounce_buffers_wait_for_their_copies";
@@ -462,6 +464,17 @@ fn bounce_buffers_wait_for_their_copies() {
         assert!(pending() > 0, "deferred");
         for (i, &b) in blocks.iter().enumerate() {
             assert!(back(b, N) == pattern(10 + i, N), "block {i}");
+        }
+        const K: usize = 1 << 10;
+        let small: Vec<usize> = (0..600).map(|_| alloc(K)).collect();
+        for (i, &b) in small.iter().enumerate() {
+            assert!(h2d(b, &pattern(100 + i, K)));
+            if i % 300 == 299 {
+                let _ = back(blocks[0], 8);
+            }
+        }
+        for (i, &b) in small.iter().enumerate() {
+            assert!(back(b, K) == pattern(100 + i, K), "small block {i}");
         }
         for n in [64usize, N] {
             let mut host: *mut c_void = std::ptr::null_mut();

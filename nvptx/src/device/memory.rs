@@ -197,6 +197,12 @@ impl Device {
             }
         }
         let may_defer = self.may_defer(n);
+        if may_defer && n < self.config.tune.ring {
+            // SAFETY: forwarded caller guarantee; device range checked above.
+            if let Some(r) = unsafe { self.host2dev_ring(dst, src, n) } {
+                return r.map(|()| true);
+            }
+        }
         let pageable = (may_defer || self.bounce.takes(n)) && self.pageable(src, n);
         if may_defer {
             // SAFETY: forwarded caller guarantee; device range checked above.
@@ -228,6 +234,86 @@ impl Device {
                 .map(|()| false);
         }
         r.map(|()| false)
+    }
+
+    /// A deferred host-to-device copy of a few bytes through the calling thread's ring
+    /// (`host::ring`): the bytes are copied into the ring and the copy queued, so the
+    /// program's buffer, pageable or page-locked, is free when this returns. `None`
+    /// when the ring cannot be had (the caller takes another path).
+    ///
+    /// # Safety
+    /// `src` readable for `n` bytes; `dst` checked by `check_host_copy`.
+    unsafe fn host2dev_ring(
+        &self,
+        dst: CUdeviceptr,
+        src: *const c_void,
+        n: usize,
+    ) -> Option<Result<()>> {
+        let (lane, s) = match self
+            .thread_streams
+            .get()
+            .and_then(|l| Ok((l, self.deferred_stream()?)))
+        {
+            Ok(x) => x,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: this thread owns its lane; the space is written only below.
+        let slot = match unsafe { lane.data.slot(n, s) } {
+            Ok(p) => p,
+            Err(e) => {
+                log::debug!("copy ring: {e}; copying without it");
+                return None;
+            }
+        };
+        Some((|| {
+            self.order(s)?;
+            // SAFETY: `src` is readable for `n` bytes (caller); the slot holds `n` and
+            // no queued copy uses it (`Ring::slot`).
+            unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), slot, n) };
+            // SAFETY: the ring is page-locked and its space is not rewritten before the
+            // copy has run (the half's fence).
+            unsafe { s.copy_htod(dst, slot.cast(), n) }?;
+            self.deferred_done(s)
+        })())
+    }
+
+    /// A device-to-host copy of a few bytes through the calling thread's ring, waited
+    /// for; `None` when the ring cannot be had.
+    ///
+    /// # Safety
+    /// `dst` writable for `n` bytes; `src` checked by `check_host_copy`.
+    unsafe fn dev2host_ring(
+        &self,
+        dst: *mut c_void,
+        src: CUdeviceptr,
+        n: usize,
+    ) -> Option<Result<()>> {
+        let (lane, s) = match self
+            .thread_streams
+            .get()
+            .and_then(|l| Ok((l, self.copy_stream()?)))
+        {
+            Ok(x) => x,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: this thread owns its lane; the space is used only below.
+        let slot = match unsafe { lane.data.slot(n, s) } {
+            Ok(p) => p,
+            Err(e) => {
+                log::debug!("copy ring: {e}; copying without it");
+                return None;
+            }
+        };
+        Some((|| {
+            // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched
+            // until the copy, waited for here, has run.
+            self.on(s, |s| {
+                unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
+            })?;
+            // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
+            unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
+            Ok(())
+        })())
     }
 
     /// A host-to-device copy that returns before its DMA has ended, or `None` when this
@@ -318,7 +404,13 @@ impl Device {
                 return r;
             }
         }
-        let r = if self.bounce.takes(n) && self.pageable(dst, n) {
+        // SAFETY: forwarded caller guarantee; device range checked above.
+        let ring = (n < self.config.tune.ring)
+            .then(|| unsafe { self.dev2host_ring(dst, src, n) })
+            .flatten();
+        let r = if let Some(r) = ring {
+            r
+        } else if self.bounce.takes(n) && self.pageable(dst, n) {
             let b = self.bounce.take()?;
             // SAFETY: the buffer is page-locked, holds at least `n` bytes, no copy reads
             // it (`take`), and it is alive until the copy, waited for here, has completed.

@@ -30,6 +30,7 @@ use crate::device::tune::ThreadStream;
 use crate::host::bounce::Bounce;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
+use crate::host::ring::Ring;
 use crate::host::staging::Staging;
 use crate::memory::large_blocks::LargeBlocks;
 use crate::memory::pool::Pool;
@@ -79,8 +80,9 @@ pub struct Device {
     pub config: Config,
     /// Idle streams (copies by kernel during reverse offload).
     pub streams: StreamPool,
-    /// Each host thread's stream: its synchronous copies and launches.
-    pub thread_streams: ThreadStreams,
+    /// Each host thread's stream (its synchronous copies and launches) and its ring
+    /// for small copies.
+    pub thread_streams: ThreadStreams<Ring>,
     /// Streams with deferred host-to-device copies in flight, and the rule that orders
     /// everything else after them.
     pub copy_order: CopyOrder,
@@ -280,7 +282,7 @@ impl Device {
     /// streams, then waits for the stream (see [`Device::on`]).
     #[inline]
     pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
-        self.on(self.thread_streams.get()?, f)
+        self.on(self.thread_streams.stream()?, f)
     }
 
     /// Runs `f` on `s` (a stream of the device), after making `s` wait for the deferred
@@ -330,7 +332,7 @@ impl Device {
         if self.openacc_in_use() && !serving::serving_request() {
             return Ok(Stream::LEGACY);
         }
-        self.thread_streams.get()
+        self.thread_streams.stream()
     }
 
     /// The stream a deferred host-to-device copy of the calling thread goes on.
@@ -339,7 +341,7 @@ impl Device {
         if self.openacc_in_use() || self.tstream == ThreadStream::Legacy {
             return Ok(Stream::LEGACY);
         }
-        self.thread_streams.get()
+        self.thread_streams.stream()
     }
 
     /// Whether a host-to-device copy of `n` bytes may return before its DMA has ended:

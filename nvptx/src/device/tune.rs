@@ -12,6 +12,7 @@
 //! | `carveout` | 0..100 | driver | preferred shared-memory carveout, percent (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`) |
 //! | `icvs` | 0, 1 | 1 | size the launch by the device's `OMP_NUM_TEAMS`/`OMP_TEAMS_THREAD_LIMIT` ICVs |
 //! | `bounce` | size (`0`, `64k`, `1m` ...) | 1m | largest pageable copy (from 16 KiB) made through a page-locked bounce buffer; 0: none |
+//! | `ring` | size (`0`, `4k`, `16k` ...) | 16k | copies below this size go through the thread's page-locked ring (`host/ring.rs`); 0: none |
 //! | `defer` | size (`0`, `4k`, `1m` ...) | 1m | largest host-to-device copy that returns before its DMA has ended (`device/copy_order.rs`); 0: every copy completes before returning |
 //! | `tstream` | `blocking`, `nonblocking`, `legacy` | `blocking` | the threads' streams: blocking streams with deferred copies on them, non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's legacy default stream (as the stock plugin's copies) |
 //!
@@ -74,6 +75,8 @@ pub struct Tune {
     pub icvs: bool,
     /// Largest pageable copy that goes through a page-locked bounce buffer (0: none).
     pub bounce: usize,
+    /// Copies below this size go through the thread's page-locked ring (0: none).
+    pub ring: usize,
     /// Largest host-to-device copy that may return before its DMA has ended (0: none).
     pub defer: usize,
     /// The threads' streams.
@@ -99,6 +102,7 @@ impl Default for Tune {
             carveout: None,
             icvs: true,
             bounce: crate::host::bounce::DEFAULT_LIMIT,
+            ring: crate::host::bounce::MIN_BYTES,
             defer: DEFAULT_DEFER,
             tstream: ThreadStream::Blocking,
         }
@@ -153,6 +157,11 @@ impl Tune {
                         .filter(|&n| n <= 16 << 20)
                         .ok_or_else(|| bad(format!("'{v}' is not a size up to 16m")))?
                 }
+                "ring" => {
+                    t.ring = gomp_plugin::settings::parse_size(v)
+                        .filter(|&n| n <= 64 << 10)
+                        .ok_or_else(|| bad(format!("'{v}' is not a size up to 64k")))?
+                }
                 "defer" => {
                     t.defer = gomp_plugin::settings::parse_size(v)
                         .filter(|&n| n <= 16 << 20)
@@ -185,7 +194,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,defer=4k,tstream=legacy",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy",
         )
         .unwrap();
         assert_eq!(
@@ -198,6 +207,7 @@ mod tests {
                 carveout: Some(0),
                 icvs: false,
                 bounce: 0,
+                ring: 0,
                 defer: 4096,
                 tstream: ThreadStream::Legacy,
             }
@@ -225,6 +235,7 @@ mod tests {
             "icvs=2",
             "bounce=1g",
             "defer=32m",
+            "ring=128k",
             "tstream=fast",
             "speed=max",
             "warps",
