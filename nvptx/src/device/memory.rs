@@ -404,8 +404,11 @@ impl Device {
                 return r;
             }
         }
-        // SAFETY: forwarded caller guarantee; device range checked above.
-        let ring = (n < self.config.tune.ring)
+        // Not while serving a reverse-offload request: making the ring allocates
+        // page-locked memory, which may wait for the device to be idle, and the
+        // requesting kernel waits for this copy.
+        let ring = (n < self.config.tune.ring && !crate::device::serving::serving_request())
+            // SAFETY: forwarded caller guarantee; device range checked above.
             .then(|| unsafe { self.dev2host_ring(dst, src, n) })
             .flatten();
         let r = if let Some(r) = ring {
