@@ -13,7 +13,7 @@
 mod support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, OsStr, OsString};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, OsStr};
 use std::sync::{Arc, Barrier};
 use support::api::*;
 
@@ -235,24 +235,9 @@ fn assert_closed(d: c_int) {
     );
 }
 
-/// Builds the stand-in (with `flags`) into `dir`: its own entries plus weak
-/// "not implemented" ones for the rest of the plugin's table.
+/// Builds the stand-in (with `flags`) into `dir`.
 fn build_stub(dir: &support::Scratch, flags: &[&str]) -> std::path::PathBuf {
-    support::write_stub_names(dir.path(), &[]);
-    let lib = dir.join("libcuda.so.1");
-    let repo = support::repo();
-    let mut args: Vec<OsString> = ["-shared", "-fPIC", "-pthread", "-Wall"]
-        .iter()
-        .chain(flags)
-        .map(OsString::from)
-        .collect();
-    args.push(format!("-I{}", dir.path().display()).into());
-    args.push(repo.join("tests/fallback/stub_libcuda_2dev.c").into());
-    args.push(repo.join("tests/fallback/stub_libcuda_rest.c").into());
-    args.push("-o".into());
-    args.push(lib.clone().into());
-    support::cc(&args);
-    lib
+    support::stub_libcuda_2dev(dir, flags)
 }
 
 /// Runs test `test` in a child against the stand-in built with `flags`, with

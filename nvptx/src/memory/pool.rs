@@ -65,6 +65,12 @@ impl Pool {
         }))
     }
 
+    /// The stream the pool allocates and frees on.
+    #[inline]
+    pub fn stream(&self) -> Stream {
+        self.stream
+    }
+
     /// `size` bytes from the pool, usable by any stream once this returns.
     #[inline]
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
