@@ -18,7 +18,12 @@
  *   - device memory: cuMemAlloc/cuMemFree from host memory (512-byte aligned, filled
  *     with 0xcd so an omitted copy shows), bookkept per device against 80 GB
  *     (cuMemGetInfo of the current context's device); memory pools
- *     (cuMemPoolCreate/AllocFromPoolAsync/FreeAsync/attributes/trim/destroy);
+ *     (cuMemPoolCreate/AllocFromPoolAsync/FreeAsync/attributes/trim/destroy) that keep
+ *     what is freed to them, as a driver's pool does: the memory stays reserved
+ *     (counted as used by cuMemGetInfo) and serves a later request of the same size
+ *     until cuMemPoolTrimTo or the pool's destruction gives it back (the release
+ *     threshold is recorded but not acted on at synchronisations: the plugin sets it
+ *     to the maximum);
  *   - copies and memset (work is done at once, so every stream and event is always
  *     complete): the device side must lie inside one live device allocation or
  *     page-locked host allocation (unified addressing: any device's), the stream must
@@ -86,6 +91,11 @@ struct stub_libcuda_stats {
   int64_t copies;           /* copies and memsets queued in the device's context */
   int64_t foreign;          /* ... of which touched another device's memory */
   int64_t misuse;           /* calls refused (process-wide, the same for every device) */
+  int64_t pool_reserved;    /* bytes the device's pools hold, handed out or not */
+  int64_t pool_used;        /* ... of which handed out */
+  int64_t pool_trims;       /* cuMemPoolTrimTo calls */
+  int64_t pool_released;    /* pool blocks given back to the device (trim, destroy) */
+  int64_t frees;            /* cuMemFree calls that freed device memory */
 };
 
 struct ctx {
@@ -102,6 +112,7 @@ struct range {
   enum kind kind;
   int dev;     /* the device (DEV_MEM) or the context's device (host memory) */
   void *pool;  /* DEV_MEM from a pool: the pool, until it is destroyed */
+  int pooled;  /* DEV_MEM freed to its pool: reserved, not handed out */
 };
 
 enum hkind { STREAM, EVENT, POOL };
@@ -234,8 +245,8 @@ static void drop_handle (struct handle *h)
 static struct range *find_range (uintptr_t p, size_t n, unsigned kinds_mask)
 {
   for (struct range *r = ranges; r; r = r->next)
-    if ((kinds_mask & (1u << r->kind)) && p >= r->start && p - r->start < r->size
-        && n <= r->size - (p - r->start))
+    if ((kinds_mask & (1u << r->kind)) && !r->pooled && p >= r->start
+        && p - r->start < r->size && n <= r->size - (p - r->start))
       return r;
   return NULL;
 }
@@ -243,7 +254,7 @@ static struct range *find_range (uintptr_t p, size_t n, unsigned kinds_mask)
 static struct range *find_start (uintptr_t p, enum kind kind)
 {
   for (struct range *r = ranges; r; r = r->next)
-    if (r->kind == kind && r->start == p)
+    if (r->kind == kind && r->start == p && !r->pooled)
       return r;
   return NULL;
 }
@@ -303,6 +314,14 @@ static CUresult dev_alloc (const char *fn, CUdeviceptr *dptr, size_t size, int d
       complain (fn, "no result pointer or size 0");
       return CUDA_ERROR_INVALID_VALUE;
     }
+  if (pool)
+    for (struct range *r = ranges; r; r = r->next)
+      if (r->pool == pool && r->pooled && r->size == size)
+        {
+          r->pooled = 0;
+          *dptr = (CUdeviceptr) r->start;
+          return CUDA_SUCCESS;
+        }
   if ((uint64_t) stats[dev].live_bytes + size > TOTAL_MEM)
     return CUDA_ERROR_OUT_OF_MEMORY;
   void *p;
@@ -322,8 +341,34 @@ static CUresult dev_free (const char *fn, CUdeviceptr p)
       complain (fn, "%#llx does not start a device allocation", p);
       return CUDA_ERROR_INVALID_VALUE;
     }
-  drop_range (r);
+  if (r->pool)
+    r->pooled = 1;
+  else
+    {
+      stats[r->dev].frees++;
+      drop_range (r);
+    }
   return CUDA_SUCCESS;
+}
+
+/* Gives the device back the blocks `pool` keeps unused, while it reserves more than
+   `keep` bytes (all of them when `keep` is 0; lock held). */
+static void pool_release (void *pool, uint64_t keep)
+{
+  uint64_t reserved = 0;
+  for (struct range *r = ranges; r; r = r->next)
+    if (r->pool == pool)
+      reserved += r->size;
+  for (struct range *r = ranges, *next; r && reserved > keep; r = next)
+    {
+      next = r->next;
+      if (r->pool == pool && r->pooled)
+        {
+          reserved -= r->size;
+          stats[r->dev].pool_released++;
+          drop_range (r);
+        }
+    }
 }
 
 /* Checks the device side [p, p+n) of a copy or memset queued on `s` (lock held);
@@ -1018,6 +1063,7 @@ CUresult cuMemPoolDestroy (void *pool)
   struct handle *h = need_handle ("cuMemPoolDestroy", pool, POOL);
   if (h)
     {
+      pool_release (pool, 0);
       for (struct range *r = ranges; r; r = r->next)
         if (r->pool == pool)
           r->pool = NULL;
@@ -1053,13 +1099,18 @@ CUresult cuMemPoolGetAttribute (void *pool, int attr, void *v)
   CUresult r = h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
   if (h)
     {
-      uint64_t used = 0;
+      uint64_t used = 0, reserved = 0;
       for (struct range *q = ranges; q; q = q->next)
         if (q->pool == pool)
-          used += q->size;
+          {
+            reserved += q->size;
+            used += q->pooled ? 0 : q->size;
+          }
       if (attr == 4)
         *(uint64_t *) v = h->threshold;
-      else if (attr >= 5 && attr <= 8) /* RESERVED/USED_MEM_CURRENT/_HIGH */
+      else if (attr == 5 || attr == 6) /* RESERVED_MEM_CURRENT/_HIGH */
+        *(uint64_t *) v = reserved;
+      else if (attr == 7 || attr == 8) /* USED_MEM_CURRENT/_HIGH */
         *(uint64_t *) v = used;
       else
         r = CUDA_ERROR_INVALID_VALUE;
@@ -1070,10 +1121,15 @@ CUresult cuMemPoolGetAttribute (void *pool, int attr, void *v)
 
 CUresult cuMemPoolTrimTo (void *pool, size_t keep)
 {
-  (void) keep;
   CHECK_INIT;
   LOCK;
-  int ok = need_handle ("cuMemPoolTrimTo", pool, POOL) != NULL;
+  struct handle *h = need_handle ("cuMemPoolTrimTo", pool, POOL);
+  int ok = h != NULL;
+  if (h)
+    {
+      stats[h->dev].pool_trims++;
+      pool_release (pool, keep);
+    }
   UNLOCK;
   return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -1112,6 +1168,13 @@ int stub_libcuda_stats (int dev, struct stub_libcuda_stats *out)
   LOCK;
   *out = stats[dev];
   out->misuse = __atomic_load_n (&misuse, __ATOMIC_RELAXED);
+  out->pool_reserved = out->pool_used = 0;
+  for (struct range *r = ranges; r; r = r->next)
+    if (r->kind == DEV_MEM && r->dev == dev && r->pool)
+      {
+        out->pool_reserved += (int64_t) r->size;
+        out->pool_used += r->pooled ? 0 : (int64_t) r->size;
+      }
   UNLOCK;
   return 0;
 }

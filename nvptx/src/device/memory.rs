@@ -8,11 +8,17 @@ use crate::device::Device;
 use crate::host::ranges as host_ranges;
 use crate::host::staging;
 use crate::memory::large_blocks;
+use crate::memory::small_blocks::Given;
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::observe::profile::{CopyDir, CopyMem};
 use std::ffi::c_void;
+
+/// Empty small-block chunks a device may always keep (within `GOMP_NVPTX_DEVICE_CACHE`
+/// when that is larger): the target-variable block every region allocates and frees
+/// then never costs a chunk allocation.
+const SMALL_FLOOR: usize = 4 << 20;
 
 impl Device {
     /// Allocates `size` device bytes: small blocks from the small-block cache, large
@@ -50,20 +56,33 @@ impl Device {
     }
 
     /// Gives the device memory the plugin holds only as a cache back to the driver:
-    /// the cached large blocks, the pool's unused memory and the idle soft stacks. Done
-    /// before retrying an allocation that ran out of memory, and before telling a
-    /// program how much memory is free (so a freed block counts as free, as it does
-    /// with the stock plugin). Costs the next allocations a driver call each; cheap
-    /// when the caches are empty. Small-block chunks stay (a chunk is given back only
-    /// as a whole). Context current (caller).
+    /// the cached large blocks, empty small-block chunks, the pool's unused memory and
+    /// the idle soft stacks. Done before retrying an allocation that ran out of
+    /// memory. Costs the next allocations a driver call each; cheap when the caches
+    /// are empty. Context current (caller).
     pub fn release_cached(&self) {
-        for p in self.large.drain() {
+        for p in self
+            .large
+            .drain()
+            .into_iter()
+            .chain(self.small.drain_empty())
+        {
             let _ = self.free_chunk(p);
         }
         if let Some(p) = &self.pool {
             p.trim();
         }
         self.stacks.trim();
+    }
+
+    /// Device memory the plugin holds without the program using it: what the pool
+    /// reserved beyond what it handed out, cached large blocks, free small blocks and
+    /// idle soft stacks. All of it is given back before an allocation fails, so the
+    /// free-memory property counts it as free. Reads counters and two pool
+    /// attributes; changes nothing.
+    pub fn held_unused(&self) -> usize {
+        let pool = self.pool.as_ref().map_or(0, |p| p.unused()) as usize;
+        pool + self.large.bytes() + self.small.free_bytes() + self.stacks.idle_bytes()
     }
 
     fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {
@@ -83,6 +102,11 @@ impl Device {
         self.free_block(p).map(|_| ())
     }
 
+    /// Frees block `p`, keeping what the device's cache bound allows (`bound` =
+    /// `GOMP_NVPTX_DEVICE_CACHE`): empty small-block chunks, cached large blocks and
+    /// the pool's unused memory together stay within it, the small blocks always
+    /// allowed [`SMALL_FLOOR`] of it. Memory beyond goes back to the driver before
+    /// this returns, so another process can have it at once.
     fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
         if p == 0 {
             return Ok(0);
@@ -91,11 +115,39 @@ impl Device {
         if let Some(o) = self.observe() {
             o.free(size);
         }
-        if self.small.give(p, size) || self.large.put(p, large_blocks::rounded(size)) {
-            return Ok(size);
+        let bound = self.config.device_cache;
+        let floor = SMALL_FLOOR.min(bound);
+        let small_room = bound.saturating_sub(self.large.bytes()).max(floor);
+        match self.small.give(p, size, small_room) {
+            Given::Kept => return Ok(size),
+            Given::Release(chunk) => {
+                self.give_back(&[chunk])?;
+                return Ok(size);
+            }
+            Given::NotSmall => {}
         }
-        self.free_chunk(p)?;
+        let large_room = bound.saturating_sub(self.small.empty_bytes().max(floor));
+        let out = self.large.put(p, large_blocks::rounded(size), large_room);
+        if !out.is_empty() {
+            self.give_back(&out)?;
+        }
         Ok(size)
+    }
+
+    /// Frees `blocks` (large blocks or small-block chunks) to the pool, then gives the
+    /// driver what the pool holds beyond the cache bound's rest.
+    fn give_back(&self, blocks: &[CUdeviceptr]) -> Result<()> {
+        let mut first = Ok(());
+        for &b in blocks {
+            if let Err(e) = self.free_chunk(b) {
+                first = first.and(Err(e));
+            }
+        }
+        if let Some(pool) = &self.pool {
+            let held = self.large.bytes() + self.small.empty_bytes();
+            pool.trim_unused_to(self.config.device_cache.saturating_sub(held) as u64);
+        }
+        first
     }
 
     /// Returns memory from `alloc_retry` (a large block or a small-block chunk) to the
