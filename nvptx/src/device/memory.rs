@@ -8,7 +8,7 @@ use crate::device::Device;
 use crate::host::ranges as host_ranges;
 use crate::host::staging;
 use crate::memory::large_blocks;
-use crate::memory::small_blocks::Given;
+use crate::memory::small_blocks::{self, Given};
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
@@ -117,18 +117,19 @@ impl Device {
         }
         let bound = self.config.device_cache;
         let floor = SMALL_FLOOR.min(bound);
-        let small_room = bound.saturating_sub(self.large.bytes()).max(floor);
-        match self.small.give(p, size, small_room) {
-            Given::Kept => return Ok(size),
-            Given::Release(chunk) => {
-                self.give_back(&[chunk])?;
-                return Ok(size);
+        if size <= small_blocks::MAX_SMALL {
+            let small_room = bound.saturating_sub(self.large.bytes()).max(floor);
+            match self.small.give(p, size, small_room) {
+                Given::Kept => return Ok(size),
+                Given::Release(chunk) => {
+                    self.give_back(&[chunk])?;
+                    return Ok(size);
+                }
+                Given::NotSmall => {}
             }
-            Given::NotSmall => {}
         }
         let large_room = bound.saturating_sub(self.small.empty_bytes().max(floor));
-        let out = self.large.put(p, large_blocks::rounded(size), large_room);
-        if !out.is_empty() {
+        if let Some(out) = self.large.put(p, large_blocks::rounded(size), large_room) {
             self.give_back(&out)?;
         }
         Ok(size)

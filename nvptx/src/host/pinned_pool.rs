@@ -150,15 +150,19 @@ impl State {
         }
     }
 
+    #[inline]
     fn take_small(&mut self, c: usize) -> Option<(usize, u32)> {
         while let Some(e) = self.free[c].pop() {
             self.entries -= 1;
-            let s = &self.slots[e.slot as usize];
+            let s = &mut self.slots[e.slot as usize];
             if !s.in_use || s.gen != e.gen {
                 self.stale -= 1;
                 continue;
             }
-            self.hand_out(e.slot);
+            s.live += 1;
+            if s.live == 1 {
+                self.empty_bytes -= CHUNK;
+            }
             return Some((e.p, e.slot));
         }
         let (at, end, slot) = self.bump;
@@ -369,10 +373,12 @@ impl<S: ChunkSource> PinnedPool<S> {
         let mut st = self.lock();
         let out: Vec<(usize, usize)> = match st.live.remove(&p) {
             Some(Live::Small { class, slot }) => {
-                st.push_free(class, p, slot);
                 let s = &mut st.slots[slot as usize];
                 s.live -= 1;
-                if s.live > 0 {
+                let (gen, live) = (s.gen, s.live);
+                st.free[class].push(Entry { p, slot, gen });
+                st.entries += 1;
+                if live > 0 {
                     return Ok(());
                 }
                 st.empty_bytes += CHUNK;

@@ -50,14 +50,29 @@ impl LargeBlocks {
 
     /// Keeps freed block `p` of `rounded` bytes in a cache of at most `room` bytes,
     /// making room by evicting the largest cached blocks. Returns the blocks the caller
-    /// must free: the evicted ones, or `p` itself when it is larger than `room`.
-    pub fn put(&self, p: CUdeviceptr, rounded: usize, room: usize) -> Vec<CUdeviceptr> {
+    /// must free, if any: the evicted ones, or `p` itself when it is larger than `room`.
+    #[inline]
+    pub fn put(&self, p: CUdeviceptr, rounded: usize, room: usize) -> Option<Vec<CUdeviceptr>> {
         if rounded > room {
-            return vec![p];
+            return Some(vec![p]);
         }
         let mut c = self.lock();
+        let out = if c.bytes + rounded > room {
+            Some(Self::evict(&mut c, room - rounded))
+        } else {
+            None
+        };
+        c.bytes += rounded;
+        c.by_size.entry(rounded).or_default().push(p);
+        self.bytes.store(c.bytes, Ordering::Relaxed);
+        out
+    }
+
+    /// Evicts the largest cached blocks until at most `keep` bytes stay.
+    #[cold]
+    fn evict(c: &mut Cached, keep: usize) -> Vec<CUdeviceptr> {
         let mut out = Vec::new();
-        while c.bytes + rounded > room {
+        while c.bytes > keep {
             let Some(mut e) = c.by_size.last_entry() else {
                 break;
             };
@@ -71,9 +86,6 @@ impl LargeBlocks {
                 c.bytes -= size;
             }
         }
-        c.bytes += rounded;
-        c.by_size.entry(rounded).or_default().push(p);
-        self.bytes.store(c.bytes, Ordering::Relaxed);
         out
     }
 
@@ -106,15 +118,15 @@ mod tests {
         assert_eq!(rounded(1 << 20), 1 << 20);
         assert_eq!(rounded((1 << 20) + 1), (1 << 20) + GRANULE);
         assert!(l.take(MIB).is_none());
-        assert!(l.put(0x1000_0000, MIB, 8 * MIB).is_empty());
+        assert!(l.put(0x1000_0000, MIB, 8 * MIB).is_none());
         assert_eq!(l.bytes(), MIB);
         assert!(l.take(2 * MIB).is_none());
         assert_eq!(l.take(MIB), Some(0x1000_0000));
         assert_eq!(l.bytes(), 0);
-        assert!(l.put(0x2000_0000, 8 * MIB, 8 * MIB).is_empty());
+        assert!(l.put(0x2000_0000, 8 * MIB, 8 * MIB).is_none());
         assert_eq!(
             l.put(0x3000_0000, 9 * MIB, 8 * MIB),
-            vec![0x3000_0000],
+            Some(vec![0x3000_0000]),
             "larger than the room: not kept"
         );
         assert_eq!(l.drain(), vec![0x2000_0000]);
@@ -125,20 +137,20 @@ mod tests {
     fn the_largest_blocks_make_room() {
         let l = LargeBlocks::default();
         for (i, size) in [MIB, 4 * MIB, 2 * MIB, MIB].into_iter().enumerate() {
-            assert!(l.put(0x1000 * (i as u64 + 1), size, 8 * MIB).is_empty());
+            assert!(l.put(0x1000 * (i as u64 + 1), size, 8 * MIB).is_none());
         }
         assert_eq!(l.bytes(), 8 * MIB);
         // 3 MiB more: the 4 MiB block goes.
-        assert_eq!(l.put(0x9000, 3 * MIB, 8 * MIB), vec![0x2000]);
+        assert_eq!(l.put(0x9000, 3 * MIB, 8 * MIB), Some(vec![0x2000]));
         assert_eq!(l.bytes(), 7 * MIB);
         // A smaller room (the device's bound shrank): everything else goes first.
-        let mut out = l.put(0xa000, 2 * MIB, 2 * MIB);
+        let mut out = l.put(0xa000, 2 * MIB, 2 * MIB).unwrap();
         out.sort();
         assert_eq!(out, vec![0x1000, 0x3000, 0x4000, 0x9000]);
         assert_eq!(l.bytes(), 2 * MIB);
         assert_eq!(l.take(2 * MIB), Some(0xa000));
         // No room at all: nothing is kept.
-        assert_eq!(l.put(0xb000, GRANULE, 0), vec![0xb000]);
+        assert_eq!(l.put(0xb000, GRANULE, 0), Some(vec![0xb000]));
         assert_eq!(l.bytes(), 0);
     }
 }
