@@ -948,6 +948,52 @@ fn free_memory_property_counts_the_caches_and_trims_nothing() {
     assert_no_errors(&c);
 }
 
+/// Idle soft-stack blocks beyond the cache bound are kept while the device is busy and
+/// given back once it has launched nothing for a second, by the idle trimmer's thread
+/// with no call from the program; meanwhile the free-memory property counts them.
+#[test]
+fn idle_stacks_beyond_the_bound_are_given_back() {
+    const T: &str = "idle_stacks_beyond_the_bound_are_given_back";
+    const MIB: usize = 1 << 20;
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0));
+        let dev = gomp_plugin_nvptx::plugin::device(0).expect("device 0 is open");
+        let stacks = &dev.core().stacks;
+        let small = stacks.acquire(MIB).expect("1 MiB of stacks");
+        let big = stacks.acquire(64 * MIB).expect("64 MiB of stacks");
+        let frees = stats(0).frees;
+        stacks.release(small);
+        stacks.release(big);
+        assert_eq!(stats(0).frees, frees, "kept while the device is busy");
+        assert_eq!(stacks.idle_bytes(), 65 * MIB);
+        assert_eq!(
+            prop_size(0, PROP_FREE_MEMORY) as i64,
+            driver_free_and_pool_unused(0) + 65 * MIB as i64,
+            "idle stacks count as free"
+        );
+        let t0 = std::time::Instant::now();
+        while stats(0).frees == frees && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(stats(0).frees, frees + 1, "the 64 MiB block went back");
+        assert_eq!(stacks.idle_bytes(), MIB, "the 1 MiB block fits the bound");
+        assert_eq!(
+            prop_size(0, PROP_FREE_MEMORY) as i64,
+            driver_free_and_pool_unused(0) + MIB as i64
+        );
+        drop(dev);
+        assert_clean();
+        assert!(fini(0));
+        assert_closed(0);
+        return;
+    }
+    let Some(c) = with_stub(T, &[], &[("GOMP_NVPTX_DEVICE_CACHE", "8m")]) else {
+        return;
+    };
+    assert_no_errors(&c);
+}
+
 /// `GOMP_NVPTX_PINNED_CACHE` bounds what the pinned pool keeps: freed large blocks
 /// beyond it go back to the driver at `page_locked_host_free`.
 #[test]
