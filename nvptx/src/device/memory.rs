@@ -103,10 +103,10 @@ impl Device {
     }
 
     /// Frees block `p`, keeping what the device's cache bound allows (`bound` =
-    /// `GOMP_NVPTX_DEVICE_CACHE`): empty small-block chunks, cached large blocks and
-    /// the pool's unused memory together stay within it, the small blocks always
-    /// allowed [`SMALL_FLOOR`] of it. Memory beyond goes back to the driver before
-    /// this returns, so another process can have it at once.
+    /// `GOMP_NVPTX_DEVICE_CACHE`): empty small-block chunks and cached large blocks
+    /// together stay within it, the small blocks always allowed [`SMALL_FLOOR`] of it.
+    /// Memory beyond goes back to the driver before this returns (through the pool,
+    /// which keeps none of it), so another process can have it at once.
     fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
         if p == 0 {
             return Ok(0);
@@ -135,8 +135,10 @@ impl Device {
         Ok(size)
     }
 
-    /// Frees `blocks` (large blocks or small-block chunks) to the pool, then gives the
-    /// driver what the pool holds beyond the cache bound's rest.
+    /// Frees `blocks` (large blocks or small-block chunks) to the pool, then has the
+    /// pool give the driver everything it holds unused: the memory kept for reuse is
+    /// the caches' alone, so the bound holds however the caches grow later (the large
+    /// and small caches hand out memory without touching the pool).
     fn give_back(&self, blocks: &[CUdeviceptr]) -> Result<()> {
         let mut first = Ok(());
         for &b in blocks {
@@ -145,8 +147,7 @@ impl Device {
             }
         }
         if let Some(pool) = &self.pool {
-            let held = self.large.bytes() + self.small.empty_bytes();
-            pool.trim_unused_to(self.config.device_cache.saturating_sub(held) as u64);
+            pool.trim_unused_to(0);
         }
         first
     }

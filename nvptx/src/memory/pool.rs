@@ -3,8 +3,8 @@
 //! costs a few microseconds instead of a cuMemAlloc/cuMemFree pair, and a free never
 //! waits for unrelated kernels), served on a dedicated non-blocking stream.
 //!
-//! How much freed memory the pool keeps is decided by the device at each free
-//! ([`Pool::trim_unused_to`]), not by the driver's release threshold: that threshold
+//! How much freed memory the pool keeps is decided by the device when it frees to the
+//! pool ([`Pool::trim_unused_to`]), not by the driver's release threshold: that threshold
 //! counts the memory in use too and acts only at a later synchronisation, so a process
 //! that frees a large block and then waits (an MPI rank in a barrier) would keep it.
 //!
