@@ -249,12 +249,9 @@ impl gomp_plugin::OpenAcc for Nvptx {
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
         Ok(
             // The free memory of an open device is what the program can still
-            // allocate: the plugin's caches are given back first.
+            // allocate: the driver's free memory and what the plugin's caches hold.
             match property::get(ord, prop, || {
-                device_if_open(ord).is_some_and(|d| {
-                    d.core().release_cached();
-                    true
-                })
+                device_if_open(ord).map(|d| d.core().held_unused())
             })? {
                 property::Value::Size(n) => AccProperty::Size(n),
                 property::Value::Str(s) => AccProperty::Str(s),

@@ -18,7 +18,12 @@
  *   - device memory: cuMemAlloc/cuMemFree from host memory (512-byte aligned, filled
  *     with 0xcd so an omitted copy shows), bookkept per device against 80 GB
  *     (cuMemGetInfo of the current context's device); memory pools
- *     (cuMemPoolCreate/AllocFromPoolAsync/FreeAsync/attributes/trim/destroy);
+ *     (cuMemPoolCreate/AllocFromPoolAsync/FreeAsync/attributes/trim/destroy) that keep
+ *     what is freed to them, as a driver's pool does: the memory stays reserved
+ *     (counted as used by cuMemGetInfo) and serves a later request of the same size
+ *     until cuMemPoolTrimTo or the pool's destruction gives it back (the release
+ *     threshold is recorded but not acted on at synchronisations: the plugin sets it
+ *     to the maximum);
  *   - copies, memset and kernel launches queued on streams, in stream order: the
  *     device side must lie inside one live device allocation or page-locked host
  *     allocation (unified addressing: any device's), the stream must belong to the
@@ -119,6 +124,11 @@ struct stub_libcuda_stats {
   int64_t copies;           /* copies and memsets queued in the device's context */
   int64_t foreign;          /* ... of which touched another device's memory */
   int64_t misuse;           /* calls refused (process-wide, the same for every device) */
+  int64_t pool_reserved;    /* bytes the device's pools hold, handed out or not */
+  int64_t pool_used;        /* ... of which handed out */
+  int64_t pool_trims;       /* cuMemPoolTrimTo calls */
+  int64_t pool_released;    /* pool blocks given back to the device (trim, destroy) */
+  int64_t frees;            /* cuMemFree calls that freed device memory */
 };
 
 struct ctx {
@@ -135,6 +145,7 @@ struct range {
   enum kind kind;
   int dev;     /* the device (DEV_MEM) or the context's device (host memory) */
   void *pool;  /* DEV_MEM from a pool: the pool, until it is destroyed */
+  int pooled;  /* DEV_MEM freed to its pool: reserved, not handed out */
 };
 
 enum hkind { STREAM, EVENT, POOL, LINK, MODULE, FUNC };
@@ -327,8 +338,8 @@ static void drop_handle (struct handle *h)
 static struct range *find_range (uintptr_t p, size_t n, unsigned kinds_mask)
 {
   for (struct range *r = ranges; r; r = r->next)
-    if ((kinds_mask & (1u << r->kind)) && p >= r->start && p - r->start < r->size
-        && n <= r->size - (p - r->start))
+    if ((kinds_mask & (1u << r->kind)) && !r->pooled && p >= r->start
+        && p - r->start < r->size && n <= r->size - (p - r->start))
       return r;
   return NULL;
 }
@@ -336,7 +347,7 @@ static struct range *find_range (uintptr_t p, size_t n, unsigned kinds_mask)
 static struct range *find_start (uintptr_t p, enum kind kind)
 {
   for (struct range *r = ranges; r; r = r->next)
-    if (r->kind == kind && r->start == p)
+    if (r->kind == kind && r->start == p && !r->pooled)
       return r;
   return NULL;
 }
@@ -398,6 +409,14 @@ static CUresult dev_alloc (const char *fn, CUdeviceptr *dptr, size_t size, int d
       complain (fn, "no result pointer or size 0");
       return CUDA_ERROR_INVALID_VALUE;
     }
+  if (pool)
+    for (struct range *r = ranges; r; r = r->next)
+      if (r->pool == pool && r->pooled && r->size == size)
+        {
+          r->pooled = 0;
+          *dptr = (CUdeviceptr) r->start;
+          return CUDA_SUCCESS;
+        }
   if ((uint64_t) stats[dev].live_bytes + size > TOTAL_MEM)
     return CUDA_ERROR_OUT_OF_MEMORY;
   void *p;
@@ -409,6 +428,19 @@ static CUresult dev_alloc (const char *fn, CUdeviceptr *dptr, size_t size, int d
   return CUDA_SUCCESS;
 }
 
+/* A freed device allocation: memory from a pool stays reserved in it for reuse, other
+   memory goes back to the device. */
+static void release_range (struct range *r)
+{
+  if (r->pool)
+    r->pooled = 1;
+  else
+    {
+      stats[r->dev].frees++;
+      drop_range (r);
+    }
+}
+
 static CUresult dev_free (const char *fn, CUdeviceptr p)
 {
   struct range *r = find_start ((uintptr_t) p, DEV_MEM);
@@ -418,8 +450,28 @@ static CUresult dev_free (const char *fn, CUdeviceptr p)
       return CUDA_ERROR_INVALID_VALUE;
     }
   drop_users (fn, r->start, r->start + r->size, gseq + 1);
-  drop_range (r);
+  release_range (r);
   return CUDA_SUCCESS;
+}
+
+/* Gives the device back the blocks `pool` keeps unused, while it reserves more than
+   `keep` bytes (all of them when `keep` is 0; lock held). */
+static void pool_release (void *pool, uint64_t keep)
+{
+  uint64_t reserved = 0;
+  for (struct range *r = ranges; r; r = r->next)
+    if (r->pool == pool)
+      reserved += r->size;
+  for (struct range *r = ranges, *next; r && reserved > keep; r = next)
+    {
+      next = r->next;
+      if (r->pool == pool && r->pooled)
+        {
+          reserved -= r->size;
+          stats[r->dev].pool_released++;
+          drop_range (r);
+        }
+    }
 }
 
 /* Checks the device side [p, p+n) of a copy or memset queued on `s` (lock held);
@@ -598,7 +650,7 @@ static void run_op (struct handle *s, struct op *o, uint64_t pos)
         if (r)
           {
             drop_users ("cuMemFreeAsync", r->start, r->start + r->size, o->gseq);
-            drop_range (r);
+            release_range (r);
           }
       }
       break;
@@ -1484,6 +1536,7 @@ CUresult cuMemPoolDestroy (void *pool)
   struct handle *h = need_handle ("cuMemPoolDestroy", pool, POOL);
   if (h)
     {
+      pool_release (pool, 0);
       for (struct range *r = ranges; r; r = r->next)
         if (r->pool == pool)
           r->pool = NULL;
@@ -1519,13 +1572,18 @@ CUresult cuMemPoolGetAttribute (void *pool, int attr, void *v)
   CUresult r = h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
   if (h)
     {
-      uint64_t used = 0;
+      uint64_t used = 0, reserved = 0;
       for (struct range *q = ranges; q; q = q->next)
         if (q->pool == pool)
-          used += q->size;
+          {
+            reserved += q->size;
+            used += q->pooled ? 0 : q->size;
+          }
       if (attr == 4)
         *(uint64_t *) v = h->threshold;
-      else if (attr >= 5 && attr <= 8) /* RESERVED/USED_MEM_CURRENT/_HIGH */
+      else if (attr == 5 || attr == 6) /* RESERVED_MEM_CURRENT/_HIGH */
+        *(uint64_t *) v = reserved;
+      else if (attr == 7 || attr == 8) /* USED_MEM_CURRENT/_HIGH */
         *(uint64_t *) v = used;
       else
         r = CUDA_ERROR_INVALID_VALUE;
@@ -1536,10 +1594,15 @@ CUresult cuMemPoolGetAttribute (void *pool, int attr, void *v)
 
 CUresult cuMemPoolTrimTo (void *pool, size_t keep)
 {
-  (void) keep;
   CHECK_INIT;
   LOCK;
-  int ok = need_handle ("cuMemPoolTrimTo", pool, POOL) != NULL;
+  struct handle *h = need_handle ("cuMemPoolTrimTo", pool, POOL);
+  int ok = h != NULL;
+  if (h)
+    {
+      stats[h->dev].pool_trims++;
+      pool_release (pool, keep);
+    }
   UNLOCK;
   return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -1863,6 +1926,13 @@ int stub_libcuda_stats (int dev, struct stub_libcuda_stats *out)
   LOCK;
   *out = stats[dev];
   out->misuse = __atomic_load_n (&misuse, __ATOMIC_RELAXED);
+  out->pool_reserved = out->pool_used = 0;
+  for (struct range *r = ranges; r; r = r->next)
+    if (r->kind == DEV_MEM && r->dev == dev && r->pool)
+      {
+        out->pool_reserved += (int64_t) r->size;
+        out->pool_used += r->pooled ? 0 : (int64_t) r->size;
+      }
   UNLOCK;
   return 0;
 }

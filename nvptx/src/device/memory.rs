@@ -12,6 +12,7 @@ use crate::host::bounce;
 use crate::host::ranges as host_ranges;
 use crate::host::staging;
 use crate::memory::large_blocks;
+use crate::memory::small_blocks::{self, Given};
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
@@ -22,6 +23,11 @@ use std::ffi::c_void;
 /// (larger ones DMA directly from the program's memory and complete before returning:
 /// copying them on the CPU would cost more than the DMA).
 const PINNED_BOUNCE: usize = 64 << 10;
+
+/// Empty small-block chunks a device may always keep (within `GOMP_NVPTX_DEVICE_CACHE`
+/// when that is larger): the target-variable block every region allocates and frees
+/// then never costs a chunk allocation.
+const SMALL_FLOOR: usize = 4 << 20;
 
 impl Device {
     /// Allocates `size` device bytes: small blocks from the small-block cache, large
@@ -59,20 +65,33 @@ impl Device {
     }
 
     /// Gives the device memory the plugin holds only as a cache back to the driver:
-    /// the cached large blocks, the pool's unused memory and the idle soft stacks. Done
-    /// before retrying an allocation that ran out of memory, and before telling a
-    /// program how much memory is free (so a freed block counts as free, as it does
-    /// with the stock plugin). Costs the next allocations a driver call each; cheap
-    /// when the caches are empty. Small-block chunks stay (a chunk is given back only
-    /// as a whole). Context current (caller).
+    /// the cached large blocks, empty small-block chunks, the pool's unused memory and
+    /// the idle soft stacks. Done before retrying an allocation that ran out of
+    /// memory. Costs the next allocations a driver call each; cheap when the caches
+    /// are empty. Context current (caller).
     pub fn release_cached(&self) {
-        for p in self.large.drain() {
+        for p in self
+            .large
+            .drain()
+            .into_iter()
+            .chain(self.small.drain_empty())
+        {
             let _ = self.free_chunk(p);
         }
         if let Some(p) = &self.pool {
             p.trim();
         }
         self.stacks.trim();
+    }
+
+    /// Device memory the plugin holds without the program using it: what the pool
+    /// reserved beyond what it handed out, cached large blocks, free small blocks and
+    /// idle soft stacks. All of it is given back before an allocation fails, so the
+    /// free-memory property counts it as free. Reads counters and two pool
+    /// attributes; changes nothing.
+    pub fn held_unused(&self) -> usize {
+        let pool = self.pool.as_ref().map_or(0, |p| p.unused()) as usize;
+        pool + self.large.bytes() + self.small.free_bytes() + self.stacks.idle_bytes()
     }
 
     fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {
@@ -92,6 +111,11 @@ impl Device {
         self.free_block(p).map(|_| ())
     }
 
+    /// Frees block `p`, keeping what the device's cache bound allows (`bound` =
+    /// `GOMP_NVPTX_DEVICE_CACHE`): empty small-block chunks and cached large blocks
+    /// together stay within it, the small blocks always allowed [`SMALL_FLOOR`] of it.
+    /// Memory beyond goes back to the driver before this returns (through the pool,
+    /// which keeps none of it), so another process can have it at once.
     fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
         if p == 0 {
             return Ok(0);
@@ -100,11 +124,41 @@ impl Device {
         if let Some(o) = self.observe() {
             o.free(size);
         }
-        if self.small.give(p, size) || self.large.put(p, large_blocks::rounded(size)) {
-            return Ok(size);
+        let bound = self.config.device_cache;
+        let floor = SMALL_FLOOR.min(bound);
+        if size <= small_blocks::MAX_SMALL {
+            let small_room = bound.saturating_sub(self.large.bytes()).max(floor);
+            match self.small.give(p, size, small_room) {
+                Given::Kept => return Ok(size),
+                Given::Release(chunk) => {
+                    self.give_back(&[chunk])?;
+                    return Ok(size);
+                }
+                Given::NotSmall => {}
+            }
         }
-        self.free_chunk(p)?;
+        let large_room = bound.saturating_sub(self.small.empty_bytes().max(floor));
+        if let Some(out) = self.large.put(p, large_blocks::rounded(size), large_room) {
+            self.give_back(&out)?;
+        }
         Ok(size)
+    }
+
+    /// Frees `blocks` (large blocks or small-block chunks) to the pool, then has the
+    /// pool give the driver everything it holds unused: the memory kept for reuse is
+    /// the caches' alone, so the bound holds however the caches grow later (the large
+    /// and small caches hand out memory without touching the pool).
+    fn give_back(&self, blocks: &[CUdeviceptr]) -> Result<()> {
+        let mut first = Ok(());
+        for &b in blocks {
+            if let Err(e) = self.free_chunk(b) {
+                first = first.and(Err(e));
+            }
+        }
+        if let Some(pool) = &self.pool {
+            pool.trim_unused_to(0);
+        }
+        first
     }
 
     /// Returns memory from `alloc_retry` (a large block or a small-block chunk) to the

@@ -93,8 +93,8 @@ pub struct Device {
     /// Idle events (completion of `nowait` launches, OpenACC queue callbacks and
     /// serialisation).
     pub events: EventPool,
-    /// Idle soft-stack blocks.
-    pub stacks: StackCache,
+    /// Idle soft-stack blocks (shared with the idle trimmer).
+    pub stacks: Arc<StackCache>,
     /// The device-memory pool (`None`: plain cuMemAlloc/cuMemFree).
     pub pool: Option<Pool>,
     /// Live blocks from `alloc`.
@@ -183,6 +183,7 @@ impl Device {
         };
         let config = Config::process().clone();
         let tstream = config.tune.tstream;
+        let (device_cache, pinned_cache) = (config.device_cache, config.pinned_cache);
         let dev = Device {
             ord,
             cu_dev,
@@ -201,13 +202,13 @@ impl Device {
             interop_streams: AtomicUsize::new(0),
             tstream,
             events: EventPool::default(),
-            stacks: StackCache::default(),
+            stacks: StackCache::new(ctx, device_cache),
             pool: None,
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
             kernel_copy: KernelCopy::default(),
-            pinned: HostPool::new(HostChunks { ord }),
+            pinned: HostPool::new(HostChunks { ord }, pinned_cache),
             openacc: AtomicBool::new(false),
             observe: None,
         };
@@ -407,7 +408,7 @@ impl Device {
         if let Some(o) = self.observe() {
             o.close();
         }
-        self.stacks.trim();
+        self.stacks.close();
         for c in self
             .small
             .drain_chunks()

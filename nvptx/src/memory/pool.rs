@@ -3,6 +3,11 @@
 //! costs a few microseconds instead of a cuMemAlloc/cuMemFree pair, and a free never
 //! waits for unrelated kernels), served on a dedicated non-blocking stream.
 //!
+//! How much freed memory the pool keeps is decided by the device when it frees to the
+//! pool ([`Pool::trim_unused_to`]), not by the driver's release threshold: that threshold
+//! counts the memory in use too and acts only at a later synchronisation, so a process
+//! that frees a large block and then waits (an MPI rank in a barrier) would keep it.
+//!
 //! Drivers without memory pools (or devices that do not support them) get plain
 //! `cuMemAlloc`/`cuMemFree`. libgomp frees a block only after every kernel and copy
 //! using it has completed, so a free needs no ordering against other streams.
@@ -51,7 +56,8 @@ impl Pool {
             return Ok(None);
         }
         let pool = MemPool::create_on_device(dev)?;
-        // On an error the pool is dropped (destroyed) before returning.
+        // No release at synchronisations (see the module's comment). On an error the
+        // pool is dropped (destroyed) before returning.
         pool.handle()
             .set_u64(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, u64::MAX)?;
         let stream = OwnedStream::non_blocking()?;
@@ -98,6 +104,35 @@ impl Pool {
         self.pool
             .get_u64(CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
             .unwrap_or(0)
+    }
+
+    /// Bytes the pool holds from the device without handing them out (0 if the driver
+    /// cannot say). Frees not yet executed on the pool's stream are not counted.
+    pub fn unused(&self) -> u64 {
+        let reserved = self.pool.get_u64(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+        reserved.map_or(0, |r| r.saturating_sub(self.used()))
+    }
+
+    /// After frees: waits for them, then gives the device back what the pool holds
+    /// unused beyond `keep` bytes. A driver error leaves the memory in the pool (it is
+    /// still given back when an allocation runs out of memory).
+    pub fn trim_unused_to(&self, keep: u64) {
+        if let Err(e) = self.stream.synchronize() {
+            log::debug!("memory pool stream: {e}");
+            return;
+        }
+        let (Ok(reserved), Ok(used)) = (
+            self.pool.get_u64(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
+            self.pool.get_u64(CU_MEMPOOL_ATTR_USED_MEM_CURRENT),
+        ) else {
+            return;
+        };
+        if reserved.saturating_sub(used) > keep {
+            let to = used.saturating_add(keep).min(usize::MAX as u64) as usize;
+            if let Err(e) = self.pool.trim_to(to) {
+                log::debug!("memory pool trim: {e}");
+            }
+        }
     }
 
     /// Waits for pending frees, then destroys the stream and the pool (at device
