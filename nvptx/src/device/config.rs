@@ -9,6 +9,8 @@
 //! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
 //! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
 //! | `GOMP_REVERSE_OFFLOAD_THREADS` | most reverse-offload host functions running at once (1–1024) | 8 |
+//! | `GOMP_NVPTX_LINK_CACHE` | `0`: no linked-image cache (also off with `CUDA_CACHE_DISABLE=1`) | 1 |
+//! | `GOMP_NVPTX_LINK_CACHE_SIZE` | most bytes the linked-image cache keeps (0: off) | 256 MiB |
 //!
 //! Experiment knobs of the launch shape and the JIT: `GOMP_NVPTX_TUNE` ([`Tune`]).
 //!
@@ -18,6 +20,7 @@
 
 use crate::device::tune::Tune;
 use crate::host::staging::StagingParams;
+use crate::image::link_cache;
 
 /// Parsed settings. Plain data, read once per device initialisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +41,8 @@ pub struct Config {
     pub staging: StagingParams,
     /// `GOMP_NVPTX_TUNE`: experiment knobs of the launch shape and the JIT.
     pub tune: Tune,
+    /// The linked-image cache (`GOMP_NVPTX_LINK_CACHE*`, `CUDA_CACHE_*`).
+    pub link_cache: link_cache::Setting,
 }
 
 /// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
@@ -136,6 +141,7 @@ impl Config {
                 "default",
             ),
             tune: parsed(&get, &warn, "GOMP_NVPTX_TUNE", Tune::parse, "defaults"),
+            link_cache: link_cache::Setting::from_lookup(&get, &warn),
         }
     }
 
@@ -205,9 +211,11 @@ mod tests {
             ("GOMP_REVERSE_OFFLOAD_THREADS", "0"),
             ("GOMP_NVPTX_STAGING", "4,4m"),
             ("GOMP_NVPTX_TUNE", "warps=99"),
+            ("GOMP_NVPTX_LINK_CACHE", "2"),
+            ("GOMP_NVPTX_LINK_CACHE_SIZE", "big"),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 8, "{w:?}");
+        assert_eq!(w.len(), 10, "{w:?}");
         assert!(
             w.iter().any(|m| m
                 .starts_with("Invalid value 'warps=99' for GOMP_NVPTX_TUNE (warps: ")

@@ -224,16 +224,19 @@ impl Device {
                 "cuMemAlloc (no memory pools)"
             }
         );
-        info::opened(&info::Opened {
-            ord,
-            name: &dev.props.name,
-            cc: dev.props.cc,
-            sms: dev.props.num_sms,
-            driver: query::driver_version().unwrap_or(0),
-            soft_stack: dev.config.soft_stack,
-            heap: dev.config.heap,
-            pool: dev.pool.is_some(),
-        });
+        info::opened(
+            &info::Opened {
+                ord,
+                name: &dev.props.name,
+                cc: dev.props.cc,
+                sms: dev.props.num_sms,
+                driver: query::driver_version().unwrap_or(0),
+                soft_stack: dev.config.soft_stack,
+                heap: dev.config.heap,
+                pool: dev.pool.is_some(),
+            },
+            &crate::image::link_cache::describe(&dev.config.link_cache),
+        );
         Ok(dev)
     }
 
