@@ -193,6 +193,9 @@ impl Device {
             observe: DeviceObserve::open(ord, &dev.props.name),
             ..dev
         };
+        if let (Some(p), true) = (&dev.pool, dev.config.tune.poolwarm) {
+            p.warm_up(dev.ctx);
+        }
         if let Some(o) = &dev.observe {
             // The epoch device times are placed from (the stream is waited for).
             if dev.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {

@@ -12,6 +12,7 @@
 //! | `carveout` | 0..100 | driver | preferred shared-memory carveout, percent (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`) |
 //! | `icvs` | 0, 1 | 1 | size the launch by the device's `OMP_NUM_TEAMS`/`OMP_TEAMS_THREAD_LIMIT` ICVs |
 //! | `bounce` | size (`0`, `64k`, `1m` ...) | 1m | largest pageable copy (from 16 KiB) made through a page-locked bounce buffer; 0: none |
+//! | `poolwarm` | 0, 1 | 1 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`) |
 //!
 //! Owned by the process-wide `Config`; plain data, `Sync`.
 
@@ -60,6 +61,8 @@ pub struct Tune {
     pub icvs: bool,
     /// Largest pageable copy that goes through a page-locked bounce buffer (0: none).
     pub bounce: usize,
+    /// Whether the memory pool is warmed up at device open.
+    pub poolwarm: bool,
 }
 
 /// Warps per block when no `thread_limit` is given and no occupancy calculator
@@ -77,6 +80,7 @@ impl Default for Tune {
             carveout: None,
             icvs: true,
             bounce: crate::host::bounce::DEFAULT_LIMIT,
+            poolwarm: true,
         }
     }
 }
@@ -124,6 +128,7 @@ impl Tune {
                 }
                 "carveout" => t.carveout = Some(number(v, 0, 100).map_err(bad)?),
                 "icvs" => t.icvs = number(v, 0, 1).map_err(bad)? == 1,
+                "poolwarm" => t.poolwarm = number(v, 0, 1).map_err(bad)? == 1,
                 "bounce" => {
                     t.bounce = gomp_plugin::settings::parse_size(v)
                         .filter(|&n| n <= 16 << 20)
@@ -143,8 +148,10 @@ mod tests {
     #[test]
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
-        let t = Tune::parse("warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0")
-            .unwrap();
+        let t = Tune::parse(
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,poolwarm=0",
+        )
+        .unwrap();
         assert_eq!(
             t,
             Tune {
@@ -155,6 +162,7 @@ mod tests {
                 carveout: Some(0),
                 icvs: false,
                 bounce: 0,
+                poolwarm: false,
             }
         );
         assert_eq!(Tune::parse("bounce=4k").unwrap().bounce, 4096);
@@ -174,6 +182,7 @@ mod tests {
             "dlcm=cs",
             "carveout=101",
             "icvs=2",
+            "poolwarm=yes",
             "bounce=1g",
             "speed=max",
             "warps",
