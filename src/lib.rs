@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod blocks;
+pub mod cache;
 pub mod device;
 pub mod edge;
 pub mod error;

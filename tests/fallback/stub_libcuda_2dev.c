@@ -1647,7 +1647,12 @@ CUresult cuMemFreeAsync (CUdeviceptr p, void *s)
   return r;
 }
 
-/* ---- JIT link, modules, kernels ---- */
+/* ---- JIT link, modules, kernels ----
+ * Built with -DSTUB_SEPARATE_JIT, these come from stub_libcuda_jit.c instead (the
+ * linked-image cache's tests: a deterministic stand-in cubin and link counters); the
+ * occupancy and launch entries below then accept only this file's functions. */
+
+#ifndef STUB_SEPARATE_JIT
 
 CUresult cuLinkCreate_v2 (unsigned n, int *opts, void **vals, void **state)
 {
@@ -1849,6 +1854,8 @@ CUresult cuFuncSetAttribute (void *f, int attr, int v)
   UNLOCK;
   return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
+
+#endif /* STUB_SEPARATE_JIT */
 
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor (int *n, void *f, int block, size_t smem)
 {

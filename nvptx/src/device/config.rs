@@ -11,6 +11,8 @@
 //! | `GOMP_REVERSE_OFFLOAD_THREADS` | most reverse-offload host functions running at once (1–1024) | 8 |
 //! | `GOMP_NVPTX_DEVICE_CACHE` | device memory kept per device for reuse once freed, bytes | 256 MiB |
 //! | `GOMP_NVPTX_PINNED_CACHE` | page-locked host memory kept per device for reuse once freed, bytes | 256 MiB |
+//! | `GOMP_NVPTX_LINK_CACHE` | `0`: no linked-image cache (also off with `CUDA_CACHE_DISABLE=1`) | 1 |
+//! | `GOMP_NVPTX_LINK_CACHE_SIZE` | most bytes the linked-image cache keeps (0: off) | 256 MiB |
 //!
 //! Experiment knobs of the launch shape and the JIT: `GOMP_NVPTX_TUNE` ([`Tune`]).
 //!
@@ -20,6 +22,7 @@
 
 use crate::device::tune::Tune;
 use crate::host::staging::StagingParams;
+use crate::image::link_cache;
 
 /// Parsed settings. Plain data, read once per device initialisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +49,8 @@ pub struct Config {
     /// Most bytes of freed page-locked host memory kept for reuse per device (see
     /// `crate::host::pinned_pool`).
     pub pinned_cache: usize,
+    /// The linked-image cache (`GOMP_NVPTX_LINK_CACHE*`, `CUDA_CACHE_*`).
+    pub link_cache: link_cache::Setting,
 }
 
 /// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
@@ -156,6 +161,7 @@ impl Config {
                 .unwrap_or(DEFAULT_DEVICE_CACHE),
             pinned_cache: size("GOMP_NVPTX_PINNED_CACHE", DEFAULT_PINNED_CACHE, MAX_CACHE)
                 .unwrap_or(DEFAULT_PINNED_CACHE),
+            link_cache: link_cache::Setting::from_lookup(&get, &warn),
         }
     }
 
@@ -229,9 +235,11 @@ mod tests {
             ("GOMP_NVPTX_TUNE", "warps=99"),
             ("GOMP_NVPTX_DEVICE_CACHE", "-5"),
             ("GOMP_NVPTX_PINNED_CACHE", "2048g"),
+            ("GOMP_NVPTX_LINK_CACHE", "2"),
+            ("GOMP_NVPTX_LINK_CACHE_SIZE", "big"),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 10, "{w:?}");
+        assert_eq!(w.len(), 12, "{w:?}");
         assert!(
             w.contains(&format!(
                 "Invalid value '-5' for GOMP_NVPTX_DEVICE_CACHE; using the default ({DEFAULT_DEVICE_CACHE})"

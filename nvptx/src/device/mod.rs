@@ -219,6 +219,9 @@ impl Device {
             observe: DeviceObserve::open(ord, &dev.props.name),
             ..dev
         };
+        if let (Some(p), true) = (&dev.pool, dev.config.tune.poolwarm) {
+            p.warm_up(dev.ctx);
+        }
         if let Some(o) = &dev.observe {
             // The epoch device times are placed from (the stream is waited for).
             if dev.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
@@ -250,16 +253,19 @@ impl Device {
                 "cuMemAlloc (no memory pools)"
             }
         );
-        info::opened(&info::Opened {
-            ord,
-            name: &dev.props.name,
-            cc: dev.props.cc,
-            sms: dev.props.num_sms,
-            driver: query::driver_version().unwrap_or(0),
-            soft_stack: dev.config.soft_stack,
-            heap: dev.config.heap,
-            pool: dev.pool.is_some(),
-        });
+        info::opened(
+            &info::Opened {
+                ord,
+                name: &dev.props.name,
+                cc: dev.props.cc,
+                sms: dev.props.num_sms,
+                driver: query::driver_version().unwrap_or(0),
+                soft_stack: dev.config.soft_stack,
+                heap: dev.config.heap,
+                pool: dev.pool.is_some(),
+            },
+            &crate::image::link_cache::describe(&dev.config.link_cache),
+        );
         Ok(dev)
     }
 

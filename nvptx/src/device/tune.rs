@@ -15,6 +15,7 @@
 //! | `ring` | size (`0`, `4k`, `16k` ...) | 16k | copies below this size go through the thread's page-locked ring (`host/ring.rs`); 0: none |
 //! | `defer` | size (`0`, `4k`, `1m` ...) | 1m | largest host-to-device copy that returns before its DMA has ended (`device/copy_order.rs`); 0: every copy completes before returning |
 //! | `tstream` | `blocking`, `nonblocking`, `legacy` | `blocking` | the threads' streams: blocking streams with deferred copies on them, non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's legacy default stream (as the stock plugin's copies) |
+//! | `poolwarm` | 0, 1 | 1 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`) |
 //!
 //! Owned by the process-wide `Config`; plain data, `Sync`.
 
@@ -81,6 +82,8 @@ pub struct Tune {
     pub defer: usize,
     /// The threads' streams.
     pub tstream: ThreadStream,
+    /// Whether the memory pool is warmed up at device open.
+    pub poolwarm: bool,
 }
 
 /// Warps per block when no `thread_limit` is given and no occupancy calculator
@@ -105,6 +108,7 @@ impl Default for Tune {
             ring: crate::host::bounce::MIN_BYTES,
             defer: DEFAULT_DEFER,
             tstream: ThreadStream::Blocking,
+            poolwarm: true,
         }
     }
 }
@@ -152,6 +156,7 @@ impl Tune {
                 }
                 "carveout" => t.carveout = Some(number(v, 0, 100).map_err(bad)?),
                 "icvs" => t.icvs = number(v, 0, 1).map_err(bad)? == 1,
+                "poolwarm" => t.poolwarm = number(v, 0, 1).map_err(bad)? == 1,
                 "bounce" => {
                     t.bounce = gomp_plugin::settings::parse_size(v)
                         .filter(|&n| n <= 16 << 20)
@@ -194,7 +199,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=0",
         )
         .unwrap();
         assert_eq!(
@@ -210,6 +215,7 @@ mod tests {
                 ring: 0,
                 defer: 4096,
                 tstream: ThreadStream::Legacy,
+                poolwarm: false,
             }
         );
         assert_eq!(
@@ -233,6 +239,7 @@ mod tests {
             "dlcm=cs",
             "carveout=101",
             "icvs=2",
+            "poolwarm=yes",
             "bounce=1g",
             "defer=32m",
             "ring=128k",

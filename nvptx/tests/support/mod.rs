@@ -31,6 +31,12 @@ const PLUGIN_ENV: &[&str] = &[
     "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL",
     "LD_PRELOAD",
     "CUDA_VISIBLE_DEVICES",
+    "CUDA_CACHE_DISABLE",
+    "CUDA_CACHE_PATH",
+    "GOMP_NVPTX_LINK_CACHE",
+    "GOMP_NVPTX_LINK_CACHE_SIZE",
+    "GOMP_NVPTX_JIT",
+    "GOMP_NVPTX_INFO",
 ];
 
 /// The repository root (the workspace).
