@@ -77,7 +77,11 @@ def main(argv=None):
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__.strip())
         return 0
-    if len(argv) != 2 or any(a.startswith("-") for a in argv):
+    bad = [a for a in argv if a.startswith("-")]
+    if bad:
+        sys.stderr.write("remanifest.py: unknown option '%s' (see --help)\n" % bad[0])
+        return 2
+    if len(argv) != 2:
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
     src, bundle = argv
