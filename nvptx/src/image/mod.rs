@@ -338,7 +338,7 @@ impl Image {
     /// blocks, then unloads its module (the kernels' handles die with it). The copies
     /// are complete after the wait even when it fails (a failed copy), so the image is
     /// released either way; the wait's error comes first.
-    fn release(self, dev: &Device) -> Result<()> {
+    pub(crate) fn release(self, dev: &Device) -> Result<()> {
         let settled = dev.settle();
         for &p in &self.owned {
             let _ = dev.free(p);
