@@ -479,8 +479,10 @@ impl Launcher {
                 std::process::abort();
             }
             Ending::Corrupt(v) => {
+                // The stock plugin's message ends with its own newline (a blank line
+                // follows it).
                 report::error(&format!(
-                    "Possible kernel exit value corruption, 2 most significant bytes aren't 0xffff or 0xcafe: {v:#x}"
+                    "Possible kernel exit value corruption, 2 most significant bytes aren't 0xffff or 0xcafe: {v:#x}\n"
                 ));
                 std::process::abort();
             }
