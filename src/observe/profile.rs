@@ -67,6 +67,9 @@ pub enum CopyMem {
     Pinned,
     /// Pageable host memory through the plugin's page-locked staging buffers.
     Staged,
+    /// A host-to-device copy that returned before its DMA had ended (the host time is
+    /// the call's, not the transfer's).
+    Deferred,
     /// Both sides on the device.
     Device,
 }
@@ -83,12 +86,13 @@ impl CopyDir {
 }
 
 impl CopyMem {
-    /// `pageable`, `pinned`, `staged`, `device`.
+    /// `pageable`, `pinned`, `staged`, `deferred`, `device`.
     pub fn label(self) -> &'static str {
         match self {
             CopyMem::Pageable => "pageable",
             CopyMem::Pinned => "pinned",
             CopyMem::Staged => "staged",
+            CopyMem::Deferred => "deferred",
             CopyMem::Device => "device",
         }
     }
@@ -134,7 +138,7 @@ pub struct AllocStats {
     pub peak: u64,
 }
 
-/// One JIT link.
+/// One image loaded: its JIT link (or the load of a cached link's output).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JitStats {
     /// Which image (as the product names it).
@@ -143,8 +147,12 @@ pub struct JitStats {
     pub objects: usize,
     /// Kernels in the image.
     pub kernels: usize,
-    /// Link (and module load) time, ns.
+    /// Link (or cached-output load) and module load time, ns.
     pub ns: u64,
+    /// The whole image load (`load_image`), ns.
+    pub load_ns: u64,
+    /// How the module was made (e.g. "linked", "linked-image cache hit").
+    pub how: String,
 }
 
 /// Everything recorded so far.
@@ -362,11 +370,13 @@ pub fn render(d: &Data, prefix: &str) -> String {
     ));
     for j in &d.jit {
         lines.push(format!(
-            "JIT link: image {}: {} object(s), {} kernel(s), {:.1} ms",
+            "JIT link: image {}: {} object(s), {} kernel(s), {:.1} ms ({}); load_image {:.1} ms",
             j.image,
             j.objects,
             j.kernels,
-            ms(j.ns)
+            ms(j.ns),
+            j.how,
+            ms(j.load_ns)
         ));
     }
     let mut rev = d.reverse_ns.clone();
@@ -426,6 +436,8 @@ mod tests {
             objects: 2,
             kernels: 3,
             ns: 45_000_000,
+            load_ns: 47_000_000,
+            how: "linked".into(),
         });
         for ns in [5_000, 7_000, 6_000] {
             p.reverse(ns);
@@ -478,7 +490,7 @@ mod tests {
         assert!(staged.ends_with("42.95"), "{staged}");
         assert!(t.contains("allocations: 3 (2 without a driver call, 1 driver or pool allocation(s)), 1 free(s), peak 250 B"), "{t}");
         assert!(
-            t.contains("JIT link: image 0x1: 2 object(s), 3 kernel(s), 45.0 ms"),
+            t.contains("JIT link: image 0x1: 2 object(s), 3 kernel(s), 45.0 ms (linked); load_image 47.0 ms"),
             "{t}"
         );
         assert!(

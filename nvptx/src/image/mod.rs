@@ -12,15 +12,16 @@ pub mod descriptor;
 pub mod indirect_table;
 pub mod launch_facts;
 pub mod link;
+pub mod link_cache;
 pub mod ptx_names;
 
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
-use crate::cuda::safe::Module;
+use crate::cuda::safe::{query, Module};
 use crate::cuda::sys::*;
 use crate::device::Device;
 use crate::image::indirect_table::IndirectTable;
-use crate::image::link::link_ptx;
 use crate::image::ptx_names::PtxNames;
+use crate::observe::info;
 use descriptor::{Descriptor, RawDescriptor};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
@@ -93,10 +94,20 @@ impl Image {
         // SAFETY: forwarded caller guarantee.
         let desc = unsafe { descriptor::read(version, data) }?;
         let t0 = dev.observe().map(|_| crate::observe::now());
-        let module = link_ptx(&desc.ptx, dev.config.jit_opt_level, &dev.config.tune)?;
-        if let (Some(o), Some(t0)) = (dev.observe(), t0) {
-            o.jit(data as usize, desc.ptx.len(), desc.funcs.len(), t0);
-        }
+        let start = std::time::Instant::now();
+        let setting = &dev.config.link_cache;
+        let options = link::value_options(dev.config.jit_opt_level, &dev.config.tune);
+        let (module, how) = link_cache::load(
+            &desc.ptx,
+            &options,
+            || link_cache::Target {
+                cc: dev.props.cc,
+                driver: link_cache::driver_identity(query::driver_version().unwrap_or(0)),
+            },
+            link_cache::store(setting),
+        )?;
+        let module_ms = start.elapsed().as_secs_f64() * 1e3;
+        let t1 = t0.map(|_| crate::observe::now());
         let mut img = Box::new(Image {
             key: data as usize,
             module,
@@ -107,7 +118,31 @@ impl Image {
         // On an error below, the partly built image releases what it holds.
         // SAFETY: forwarded caller guarantee.
         match unsafe { img.fill(dev, &desc, host_ind_fns) } {
-            Ok(table) => Ok((img, table)),
+            Ok(table) => {
+                let how = how.describe();
+                if let (Some(o), Some(t0), Some(t1)) = (dev.observe(), t0, t1) {
+                    o.jit(
+                        data as usize,
+                        desc.ptx.len(),
+                        desc.funcs.len(),
+                        t0,
+                        t1,
+                        &how,
+                    );
+                }
+                info::image(|| {
+                    info::image_line(
+                        dev.ord,
+                        data as usize,
+                        desc.ptx.len(),
+                        desc.funcs.len(),
+                        &how,
+                        module_ms,
+                        start.elapsed().as_secs_f64() * 1e3,
+                    )
+                });
+                Ok((img, table))
+            }
             Err(e) => {
                 let _ = (*img).release(dev);
                 Err(e)

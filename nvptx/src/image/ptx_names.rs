@@ -1,60 +1,106 @@
-//! The identifiers a loaded image's PTX text mentions, so that the plugin asks the
-//! driver for an optional symbol (`__gomp_additional_icvs`, `__nvptx_clocktick`, the
-//! reverse-offload and indirect-function tables, constructor kernels) only when the
-//! image can define it. A lookup of an absent name is a failed CUDA call, which
-//! compute-sanitizer and driver API traces report as an error; skipping it keeps the
-//! plugin's CUDA calls error-free on well-formed images.
+//! Which optional symbols a loaded image's PTX text mentions, so that the plugin asks
+//! the driver for an optional symbol (`__gomp_additional_icvs`, `__nvptx_clocktick`,
+//! the reverse-offload and indirect-function tables, constructor kernels: [`OPTIONAL`])
+//! only when the image can define it. A lookup of an absent name is a failed CUDA
+//! call, which compute-sanitizer and driver API traces report as an error; skipping it
+//! keeps the plugin's CUDA calls error-free on well-formed images.
 //!
 //! A symbol a module defines is spelled in its PTX, so "not mentioned" is a safe
 //! "not defined"; a mentioned name is still looked up (it may only be referenced).
+//! Any other name (the image's kernels and variables, which it must define) counts as
+//! mentioned: it is always looked up.
+//!
+//! The scan runs at every image load over all of the image's PTX (hundreds of KiB:
+//! GCC links libgomp's device code into every image), so it only stops at `_` and `$`
+//! (every optional symbol starts with `__` or `$`), found eight bytes at a time.
 
-use std::collections::HashSet;
 use std::ffi::CStr;
 
-/// The set of PTX identifiers (`[A-Za-z_$%][A-Za-z0-9_$]*`) of an image. Owned; built
-/// once at load, then read-only (`Send + Sync`).
-#[derive(Debug, Default)]
-pub struct PtxNames(HashSet<Box<[u8]>>);
+/// The optional symbols, each answered by the scan.
+pub const OPTIONAL: [&CStr; 11] = [
+    c"__gomp_additional_icvs",
+    c"__nvptx_clocktick",
+    c"__do_global_ctors__entry",
+    c"__do_global_ctors__entry__mgomp",
+    c"__do_global_dtors__entry",
+    c"__do_global_dtors__entry__mgomp",
+    c"__gomp_indirect_addr_hmap",
+    c"__gomp_indirect_addr_map",
+    c"$offload_ind_func_table",
+    c"$offload_func_table",
+    c"__gomp_rev_offload_var",
+];
 
+/// Which of [`OPTIONAL`] an image's PTX mentions (bit i: `OPTIONAL[i]`). `Copy`, plain
+/// data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtxNames(u32);
+
+/// Characters that continue an identifier (`[A-Za-z0-9_$]`).
 fn is_follow(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
 }
 
+/// The index of the first `_` or `$` in `t` at or after `i`.
+#[inline]
+fn next_candidate(t: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while i + 8 <= t.len() {
+        let w = u64::from_le_bytes(t[i..i + 8].try_into().expect("8 bytes"));
+        // A zero byte in w ^ c*ONES is a byte equal to c; the lowest flagged byte is
+        // exact (the borrow only reaches bytes above it).
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+        let m = zero(w ^ (ONES * b'_' as u64)) | zero(w ^ (ONES * b'$' as u64));
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    (i..t.len()).find(|&j| t[j] == b'_' || t[j] == b'$')
+}
+
 impl PtxNames {
-    /// Collects the identifiers of every PTX object (NUL-terminated or not).
+    /// Scans every PTX object (NUL-terminated or not) for the optional symbols.
     pub fn from_ptx<T: AsRef<[u8]>>(objects: &[T]) -> PtxNames {
-        let mut set = HashSet::new();
+        let mut found = 0u32;
+        let all = (1u32 << OPTIONAL.len()) - 1;
         for text in objects {
             let t = text.as_ref();
             let mut i = 0;
-            while i < t.len() {
-                let b = t[i];
-                if b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b == b'%' {
-                    let start = i;
-                    i += 1;
-                    while i < t.len() && is_follow(t[i]) {
-                        i += 1;
-                    }
-                    let name = &t[start..i];
-                    if !set.contains(name) {
-                        set.insert(name.into());
-                    }
-                } else if b.is_ascii_digit() {
-                    // A number (or a suffix of one, e.g. 0f3F800000): not an identifier.
-                    while i < t.len() && is_follow(t[i]) {
-                        i += 1;
-                    }
-                } else {
-                    i += 1;
+            while found != all {
+                let Some(start) = next_candidate(t, i) else {
+                    break;
+                };
+                // The identifier this character belongs to: where it starts (an
+                // identifier may begin with a letter, `_`, `$` or `%`) and ends.
+                let mut s = start;
+                while s > 0 && (is_follow(t[s - 1]) || t[s - 1] == b'%') {
+                    s -= 1;
+                }
+                let mut end = start + 1;
+                while end < t.len() && is_follow(t[end]) {
+                    end += 1;
+                }
+                i = end;
+                // The whole token must be the name (a longer identifier, a `%` register
+                // or a number containing it is not).
+                let id = &t[s..end];
+                if let Some(k) = OPTIONAL.iter().position(|n| n.to_bytes() == id) {
+                    found |= 1 << k;
                 }
             }
         }
-        PtxNames(set)
+        PtxNames(found)
     }
 
-    /// Whether the PTX mentions `name`.
+    /// Whether the PTX mentions `name`: for an [`OPTIONAL`] symbol, what the scan found;
+    /// any other name counts as mentioned.
     pub fn mentions(&self, name: &CStr) -> bool {
-        self.0.contains(name.to_bytes())
+        match OPTIONAL.iter().position(|n| *n == name) {
+            Some(k) => self.0 & (1 << k) != 0,
+            None => true,
+        }
     }
 }
 
@@ -68,31 +114,63 @@ mod tests {
             .visible .global .align 8 .u64 __gomp_rev_offload_var;\n\
             .global .align 8 .u64 $offload_func_table[2] = {main$_omp_fn$0, 0};\n\
             .visible .entry main$_omp_fn$0(.param .u64 %in_ar0)\n{\n\
-            mov.f32 %f1, 0f3F800000;\n ld.u64 %rd1, [__nvptx_clocktick+8];\n ret;\n}\n\0";
+            mov.f32 %f1, 0f3F800000;\n ld.u64 %rd1, [__nvptx_clocktick+8];\n\
+            $L__gomp_additional_icvs: x__do_global_ctors__entry\n\
+            %__do_global_dtors__entry 0__gomp_indirect_addr_map\n\
+            __gomp_indirect_addr_hmap_x ret;\n}\n\0";
         let n = PtxNames::from_ptx(&[&ptx[..]]);
         for yes in [
             c"__gomp_rev_offload_var",
             c"$offload_func_table",
-            c"main$_omp_fn$0",
             c"__nvptx_clocktick",
+            // Not optional: always looked up.
+            c"main$_omp_fn$0",
+            c"main",
         ] {
             assert!(n.mentions(yes), "{yes:?}");
         }
+        // Only inside other identifiers or numbers, or absent.
         for no in [
             c"__gomp_additional_icvs",
-            c"main",
-            c"__gomp_rev_offload",
-            c"f3F800000",
             c"__do_global_ctors__entry",
+            c"__do_global_dtors__entry",
+            c"__gomp_indirect_addr_map",
+            c"__gomp_indirect_addr_hmap",
+            c"__do_global_ctors__entry__mgomp",
+            c"$offload_ind_func_table",
         ] {
             assert!(!n.mentions(no), "{no:?}");
         }
     }
 
     #[test]
+    fn every_symbol_at_every_alignment() {
+        for (k, name) in OPTIONAL.iter().enumerate() {
+            for pad in 0..9 {
+                let text = format!("{}{} x", " ".repeat(pad), name.to_str().unwrap());
+                let n = PtxNames::from_ptx(&[text.as_bytes()]);
+                assert_eq!(n, PtxNames(1 << k), "{name:?} after {pad} spaces");
+                // At the very end of the text, and before a NUL.
+                let n = PtxNames::from_ptx(&[format!(
+                    "{}{}\0",
+                    " ".repeat(pad),
+                    name.to_str().unwrap()
+                )]);
+                assert_eq!(n, PtxNames(1 << k), "{name:?} at the end");
+            }
+        }
+    }
+
+    #[test]
     fn several_objects_and_garbage() {
-        let n = PtxNames::from_ptx(&[b"a_1 b\xff\xfe$c".to_vec(), b"".to_vec(), b"9x y".to_vec()]);
-        assert!(n.mentions(c"a_1") && n.mentions(c"b") && n.mentions(c"$c") && n.mentions(c"y"));
-        assert!(!n.mentions(c"9x") && !n.mentions(c"x"));
+        let n = PtxNames::from_ptx(&[
+            b"a_1 b\xff\xfe$offload_func_table".to_vec(),
+            b"".to_vec(),
+            b"__nvptx_clocktick".to_vec(),
+            b"_".to_vec(),
+            b"$".to_vec(),
+        ]);
+        assert_eq!(n, PtxNames(1 << 9 | 1 << 1));
+        assert_eq!(PtxNames::from_ptx::<&[u8]>(&[]), PtxNames(0));
     }
 }

@@ -63,11 +63,36 @@ pub fn opened_line(o: &Opened<'_>, libgomp: &str, cache: &str) -> String {
     )
 }
 
-/// Prints the device line when `GOMP_NVPTX_INFO` is on.
-pub fn opened(o: &Opened<'_>) {
+/// Prints the device line when `GOMP_NVPTX_INFO` is on; `link_cache` describes the
+/// linked-image cache.
+pub fn opened(o: &Opened<'_>, link_cache: &str) {
     if super::settings().info {
-        let cache = jit_cache(|k| std::env::var(k).ok());
+        let cache = format!("{}; {link_cache}", jit_cache(|k| std::env::var(k).ok()));
         report::error(&opened_line(o, &host::detected().to_string(), &cache));
+    }
+}
+
+/// The line of an image loaded on device `ord`: its PTX objects and kernels, how its
+/// module was made (`how`), the time that took and the whole load's.
+pub fn image_line(
+    ord: i32,
+    image: usize,
+    objects: usize,
+    kernels: usize,
+    how: &str,
+    module_ms: f64,
+    load_ms: f64,
+) -> String {
+    format!(
+        "nvptx info: device {ord}: image {image:#x}: {objects} PTX object(s), {kernels} kernel(s); \
+         {how} in {module_ms:.1} ms; load_image {load_ms:.1} ms"
+    )
+}
+
+/// Prints [`image_line`] when `GOMP_NVPTX_INFO` is on.
+pub fn image(line: impl FnOnce() -> String) {
+    if super::settings().info {
+        report::error(&line());
     }
 }
 
@@ -130,6 +155,15 @@ mod tests {
         assert!(
             l.contains("heap 268435456 bytes") && l.contains("CUDA driver 12.4"),
             "{l}"
+        );
+    }
+
+    #[test]
+    fn image() {
+        assert_eq!(
+            image_line(1, 0x1000, 41, 4, "linked-image cache hit", 0.94, 1.96),
+            "nvptx info: device 1: image 0x1000: 41 PTX object(s), 4 kernel(s); \
+             linked-image cache hit in 0.9 ms; load_image 2.0 ms"
         );
     }
 

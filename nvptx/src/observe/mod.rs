@@ -328,23 +328,27 @@ impl DeviceObserve {
         }
     }
 
-    /// A JIT link of `objects` PTX objects (an image of `kernels` kernels) that
-    /// started at `t0` (trace µs).
-    pub fn jit(&self, image: usize, objects: usize, kernels: usize, t0: f64) {
-        let t1 = trace::now_us();
+    /// An image of `objects` PTX objects and `kernels` kernels loaded: its module made
+    /// (`how`: linked, or loaded from the linked-image cache) from `t0` to `t1`, the
+    /// whole load ending now (trace µs).
+    pub fn jit(&self, image: usize, objects: usize, kernels: usize, t0: f64, t1: f64, how: &str) {
+        let t2 = trace::now_us();
         if let Some(p) = &RECORDERS.profile {
             p.jit(JitStats {
                 image: format!("{image:#x} (device {})", self.ord),
                 objects,
                 kernels,
                 ns: ((t1 - t0) * 1e3) as u64,
+                load_ns: ((t2 - t0) * 1e3) as u64,
+                how: how.to_string(),
             });
         }
-        host_span(
+        host_span_to(
             "JIT link",
             "jit",
             t0,
-            vec![("objects", objects.to_string())],
+            t1,
+            vec![("objects", objects.to_string()), ("how", how.to_string())],
         );
     }
 
@@ -378,6 +382,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn host_span(name: &str, cat: &'static str, t0: f64, args: Vec<(&'static str, String)>) {
+    host_span_to(name, cat, t0, trace::now_us(), args)
+}
+
+/// A host span from `t0` to `t1` (trace µs) on the calling thread's track.
+fn host_span_to(
+    name: &str,
+    cat: &'static str,
+    t0: f64,
+    t1: f64,
+    args: Vec<(&'static str, String)>,
+) {
     if let Some((t, _)) = &RECORDERS.trace {
         let tid = trace::host_tid();
         t.name_thread(HOST_PID, tid, &format!("host thread {tid}"));
@@ -385,7 +400,7 @@ fn host_span(name: &str, cat: &'static str, t0: f64, args: Vec<(&'static str, St
             name: name.to_string(),
             cat,
             ts: t0,
-            dur: trace::now_us() - t0,
+            dur: t1 - t0,
             pid: HOST_PID,
             tid,
             args,

@@ -202,15 +202,19 @@ impl LinkState {
         }
     }
 
-    /// Completes the link and loads its output as a module in the current context.
+    /// Completes the link: its output (a cubin), valid while the state lives.
     #[inline]
-    pub fn complete_and_load(&mut self) -> Result<CuResult<Module>, crate::cuda::CudaError> {
+    pub fn complete(&mut self) -> CuResult<&[u8]> {
         let mut cubin: *mut c_void = std::ptr::null_mut();
         let mut size = 0usize;
-        // SAFETY: out-pointers to locals; the cubin lives until the state is destroyed.
+        // SAFETY: out-pointers to locals.
         unsafe { cu!(cuLinkComplete(self.0, &mut cubin, &mut size)) }?;
-        // SAFETY: `cubin` is the linker's output, valid while `self` lives.
-        Ok(unsafe { Module::load_data(cubin) })
+        if cubin.is_null() {
+            return Ok(&[]);
+        }
+        // SAFETY: the driver's output of `size` bytes, owned by the state until it is
+        // destroyed; the borrow of `self` keeps it alive.
+        Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) })
     }
 }
 
