@@ -1,7 +1,7 @@
 #!/bin/bash
 # gcn_compare.sh - our gcn plugin checked against GCC's own, launch by launch: a corpus
 # of real OpenMP and OpenACC programs (tests/gcn-corpus/), compiled by gcc-16 (Debian
-# sid root; with --gcc, gcc-14 of the trixie root too) with -foffload=amdgcn-amdhsa for
+# sid root) and gcc-14 (trixie root) with -foffload=amdgcn-amdhsa for
 # the stand-in's ISA (gfx90a), runs through Debian's libgomp-plugin-gcn.so.1 of the same
 # GCC ("stock") and through target/plugin/gcn ("ours"), each on the stand-in HSA runtime
 # (tests/fallback/stub_libhsa.c) playing the same kernel script. The stand-in records
@@ -9,13 +9,13 @@
 # and fails on every difference docs/gcn-launch.md does not explain. Also runs
 # scripts/gcn-trace selftest (planted differences must fail the comparison).
 # usage: tests/gcn_compare.sh [--gcc "16 14"] [--only REGEX] [--keep DIR]
-#   --gcc LIST    the GCC versions to compile and run with: "16" (default), "14" or
-#                 "16 14" (14 installs gcc-14-offload-amdgcn into the trixie root)
+#   --gcc LIST    the GCC versions to compile and run with: "16 14" (default), "16"
+#                 or "14"
 #   --only REGEX  only the programs whose file name matches (grep -E)
 #   --keep DIR    keep every run's directory (trace, stdout, stderr, rc) under DIR
 # Needs root (the toolchain roots) and scripts/build's target/plugin/gcn. Installs
-# gcc-16-offload-amdgcn into $WORK/sid (and, for --gcc 14, gcc-14-offload-amdgcn into
-# $WORK/trixie) on first use. Compiled programs are cached under $WORK/gcn-corpus
+# gcc-16-offload-amdgcn into $WORK/sid and gcc-14-offload-amdgcn into $WORK/trixie
+# (about 100 MB to download) on first use. Compiled programs are cached under $WORK/gcn-corpus
 # (keyed by source, flags and compiler version). A stand-in is not an AMD GPU: nothing here ran on one.
 #
 # Directives in a corpus file (lines starting with "// gcn: "):
@@ -30,7 +30,7 @@
 #                        spec checks refuse (their failures must then match)
 #   expect NAME|* REGEX  a line of the program's stdout must match (grep -E), in both runs
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
-ONLY= KEEP= GCCS=16
+ONLY= KEEP= GCCS="16 14"
 while [ $# -gt 0 ]; do
   case $1 in
     --gcc) [ $# -ge 2 ] && [[ "$2" =~ ^(16|14)( (16|14))?$ ]] ||
