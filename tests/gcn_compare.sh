@@ -6,8 +6,9 @@
 # GCC ("stock") and through target/plugin/gcn ("ours"), each on the stand-in HSA runtime
 # (tests/fallback/stub_libhsa.c) playing the same kernel script. The stand-in records
 # what the device would see (STUB_HSA_TRACE); scripts/gcn-trace compares the two runs
-# and fails on every difference docs/gcn-launch.md does not explain. Also runs
-# scripts/gcn-trace selftest (planted differences must fail the comparison).
+# and fails on every difference docs/gcn-launch.md does not explain. Also plants a
+# kernarg offset and a packet field in a trace of ours it just recorded, and runs
+# scripts/gcn-trace selftest: planted differences must fail the comparison.
 # usage: tests/gcn_compare.sh [--gcc "16 14"] [--only REGEX] [--keep DIR]
 #   --gcc LIST    the GCC versions to compile and run with: "16 14" (default), "16"
 #                 or "14"
@@ -157,10 +158,37 @@ for f in "${programs[@]}"; do
         fail=$((fail + 1))
       else
         echo "PASS: $label (${e:-0} explained difference(s))"
+        echo "$d $label" >> "$T/clean"
       fi
     done < <(directive "$f" run)
   done
 done
+# Differences planted in a trace of ours just recorded (the first run that compared
+# clean): its first launch's stack pointer 8 bytes further (a kernarg offset), then its
+# first packet's group segment size 64 bytes larger (a packet field); each alone must
+# make the comparison fail and be named.
+plant() {  # plant DIR LABEL WHAT KEY PYTHON-EXPR
+  local d=$1 label=$2 what=$3 key=$4 expr=$5 p=$T/plant/$3
+  rm -rf "$p"; mkdir -p "$p"; cp -r "$d/ours" "$p/ours"
+  python3 -c "import re,sys; t=open(sys.argv[1]).read(); n=$expr; open(sys.argv[1],'w').write(n); sys.exit(n==t)" "$p/ours/trace" ||
+    { echo "FAIL: planted $what: the trace of $label has nothing to plant it in"; return 1; }
+  out=$(scripts/gcn-trace compare "$d/stock" "$p/ours" --name "$label") &&
+    { echo "FAIL: planted $what: the comparison passed"; return 1; }
+  grep -q "^UNEXPLAINED $label: L[0-9.]* $key$" <<< "$out" ||
+    { echo "FAIL: planted $what: the comparison did not name $key"; echo "$out" | head -10; return 1; }
+  echo "PASS: planted $what fails the comparison: $(grep -A2 "^UNEXPLAINED $label: L[0-9.]* $key$" <<< "$out" | tr -s ' \n' ' ')"
+}
+clean=$(cat "$T/clean" 2>/dev/null | head -1)
+if [ -z "$clean" ]; then echo "FAIL: no run compared clean: nothing to plant differences in"; fail=$((fail + 1))
+else
+  read -r cdir clabel <<< "$clean"
+  plant "$cdir" "$clabel" "kernarg offset" "ka.stack" \
+    're.sub(r"^(ka .*? stack=B\d+\+)(0x[0-9a-f]+|0)\b", lambda m: m.group(1) + hex(int(m.group(2), 16) + 8), t, count=1, flags=re.M)' ||
+    fail=$((fail + 1))
+  plant "$cdir" "$clabel" "packet field" "packet.group" \
+    're.sub(r"^(launch .*? group=)(\d+)", lambda m: m.group(1) + str(int(m.group(2)) + 64), t, count=1, flags=re.M)' ||
+    fail=$((fail + 1))
+fi
 [ -z "$KEEP" ] || { mkdir -p "$KEEP" && cp -r "$T/runs/." "$KEEP/"; }
 if scripts/gcn-trace selftest > "$T/selftest.out" 2>&1; then echo "PASS: gcn-trace selftest (planted differences fail the comparison)"
 else echo "FAIL: gcn-trace selftest"; sed 's/^/    /' "$T/selftest.out" | tail -30; fail=$((fail + 1)); fi
