@@ -70,6 +70,9 @@ pub enum CopyMem {
     /// A host-to-device copy that returned before its DMA had ended (the host time is
     /// the call's, not the transfer's).
     Deferred,
+    /// A copy of an OpenACC async queue that returned once queued on the queue's stream
+    /// (the host time is the call's; the queue's wait ends the transfer).
+    Queued,
     /// Both sides on the device.
     Device,
 }
@@ -86,13 +89,14 @@ impl CopyDir {
 }
 
 impl CopyMem {
-    /// `pageable`, `pinned`, `staged`, `deferred`, `device`.
+    /// `pageable`, `pinned`, `staged`, `deferred`, `queued`, `device`.
     pub fn label(self) -> &'static str {
         match self {
             CopyMem::Pageable => "pageable",
             CopyMem::Pinned => "pinned",
             CopyMem::Staged => "staged",
             CopyMem::Deferred => "deferred",
+            CopyMem::Queued => "queued",
             CopyMem::Device => "device",
         }
     }

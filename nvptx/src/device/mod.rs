@@ -12,6 +12,7 @@
 //! [`Device::activate`] made the context current there.
 
 pub mod config;
+pub mod copy;
 pub mod copy_order;
 pub mod host_memory;
 pub mod memory;

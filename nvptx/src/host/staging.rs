@@ -11,10 +11,10 @@
 //! (created with the buffers, on first use, and ended at device close), so no thread is
 //! spawned per copy or per piece, and no lane ever waits for another.
 //!
-//! Used for synchronous OpenMP copies of at least [`MIN_STAGED`] bytes when the device's
-//! staging engine is free; otherwise (another thread is staging, OpenACC's legacy-stream
-//! ordering is in force, or the engine cannot be created) the copy goes to the driver as
-//! before. The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`].
+//! Used for pageable copies of at least [`MIN_STAGED`] bytes, synchronous ones and those
+//! of OpenACC async queues (`device::copy`), when the device's staging engine is free;
+//! otherwise (another thread is staging, a synchronous copy under OpenACC's
+//! legacy-stream ordering, or the engine cannot be created) the copy goes to the driver. The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`].
 
 use crate::cuda::safe::context;
 use crate::cuda::safe::{HostAlloc, OwnedEvent, OwnedStream};

@@ -8,10 +8,13 @@
 //! callbacks.
 //!
 //! Queue streams are created blocking (`CU_STREAM_DEFAULT`), as the stock plugin's are:
-//! work a program puts on CUDA's legacy default stream stays ordered with them.
+//! work a program puts on CUDA's legacy default stream stays ordered with them. A
+//! queue's copies go through the device's copy engine on the queue's stream
+//! (`device::copy`, docs/copy-ordering.md).
 
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
+use crate::device::copy::Via;
 use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
@@ -224,7 +227,8 @@ impl AccQueue {
         Ok(())
     }
 
-    /// Queues a copy of `n` bytes from host `src` to device `dst`.
+    /// Queues a copy of `n` bytes from host `src` to device `dst` on the queue's stream,
+    /// through the device's copy engine (`device::copy`, [`Via::Queue`]).
     ///
     /// # Safety
     /// `src` must stay readable until the copy has run (libgomp keeps or stages it).
@@ -232,14 +236,15 @@ impl AccQueue {
         if n == 0 {
             return Ok(());
         }
-        self.dev.check_host_copy(dst, src, n)?;
         self.dev.activate()?;
-        // SAFETY: caller's guarantee on `src`; the driver checks `dst`.
-        unsafe { self.ordered_stream()?.copy_htod(dst, src, n) }?;
-        Ok(())
+        let s = self.ordered_stream()?;
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.dev.host2dev_via(dst, src, n, Via::Queue(s)) }
+            .map_err(crate::launch::failure::kernel_error)
     }
 
-    /// Queues a copy of `n` bytes from device `src` to host `dst`.
+    /// Queues a copy of `n` bytes from device `src` to host `dst` on the queue's stream
+    /// (`device::copy`; to pageable memory it is waited for, as the driver would).
     ///
     /// # Safety
     /// `dst` must stay writable until the copy has run.
@@ -247,22 +252,20 @@ impl AccQueue {
         if n == 0 {
             return Ok(());
         }
-        self.dev.check_host_copy(src, dst, n)?;
         self.dev.activate()?;
-        // SAFETY: caller's guarantee on `dst`; the driver checks `src`.
-        unsafe { self.ordered_stream()?.copy_dtoh(dst, src, n) }?;
-        Ok(())
+        let s = self.ordered_stream()?;
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.dev.dev2host_via(dst, src, n, Via::Queue(s)) }
+            .map_err(crate::launch::failure::kernel_error)
     }
 
-    /// Queues a copy of `n` bytes between device buffers.
+    /// Queues a copy of `n` bytes between device buffers on the queue's stream.
     pub fn dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
-        self.dev.check_dev2dev(dst, src, n)?;
         self.dev.activate()?;
-        // Device addresses are checked by the driver.
-        self.ordered_stream()?.copy_dtod(dst, src, n)?;
-        Ok(())
+        let s = self.ordered_stream()?;
+        self.dev.dev2dev_via(dst, src, n, Via::Queue(s))
     }
 }
