@@ -1,8 +1,7 @@
 //! SHA-256 (FIPS 180-4): the key of a cache entry (a digest of every input it was made
 //! from) and its checksum. Written here because the framework has no hashing dependency;
-//! the block function uses the x86 SHA extensions when the CPU has them (a few GB/s,
-//! so hashing a program's PTX costs well under a millisecond) and portable code
-//! otherwise. Pure code; a [`Sha256`] is owned by one thread at a time (`Send`).
+//! the block function uses the x86 SHA extensions when the CPU has them (so hashing a
+//! program's PTX costs little beside the link it saves) and portable code otherwise. Pure code; a [`Sha256`] is owned by one thread at a time (`Send`).
 
 /// The round constants.
 const K: [u32; 64] = [

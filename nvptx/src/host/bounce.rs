@@ -1,12 +1,14 @@
 //! Page-locked bounce buffers. For a pageable copy of 16 KiB to 1 MiB the driver's own
 //! path (its internal staging) costs more than copying the bytes on the CPU into
-//! page-locked memory and letting the copy engine read that (measured both ways, see
-//! bench/results); at 4 KiB the bounce was no faster, so copies below [`MIN_BYTES`]
-//! stay with the driver, and from 4 MiB the staging engine takes over. Copies of [`MIN_BYTES`] up to `GOMP_NVPTX_TUNE`'s `bounce` bytes
-//! (default [`DEFAULT_LIMIT`]) between pageable memory and the device go this way.
-//! Small host-to-device copies from page-locked memory use them too, so that a copy
-//! can return before its DMA has ended without leaving the DMA reading the program's
-//! buffer (see `Device::host2dev`).
+//! page-locked memory and letting the copy engine read that; below [`MIN_BYTES`] the
+//! bounce does not pay off, so those copies stay with the driver, and from 4 MiB the
+//! staging engine takes over (bench/results/latest.md, the `floor_h2d4k_*` and
+//! `*_pageable_*` rows). Copies of [`MIN_BYTES`] up to `GOMP_NVPTX_TUNE`'s `bounce`
+//! bytes (default [`DEFAULT_LIMIT`]) between pageable memory and the device go this
+//! way, synchronous ones and those of OpenACC async queues alike. Small host-to-device
+//! copies from page-locked memory use them too, so that a copy can return before its
+//! DMA has ended without leaving the DMA reading the program's buffer (see
+//! `device::copy`).
 //!
 //! A buffer may still be read by a host-to-device copy when it is given back
 //! ([`Bounce::give`]): its event, recorded after that copy, says when it may be

@@ -12,8 +12,8 @@
 //! `cuMemAlloc`/`cuMemFree`. libgomp frees a block only after every kernel and copy
 //! using it has completed, so a free needs no ordering against other streams.
 //!
-//! A pool's first allocation is slow (the driver sets the pool's memory up: on the
-//! order of ten milliseconds on an H100), and the first target region of a program
+//! A pool's first allocation is slow (the driver sets the pool's memory up:
+//! bench/results/jit-startup.md), and the first target region of a program
 //! allocates. So, at device open, a short-lived thread makes one allocation and frees
 //! it ([`Pool::warm_up`]) while libgomp goes on loading the program's image; the pool
 //! keeps the memory (its release threshold is unbounded), and the region's own
