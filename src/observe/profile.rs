@@ -3,6 +3,7 @@
 //! reverse-offload requests, OpenACC queues. Thread-safe ([`Profile`] locks briefly
 //! per record); a product creates one only when profiling is on.
 
+use crate::sync::Lock;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -184,7 +185,7 @@ pub struct Profile {
 
 impl Profile {
     fn with<T>(&self, f: impl FnOnce(&mut Data) -> T) -> T {
-        f(&mut self.data.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.data.locked())
     }
 
     /// A copy of what was recorded.

@@ -40,6 +40,7 @@ use crate::memory::stacks::StackCache;
 use crate::observe::{info, DeviceObserve};
 use gomp_plugin::blocks::Blocks;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -440,11 +441,7 @@ impl Device {
         }
         self.streams.destroy_all();
         self.thread_streams.destroy();
-        let primary = self
-            .primary
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let primary = self.primary.locked().take();
         if let Some(primary) = primary {
             // Unsetting our context on this thread so a later open does not find a
             // released one current.

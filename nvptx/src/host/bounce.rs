@@ -23,6 +23,7 @@
 use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
@@ -98,16 +99,12 @@ impl Bounce {
         bytes <= self.limit
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, VecDeque<Buffer>> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A buffer no copy reads any more: the oldest idle one whose copy completed, else a
     /// new one, else (all [`KEEP`] buffers busy) the oldest after waiting for its copy.
     /// Context current.
     pub fn take(&self) -> Result<Buffer> {
         let waited = {
-            let mut idle = self.idle();
+            let mut idle = self.idle.locked();
             if let Some(i) = idle.iter().position(Buffer::free) {
                 if let Some(b) = idle.remove(i) {
                     return Ok(b);
@@ -135,7 +132,7 @@ impl Bounce {
     /// Gives a buffer back (its copy may still be running); beyond [`KEEP`] idle
     /// buffers it is freed once its copy completed.
     pub fn give(&self, b: Buffer) {
-        let mut idle = self.idle();
+        let mut idle = self.idle.locked();
         if idle.len() < KEEP {
             idle.push_back(b);
         } else {
@@ -146,6 +143,6 @@ impl Bounce {
 
     /// Frees the idle buffers after their copies (device close, context current).
     pub fn destroy(&self) {
-        drop(std::mem::take(&mut *self.idle()));
+        drop(std::mem::take(&mut *self.idle.locked()));
     }
 }

@@ -22,6 +22,7 @@ use crate::cuda::safe::{HostAlloc, OwnedEvent, OwnedStream};
 use crate::cuda::sys::*;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::settings::parse_size;
+use gomp_plugin::sync::Lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -472,7 +473,7 @@ impl Staging {
 
     /// Ends the engine: its threads and buffers (device close; the context is current).
     pub fn destroy(&self) {
-        if let Some(e) = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(e) = self.slot.locked().take() {
             e.destroy();
         }
     }

@@ -24,6 +24,7 @@ use crate::cuda::safe::memory::free_async;
 use crate::cuda::safe::{MemPool, MemPoolRef, OwnedStream, Stream};
 use crate::cuda::{driver, sys::*};
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
@@ -120,7 +121,7 @@ impl Pool {
                 }
             });
         match spawned {
-            Ok(h) => *self.warm_up.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
+            Ok(h) => *self.warm_up.locked() = Some(h),
             Err(e) => log::debug!("memory pool warm-up: no thread: {e}"),
         }
     }
@@ -186,14 +187,9 @@ impl Pool {
     /// Waits for the warm-up thread and pending frees, then destroys the stream and the
     /// pool (at device close; nothing uses the pool afterwards).
     pub fn destroy(&self) {
-        if let Some(h) = self
-            .warm_up
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+        if let Some(h) = self.warm_up.locked().take() {
             let _ = h.join();
         }
-        drop(self.owned.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(self.owned.locked().take());
     }
 }

@@ -18,6 +18,7 @@ use crate::device::copy::Via;
 use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
+use gomp_plugin::sync::Lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -82,14 +83,14 @@ impl AccQueue {
 
     /// The queue's current CUDA stream.
     pub fn stream(&self) -> Stream {
-        self.stream.lock().unwrap_or_else(|e| e.into_inner()).stream
+        self.stream.locked().stream
     }
 
     /// The queue's stream, made to wait for the device's deferred copies first (work is
     /// about to be queued on it, or the program is handed it). A stream the queue made
     /// is blocking, so CUDA itself orders it after the legacy default stream.
     pub fn ordered_stream(&self) -> Result<Stream> {
-        let qs = *self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let qs = *self.stream.locked();
         self.dev
             .copy_order
             .order(qs.stream, qs.owned, &self.dev.events)?;
@@ -101,7 +102,7 @@ impl AccQueue {
     pub fn destroy(self) -> Result<()> {
         self.dev.activate()?;
         self.synchronize()?;
-        let qs = *self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let qs = *self.stream.locked();
         if qs.owned {
             // SAFETY: the stream is idle and owned by this queue (created by `create`),
             // which is going away.
@@ -115,16 +116,15 @@ impl AccQueue {
     /// for the queue reports the failure. Returns true when none is left.
     fn run_callbacks(&self, how: Run) -> bool {
         let _runner = match how {
-            Run::Wait => self.runner.lock().unwrap_or_else(|e| e.into_inner()),
-            Run::IfFree => match self.runner.try_lock() {
-                Ok(g) => g,
-                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => return false,
+            Run::Wait => self.runner.locked(),
+            Run::IfFree => match self.runner.try_locked() {
+                Some(g) => g,
+                None => return false,
             },
         };
         loop {
             let next = {
-                let mut list = self.callbacks.lock().unwrap_or_else(|e| e.into_inner());
+                let mut list = self.callbacks.locked();
                 let Some(front) = list.front() else {
                     return true;
                 };
@@ -193,14 +193,11 @@ impl AccQueue {
             self.dev.events.release(event);
             return Err(e.into());
         }
-        self.callbacks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(Callback {
-                event,
-                f,
-                data: data as usize,
-            });
+        self.callbacks.locked().push_back(Callback {
+            event,
+            f,
+            data: data as usize,
+        });
         Ok(())
     }
 
@@ -212,7 +209,7 @@ impl AccQueue {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn set_stream(&self, stream: CUstream) -> Result<()> {
         self.synchronize()?;
-        let mut qs = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let mut qs = self.stream.locked();
         if qs.owned && qs.stream.raw() != stream {
             // SAFETY: the old stream is idle (synchronised above) and ours (created by
             // `create`).
