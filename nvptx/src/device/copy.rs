@@ -24,6 +24,7 @@ use crate::cuda::sys::CUdeviceptr;
 use crate::device::Device;
 use crate::host::bounce;
 use crate::host::ranges as host_ranges;
+use crate::host::ring::Ring;
 use crate::host::staging;
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
@@ -107,15 +108,10 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
-        let Some(o) = self.observe() else {
-            // SAFETY: forwarded caller guarantee.
-            return unsafe { self.host2dev_plain(dst, src, n, via) }.map(|_| ());
-        };
-        let (t0, mem) = (crate::observe::now(), self.copy_mem(src, n, via));
         // SAFETY: forwarded caller guarantee.
-        let r = unsafe { self.host2dev_plain(dst, src, n, via) };
-        o.copy(CopyDir::H2D, r.as_ref().map_or(mem, |e| e.row(mem)), n, t0);
-        r.map(|_| ())
+        self.observed(CopyDir::H2D, src, n, via, || unsafe {
+            self.host2dev_plain(dst, src, n, via)
+        })
     }
 
     /// [`Device::host2dev_via`] of a nonempty copy, unobserved.
@@ -130,16 +126,12 @@ impl Device {
         via: Via,
     ) -> Result<Ended> {
         self.check_host_copy(dst, src, n)?;
-        if self.stage(src, n, via) {
-            // SAFETY: readable source (caller); device range checked above.
-            let staged = self
-                .before_staging(via)
-                .map(|()| unsafe { self.staging.host2dev(self.context(), dst, src, n) });
-            match staged {
-                Ok(None) => {}
-                Ok(Some(r)) => return r.map(|()| Ended::Done),
-                Err(e) => return Err(e),
-            }
+        // SAFETY: readable source (caller); device range checked above.
+        let staged = self.staged(src, n, via, || unsafe {
+            self.staging.host2dev(self.context(), dst, src, n)
+        });
+        if let Some(r) = staged {
+            return r;
         }
         match via {
             // SAFETY: forwarded caller guarantee; device range checked above.
@@ -240,21 +232,14 @@ impl Device {
         src: *const c_void,
         n: usize,
     ) -> Option<Result<()>> {
-        let (lane, s) = match self
-            .thread_streams
-            .get()
-            .and_then(|l| Ok((l, self.deferred_stream()?)))
-        {
-            Ok(x) => x,
+        let s = match self.deferred_stream() {
+            Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        // SAFETY: this thread owns its lane; the space is written only below.
-        let slot = match unsafe { lane.data.slot(n, s) } {
-            Ok(p) => p,
-            Err(e) => {
-                log::debug!("copy ring: {e}; copying without it");
-                return None;
-            }
+        // SAFETY: the space is written only below.
+        let (_, slot) = match unsafe { self.ring_slot(n, s) }? {
+            Ok(x) => x,
+            Err(e) => return Some(Err(e)),
         };
         Some((|| {
             self.order(s)?;
@@ -266,6 +251,27 @@ impl Device {
             unsafe { s.copy_htod(dst, slot.cast(), n) }?;
             self.deferred_done(s)
         })())
+    }
+
+    /// The calling thread's ring and space in it for `n` bytes of the copy queued next
+    /// on `s`; `None` when the ring cannot be had (logged: the caller copies another
+    /// way), an error when the thread's lane cannot be had.
+    ///
+    /// # Safety
+    /// The space of an earlier call must not be written after this call returns.
+    unsafe fn ring_slot(&self, n: usize, s: Stream) -> Option<Result<(&Ring, *mut u8)>> {
+        let ring = match self.thread_streams.get() {
+            Ok(lane) => &lane.data,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: the lane is this thread's (`get`); the caller's guarantee.
+        match unsafe { ring.slot(n, s) } {
+            Ok(p) => Some(Ok((ring, p))),
+            Err(e) => {
+                log::debug!("copy ring: {e}; copying without it");
+                None
+            }
+        }
     }
 
     /// A device-to-host copy of a few bytes on `s` through the calling thread's ring,
@@ -281,17 +287,10 @@ impl Device {
         src: CUdeviceptr,
         n: usize,
     ) -> Option<Result<()>> {
-        let lane = match self.thread_streams.get() {
-            Ok(l) => l,
+        // SAFETY: the space is used only below.
+        let (ring, slot) = match unsafe { self.ring_slot(n, s) }? {
+            Ok(x) => x,
             Err(e) => return Some(Err(e)),
-        };
-        // SAFETY: this thread owns its lane; the space is used only below.
-        let slot = match unsafe { lane.data.slot(n, s) } {
-            Ok(p) => p,
-            Err(e) => {
-                log::debug!("copy ring: {e}; copying without it");
-                return None;
-            }
         };
         Some((|| {
             // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched
@@ -301,7 +300,7 @@ impl Device {
             })?;
             // SAFETY: this thread owns its lane; `s` has just been synchronised after
             // the ring's latest copy.
-            unsafe { lane.data.synced(s) };
+            unsafe { ring.synced(s) };
             // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
             unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
             Ok(())
@@ -369,14 +368,28 @@ impl Device {
         if n == 0 {
             return Ok(());
         }
-        let Some(o) = self.observe() else {
-            // SAFETY: forwarded caller guarantee.
-            return unsafe { self.dev2host_plain(dst, src, n, via) }.map(|_| ());
-        };
-        let (t0, mem) = (crate::observe::now(), self.copy_mem(dst, n, via));
         // SAFETY: forwarded caller guarantee.
-        let r = unsafe { self.dev2host_plain(dst, src, n, via) };
-        o.copy(CopyDir::D2H, r.as_ref().map_or(mem, |e| e.row(mem)), n, t0);
+        self.observed(CopyDir::D2H, dst, n, via, || unsafe {
+            self.dev2host_plain(dst, src, n, via)
+        })
+    }
+
+    /// Runs `copy`, of `n` bytes from or to host `p`, and records it in the profile and
+    /// the trace when either is on (the row: how it reached the host, or how it ended).
+    fn observed(
+        &self,
+        dir: CopyDir,
+        p: *const c_void,
+        n: usize,
+        via: Via,
+        copy: impl FnOnce() -> Result<Ended>,
+    ) -> Result<()> {
+        let Some(o) = self.observe() else {
+            return copy().map(|_| ());
+        };
+        let (t0, mem) = (crate::observe::now(), self.copy_mem(p, n, via));
+        let r = copy();
+        o.copy(dir, r.as_ref().map_or(mem, |e| e.row(mem)), n, t0);
         r.map(|_| ())
     }
 
@@ -394,16 +407,12 @@ impl Device {
         via: Via,
     ) -> Result<Ended> {
         self.check_host_copy(src, dst, n)?;
-        if self.stage(dst, n, via) {
-            // SAFETY: writable destination (caller); device range checked above.
-            let staged = self
-                .before_staging(via)
-                .map(|()| unsafe { self.staging.dev2host(self.context(), dst, src, n) });
-            match staged {
-                Ok(None) => {}
-                Ok(Some(r)) => return r.map(|()| Ended::Done),
-                Err(e) => return Err(e),
-            }
+        // SAFETY: writable destination (caller); device range checked above.
+        let staged = self.staged(dst, n, via, || unsafe {
+            self.staging.dev2host(self.context(), dst, src, n)
+        });
+        if let Some(r) = staged {
+            return r;
         }
         let (s, pageable) = match via {
             Via::Sync => (self.copy_stream()?, None),
@@ -521,10 +530,29 @@ impl Device {
             && self.pageable(p, n)
     }
 
-    /// What a staged copy waits for first, on the host: a queue's work queued so far
-    /// (the engine's streams are not ordered after it, and the queue's later work must
-    /// come after the copy, complete when it returns), and every deferred copy (rule 3
-    /// of `copy_order`).
+    /// A copy of `n` bytes from or to host `p` through the staging engine (`run`) when
+    /// it goes that way ([`Device::stage`]), complete when it returns, after what it
+    /// waits for first on the host: a queue's work queued so far (the engine's streams
+    /// are not ordered after it, and the queue's later work comes after the copy) and
+    /// every deferred copy (rule 3 of `copy_order`). `None` when the copy does not go
+    /// that way or the engine is busy (the caller copies another way).
+    fn staged(
+        &self,
+        p: *const c_void,
+        n: usize,
+        via: Via,
+        run: impl FnOnce() -> Option<Result<()>>,
+    ) -> Option<Result<Ended>> {
+        if !self.stage(p, n, via) {
+            return None;
+        }
+        if let Err(e) = self.before_staging(via) {
+            return Some(Err(e));
+        }
+        run().map(|r| r.map(|()| Ended::Done))
+    }
+
+    /// What [`Device::staged`] waits for.
     fn before_staging(&self, via: Via) -> Result<()> {
         if let Via::Queue(s) = via {
             // An event recorded on the queue's stream covers what CUDA orders that
