@@ -137,9 +137,13 @@ impl Device {
             // SAFETY: forwarded caller guarantee; device range checked above.
             Via::Sync => unsafe { self.host2dev_sync(dst, src, n) },
             Via::Queue(s) => {
-                if self.bounce.takes(n) && self.pageable(src, n) {
+                // A bounce buffer only if one is free without waiting for earlier work.
+                let bounce = (self.bounce.takes(n) && self.pageable(src, n))
+                    .then(|| self.bounce.try_take())
+                    .flatten();
+                if let Some(b) = bounce {
                     // SAFETY: forwarded caller guarantee; device range checked above.
-                    unsafe { self.host2dev_bounced(s, dst, src, n) }?;
+                    unsafe { self.host2dev_bounced(s, b?, dst, src, n) }?;
                 } else {
                     // SAFETY: the source stays readable until the queue's work has run
                     // (caller); the driver checks `dst` again.
@@ -177,7 +181,8 @@ impl Device {
         }
         let r = if self.bounce.takes(n) && pageable {
             // SAFETY: forwarded caller guarantee; the stream is waited for.
-            self.on_copy_stream(|s| unsafe { self.host2dev_bounced(s, dst, src, n) })
+            let b = self.bounce.take()?;
+            self.on_copy_stream(|s| unsafe { self.host2dev_bounced(s, b, dst, src, n) })
         } else {
             // SAFETY: readable source (caller); the stream is waited for before returning.
             self.on_copy_stream(|s| unsafe { s.copy_htod(dst, src, n) }.map_err(Error::from))
@@ -192,9 +197,10 @@ impl Device {
         r.map(|()| Ended::Done)
     }
 
-    /// Queues on `s` a copy of `n` bytes from `src` through a bounce buffer: the bytes
-    /// are copied into the buffer first, so `src` is free when this returns; the buffer
-    /// is handed out again only after the event recorded after the copy (`Bounce`).
+    /// Queues on `s` a copy of `n` bytes from `src` through bounce buffer `b` (taken by
+    /// the caller, given back here): the bytes are copied into the buffer first, so
+    /// `src` is free when this returns; the buffer is handed out again only after the
+    /// event recorded after the copy (`Bounce`).
     ///
     /// # Safety
     /// `src` readable for `n` bytes (`n` within the bounce size); `dst` checked by
@@ -202,11 +208,11 @@ impl Device {
     unsafe fn host2dev_bounced(
         &self,
         s: Stream,
+        b: bounce::Buffer,
         dst: CUdeviceptr,
         src: *const c_void,
         n: usize,
     ) -> Result<()> {
-        let b = self.bounce.take()?;
         // SAFETY: `src` is readable for `n` bytes (caller), the buffer holds at least
         // `n` (caller: `fits`) and no copy reads it (`take`); they do not overlap.
         unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), b.ptr(), n) };
@@ -335,8 +341,9 @@ impl Device {
                 // it when the call returns.
                 unsafe { s.copy_htod(dst, src, n) }?;
             } else {
+                let b = self.bounce.take()?;
                 // SAFETY: forwarded caller guarantee; the buffer fits `n` (above).
-                unsafe { self.host2dev_bounced(s, dst, src, n) }?;
+                unsafe { self.host2dev_bounced(s, b, dst, src, n) }?;
             }
             self.deferred_done(s)
         })())

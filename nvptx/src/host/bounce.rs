@@ -72,6 +72,16 @@ impl Drop for Buffer {
     }
 }
 
+/// What [`Bounce::find`] found.
+enum Found {
+    /// An idle buffer no copy reads.
+    Free(Buffer),
+    /// None free, fewer than [`KEEP`] kept: a new one may be made.
+    Room,
+    /// [`KEEP`] kept, all still read by their copies.
+    Full,
+}
+
 /// The device's bounce buffers, each `limit` bytes.
 pub struct Bounce {
     limit: usize,
@@ -103,30 +113,54 @@ impl Bounce {
     /// new one, else (all [`KEEP`] buffers busy) the oldest after waiting for its copy.
     /// Context current.
     pub fn take(&self) -> Result<Buffer> {
-        let waited = {
-            let mut idle = self.idle.locked();
-            if let Some(i) = idle.iter().position(Buffer::free) {
-                if let Some(b) = idle.remove(i) {
-                    return Ok(b);
+        match self.find() {
+            Found::Free(b) => Ok(b),
+            Found::Room => self.create(),
+            Found::Full => match self.idle.locked().pop_front() {
+                Some(b) => {
+                    // The buffer's event belongs to the device's context.
+                    b.done.handle().synchronize()?;
+                    Ok(b)
                 }
-            }
-            if idle.len() < KEEP {
-                None
-            } else {
-                idle.pop_front()
-            }
-        };
-        match waited {
-            Some(b) => {
-                // The buffer's event belongs to the device's context.
-                b.done.handle().synchronize()?;
-                Ok(b)
-            }
-            None => Ok(Buffer {
-                done: crate::cuda::safe::OwnedEvent::create()?,
-                mem: HostAlloc::alloc(self.limit.max(1), 0)?,
-            }),
+                None => self.create(),
+            },
         }
+    }
+
+    /// As [`Bounce::take`], but `None` rather than a wait when all [`KEEP`] buffers are
+    /// busy (an OpenACC queue's copy then goes to the driver: it must not wait for the
+    /// queue's earlier work).
+    pub fn try_take(&self) -> Option<Result<Buffer>> {
+        match self.find() {
+            Found::Free(b) => Some(Ok(b)),
+            Found::Room => Some(self.create()),
+            Found::Full => None,
+        }
+    }
+
+    /// The oldest idle buffer whose copy completed, taken out of the list.
+    fn find(&self) -> Found {
+        let mut idle = self.idle.locked();
+        if let Some(b) = idle
+            .iter()
+            .position(Buffer::free)
+            .and_then(|i| idle.remove(i))
+        {
+            return Found::Free(b);
+        }
+        if idle.len() < KEEP {
+            Found::Room
+        } else {
+            Found::Full
+        }
+    }
+
+    /// A new buffer (context current).
+    fn create(&self) -> Result<Buffer> {
+        Ok(Buffer {
+            done: crate::cuda::safe::OwnedEvent::create()?,
+            mem: HostAlloc::alloc(self.limit.max(1), 0)?,
+        })
     }
 
     /// Gives a buffer back (its copy may still be running); beyond [`KEEP`] idle
