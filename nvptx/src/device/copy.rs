@@ -180,8 +180,8 @@ impl Device {
             }
         }
         let r = if self.bounce.takes(n) && pageable {
-            // SAFETY: forwarded caller guarantee; the stream is waited for.
             let b = self.bounce.take()?;
+            // SAFETY: forwarded caller guarantee; the stream is waited for.
             self.on_copy_stream(|s| unsafe { self.host2dev_bounced(s, b, dst, src, n) })
         } else {
             // SAFETY: readable source (caller); the stream is waited for before returning.
