@@ -26,7 +26,11 @@
  *   - page-locked host memory (cuMemHostAlloc/FreeHost/GetDevicePointer,
  *     cuMemHostRegister/Unregister) and cuPointerGetAttribute (memory type, context,
  *     device ordinal);
- *   - streams and events: create/destroy/record/wait/query/synchronize, handles checked.
+ *   - streams and events: create/destroy/record/wait/query/synchronize, handles checked;
+ *     timing events (created without CU_EVENT_DISABLE_TIMING) read the process's
+ *     virtual clock when recorded, and cuEventElapsedTime gives the difference: the
+ *     clock stands still but for work that says how long it takes
+ *     (stub_libcuda_advance, called by the launches of stub_libcuda_launch.c).
  * Every other entry of the plugin's driver table comes from stub_libcuda_rest.c (weak
  * definitions over the generated stub_names.h): it says "stub libcuda: NAME is not
  * implemented" and returns CUDA_ERROR_NOT_SUPPORTED (JIT link, modules, launches,
@@ -111,6 +115,9 @@ struct handle {
   enum hkind kind;
   int dev;
   uint64_t threshold; /* POOL: release threshold */
+  int timed;          /* EVENT: created with timing */
+  int recorded;       /* EVENT: recorded at least once */
+  uint64_t at_ns;     /* EVENT: the virtual clock at the last record */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,6 +130,7 @@ static int64_t misuse;
 static struct range *ranges;
 static struct handle *handles;
 static __thread struct ctx *current;
+static uint64_t vclock_ns; /* the virtual clock of timing events */
 
 static const char *const kinds[] = {"stream", "event", "memory pool"};
 
@@ -920,6 +928,8 @@ CUresult cuEventCreate (void **pe, unsigned flags)
   LOCK;
   struct ctx *c = need_ctx ("cuEventCreate");
   struct handle *h = c ? new_handle (EVENT, c->dev) : NULL;
+  if (h)
+    h->timed = !(flags & 2); /* CU_EVENT_DISABLE_TIMING */
   UNLOCK;
   if (!c)
     return CUDA_ERROR_INVALID_CONTEXT;
@@ -952,6 +962,11 @@ static CUresult event_on_stream (const char *fn, void *e, void *s, int record)
     {
       complain (fn, "event %p of device %d recorded in device %d's context", e, h->dev, c->dev);
       r = CUDA_ERROR_INVALID_HANDLE;
+    }
+  else if (record)
+    {
+      h->recorded = 1;
+      h->at_ns = vclock_ns;
     }
   UNLOCK;
   return r;
@@ -986,6 +1001,39 @@ CUresult cuEventQuery (void *e)
 CUresult cuEventSynchronize (void *e)
 {
   return event_done ("cuEventSynchronize", e);
+}
+
+/* Milliseconds of virtual time between two recorded timing events. */
+CUresult cuEventElapsedTime (float *ms, void *start, void *end)
+{
+  CHECK_INIT;
+  if (!ms)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *a = need_handle ("cuEventElapsedTime", start, EVENT);
+  struct handle *b = a ? need_handle ("cuEventElapsedTime", end, EVENT) : NULL;
+  CUresult r = CUDA_SUCCESS;
+  if (!b)
+    r = CUDA_ERROR_INVALID_HANDLE;
+  else if (!a->timed || !b->timed)
+    {
+      complain ("cuEventElapsedTime", "event without timing");
+      r = CUDA_ERROR_INVALID_HANDLE;
+    }
+  else if (!a->recorded || !b->recorded)
+    r = CUDA_ERROR_INVALID_HANDLE;
+  else
+    *ms = (float) ((double) (int64_t) (b->at_ns - a->at_ns) / 1e6);
+  UNLOCK;
+  return r;
+}
+
+/* Moves the virtual clock of timing events on by `ns` (a kernel's run). */
+void stub_libcuda_advance (uint64_t ns)
+{
+  LOCK;
+  vclock_ns += ns;
+  UNLOCK;
 }
 
 /* ---- Stream-ordered memory pools ---- */
