@@ -141,6 +141,8 @@ pub struct Measured {
 #[derive(Clone, Debug)]
 pub struct Trials {
     plan: Plan,
+    /// Whether the candidates are known (the vectors below have one entry each).
+    counted: bool,
     warmups: u32,
     probes: Vec<u64>,
     pending_probes: u32,
@@ -160,32 +162,28 @@ pub fn median(v: &[u64]) -> Option<u64> {
 }
 
 impl Trials {
-    /// Trials among `candidates` shapes (at least 1; candidate 0 is the baseline).
-    pub fn new(candidates: usize, plan: Plan) -> Trials {
-        let n = candidates.max(1);
-        let mut t = Trials {
+    /// Trials under `plan`, the candidates not yet counted.
+    pub fn new(plan: Plan) -> Trials {
+        Trials {
             plan,
+            counted: false,
             warmups: 0,
             probes: Vec::new(),
             pending_probes: 0,
-            samples: vec![Vec::new(); n],
-            pending: vec![0; n],
-            abandoned: vec![false; n],
+            samples: vec![Vec::new()],
+            pending: vec![0],
+            abandoned: vec![false],
             dirty: 0,
             decision: None,
-        };
-        if n == 1 {
-            t.decide(Verdict::Only);
         }
-        t
     }
 
     /// Trials already decided for candidate `chosen` (a choice remembered from an
     /// earlier run): every step uses it, untimed.
-    pub fn decided(candidates: usize, chosen: usize, plan: Plan) -> Trials {
-        let mut t = Trials::new(candidates, plan);
+    pub fn decided(chosen: usize, plan: Plan) -> Trials {
+        let mut t = Trials::new(plan);
         t.decision = Some(Decision {
-            chosen: chosen.min(t.samples.len() - 1),
+            chosen,
             verdict: Verdict::Tried,
             results: Vec::new(),
             probe_ns: None,
@@ -193,13 +191,26 @@ impl Trials {
         t
     }
 
+    /// Learns that there are `n` candidates (at least 1); one alone is the decision.
+    fn count(&mut self, n: usize) {
+        let n = n.max(1);
+        self.counted = true;
+        self.samples.resize(n, Vec::new());
+        self.pending.resize(n, 0);
+        self.abandoned.resize(n, false);
+        if n == 1 {
+            self.decide(Verdict::Only);
+        }
+    }
+
     /// The decision, once made.
     pub fn decision(&self) -> Option<&Decision> {
         self.decision.as_ref()
     }
 
-    /// The next launch: which candidate, timed or not.
-    pub fn step(&mut self) -> Step {
+    /// The next launch: which candidate, timed or not. `count` says how many candidates
+    /// there are; it is called once, when the trials first need them.
+    pub fn step(&mut self, count: impl FnOnce() -> usize) -> Step {
         let untimed = |candidate| Step {
             candidate,
             kind: StepKind::Untimed,
@@ -220,6 +231,12 @@ impl Trials {
                 };
             }
             return untimed(0);
+        }
+        if !self.counted {
+            self.count(count());
+            if let Some(d) = &self.decision {
+                return untimed(d.chosen);
+            }
         }
         let want = (0..self.samples.len())
             .filter(|&i| !self.abandoned[i])
@@ -345,13 +362,18 @@ mod tests {
     /// Drives `t` one launch at a time, each candidate taking `time(candidate, launch)`
     /// ns (launch counted from 1), until a decision or `max` launches; the candidates
     /// launched, in order.
-    fn drive(t: &mut Trials, max: usize, time: impl Fn(usize, usize) -> Sample) -> Vec<usize> {
+    fn drive(
+        t: &mut Trials,
+        n: usize,
+        max: usize,
+        time: impl Fn(usize, usize) -> Sample,
+    ) -> Vec<usize> {
         let mut seq = Vec::new();
-        for n in 1..=max {
-            let s = t.step();
+        for k in 1..=max {
+            let s = t.step(|| n);
             seq.push(s.candidate);
             if s.timed() {
-                t.record(s, time(s.candidate, n));
+                t.record(s, time(s.candidate, k));
             }
         }
         seq
@@ -365,8 +387,8 @@ mod tests {
 
     #[test]
     fn trial_order_and_the_winner_kept() {
-        let mut t = Trials::new(3, PLAN);
-        let seq = drive(&mut t, 16, by_candidate(&[2 * MS, MS, 2 * MS + MS / 10]));
+        let mut t = Trials::new(PLAN);
+        let seq = drive(&mut t, 3, 16, by_candidate(&[2 * MS, MS, 2 * MS + MS / 10]));
         // Warm-up, two probes, three rounds of all three, then the winner.
         assert_eq!(seq, [0, 0, 0, 0, 1, 2, 0, 1, 2, 0, 1, 2, 1, 1, 1, 1]);
         let d = t.decision().unwrap();
@@ -380,14 +402,14 @@ mod tests {
                 abandoned: false
             }
         );
-        assert_eq!(t.step().candidate, 1);
+        assert_eq!(t.step(|| 3).candidate, 1);
     }
 
     #[test]
     fn a_clear_loser_is_tried_once() {
-        let mut t = Trials::new(3, PLAN);
+        let mut t = Trials::new(PLAN);
         // Candidate 2 is 50 % slower: dropped after its first sample.
-        let seq = drive(&mut t, 12, by_candidate(&[2 * MS, MS, 3 * MS]));
+        let seq = drive(&mut t, 3, 12, by_candidate(&[2 * MS, MS, 3 * MS]));
         assert_eq!(seq, [0, 0, 0, 0, 1, 2, 0, 1, 0, 1, 1, 1]);
         let d = t.decision().unwrap();
         assert_eq!(d.chosen, 1);
@@ -397,13 +419,19 @@ mod tests {
     #[test]
     fn the_baseline_stays_without_a_clear_margin() {
         // 1 % faster is within the margin.
-        let mut t = Trials::new(2, PLAN);
-        drive(&mut t, 12, by_candidate(&[2 * MS, 2 * MS - 2 * MS / 100]));
-        assert_eq!(t.decision().unwrap().chosen, 0);
-        // 3 % faster is not.
-        let mut t = Trials::new(2, PLAN);
+        let mut t = Trials::new(PLAN);
         drive(
             &mut t,
+            2,
+            12,
+            by_candidate(&[2 * MS, 2 * MS - 2 * MS / 100]),
+        );
+        assert_eq!(t.decision().unwrap().chosen, 0);
+        // 3 % faster is not.
+        let mut t = Trials::new(PLAN);
+        drive(
+            &mut t,
+            2,
             12,
             by_candidate(&[2 * MS, 2 * MS - 2 * MS * 3 / 100]),
         );
@@ -414,8 +442,8 @@ mod tests {
     fn a_noisy_sample_does_not_pick_a_loser() {
         // Candidate 1 is 5 % slower, but one of its samples (the 7th launch) is fast,
         // and one of the baseline's (the 6th) slow: the medians still see the truth.
-        let mut t = Trials::new(2, PLAN);
-        let seq = drive(&mut t, 12, |c, n| {
+        let mut t = Trials::new(PLAN);
+        let seq = drive(&mut t, 2, 12, |c, n| {
             Sample::Clean(match (c, n) {
                 (1, 7) => MS / 2,
                 (0, 6) => 4 * MS,
@@ -425,23 +453,32 @@ mod tests {
         });
         assert_eq!(seq[..10], [0, 0, 0, 0, 1, 0, 1, 0, 1, 0]);
         assert_eq!(t.decision().unwrap().chosen, 0);
-        assert_eq!(t.step().candidate, 0);
+        assert_eq!(t.step(|| 2).candidate, 0);
     }
 
     #[test]
     fn short_kernels_are_not_tried() {
-        let mut t = Trials::new(3, PLAN);
-        let seq = drive(&mut t, 8, by_candidate(&[50_000, 10_000, 10_000]));
+        let mut t = Trials::new(PLAN);
+        let seq = drive(&mut t, 3, 8, by_candidate(&[50_000, 10_000, 10_000]));
         assert_eq!(seq, [0; 8]);
         let d = t.decision().unwrap();
         assert_eq!((d.chosen, d.verdict), (0, Verdict::Short));
         assert_eq!(d.probe_ns, Some(50_000));
+        // The candidates were never needed.
+        let mut t = Trials::new(PLAN);
+        for _ in 0..6 {
+            let s = t.step(|| panic!("counted the candidates of a short kernel"));
+            if s.timed() {
+                t.record(s, Sample::Clean(50_000));
+            }
+        }
+        assert_eq!(t.decision().unwrap().verdict, Verdict::Short);
     }
 
     #[test]
     fn a_kernel_launched_once_is_not_timed() {
-        let mut t = Trials::new(3, PLAN);
-        let s = t.step();
+        let mut t = Trials::new(PLAN);
+        let s = t.step(|| panic!("the candidates are not needed yet"));
         assert_eq!(
             s,
             Step {
@@ -454,13 +491,15 @@ mod tests {
 
     #[test]
     fn one_candidate_or_a_remembered_one_needs_no_trials() {
-        let mut t = Trials::new(1, PLAN);
+        let mut t = Trials::new(PLAN);
+        // Warm-up and probes (2 ms) happen; then one candidate alone is the decision.
+        let seq = drive(&mut t, 1, 6, |_, _| Sample::Clean(2 * MS));
+        assert_eq!(seq, [0; 6]);
         assert_eq!(t.decision().unwrap().verdict, Verdict::Only);
-        assert!(!t.step().timed());
-        let mut t = Trials::decided(3, 2, PLAN);
+        let mut t = Trials::decided(2, PLAN);
         for _ in 0..5 {
             assert_eq!(
-                t.step(),
+                t.step(|| panic!("not needed")),
                 Step {
                     candidate: 2,
                     kind: StepKind::Untimed
@@ -471,10 +510,10 @@ mod tests {
 
     #[test]
     fn disturbed_samples_are_repeated_then_given_up() {
-        let mut t = Trials::new(2, PLAN);
+        let mut t = Trials::new(PLAN);
         // Every sample of candidate 1's first try is disturbed twice, then clean.
         let tries = std::cell::Cell::new(0);
-        let seq = drive(&mut t, 14, |c, _| {
+        let seq = drive(&mut t, 2, 14, |c, _| {
             if c == 1 && tries.get() < 2 {
                 tries.set(tries.get() + 1);
                 Sample::Disturbed
@@ -485,29 +524,29 @@ mod tests {
         assert_eq!(seq[..8], [0, 0, 0, 0, 1, 1, 1, 0]);
         assert_eq!(t.decision().unwrap().chosen, 1);
         // Always disturbed: the baseline after max_dirty + 1 throw-aways.
-        let mut t = Trials::new(2, PLAN);
-        drive(&mut t, 40, |_, _| Sample::Disturbed);
+        let mut t = Trials::new(PLAN);
+        drive(&mut t, 2, 40, |_, _| Sample::Disturbed);
         let d = t.decision().unwrap();
         assert_eq!((d.chosen, d.verdict), (0, Verdict::Disturbed));
-        let mut t = Trials::new(2, PLAN);
-        drive(&mut t, 40, |_, _| Sample::Lost);
+        let mut t = Trials::new(PLAN);
+        drive(&mut t, 2, 40, |_, _| Sample::Lost);
         assert_eq!(t.decision().unwrap().verdict, Verdict::Disturbed);
     }
 
     #[test]
     fn concurrent_launches_spread_over_the_candidates() {
-        let mut t = Trials::new(2, PLAN);
-        assert!(!t.step().timed()); // warm-up
-        let (p1, p2, extra) = (t.step(), t.step(), t.step());
+        let mut t = Trials::new(PLAN);
+        assert!(!t.step(|| 2).timed()); // warm-up
+        let (p1, p2, extra) = (t.step(|| 2), t.step(|| 2), t.step(|| 2));
         assert_eq!((p1.kind, p2.kind), (StepKind::Probe, StepKind::Probe));
         assert_eq!(extra.kind, StepKind::Untimed, "probes all pending");
         t.record(p1, Sample::Clean(MS));
         // A cancelled probe is handed out again.
         t.cancel(p2);
-        let p3 = t.step();
+        let p3 = t.step(|| 2);
         assert_eq!(p3.kind, StepKind::Probe);
         t.record(p3, Sample::Clean(MS));
-        let steps: Vec<Step> = (0..7).map(|_| t.step()).collect();
+        let steps: Vec<Step> = (0..7).map(|_| t.step(|| 2)).collect();
         let trials: Vec<usize> = steps
             .iter()
             .filter(|s| s.kind == StepKind::Trial)

@@ -1,10 +1,11 @@
 //! Kernels that choose their own launch shape: for an OpenMP kernel launched without
 //! `num_teams`/`thread_limit` and not sized by the team ICVs, a few candidate shapes
 //! ([`candidates`]: the untuned one first, then `warps=occupancy`, `warps=8`,
-//! `warps=16`, as the geometry code makes them for this kernel, equal shapes once) are
-//! tried on its first synchronous launches and the fastest is kept for the rest of the
-//! process (the schedule and the rules: `gomp_plugin::autotune`), and remembered for
-//! later runs ([`super::choice_cache`]).
+//! `warps=16`, as the geometry code makes them for this kernel, equal shapes once;
+//! worked out only when the trials begin, so a kernel launched once or too short to
+//! tune never pays for them) are tried on its first synchronous launches and the
+//! fastest is kept for the rest of the process (the schedule and the rules:
+//! `gomp_plugin::autotune`), and remembered for later runs ([`super::choice_cache`]).
 //!
 //! - Timing: two timing events around each trial launch, read after the wait every
 //!   synchronous launch makes anyway: the kernel's device time, without the host's
@@ -21,8 +22,9 @@
 //!   launch lines; the profile table (`GOMP_NVPTX_PROFILE=1`) shows each kernel's
 //!   choice and what the trials measured.
 //!
-//! Threading: the kernel's `Tuning` (image::launch_facts) holds the trials behind a lock taken on tuned
-//! launches until the choice is made; then one lock-free read per launch.
+//! Threading: the kernel's `Tuning` (image::launch_facts) holds the trials behind a
+//! lock taken on tuned launches until the choice is made; then one lock-free read per
+//! launch.
 
 use crate::cuda::safe::{query, OwnedEvent, Stream};
 use crate::device::tune::{Autotune, Tune, DEFAULT_WARPS};
@@ -30,10 +32,10 @@ use crate::device::Device;
 use crate::image::launch_facts::{Candidate, Tuner};
 use crate::image::link_cache;
 use crate::image::TargetFn;
-use crate::launch::choice_cache::{self, Found, KeyFacts};
+use crate::launch::choice_cache::{self, KeyFacts};
 use crate::launch::geometry::{Geometry, Requested};
 use gomp_plugin::autotune::{Decision, Sample, Step, Trials, Verdict, PLAN};
-use gomp_plugin::cache::Key;
+use gomp_plugin::cache::{Key, Lookup, Store};
 
 /// Whether a launch may be tuned: tuning on, neither clause given, no team ICV that
 /// sizes it.
@@ -151,7 +153,7 @@ impl Trial {
 }
 
 /// The key of `f`'s choice (`None` when the linked-image cache is off).
-fn entry_key(dev: &Device, f: &TargetFn, cands: &[Candidate]) -> Option<Key> {
+fn entry_key(dev: &Device, f: &TargetFn) -> Option<Key> {
     let image = f.image_key.as_ref()?;
     let t = &dev.config.tune;
     Some(choice_cache::key(
@@ -172,21 +174,43 @@ fn entry_key(dev: &Device, f: &TargetFn, cands: &[Candidate]) -> Option<Key> {
                 "warps={:?} teams={:?} maxrreg={:?} dlcm={:?} carveout={:?} icvs={}",
                 t.warps, t.teams, t.maxrreg, t.dlcm, t.carveout, t.icvs
             ),
-            candidates: cands,
         },
     ))
 }
 
-/// The trials of `f`, started at its first tuned launch: the candidates, and the
-/// choice remembered from an earlier run when there is one (unless `autotune=fresh`).
-fn start(dev: &Device, f: &TargetFn, cands: Vec<Candidate>) -> Tuner {
-    let n = cands.len();
-    if n > 1 && dev.config.tune.autotune == Autotune::On {
-        let store = link_cache::store(&dev.config.link_cache);
-        if let (Some(store), Some(key)) = (store, entry_key(dev, f, &cands)) {
-            let path = choice_cache::path(store, &key);
-            match choice_cache::lookup(store, &key, &cands) {
-                Found::Hit(r) => {
+/// The store of remembered choices and `f`'s key in it, when there is one.
+fn entry(dev: &Device, f: &TargetFn) -> Option<(&'static Store, Key)> {
+    let store = link_cache::store(&dev.config.link_cache)?;
+    Some((store, entry_key(dev, f)?))
+}
+
+/// The trials of `f`, started at its first tuned launch with the untuned shape
+/// `baseline` alone (the other candidates are found when the trials need them), or
+/// the choice remembered from an earlier run (unless `autotune=fresh`).
+fn start(
+    dev: &Device,
+    f: &TargetFn,
+    baseline: Candidate,
+    all: impl FnOnce() -> Vec<Candidate>,
+) -> Tuner {
+    let fresh = Tuner {
+        candidates: vec![baseline],
+        trials: Trials::new(PLAN),
+    };
+    if dev.config.tune.autotune != Autotune::On {
+        return fresh;
+    }
+    let Some((store, key)) = entry(dev, f) else {
+        return fresh;
+    };
+    let path = store.path(choice_cache::KIND, &key);
+    let why = match store.get(choice_cache::KIND, &key) {
+        Lookup::Miss => return fresh,
+        Lookup::Unusable(why) => why,
+        Lookup::Hit(p) => {
+            let cands = all();
+            match choice_cache::decode(p.bytes(), &cands) {
+                Ok(r) => {
                     let text = format!(
                         "{} remembered from an earlier run ({})",
                         show(&cands[r.chosen]),
@@ -198,27 +222,20 @@ fn start(dev: &Device, f: &TargetFn, cands: Vec<Candidate>) -> Tuner {
                     }
                     f.tuning.choose(cands[r.chosen].clone());
                     return Tuner {
-                        trials: Trials::decided(n, r.chosen, PLAN),
                         candidates: cands,
+                        trials: Trials::decided(r.chosen, PLAN),
                     };
                 }
-                Found::Miss => {}
-                Found::Unusable(why) => log::debug!(
-                    "kernel {}: autotune: ignoring {}: {why}",
-                    f.name,
-                    path.display()
-                ),
+                Err(why) => why,
             }
         }
-    }
-    let t = Tuner {
-        trials: Trials::new(n, PLAN),
-        candidates: cands,
     };
-    if let Some(d) = t.trials.decision() {
-        settle(dev, f, &t, &d.clone());
-    }
-    t
+    log::debug!(
+        "kernel {}: autotune: ignoring {}: {why}",
+        f.name,
+        path.display()
+    );
+    fresh
 }
 
 /// The shape of a tuned launch of `f` and, when it is a trial (only if `may_try`: a
@@ -236,15 +253,33 @@ pub fn pick(
     if let Some(c) = f.tuning.chosen() {
         return (geometry(c), None);
     }
+    let tune = &dev.config.tune;
     let mut guard = f.tuning.tuner();
-    let t = guard.get_or_insert_with(|| start(dev, f, candidates(&dev.config.tune, &shape)));
+    let t = guard.get_or_insert_with(|| {
+        let g = shape(tune);
+        let baseline = Candidate {
+            label: label(tune.warps),
+            teams: g.teams,
+            warps: g.warps,
+        };
+        start(dev, f, baseline, || candidates(tune, &shape))
+    });
     if let Some(c) = f.tuning.chosen() {
         return (geometry(c), None);
     }
     if !may_try {
         return (geometry(&t.candidates[0]), None);
     }
-    let step = t.trials.step();
+    let cands = &mut t.candidates;
+    let step = t.trials.step(|| {
+        *cands = candidates(tune, &shape);
+        cands.len()
+    });
+    if let Some(d) = t.trials.decision().cloned() {
+        // One candidate alone: decided now.
+        settle(dev, f, t, &d);
+        return (geometry(&t.candidates[d.chosen]), None);
+    }
     let c = &t.candidates[step.candidate];
     if !step.timed() {
         return (geometry(c), None);
@@ -289,6 +324,9 @@ pub fn finish(dev: &Device, f: &TargetFn, t: Trial, ok: bool, alone: bool) {
 /// Keeps the decision `d` of `f`'s trials: says it, shows it in the profile and, after
 /// trials that ran to the end, remembers it.
 fn settle(dev: &Device, f: &TargetFn, t: &Tuner, d: &Decision) {
+    if f.tuning.chosen().is_some() {
+        return;
+    }
     let cands = &t.candidates;
     let chosen = &cands[d.chosen];
     f.tuning.choose(chosen.clone());
@@ -298,10 +336,10 @@ fn settle(dev: &Device, f: &TargetFn, t: &Tuner, d: &Decision) {
     }
     let mut kept = String::new();
     if d.verdict == Verdict::Tried {
-        let store = link_cache::store(&dev.config.link_cache);
-        if let (Some(store), Some(key)) = (store, entry_key(dev, f, cands)) {
-            let path = choice_cache::path(store, &key);
-            kept = match choice_cache::put(store, &key, chosen, &measured(cands, d)) {
+        if let Some((store, key)) = entry(dev, f) {
+            let path = store.path(choice_cache::KIND, &key);
+            let payload = choice_cache::encode(chosen, &measured(cands, d));
+            kept = match store.put(choice_cache::KIND, &key, &payload) {
                 Ok(()) => format!("; stored in {}", path.display()),
                 Err(e) => format!("; not stored: {e}"),
             };
@@ -446,10 +484,10 @@ mod tests {
                 warps: 16,
             },
         ];
-        let mut t = Trials::new(3, PLAN);
+        let mut t = Trials::new(PLAN);
         let ns = [2_000_000, 1_500_000, 3_000_000];
         while t.decision().is_none() {
-            let s = t.step();
+            let s = t.step(|| 3);
             if s.timed() {
                 t.record(s, Sample::Clean(ns[s.candidate]));
             }
@@ -461,9 +499,9 @@ mod tests {
              warps=occupancy 528x224 1.500 ms, warps=16 132x512 3.000 ms (dropped after 1 \
              sample(s)))"
         );
-        let mut t = Trials::new(3, PLAN);
+        let mut t = Trials::new(PLAN);
         while t.decision().is_none() {
-            let s = t.step();
+            let s = t.step(|| 3);
             if s.timed() {
                 t.record(s, Sample::Clean(20_000));
             }

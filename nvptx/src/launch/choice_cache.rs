@@ -5,20 +5,19 @@
 //! - Key ([`key`]): the key of the kernel's linked image (which covers every PTX object,
 //!   the JIT options, compute capability, driver and plugin version), the kernel's
 //!   name, again compute capability, driver and plugin version, the device (name, SMs,
-//!   registers per SM, memory), the kernel's registers and thread limit, every setting
-//!   that changes its geometry (`GOMP_NVPTX_LOWLAT_POOL`, `GOMP_NVPTX_SOFT_STACK_SIZE`,
-//!   the `GOMP_NVPTX_TUNE` knobs) and the candidate shapes themselves. The tuner's
-//!   on/fresh mode is not part of it.
+//!   registers per SM, memory), the kernel's registers and thread limit, and every
+//!   setting that changes its geometry (`GOMP_NVPTX_LOWLAT_POOL`,
+//!   `GOMP_NVPTX_SOFT_STACK_SIZE`, the `GOMP_NVPTX_TUNE` knobs). The candidate shapes
+//!   follow from these; the tuner's on/fresh mode is not part of it.
 //! - Payload ([`encode`], [`decode`]): the chosen candidate's setting and shape, and what
 //!   the trials measured (for the profile), as text. An entry whose choice is not one
 //!   of the candidates, or whose text is malformed, is not used.
 //! - Where and when: wherever the linked-image cache is, and only when it is on.
 //!
-//! Pure code but for [`lookup`] and [`put`] (file system, through the store).
+//! Pure code.
 
 use crate::image::launch_facts::Candidate;
-use gomp_plugin::cache::{Key, KeyBuilder, Lookup, Store};
-use std::path::PathBuf;
+use gomp_plugin::cache::{Key, KeyBuilder};
 
 /// The entry kind of a chosen launch shape.
 pub const KIND: &str = "shape";
@@ -55,8 +54,6 @@ pub struct KeyFacts<'a> {
     pub soft_stack: usize,
     /// The `GOMP_NVPTX_TUNE` knobs but the tuner's mode, as text.
     pub knobs: String,
-    /// The candidates, in order.
-    pub candidates: &'a [Candidate],
 }
 
 /// The key of a kernel's choice.
@@ -76,13 +73,7 @@ pub fn key(image: &Key, f: &KeyFacts<'_>) -> Key {
         .int("max threads", f.max_threads_per_block as i64)
         .int("lowlat pool", f.lowlat_pool as i64)
         .int("soft stack", f.soft_stack as i64)
-        .field("knobs", f.knobs.as_bytes())
-        .int("candidates", f.candidates.len() as i64);
-    for c in f.candidates {
-        k.field("label", c.label.as_bytes())
-            .int("teams", c.teams as i64)
-            .int("warps", c.warps as i64);
-    }
+        .field("knobs", f.knobs.as_bytes());
     k.finish()
 }
 
@@ -141,39 +132,6 @@ pub fn decode(payload: &[u8], candidates: &[Candidate]) -> Result<Remembered, St
     })
 }
 
-/// What the store holds under `key`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Found {
-    /// A usable choice.
-    Hit(Remembered),
-    /// No entry.
-    Miss,
-    /// An entry that is not used, and why.
-    Unusable(String),
-}
-
-/// Looks the choice of `key` up among `candidates`.
-pub fn lookup(store: &Store, key: &Key, candidates: &[Candidate]) -> Found {
-    match store.get(KIND, key) {
-        Lookup::Hit(p) => match decode(p.bytes(), candidates) {
-            Ok(r) => Found::Hit(r),
-            Err(why) => Found::Unusable(why),
-        },
-        Lookup::Miss => Found::Miss,
-        Lookup::Unusable(why) => Found::Unusable(why),
-    }
-}
-
-/// Stores the choice of `chosen` under `key`.
-pub fn put(store: &Store, key: &Key, chosen: &Candidate, trials: &str) -> Result<(), String> {
-    store.put(KIND, key, &encode(chosen, trials))
-}
-
-/// The file of `key`'s entry (for messages).
-pub fn path(store: &Store, key: &Key) -> PathBuf {
-    store.path(KIND, key)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,7 +152,7 @@ mod tests {
         ]
     }
 
-    fn facts(c: &[Candidate]) -> KeyFacts<'_> {
+    fn facts() -> KeyFacts<'static> {
         KeyFacts {
             kernel: "main$_omp_fn$0",
             cc: (9, 0),
@@ -208,7 +166,6 @@ mod tests {
             lowlat_pool: 8192,
             soft_stack: 131072,
             knobs: "warps=8".into(),
-            candidates: c,
         }
     }
 
@@ -256,102 +213,95 @@ mod tests {
 
     #[test]
     fn the_key_covers_every_input() {
-        let c = cands();
         let image = Key([7; 32]);
-        let base = key(&image, &facts(&c));
-        assert_eq!(base, key(&image, &facts(&c)), "deterministic");
-        let mut fewer = c.clone();
-        fewer.pop();
-        let mut other_shape = c.clone();
-        other_shape[1].teams = 660;
+        let base = key(&image, &facts());
+        assert_eq!(base, key(&image, &facts()), "deterministic");
         let variants: Vec<Key> = vec![
-            key(&Key([8; 32]), &facts(&c)),
+            key(&Key([8; 32]), &facts()),
             key(
                 &image,
                 &KeyFacts {
                     kernel: "main$_omp_fn$1",
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     cc: (9, 1),
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     driver: "13000 NVRM 581".into(),
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     device: "NVIDIA H100 PCIe",
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     num_sms: 114,
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     regs_per_sm: 32768,
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     total_mem: 1 << 30,
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     regs: 73,
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     max_threads_per_block: 1024,
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     lowlat_pool: 0,
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     soft_stack: 4096,
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
             key(
                 &image,
                 &KeyFacts {
                     knobs: "warps=8 carveout=50".into(),
-                    ..facts(&c)
+                    ..facts()
                 },
             ),
-            key(&image, &facts(&fewer)),
-            key(&image, &facts(&other_shape)),
         ];
         for (i, v) in variants.iter().enumerate() {
             assert_ne!(&base, v, "variant {i}");
