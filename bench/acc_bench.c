@@ -1,17 +1,26 @@
 /* acc_bench.c - micro-benchmarks of the OpenACC side of an offload plugin, run the same
  * way with GCC's stock plugin and ours (bench/device-run.sh alternates them).
  *
- * usage: acc_bench MODE N
+ * usage: acc_bench [--allow-host] MODE N
  *   sync N      median time of N `acc parallel num_gangs(1) present(a)` (us)
  *   async N     N `acc parallel async(1) present(a)` enqueued back to back, then one
  *               wait: median over 20 batches of the enqueue time per launch (us), and
  *               the time per launch including the wait; the result is checked
  *   asyncdata N as async, with `copyin(b[0:16])` per launch (a mapping per region)
+ *   copy BYTES N        `acc parallel num_gangs(1) copyin(x[0:BYTES/8]) copyout(s[0:1])`,
+ *               the kernel writes the sum of x's first and last element to s: median
+ *               over 20 batches of N of the time per region -> acc_copy_<BYTES>B_sync
+ *               (us); every result checked (x's ends change each region, s is poisoned)
+ *   copy_async BYTES N  the same regions with async(1), N back to back, then `acc wait(1)`:
+ *               acc_copy_<BYTES>B_async_enqueue and acc_copy_<BYTES>B_async_per_launch
+ *               as for async; s checked after each wait (x changes between batches)
+ *   --allow-host  run on the host device when there is no NVIDIA one (checks only)
  * Each result is a line "metric NAME VALUE UNIT"; a wrong result prints "ERROR ..." and
  * exits 1. */
 #include <openacc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/time.h>
 #include "median.h"
 
@@ -24,15 +33,96 @@ static double now (void)
 
 
 #define BATCHES 20
+#define POISON (-1.0e300)
+
+/* The copy modes: regions with a copyin of BYTES and a copyout of one double. */
+static int mode_copy (size_t bytes, int n, int async)
+{
+  size_t ne = bytes / sizeof (double);
+  if (ne < 1)
+    ne = 1;
+  bytes = ne * sizeof (double);
+  double *x = calloc (ne, sizeof *x), s[1], t[BATCHES], tw[BATCHES];
+  long seq = 0;
+  for (int k = 0; k < BATCHES + 1; k++)
+    {
+      double t0 = now (), t1;
+      if (!async)
+	{
+	  for (int i = 0; i < n; i++)
+	    {
+	      seq++;
+	      x[0] = (double) seq;
+	      x[ne - 1] = (double) (2 * seq + 1);
+	      double want = x[0] + x[ne - 1];
+	      s[0] = POISON;
+#pragma acc parallel num_gangs(1) num_workers(1) vector_length(32) copyin(x[0:ne]) copyout(s[0:1])
+	      s[0] = x[0] + x[ne - 1];
+	      if (s[0] != want)
+		{
+		  printf ("ERROR copy: region %ld gave %g, want %g\n", seq, s[0], want);
+		  return 1;
+		}
+	    }
+	  t1 = now ();
+	}
+      else
+	{
+	  /* The host must not write x while a queued copyin may still read it: the ends
+	     change once per batch. */
+	  seq++;
+	  x[0] = (double) seq;
+	  x[ne - 1] = (double) (2 * seq + 1);
+	  double want = x[0] + x[ne - 1];
+	  s[0] = POISON;
+	  for (int i = 0; i < n; i++)
+	    {
+#pragma acc parallel num_gangs(1) num_workers(1) vector_length(32) copyin(x[0:ne]) copyout(s[0:1]) async(1)
+	      s[0] = x[0] + x[ne - 1];
+	    }
+	  t1 = now ();
+#pragma acc wait(1)
+	  if (s[0] != want)
+	    {
+	      printf ("ERROR copy_async: batch %ld gave %g, want %g\n", seq, s[0], want);
+	      return 1;
+	    }
+	}
+      double t2 = now ();
+      if (k > 0)
+	{
+	  t[k - 1] = (t1 - t0) / n;
+	  tw[k - 1] = (t2 - t0) / n;
+	}
+    }
+  free (x);
+  if (!async)
+    printf ("metric acc_copy_%zuB_sync %.2f us\n", bytes, median (t, BATCHES) * 1e6);
+  else
+    {
+      printf ("metric acc_copy_%zuB_async_enqueue %.2f us\n", bytes, median (t, BATCHES) * 1e6);
+      printf ("metric acc_copy_%zuB_async_per_launch %.2f us\n", bytes,
+	      median (tw, BATCHES) * 1e6);
+    }
+  return 0;
+}
 
 int main (int argc, char **argv)
 {
-  if (argc < 3)
+  int allow_host = 0;
+  if (argc > 1 && !strcmp (argv[1], "--allow-host"))
     {
-      fprintf (stderr, "usage: acc_bench sync|async|asyncdata N\n");
+      allow_host = 1;
+      argv++, argc--;
+    }
+  int copy = argc > 1 && (!strcmp (argv[1], "copy") || !strcmp (argv[1], "copy_async"));
+  if (argc < 3 || (copy && argc < 4))
+    {
+      fprintf (stderr, "usage: acc_bench [--allow-host] sync|async|asyncdata N | "
+	       "copy|copy_async BYTES N\n");
       return 2;
     }
-  int n = atoi (argv[2]);
+  int n = atoi (argv[copy ? 3 : 2]);
   if (n < 1)
     n = 1;
   static int a[1];
@@ -40,12 +130,14 @@ int main (int argc, char **argv)
   a[0] = 0;
   for (int i = 0; i < 16; i++)
     b[i] = 1;
-  if (acc_get_num_devices (acc_device_nvidia) < 1)
+  if (acc_get_num_devices (acc_device_nvidia) < 1 && !allow_host)
     {
       printf ("ERROR no NVIDIA device\n");
       return 1;
     }
-  acc_init (acc_device_nvidia);
+  acc_init (acc_get_num_devices (acc_device_nvidia) < 1 ? acc_device_host : acc_device_nvidia);
+  if (copy)
+    return mode_copy (strtoull (argv[2], 0, 0), n, argv[1][4] == '_');
 #pragma acc enter data copyin(a[0:1])
   double *t = malloc ((n > BATCHES ? n : BATCHES) * sizeof *t);
   double *tw = malloc (BATCHES * sizeof *tw);

@@ -1,8 +1,10 @@
 #!/bin/sh
 # build.sh - compile bench/offload_bench.c with the sid root's gcc-16 (nvptx offload)
-# bench/revoff_bench.c, bench/acc_bench.c (OpenACC), bench/kernel_bench.c and
-# bench/kernel_bench.f90 (gfortran-16: kernel_bench_f) and bench/cuda_floor.c into .carry/,
-# next to the plugin, for bench/device-run.sh.
+# bench/region_bench.c, bench/revoff_bench.c, bench/acc_bench.c (OpenACC),
+# bench/kernel_bench.c and bench/kernel_bench.f90 (gfortran-16: kernel_bench_f) and
+# bench/cuda_floor.c into .carry/, next to the plugin, for bench/device-run.sh; and
+# .carry/gcc_empty.ptx, the PTX of bench/gcc_empty.c's offload image (bench/gcc_ptx.py),
+# whose kernel cuda_floor launches through the bare driver.
 # usage: bench/build.sh      (env WORK, default ./.toolchain; makes the sid root if missing)
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 case "${1:-}" in -?*) echo "bench/build.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
@@ -12,9 +14,9 @@ cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
 mkdir -p "$WORK/bench" .carry/plugin
-cp bench/offload_bench.c bench/revoff_bench.c bench/acc_bench.c bench/kernel_bench.c bench/kernel_bench.f90 \
-  bench/median.h tests/device/gpu_probe.h "$WORK/bench/"
-for b in offload_bench revoff_bench; do
+cp bench/offload_bench.c bench/region_bench.c bench/revoff_bench.c bench/acc_bench.c bench/kernel_bench.c \
+  bench/kernel_bench.f90 bench/gcc_empty.c bench/median.h tests/device/gpu_probe.h "$WORK/bench/"
+for b in offload_bench region_bench revoff_bench; do
   scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none $b.c -o $b"
   cp "$WORK/bench/$b" .carry/
 done
@@ -24,9 +26,11 @@ cp "$WORK/bench/acc_bench" .carry/
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none -foffload-options=-lm kernel_bench.c -o kernel_bench -lm"
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gfortran-16 -O2 -fopenmp -foffload=nvptx-none kernel_bench.f90 -o kernel_bench_f"
 cp "$WORK/bench/kernel_bench" "$WORK/bench/kernel_bench_f" .carry/
+scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none gcc_empty.c -o gcc_empty"
+python3 bench/gcc_ptx.py "$WORK/bench/gcc_empty" .carry/gcc_empty.ptx
 # The raw-driver floor needs no offload compiler; built with the host's cc (it only
 # dlopens libcuda).
 cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl -lpthread
 scripts/build >/dev/null 2>&1
 objcopy --strip-debug target/plugin/nvptx/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
-echo "bench: .carry/{offload_bench,revoff_bench,acc_bench,kernel_bench,kernel_bench_f,cuda_floor} and .carry/plugin ready"
+echo "bench: .carry/{offload_bench,region_bench,revoff_bench,acc_bench,kernel_bench,kernel_bench_f,cuda_floor,gcc_empty.ptx} and .carry/plugin ready"

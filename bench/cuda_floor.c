@@ -3,7 +3,13 @@
  * (libcuda loaded with dlopen; the kernel is a one-parameter empty PTX entry, so no
  * CUDA toolkit is needed). Run on the GPU machine by bench/device-run.sh.
  *
- * usage: cuda_floor [N]      (N calls per batch, default 500; median of 20 batches)
+ * usage: cuda_floor [N [GCC_PTX]]
+ *   N        calls per batch (default 500; median of 20 batches; the synchronous rows
+ *            use N/5+1, those of 64 KiB and more N/25+1)
+ *   GCC_PTX  the PTX objects of a gcc-16 program with one empty `omp target` region, each
+ *            NUL-terminated, one after another (bench/gcc_ptx.py writes it from the
+ *            binary; bench/build.sh: .carry/gcc_empty.ptx); without it the gcc_* rows
+ *            are left out
  * Prints "metric floor_NAME VALUE us" lines, per call:
  *   launch_{nb,blk}      cuLaunchKernel on a non-blocking / blocking stream
  *   h2d8_{pageable,pinned}  cuMemcpyHtoDAsync of 8 bytes on a non-blocking stream
@@ -19,6 +25,34 @@
  *                        it + cuStreamSynchronize (the plugin's small-copy path)
  *   h2d4k_sync[_ptds]    4 KiB pageable cuMemcpyHtoD_v2 (legacy stream) / _v2_ptds
  *                        (per-thread default stream)
+ *   h2d8_sync, d2h8_sync, d2h4k_sync
+ *                        cuMemcpyHtoD_v2 of 8 bytes, cuMemcpyDtoH_v2 of 8 bytes and of
+ *                        4 KiB, pageable memory (synchronous, legacy stream)
+ *   d2h8_pinned_sync     cuMemcpyDtoHAsync_v2 of 8 bytes into page-locked memory,
+ *                        cuStreamSynchronize, then an 8-byte memcpy out of it
+ *   seq_<B>B_legacy      a region's driver calls with a trivial kernel: cuMemcpyHtoD_v2
+ *                        of B bytes, cuLaunchKernel on the legacy stream (stream 0),
+ *                        cuMemcpyDtoH_v2 of 8 bytes (waits for the kernel); B = 8, 4096
+ *   seq_<B>B_nb          the same on a non-blocking stream: cuMemcpyHtoDAsync_v2,
+ *                        launch, cuMemcpyDtoHAsync_v2, one cuStreamSynchronize
+ *   seq_<B>B_nbpin       the same with the download into page-locked memory, copied
+ *                        out on the CPU after the synchronize
+ *   gcc_empty_wall       GCC's own kernel of an empty `omp target` region (from GCC_PTX,
+ *                        linked with cuLinkCreate/cuLinkAddData per object as the plugins
+ *                        do) launched as the plugins launch it: 1 team x 8 warps (block
+ *                        32x8), 8192 bytes of dynamic shared memory (the default
+ *                        low-latency pool), parameters {tgt_vars, soft stacks, 128 KiB
+ *                        per warp} through CU_LAUNCH_PARAM_BUFFER_POINTER, then
+ *                        cuStreamSynchronize, on a non-blocking stream (host wall time)
+ *   gcc_empty_event      the same launch's device time: cuEventRecord before and after,
+ *                        cuEventElapsedTime (median of N)
+ *   gcc_region_<B>B_{legacy,nb}
+ *                        seq_<B>B_* with GCC's kernel in place of the trivial one: the
+ *                        driver calls of a `target map(to: B bytes) map(from: scalar)`
+ *                        region; B = 8, 4096, 65536, 1048576
+ *   gcc_cycle_4096B_{legacy,nb}
+ *                        the same with a 4 KiB download: `target update to` + region +
+ *                        `target update from` of 4 KiB
  *   revoff_flag          one device->host->device round trip through a mapped
  *                        page-locked word: the kernel stores a flag (st.release.sys),
  *                        a host thread spinning on it clears it, the kernel spins
@@ -60,6 +94,15 @@ static CUresult (*cuMemcpyHtoD_ptds) (CUdeviceptr, const void *, size_t);
 static CUresult (*cuMemAllocAsync) (CUdeviceptr *, size_t, CUstream);
 static CUresult (*cuStreamWriteValue64) (CUstream, CUdeviceptr, unsigned long long, unsigned);
 static CUresult (*cuMemHostGetDevicePointer) (CUdeviceptr *, void *, unsigned);
+static CUresult (*cuMemcpyDtoH) (void *, CUdeviceptr, size_t);
+static CUresult (*cuMemcpyDtoHAsync) (void *, CUdeviceptr, size_t, CUstream);
+static CUresult (*cuEventSynchronize) (CUevent);
+static CUresult (*cuEventElapsedTime) (float *, CUevent, CUevent);
+static CUresult (*cuLinkCreate) (unsigned, int *, void **, void **);
+static CUresult (*cuLinkAddData) (void *, int, void *, size_t, const char *, unsigned,
+				  int *, void **);
+static CUresult (*cuLinkComplete) (void *, void **, size_t *);
+static CUresult (*cuLinkDestroy) (void *);
 
 static const char ptx[] =
   ".version 6.0\n.target sm_52\n.address_size 64\n"
@@ -117,9 +160,35 @@ static void launch (CUstream s)
   CHECK (cuLaunchKernel (fn, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
+/* GCC's kernel of an empty region and what the plugins pass it (docs/plugin-abi.md
+   section 6.2/6.3): the tgt_vars block, the soft stacks (one 128 KiB block per warp of
+   1 team x 8 warps) and the per-warp stack size, as one 24-byte parameter buffer. */
+#define GCC_WARPS 8
+#define GCC_STACK (128 * 1024)
+#define GCC_LOWLAT 8192
+static CUfunction gcc_fn;
+static CUdeviceptr gcc_stacks;
+
+static void launch_gcc (CUstream s)
+{
+  unsigned long long args[3] = { dptr, gcc_stacks, GCC_STACK };
+  size_t size = sizeof args;
+  void *extra[] = { (void *) 1 /* CU_LAUNCH_PARAM_BUFFER_POINTER */, args,
+		    (void *) 2 /* CU_LAUNCH_PARAM_BUFFER_SIZE */, &size,
+		    (void *) 0 /* CU_LAUNCH_PARAM_END */ };
+  CHECK (cuLaunchKernel (gcc_fn, 1, 1, 1, 32, GCC_WARPS, 1, GCC_LOWLAT, s, NULL, extra));
+}
+
+/* The shape of the SEQ_* operations: bytes up, bytes down, which kernel. */
+static size_t seq_up, seq_down;
+static int seq_gcc;
+static CUdeviceptr big_dptr;
+static void *big_pageable, *down_buf;
+
 enum op { LAUNCH, H2D_PAGEABLE, H2D_PINNED, WRITE8, EVENT, ACC_REGION, ACC_REGION_W8,
 	  SYNC_LAUNCH, H2D4K_ASYNC_SYNC, H2D4K_SYNC, H2D4K_SYNC_PTDS, H2D4K_POOL_ASYNC_SYNC,
-	  H2D4K_BOUNCE_SYNC };
+	  H2D4K_BOUNCE_SYNC, H2D8_SYNC, D2H8_SYNC, D2H4K_SYNC, D2H8_PINNED_SYNC, SEQ_LEGACY,
+	  SEQ_NB, SEQ_NB_PINNED, GCC_SYNC_LAUNCH };
 
 static void one (enum op op, CUstream s)
 {
@@ -158,6 +227,42 @@ static void one (enum op op, CUstream s)
       break;
     case H2D4K_SYNC: CHECK (cuMemcpyHtoD (dptr, pageable, 4096)); break;
     case H2D4K_SYNC_PTDS: CHECK (cuMemcpyHtoD_ptds (dptr, pageable, 4096)); break;
+    case H2D8_SYNC: CHECK (cuMemcpyHtoD (dptr, pageable, 8)); break;
+    case D2H8_SYNC: CHECK (cuMemcpyDtoH (down_buf, dptr, 8)); break;
+    case D2H4K_SYNC: CHECK (cuMemcpyDtoH (down_buf, dptr, 4096)); break;
+    case D2H8_PINNED_SYNC:
+      CHECK (cuMemcpyDtoHAsync (pinned, dptr, 8, s));
+      CHECK (cuStreamSynchronize (s));
+      memcpy (down_buf, pinned, 8);
+      break;
+    case SEQ_LEGACY:
+      CHECK (cuMemcpyHtoD (big_dptr, big_pageable, seq_up));
+      if (seq_gcc)
+	launch_gcc (NULL);
+      else
+	launch (NULL);
+      CHECK (cuMemcpyDtoH (down_buf, dptr, seq_down));
+      break;
+    case SEQ_NB:
+      CHECK (cuMemcpyHtoDAsync (big_dptr, big_pageable, seq_up, s));
+      if (seq_gcc)
+	launch_gcc (s);
+      else
+	launch (s);
+      CHECK (cuMemcpyDtoHAsync (down_buf, dptr, seq_down, s));
+      CHECK (cuStreamSynchronize (s));
+      break;
+    case SEQ_NB_PINNED:
+      CHECK (cuMemcpyHtoDAsync (big_dptr, big_pageable, seq_up, s));
+      if (seq_gcc)
+	launch_gcc (s);
+      else
+	launch (s);
+      CHECK (cuMemcpyDtoHAsync (pinned, dptr, seq_down, s));
+      CHECK (cuStreamSynchronize (s));
+      memcpy (down_buf, pinned, seq_down);
+      break;
+    case GCC_SYNC_LAUNCH: launch_gcc (s); CHECK (cuStreamSynchronize (s)); break;
     }
 }
 
@@ -175,6 +280,124 @@ static void measure (const char *name, enum op op, CUstream s, int n)
 	t[b - 1] = (t1 - t0) / n;
     }
   printf ("metric floor_%s %.2f us\n", name, median (t, BATCHES) * 1e6);
+}
+
+/* A region's copy sequence (bytes UP up, DOWN down) with the trivial kernel or GCC's,
+   on the legacy stream and on the non-blocking stream NB. */
+static void measure_seq (const char *prefix, size_t up, size_t down, int gcc, CUstream nb,
+			 int n)
+{
+  char name[96];
+  seq_up = up, seq_down = down, seq_gcc = gcc;
+  int k = up >= 65536 ? n / 25 + 1 : n / 5 + 1;
+  snprintf (name, sizeof name, "%s_%zuB_legacy", prefix, up);
+  measure (name, SEQ_LEGACY, NULL, k);
+  snprintf (name, sizeof name, "%s_%zuB_nb", prefix, up);
+  measure (name, SEQ_NB, nb, k);
+  snprintf (name, sizeof name, "%s_%zuB_nbpin", prefix, up);
+  measure (name, SEQ_NB_PINNED, nb, k);
+}
+
+/* Links the PTX objects of FILE (each NUL-terminated) as the plugins do and finds the
+   kernel of the OpenMP region (the .entry that is not a constructor/destructor one).
+   Runs the image's constructor kernel, if it has one, once. 0 on success. */
+static int load_gcc (const char *file, CUstream s)
+{
+  FILE *f = fopen (file, "rb");
+  if (!f)
+    {
+      printf ("ERROR cannot open %s\n", file);
+      return 1;
+    }
+  size_t cap = 1 << 20, len = 0, r;
+  char *buf = malloc (cap + 1);
+  while ((r = fread (buf + len, 1, cap - len, f)) > 0)
+    if ((len += r) == cap)
+      buf = realloc (buf, (cap *= 2) + 1);
+  fclose (f);
+  buf[len] = 0;
+  if (len == 0 || buf[len - 1] != 0)
+    {
+      printf ("ERROR %s: not NUL-terminated PTX objects\n", file);
+      return 1;
+    }
+  static char elog[4096];
+  int opts[2] = { 5 /* CU_JIT_ERROR_LOG_BUFFER */, 6 /* ..._SIZE_BYTES */ };
+  void *vals[2] = { elog, (void *) (size_t) sizeof elog };
+  void *link;
+  CHECK (cuLinkCreate (2, opts, vals, &link));
+  char entry[256] = "";
+  int objs = 0;
+  for (size_t off = 0; off < len; off += strlen (buf + off) + 1, objs++)
+    {
+      char *o = buf + off;
+      if (cuLinkAddData (link, 1 /* CU_JIT_INPUT_PTX */, o, strlen (o) + 1, "gcc", 0, NULL,
+			 NULL) != 0)
+	{
+	  printf ("ERROR cuLinkAddData of object %d: %s\n", objs, elog);
+	  return 1;
+	}
+      for (char *e = strstr (o, ".visible .entry "); e && !entry[0];
+	   e = strstr (e + 1, ".visible .entry "))
+	{
+	  char name[256];
+	  if (sscanf (e + 16, "%255[^ (]", name) == 1 && strncmp (name, "__", 2) != 0)
+	    strcpy (entry, name);
+	}
+    }
+  void *cubin;
+  size_t cubin_size;
+  if (cuLinkComplete (link, &cubin, &cubin_size) != 0)
+    {
+      printf ("ERROR cuLinkComplete: %s\n", elog);
+      return 1;
+    }
+  CUmodule mod;
+  CHECK (cuModuleLoadData (&mod, cubin));
+  CHECK (cuLinkDestroy (link));
+  free (buf);
+  if (!entry[0])
+    {
+      printf ("ERROR %s: no OpenMP region kernel (.entry) in %d objects\n", file, objs);
+      return 1;
+    }
+  CHECK (cuModuleGetFunction (&gcc_fn, mod, entry));
+  CHECK (cuMemAlloc (&gcc_stacks, (size_t) GCC_WARPS * GCC_STACK));
+  CUfunction ctors;
+  if (cuModuleGetFunction (&ctors, mod, "__do_global_ctors__entry__mgomp") == 0)
+    {
+      /* This variant takes the top of a one-warp soft stack (stacks grow down). */
+      unsigned long long top = gcc_stacks + GCC_STACK;
+      void *p[1] = { &top };
+      CHECK (cuLaunchKernel (ctors, 1, 1, 1, 1, 1, 1, 0, s, p, NULL));
+    }
+  else if (cuModuleGetFunction (&ctors, mod, "__do_global_ctors__entry") == 0)
+    CHECK (cuLaunchKernel (ctors, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+  CHECK (cuStreamSynchronize (s));
+  printf ("# gcc kernel %s from %d PTX objects (%zu bytes linked)\n", entry, objs, cubin_size);
+  return 0;
+}
+
+/* Device time of GCC's empty kernel: events around each launch, median of N. */
+static void measure_gcc_event (CUstream s, int n)
+{
+  CUevent e0, e1;
+  CHECK (cuEventCreate (&e0, 0));
+  CHECK (cuEventCreate (&e1, 0));
+  double *t = malloc (n * sizeof *t);
+  for (int i = 0; i < n + 10; i++)
+    {
+      float ms;
+      CHECK (cuEventRecord (e0, s));
+      launch_gcc (s);
+      CHECK (cuEventRecord (e1, s));
+      CHECK (cuEventSynchronize (e1));
+      CHECK (cuEventElapsedTime (&ms, e0, e1));
+      if (i >= 10)
+	t[i - 10] = ms * 1e-3;
+    }
+  printf ("metric floor_gcc_empty_event %.2f us\n", median (t, n) * 1e6);
+  free (t);
 }
 
 static volatile unsigned long long *mailbox;
@@ -243,6 +466,17 @@ int main (int argc, char **argv)
   *(void **) &cuMemcpyHtoD = dlsym (h, "cuMemcpyHtoD_v2");
   *(void **) &cuMemAllocAsync = dlsym (h, "cuMemAllocAsync");
   *(void **) &cuMemcpyHtoD_ptds = dlsym (h, "cuMemcpyHtoD_v2_ptds");
+  *(void **) &cuMemcpyDtoH = dlsym (h, "cuMemcpyDtoH_v2");
+  *(void **) &cuMemcpyDtoHAsync = dlsym (h, "cuMemcpyDtoHAsync_v2");
+  *(void **) &cuLinkCreate = dlsym (h, "cuLinkCreate_v2");
+  *(void **) &cuLinkAddData = dlsym (h, "cuLinkAddData_v2");
+  SYM (cuEventSynchronize); SYM (cuEventElapsedTime); SYM (cuLinkComplete); SYM (cuLinkDestroy);
+  if (!cuMemcpyHtoD || !cuMemcpyDtoH || !cuMemcpyDtoHAsync || !cuLinkCreate || !cuLinkAddData)
+    {
+      printf ("ERROR no cuMemcpyHtoD_v2/cuMemcpyDtoH_v2/cuMemcpyDtoHAsync_v2/cuLinkCreate_v2/"
+	      "cuLinkAddData_v2\n");
+      return 1;
+    }
   if (!cuMemAlloc || !cuMemcpyHtoDAsync)
     {
       printf ("ERROR no cuMemAlloc_v2/cuMemcpyHtoDAsync_v2\n");
@@ -285,6 +519,29 @@ int main (int argc, char **argv)
     measure ("h2d4k_sync", H2D4K_SYNC, nb, n / 5 + 1);
   if (cuMemcpyHtoD_ptds)
     measure ("h2d4k_sync_ptds", H2D4K_SYNC_PTDS, nb, n / 5 + 1);
+
+  /* Single synchronous copies and whole regions' copy sequences. */
+  CHECK (cuMemAlloc (&big_dptr, 1 << 20));
+  big_pageable = calloc (1, 1 << 20);
+  down_buf = calloc (1, 4096);
+  measure ("h2d8_sync", H2D8_SYNC, nb, n / 5 + 1);
+  measure ("d2h8_sync", D2H8_SYNC, nb, n / 5 + 1);
+  measure ("d2h8_pinned_sync", D2H8_PINNED_SYNC, nb, n / 5 + 1);
+  measure ("d2h4k_sync", D2H4K_SYNC, nb, n / 5 + 1);
+  measure_seq ("seq", 8, 8, 0, nb, n);
+  measure_seq ("seq", 4096, 8, 0, nb, n);
+  if (argc > 2)
+    {
+      if (load_gcc (argv[2], nb))
+	return 1;
+      measure ("gcc_empty_wall", GCC_SYNC_LAUNCH, nb, n / 5 + 1);
+      measure_gcc_event (nb, n);
+      for (size_t b = 8; b <= 1 << 20; b *= b == 8 ? 512 : 16)
+	measure_seq ("gcc_region", b, 8, 1, nb, n);
+      measure_seq ("gcc_cycle", 4096, 4096, 1, nb, n);
+    }
+  else
+    printf ("# no GCC_PTX given: the gcc_* rows are left out\n");
 
   CUmodule rmod;
   void *mb;

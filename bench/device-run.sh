@@ -3,12 +3,14 @@
 # alternating (stock, ours, stock, ours, ...) on the same binary in one call.
 # usage: bench/device-run.sh CARRY_DIR [REPS]
 # CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours) and
-# offload_bench, revoff_bench, acc_bench, kernel_bench, kernel_bench_f and cuda_floor
-# (built by bench/build.sh).
-# env BENCHES (default "floor omp revoff acc jit stress suite") picks what runs:
-#   floor   bench/cuda_floor.c (raw driver costs, no plugin)
+# offload_bench, region_bench, revoff_bench, acc_bench, kernel_bench, kernel_bench_f,
+# cuda_floor and gcc_empty.ptx (built by bench/build.sh).
+# env BENCHES (default "floor omp region revoff acc jit stress suite") picks what runs:
+#   floor   bench/cuda_floor.c (raw driver costs, no plugin; with CARRY_DIR/gcc_empty.ptx
+#           also GCC's own kernel of an empty region and the region floors built on it)
 #   omp     offload_bench modes (OMP_MODES="a;b" picks some)
-#   revoff  revoff_bench 1000;  acc  acc_bench modes
+#   region  region_bench modes, real region shapes (REGION_MODES="a;b" picks some)
+#   revoff  revoff_bench 1000;  acc  acc_bench modes (ACC_MODES="a;b" picks some)
 #   jit     first target region with an empty CUDA JIT cache and again with it filled
 #   stress  revoff_bench 100000 once per plugin (1e5 reverse-offload requests)
 #   suite   wall time of the upstream suite's SUITE_FILTER tests (default the
@@ -25,6 +27,9 @@
 #   entry runs PLUGIN with those variables set, labelled PLUGIN+kN (N from 1, in order;
 #   the legend is in $OUT/kernel-knobs.txt and kernels.md). Values hold no spaces or ';'.
 #   e.g. KNOBS="ours:GOMP_NVPTX_JIT=-O3;ours:GOMP_NVPTX_LOWLAT_POOL=0;stock:OMP_NUM_TEAMS_ALL=1056"
+# Each mode list's entries are the program's arguments, e.g. REGION_MODES="map 4096;jacobi
+#   2048 10"; an entry may start with --allow-host (off the GPU: checks the plumbing).
+# BENCH_TMP (default /tmp/bench): the scratch folder (the unpacked bundle, run output).
 # Writes $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines;
 # the raw-driver floor's lines have "floor" in place of the plugin), then, through
 # bench/report.py, $OUT/bench.md (the table) and $OUT/bench.png (the plot; needs
@@ -36,7 +41,7 @@ case "${1:-}" in -?*) echo "device-run.sh: unknown option '$1' (see $0 --help)" 
 set -u
 C=$(cd "${1:?usage: device-run.sh CARRY_DIR [REPS]}" && pwd); REPS=${2:-3}
 O=${OUT:-/tmp/bench-out}; mkdir -p "$O"
-T=/tmp/bench; mkdir -p "$T"
+T=${BENCH_TMP:-/tmp/bench}; mkdir -p "$T"   # scratch (BENCH_TMP: another place)
 [ -d "$T/bundle-16" ] || tar -xJf "$C/bundle-16.tar.xz" -C "$T"
 B=$T/bundle-16
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
@@ -52,8 +57,13 @@ MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 10
        "pinned_alloc_mt 8 1000 4096")
 # OMP_MODES="bw 67108864;bw 1073741824" runs only those offload_bench modes.
 [ -n "${OMP_MODES:-}" ] && IFS=';' read -ra MODES <<< "$OMP_MODES"
-ACC_MODES=("sync 2000" "async 500" "asyncdata 500")
-BENCHES=${BENCHES:-floor omp revoff acc jit stress suite}
+AMODES=("sync 2000" "async 500" "asyncdata 500"
+        "copy 8 100" "copy 4096 100" "copy_async 8 100" "copy_async 4096 100")
+[ -n "${ACC_MODES:-}" ] && IFS=';' read -ra AMODES <<< "$ACC_MODES"
+RMODES=("map 8" "map 4096" "map 65536" "map 1048576 20" "tofrom" "copy8" "update 4096"
+        "teams 5" "jacobi 1024 10" "threads 8 500")
+[ -n "${REGION_MODES:-}" ] && IFS=';' read -ra RMODES <<< "$REGION_MODES"
+BENCHES=${BENCHES:-floor omp region revoff acc jit stress suite}
 has() { [[ " $BENCHES " == *" $1 "* ]]; }
 RUN_ENV=()   # extra VAR=VAL for run_bin (the kernels step's KNOBS)
 run_bin() { # PLUGIN BINARY ARGS... -> $T/one.txt; returns the exit status
@@ -131,12 +141,13 @@ kernels_extra() {
 }
 for rep in $(seq 1 "$REPS"); do
   if has floor; then
-    timeout 120 "$C/cuda_floor" > "$T/one.txt" 2>&1 || echo "floor $rep ERROR cuda_floor exit $?" >> "$O/bench-raw.txt"
+    GCC_PTX=(); [ -f "$C/gcc_empty.ptx" ] && GCC_PTX=(500 "$C/gcc_empty.ptx")
+    timeout 120 "$C/cuda_floor" ${GCC_PTX[@]+"${GCC_PTX[@]}"} > "$T/one.txt" 2>&1 || echo "floor $rep ERROR cuda_floor exit $?" >> "$O/bench-raw.txt"
     sed "s/^/floor $rep /" "$T/one.txt" | grep -E "^floor $rep (metric|ERROR)" >> "$O/bench-raw.txt"
   fi
   for p in $PLUGINS; do
     if has acc; then
-      for m in "${ACC_MODES[@]}"; do
+      for m in "${AMODES[@]}"; do
         # shellcheck disable=SC2086
         one "$p" "$rep" acc_bench $m
       done
@@ -145,6 +156,12 @@ for rep in $(seq 1 "$REPS"); do
       for m in "${MODES[@]}"; do
         # shellcheck disable=SC2086
         one "$p" "$rep" offload_bench $m
+      done
+    fi
+    if has region; then
+      for m in "${RMODES[@]}"; do
+        # shellcheck disable=SC2086
+        one "$p" "$rep" region_bench $m
       done
     fi
     has revoff && one "$p" "$rep" revoff_bench 1000
@@ -183,7 +200,8 @@ if [ -n "${WHEELS:-}" ] && [ -d "$WHEELS" ]; then
 fi
 GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 | sed 's/, / (driver /; s/$/)/')
 python3 "$(dirname "$0")/report.py" "$O/bench-raw.txt" "$O/bench" --device "${GPU:-GPU}" \
-  --note "\`bench/device-run.sh CARRY_DIR $REPS\` (BENCHES=\"$BENCHES\"), $(date -u +%Y-%m-%d)."
+  --plugins "$PLUGINS" --note "\`bench/device-run.sh CARRY_DIR $REPS\` (BENCHES=\"$BENCHES\", PLUGINS=\"$PLUGINS\"\
+${OMP_MODES:+, OMP_MODES=\"$OMP_MODES\"}${REGION_MODES:+, REGION_MODES=\"$REGION_MODES\"}${ACC_MODES:+, ACC_MODES=\"$ACC_MODES\"}), $(date -u +%Y-%m-%d)."
 if has kernels; then
   python3 "$(dirname "$0")/kernel_report.py" "$O/bench-raw.txt" "$O/kernels" --device "${GPU:-GPU}" \
     --knobs "$O/kernel-knobs.txt" --note "\`bench/device-run.sh CARRY_DIR $REPS\` (BENCHES=\"$BENCHES\", \

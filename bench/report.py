@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """report.py - turn bench/device-run.sh's bench-raw.txt into a Markdown table and a PNG.
 
-usage: bench/report.py RAW OUT_BASENAME [--device NAME] [--note TEXT]
+usage: bench/report.py RAW OUT_BASENAME [--device NAME] [--note TEXT] [--plugins "P1 P2 ..."]
 Writes OUT_BASENAME.md (metric, floor, stock median, ours median, ours/stock, better side) and
 OUT_BASENAME.png (one bar pair per metric, log scale). Medians over the repetitions;
 ERROR lines are listed under the table. Lines of the raw-driver floor (bench/cuda_floor.c,
 plugin field "floor") go into a table of their own: the cost of the bare driver calls
-an offload region is made of, the floor under both plugins' numbers."""
+an offload region is made of, the floor under both plugins' numbers.
+--plugins (device-run.sh passes its PLUGINS; default "stock ours") names the columns: each
+plugin gets a column of medians and, but stock, a column of its ratio to stock ("stock
+ours" gives the columns above); other labels of RAW (the kernels step's knob
+configurations, see kernel_report.py) are left out. Where a floor applies to a time in us, a
+second table gives each plugin's time above the floor: what libgomp's mapping and the
+plugin add to the bare driver calls of the same operation."""
 import statistics
 import sys
 from collections import defaultdict
@@ -15,7 +21,9 @@ from collections import defaultdict
 HIGHER_BETTER = {"GB/s": True, "1/s": True, "x": True, "bool": True, "count": True,
                  "us": False, "ms": False, "s": False, "MiB": False}
 
-# The raw-driver floor under a plugin metric (bench/cuda_floor.c), where one applies.
+# The raw-driver floor under a plugin metric (bench/cuda_floor.c), where one applies; a
+# tuple names several ways of making the same driver calls (legacy stream, non-blocking
+# stream, ...): the floor is the cheapest of them in this run.
 FLOOR_OF = {
     "empty_target": "floor_sync_launch",
     "acc_sync_launch": "floor_sync_launch",
@@ -24,6 +32,19 @@ FLOOR_OF = {
     "nowait_per_region": "floor_acc_region_nb",
     "revoff_round_trip": "floor_revoff_protocol",
     "revoff_round_trip_1e5": "floor_revoff_protocol",
+    # bench/region_bench.c: a region's upload, GCC's kernel as the plugins launch it, the
+    # scalar's download
+    **{f"region_to_{b}B": tuple(f"floor_gcc_region_{b}B_{w}" for w in ("legacy", "nb", "nbpin"))
+       for b in (8, 4096, 65536, 1048576)},
+    "region_tofrom_scalar": tuple(f"floor_gcc_region_8B_{w}" for w in ("legacy", "nb", "nbpin")),
+    "copy_h2d_8B": "floor_h2d8_sync",
+    "copy_d2h_8B": ("floor_d2h8_sync", "floor_d2h8_pinned_sync"),
+    "update_to_4096B": ("floor_h2d4k_sync", "floor_h2d4k_async_sync"),
+    "update_from_4096B": "floor_d2h4k_sync",
+    "update_cycle_4096B": tuple(f"floor_gcc_cycle_4096B_{w}" for w in ("legacy", "nb", "nbpin")),
+    # bench/acc_bench.c copy modes: the same copies around a trivial kernel
+    "acc_copy_8B_sync": tuple(f"floor_seq_8B_{w}" for w in ("legacy", "nb", "nbpin")),
+    "acc_copy_4096B_sync": tuple(f"floor_seq_4096B_{w}" for w in ("legacy", "nb", "nbpin")),
 }
 
 
@@ -40,15 +61,22 @@ def parse(path):
     return vals, units, errors
 
 
-def table(vals, units):
+def table(vals, units, plugins):
+    """(name, unit, {plugin: median or None}, {plugin: runs}) per metric."""
     rows = []
     for name in vals:
-        s, o = vals[name].get("stock"), vals[name].get("ours")
-        ms = statistics.median(s) if s else None
-        mo = statistics.median(o) if o else None
-        ratio = mo / ms if ms and mo is not None else None
-        rows.append((name, units[name], ms, mo, ratio, len(s or []), len(o or [])))
+        med = {p: statistics.median(vals[name][p]) if vals[name].get(p) else None for p in plugins}
+        runs = {p: len(vals[name].get(p) or []) for p in plugins}
+        rows.append((name, units[name], med, runs))
     return rows
+
+
+def floor_of(name, floor):
+    """(floor metric, its median) of a plugin metric: the cheapest of its floors."""
+    names = FLOOR_OF.get(name, ())
+    names = (names,) if isinstance(names, str) else names
+    got = [(statistics.median(floor[n]), n) for n in names if floor.get(n)]
+    return (min(got)[1], min(got)[0]) if got else (None, None)
 
 
 def fmt(v):
@@ -56,30 +84,66 @@ def fmt(v):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return
+    if len(sys.argv) < 3 or sys.argv[1].startswith("-"):
+        sys.exit("usage: report.py RAW OUT_BASENAME [--device NAME] [--note TEXT] (see --help)")
     raw, base = sys.argv[1], sys.argv[2]
+    opts = sys.argv[3:]
+    for i in range(0, len(opts), 2):
+        if opts[i] not in ("--device", "--note", "--plugins") or i + 1 >= len(opts):
+            sys.exit(f"report.py: unknown option or missing value: '{opts[i]}' (see --help)")
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "GPU"
     note = sys.argv[sys.argv.index("--note") + 1] if "--note" in sys.argv else ""
+    plugins = (sys.argv[sys.argv.index("--plugins") + 1] if "--plugins" in sys.argv
+               else "stock ours").split()
+    plugins = sorted(dict.fromkeys(plugins), key=lambda n: n != "stock")
     vals, units, errors = parse(raw)
     floor = {n: v["floor"] for n, v in vals.items() if "floor" in v}
     for n in floor:
         del vals[n]
-    rows = table(vals, units)
-    out = [f"# Benchmarks: stock GCC 16 plugin vs gomp-plugin-rs on {device}", ""]
+    others = [p for p in plugins if p != "stock"]
+    rows = table(vals, units, plugins)
+    what = "gomp-plugin-rs" if others == ["ours"] else "gomp-plugin-rs (" + ", ".join(others) + ")"
+    out = [f"# Benchmarks: stock GCC 16 plugin vs {what} on {device}", ""]
     if note:
         out += [note, ""]
-    out += ["Medians over repetitions (runs alternate stock, ours on the same binary). "
+    head = ["metric", "unit", "floor"] + plugins + [f"{p}/stock" for p in others] + ["better", "runs"]
+    out += [f"Medians over repetitions (runs alternate {', '.join(plugins)} on the same binary). "
             "floor: the bare driver calls of the same operation (bench/cuda_floor.c, "
             "same run), where one applies.", "",
-            "| metric | unit | floor | stock | ours | ours/stock | better | runs |",
-            "|---|---|---|---|---|---|---|---|"]
-    for name, unit, ms, mo, ratio, ns, no in rows:
-        better = "—"
-        if ratio is not None and ms != mo:
-            hb = HIGHER_BETTER.get(unit, True)
-            better = "ours" if (mo > ms) == hb else "stock"
-        fl = floor.get(FLOOR_OF.get(name, ""))
-        fl = fmt(statistics.median(fl)) if fl else "—"
-        out.append(f"| {name} | {unit} | {fl} | {fmt(ms)} | {fmt(mo)} | {fmt(ratio)} | {better} | {ns}+{no} |")
+            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    above = []
+    for name, unit, med, runs in rows:
+        better, hb = "—", HIGHER_BETTER.get(unit, True)
+        have = [p for p in plugins if med[p] is not None]
+        if len(have) == len(plugins) > 1 and len({med[p] for p in have}) > 1:
+            better = (max if hb else min)(have, key=lambda p: med[p])
+        ms = med.get("stock")
+        ratios = [fmt(med[p] / ms) if ms and med[p] is not None else "—" for p in others]
+        fname, fl = floor_of(name, floor)
+        if fl is not None and unit == "us":
+            above.append((name, fname, fl, med))
+        cells = [name, unit, fmt(fl)] + [fmt(med[p]) for p in plugins] + ratios
+        cells += [better, "+".join(str(runs[p]) for p in plugins)]
+        out.append("| " + " | ".join(cells) + " |")
+    if above:
+        out += ["", "Time above the driver floor (the table's floor: the cheapest way of making the "
+                "same driver calls, named below; for regions GCC's own kernel, launched as the "
+                "plugins launch it). What is above it is libgomp's mapping work plus the "
+                "plugin's: the same libgomp for every column, so a difference between columns "
+                "is the plugins'. above = median − floor (us), share = above / median.", ""]
+        head = ["metric", "floor metric", "floor"]
+        for p in plugins:
+            head += [f"{p} above", f"{p} share"]
+        out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for name, fname, fl, med in above:
+            cells = [name, fname, fmt(fl)]
+            for p in plugins:
+                v = med[p]
+                cells += ["—", "—"] if v is None else [fmt(v - fl), f"{100 * (v - fl) / v:.0f} %" if v else "—"]
+            out.append("| " + " | ".join(cells) + " |")
     if floor:
         out += ["", "Raw CUDA driver floor (bench/cuda_floor.c: the driver calls alone, no plugin):", "",
                 "| metric | unit | median | runs |", "|---|---|---|---|"]
@@ -98,14 +162,16 @@ def main():
     names = [r[0] for r in rows]
     fig, ax = plt.subplots(figsize=(10, 0.45 * len(names) + 1.5))
     y = range(len(names))
-    for off, idx, label in ((-0.2, 2, "stock"), (0.2, 3, "ours")):
-        ax.barh([i + off for i in y], [r[idx] or 0 for r in rows], height=0.4, label=label)
+    h = 0.8 / len(plugins)
+    for k, p in enumerate(plugins):
+        off = (k - (len(plugins) - 1) / 2) * h
+        ax.barh([i + off for i in y], [r[2][p] or 0 for r in rows], height=h, label=p)
     ax.set_yticks(list(y))
     ax.set_yticklabels([f"{r[0]} [{r[1]}]" for r in rows], fontsize=8)
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.legend()
-    ax.set_title(f"stock vs ours, {device} (medians; log scale)")
+    ax.set_title(f"{' vs '.join(plugins)}, {device} (medians; log scale)")
     fig.tight_layout()
     fig.savefig(base + ".png", dpi=110)
     print(f"report: wrote {base}.md and {base}.png")

@@ -128,6 +128,7 @@ typedef int CUpointer_attribute;
 /* CUmemPool_attribute */
 typedef int CUmemPool_attribute;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
 #define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
 
 /* CUmemPoolProps (88 bytes in CUDA 11.2-13; zero what is not set). */

@@ -15,7 +15,8 @@
 //!   decision logic, pure);
 //! - [`error`]: the one error type (no vendor types in it); [`blocks`]: the registry of
 //!   device blocks handed out by `alloc`; [`symbols`]: the run-time symbol-table macro
-//!   with which each backend declares its driver's entry points.
+//!   with which each backend declares its driver's entry points; [`idle`]: work done
+//!   once a cache has been idle (the process-wide trimmer thread).
 //!
 //! Nothing here is exported from a product (`#[no_mangle]`) except through the shells.
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
@@ -27,6 +28,7 @@ pub mod cache;
 pub mod device;
 pub mod edge;
 pub mod error;
+pub mod idle;
 pub mod libgomp;
 pub mod observe;
 pub mod openacc;

@@ -24,4 +24,5 @@ fuzz_target!(|data: &[u8]| {
     assert!((1..=64).contains(&s.threads) && (2..=16).contains(&s.buffers));
     assert!(s.chunk % 4096 == 0 && ((64 << 10)..=(256 << 20)).contains(&s.chunk));
     assert!(s.threads * s.buffers * s.chunk <= 4 << 30);
+    assert!(c.device_cache <= 1 << 40 && c.pinned_cache <= 1 << 40);
 });

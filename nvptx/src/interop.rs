@@ -122,6 +122,10 @@ impl Device {
     /// The interop entry point: `flag` 0 = init (choose the runtime, create a stream if
     /// `targetsync`), 1 = use (wait for the stream), 2 = destroy (wait, destroy).
     ///
+    /// A `targetsync` stream is handed to the program, which may queue work on it at any
+    /// time: it is made to wait for the deferred host-to-device copies made so far, and
+    /// while it exists no further copy is deferred (`Device::may_defer`).
+    ///
     /// # Safety
     /// `prefer` must be NULL or the compiler's NUL-terminated-list encoding.
     pub unsafe fn interop(
@@ -144,7 +148,15 @@ impl Device {
                 if targetsync {
                     // Context current (caller). The interop object owns the stream until
                     // destroy (flag 2).
-                    obj.stream = OwnedStream::non_blocking()?.into_raw().cast();
+                    let s = OwnedStream::non_blocking()?;
+                    // Counted first: a copy deferred from now on sees the count and waits
+                    // (`Device::deferred_done`); the ones before are ordered here.
+                    self.count_interop_stream(true);
+                    if let Err(e) = self.order(s.handle()) {
+                        self.count_interop_stream(false);
+                        return Err(e);
+                    }
+                    obj.stream = s.into_raw().cast();
                 }
                 Ok(())
             }
@@ -159,6 +171,7 @@ impl Device {
                 obj.stream = std::ptr::null_mut();
                 // SAFETY: created by init (`into_raw`), destroyed once.
                 let s = unsafe { OwnedStream::from_raw(s) };
+                self.count_interop_stream(false);
                 if let Err(e) = s.handle().synchronize() {
                     // Not destroyed after a failure, as before.
                     s.leak();

@@ -106,6 +106,8 @@ impl OpenDevice {
             return Ok(());
         }
         self.core.activate()?;
+        // Deferred copies first: their events go back to the pool destroyed below.
+        let settled = self.core.settle();
         self.async_queue.shutdown();
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
         self.core.events.destroy_all();
@@ -116,7 +118,7 @@ impl OpenDevice {
             .unwrap_or_else(|e| e.into_inner())
             .drain(..)
             .collect();
-        let mut first_err = None;
+        let mut first_err = settled.err();
         for img in images {
             if let Err(e) = (*img).unload(&self.core) {
                 first_err.get_or_insert(e);
@@ -190,6 +192,8 @@ impl gomp_plugin::Device for OpenDevice {
                 })?;
             imgs.remove(i)
         };
+        // The module's memory goes: deferred copies into its globals complete first.
+        self.core.settle()?;
         (*img).unload(&self.core)
     }
 

@@ -228,8 +228,12 @@ impl gomp_plugin::OpenAcc for Nvptx {
         // SAFETY: handle from load_image; `dims` is libgomp's 3-entry array.
         let f =
             unsafe { target_fn(kernel) }.map_err(|_| Error::invalid("openacc_exec: no kernel"))?;
+        let stream = match queue {
+            Some(q) => Some(q.ordered_stream()?),
+            None => None,
+        };
         // SAFETY: as above.
-        unsafe { exec::exec(&dev, f, devaddrs.cast(), dims, queue.map(|q| q.stream())) }
+        unsafe { exec::exec(&dev, f, devaddrs.cast(), dims, stream) }
     }
 
     fn thread_data(ord: c_int) -> Result<thread::ThreadData> {
@@ -245,12 +249,9 @@ impl gomp_plugin::OpenAcc for Nvptx {
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
         Ok(
             // The free memory of an open device is what the program can still
-            // allocate: the plugin's caches are given back first.
+            // allocate: the driver's free memory and what the plugin's caches hold.
             match property::get(ord, prop, || {
-                device_if_open(ord).is_some_and(|d| {
-                    d.core().release_cached();
-                    true
-                })
+                device_if_open(ord).map(|d| d.core().held_unused())
             })? {
                 property::Value::Size(n) => AccProperty::Size(n),
                 property::Value::Str(s) => AccProperty::Str(s),
@@ -298,7 +299,17 @@ impl gomp_plugin::AccQueue for AccQueue {
         AccQueue::dev2dev(self, dst as CUdeviceptr, src as CUdeviceptr, n)
     }
     fn native_stream(&self) -> *mut c_void {
-        self.stream().raw().cast()
+        // The program may queue work on the stream at once: it waits for the deferred
+        // copies first. This entry point cannot report an error; a failed copy is also
+        // reported by the next synchronisation of the stream that ran it.
+        let s = match self.dev.activate().and_then(|()| self.ordered_stream()) {
+            Ok(s) => s,
+            Err(e) => {
+                log::debug!("acc_get_cuda_stream: {e}");
+                self.stream()
+            }
+        };
+        s.raw().cast()
     }
     fn set_native_stream(&self, stream: *mut c_void) -> Result<()> {
         self.set_stream(stream.cast())

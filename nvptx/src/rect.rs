@@ -67,6 +67,9 @@ impl Device {
         let r = self.on_stream(|s| unsafe { s.copy_2d(c) }.map_err(Error::from));
         match r {
             Err(Error::Driver(e)) if e.code == i64::from(CUDA_ERROR_INVALID_VALUE) => {
+                // The legacy stream is not ordered after deferred copies on non-blocking
+                // streams.
+                self.settle()?;
                 // SAFETY: as above; the unaligned copy is synchronous on the legacy
                 // stream, which is then waited for.
                 unsafe { crate::cuda::safe::memory::copy_2d_unaligned(c) }?;

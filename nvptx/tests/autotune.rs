@@ -1,7 +1,7 @@
 //! The launch-shape tuner (nvptx/src/launch/autotune.rs) against a stand-in driver
 //! whose launches take the time the test says, on the virtual clock its timing events
-//! read (tests/fallback/stub_libcuda_launch.c, with the devices, events and JIT of
-//! stub_libcuda_2dev.c and stub_libcuda_jit.c). The kernels have 72 registers, as
+//! read (tests/fallback/stub_libcuda_2dev.c: STUB_LIBCUDA_KERNEL_NS and
+//! STUB_LIBCUDA_REGS, launches run in stream order). The kernels have 72 registers, as
 //! GCC's Fortran STREAM kernels on an H100, so the candidates are `warps=8` (396 teams
 //! x 8 warps), `warps=occupancy` (528 x 7) and `warps=16` (132 x 16).
 //!
@@ -213,27 +213,7 @@ impl Env {
             return None;
         }
         let scratch = support::Scratch::new("shape-tuner");
-        support::write_stub_names(scratch.path(), &[]);
-        let lib = scratch.join("libcuda.so.1");
-        let repo = support::repo();
-        let mut args: Vec<std::ffi::OsString> = vec![
-            "-shared".into(),
-            "-fPIC".into(),
-            "-pthread".into(),
-            "-Wall".into(),
-            format!("-I{}", scratch.path().display()).into(),
-        ];
-        for f in [
-            "stub_libcuda_2dev.c",
-            "stub_libcuda_jit.c",
-            "stub_libcuda_launch.c",
-            "stub_libcuda_rest.c",
-        ] {
-            args.push(repo.join("tests/fallback").join(f).into());
-        }
-        args.push("-o".into());
-        args.push(lib.clone().into());
-        support::cc(&args);
+        let lib = support::stub_libcuda_2dev(&scratch, &[]);
         Some(Env { test, scratch, lib })
     }
 

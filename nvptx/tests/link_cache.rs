@@ -222,6 +222,8 @@ impl Env {
             "-fPIC".into(),
             "-pthread".into(),
             "-Wall".into(),
+            // The JIT and modules of stub_libcuda_jit.c, not stub_libcuda_2dev.c's.
+            "-DSTUB_SEPARATE_JIT".into(),
             format!("-I{}", scratch.path().display()).into(),
         ];
         for f in [

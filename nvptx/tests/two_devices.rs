@@ -13,7 +13,7 @@
 mod support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, OsStr, OsString};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, OsStr};
 use std::sync::{Arc, Barrier};
 use support::api::*;
 
@@ -65,6 +65,11 @@ struct Stats {
     copies: i64,
     foreign: i64,
     misuse: i64,
+    pool_reserved: i64,
+    pool_used: i64,
+    pool_trims: i64,
+    pool_released: i64,
+    frees: i64,
 }
 
 /// What the stand-in saw on visible device `dev` (the plugin has loaded it).
@@ -235,24 +240,9 @@ fn assert_closed(d: c_int) {
     );
 }
 
-/// Builds the stand-in (with `flags`) into `dir`: its own entries plus weak
-/// "not implemented" ones for the rest of the plugin's table.
+/// Builds the stand-in (with `flags`) into `dir`.
 fn build_stub(dir: &support::Scratch, flags: &[&str]) -> std::path::PathBuf {
-    support::write_stub_names(dir.path(), &[]);
-    let lib = dir.join("libcuda.so.1");
-    let repo = support::repo();
-    let mut args: Vec<OsString> = ["-shared", "-fPIC", "-pthread", "-Wall"]
-        .iter()
-        .chain(flags)
-        .map(OsString::from)
-        .collect();
-    args.push(format!("-I{}", dir.path().display()).into());
-    args.push(repo.join("tests/fallback/stub_libcuda_2dev.c").into());
-    args.push(repo.join("tests/fallback/stub_libcuda_rest.c").into());
-    args.push("-o".into());
-    args.push(lib.clone().into());
-    support::cc(&args);
-    lib
+    support::stub_libcuda_2dev(dir, flags)
 }
 
 /// Runs test `test` in a child against the stand-in built with `flags`, with
@@ -407,7 +397,7 @@ fn memory_on_each_device() {
         round_trip(d, big, 32 << 20, 99);
         assert!(dfree(d, big));
         // The freed block is cached by the plugin, yet counts as free memory again: the
-        // property gives the caches back first (issue 21: acc_free then the property).
+        // property adds what the plugin holds unused to the driver's free memory.
         let freed = prop_size(d, PROP_FREE_MEMORY);
         assert!(
             freed >= before,
@@ -830,6 +820,212 @@ fn page_locked_memory_follows_its_pool() {
     if let Some(c) = with_stub(T, &[], &[]) {
         assert_no_errors(&c);
     }
+}
+
+/// What the driver would report free on device `d` plus what its pool keeps unused,
+/// from the stand-in's own books.
+fn driver_free_and_pool_unused(d: c_int) -> i64 {
+    let s = stats(d);
+    TOTAL_MEM as i64 - s.live_bytes + s.pool_reserved - s.pool_used
+}
+
+/// The stand-in's counters that any giving back of memory moves.
+fn give_back_counters(d: c_int) -> (i64, i64, i64, i64) {
+    let s = stats(d);
+    (s.pool_trims, s.pool_released, s.frees, s.total_allocs)
+}
+
+/// The free-memory property of an open device is the driver's free memory plus what
+/// the plugin holds unused (pool reserve, cached large blocks, free small blocks), and
+/// asking for it gives nothing back. With `GOMP_NVPTX_DEVICE_CACHE=8m`: a large block
+/// within the cache's room is kept, one beyond goes back through the pool at the free,
+/// and empty small-block chunks beyond their room go back too. After `alloc(n)` the
+/// property drops by at least n, also when the memory was already held.
+#[test]
+fn free_memory_property_counts_the_caches_and_trims_nothing() {
+    const T: &str = "free_memory_property_counts_the_caches_and_trims_nothing";
+    const MIB: usize = 1 << 20;
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0));
+        let prop = || prop_size(0, PROP_FREE_MEMORY) as i64;
+        // Property = driver view + `held` (what the plugin keeps, counted by hand).
+        let check = |held: i64, what: &str| -> i64 {
+            let before = give_back_counters(0);
+            let p = prop();
+            assert_eq!(
+                p,
+                driver_free_and_pool_unused(0) + held,
+                "{what}: property against the driver's view plus {held} held"
+            );
+            assert_eq!(prop(), p, "{what}: asked again");
+            assert_eq!(
+                give_back_counters(0),
+                before,
+                "{what}: a query gave back memory"
+            );
+            p
+        };
+        let p0 = check(0, "fresh device");
+        // A small block: a 64 KiB chunk from the pool, 1 KiB of it handed out.
+        let a = alloc(0, 1000);
+        let p1 = check((64 << 10) - 1024, "after alloc(1000)");
+        assert_eq!(p0 - p1, 1024, "drops by the block's size class");
+        // A large block from the pool.
+        let b = alloc(0, 3 * MIB);
+        let p2 = check((64 << 10) - 1024, "after alloc(3 MiB)");
+        assert_eq!(p1 - p2, 3 * MIB as i64);
+        // Freed: kept by the large-block cache (room 8 - 4 MiB), counted as free.
+        assert!(dfree(0, b));
+        let held = (64 << 10) - 1024 + 3 * MIB as i64;
+        let p3 = check(held, "after free(3 MiB)");
+        assert_eq!(p3, p1);
+        // Served again from the cache: no driver call, and still it drops by n.
+        let n_before = give_back_counters(0);
+        let c = alloc(0, 3 * MIB);
+        assert_eq!(give_back_counters(0), n_before, "served by the cache");
+        assert_eq!(
+            p3 - check((64 << 10) - 1024, "cached block taken"),
+            3 * MIB as i64
+        );
+        assert!(dfree(0, c));
+        check(held, "cached block freed again");
+        // 6 MiB does not fit the room: back to the pool, and the pool gives it to the
+        // device at once (one trim; the block is released).
+        let d = alloc(0, 6 * MIB);
+        let p4 = check(held, "after alloc(6 MiB)");
+        assert_eq!(p3 - p4, 6 * MIB as i64);
+        let (t0, r0, _, _) = give_back_counters(0);
+        assert!(dfree(0, d));
+        let (t1, r1, _, _) = give_back_counters(0);
+        assert_eq!((t1 - t0, r1 - r0), (1, 1), "trimmed at the free");
+        let s = stats(0);
+        assert_eq!(
+            s.pool_reserved, s.pool_used,
+            "the pool keeps nothing unused"
+        );
+        assert_eq!(check(held, "after free(6 MiB)"), p3);
+        // Nine chunks of 64 KiB blocks (16 per 1 MiB chunk), then all freed: the empty
+        // chunks may take max(8 - 3, 4) = 5 MiB; four go back.
+        let blocks: Vec<usize> = (0..9 * 16).map(|_| alloc(0, 64 << 10)).collect();
+        let p5 = check(held, "after 144 x 64 KiB");
+        assert_eq!(p3 - p5, 9 * MIB as i64);
+        let (_, r0, _, _) = give_back_counters(0);
+        for &q in &blocks {
+            assert!(dfree(0, q));
+        }
+        let (_, r1, _, _) = give_back_counters(0);
+        assert_eq!(r1 - r0, 4, "four empty chunks released");
+        let p6 = check(held + 5 * MIB as i64, "after freeing them");
+        assert_eq!(p6 - p5, 9 * MIB as i64);
+        // The last small block: its chunk is empty and over the room, and goes back.
+        assert!(dfree(0, a));
+        let p7 = check(8 * MIB as i64, "after free(a)");
+        assert_eq!(p7 - p6, 1024, "rises by the block's size class");
+        assert_clean();
+        assert!(fini(0));
+        assert_closed(0);
+        return;
+    }
+    let Some(c) = with_stub(
+        T,
+        &[],
+        // No pool warm-up: its thread's allocation and trim would move the counters
+        // the test reads at moments of its own.
+        &[
+            ("GOMP_NVPTX_DEVICE_CACHE", "8m"),
+            ("GOMP_NVPTX_TUNE", "poolwarm=0"),
+        ],
+    ) else {
+        return;
+    };
+    assert_no_errors(&c);
+}
+
+/// Idle soft-stack blocks beyond the cache bound are kept while the device is busy and
+/// given back once it has launched nothing for a second, by the idle trimmer's thread
+/// with no call from the program; meanwhile the free-memory property counts them.
+#[test]
+fn idle_stacks_beyond_the_bound_are_given_back() {
+    const T: &str = "idle_stacks_beyond_the_bound_are_given_back";
+    const MIB: usize = 1 << 20;
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0));
+        let dev = gomp_plugin_nvptx::plugin::device(0).expect("device 0 is open");
+        let stacks = &dev.core().stacks;
+        let small = stacks.acquire(MIB).expect("1 MiB of stacks");
+        let big = stacks.acquire(64 * MIB).expect("64 MiB of stacks");
+        let frees = stats(0).frees;
+        stacks.release(small);
+        stacks.release(big);
+        assert_eq!(stats(0).frees, frees, "kept while the device is busy");
+        assert_eq!(stacks.idle_bytes(), 65 * MIB);
+        assert_eq!(
+            prop_size(0, PROP_FREE_MEMORY) as i64,
+            driver_free_and_pool_unused(0) + 65 * MIB as i64,
+            "idle stacks count as free"
+        );
+        let t0 = std::time::Instant::now();
+        while stats(0).frees == frees && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(stats(0).frees, frees + 1, "the 64 MiB block went back");
+        assert_eq!(stacks.idle_bytes(), MIB, "the 1 MiB block fits the bound");
+        assert_eq!(
+            prop_size(0, PROP_FREE_MEMORY) as i64,
+            driver_free_and_pool_unused(0) + MIB as i64
+        );
+        drop(dev);
+        assert_clean();
+        assert!(fini(0));
+        assert_closed(0);
+        return;
+    }
+    let Some(c) = with_stub(
+        T,
+        &[],
+        // No pool warm-up: its thread's allocation and trim would move the counters
+        // the test reads at moments of its own.
+        &[
+            ("GOMP_NVPTX_DEVICE_CACHE", "8m"),
+            ("GOMP_NVPTX_TUNE", "poolwarm=0"),
+        ],
+    ) else {
+        return;
+    };
+    assert_no_errors(&c);
+}
+
+/// `GOMP_NVPTX_PINNED_CACHE` bounds what the pinned pool keeps: freed large blocks
+/// beyond it go back to the driver at `page_locked_host_free`.
+#[test]
+fn pinned_cache_is_bounded() {
+    const T: &str = "pinned_cache_is_bounded";
+    const MIB: usize = 1 << 20;
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0));
+        let base = stats(0).live_host_allocs;
+        let ps: Vec<usize> = (0..4).map(|_| pinned_alloc(3 * MIB)).collect();
+        assert_eq!(stats(0).live_host_allocs - base, 4);
+        for p in ps {
+            assert!(pinned_free(p));
+        }
+        // Room for large blocks: 8 MiB minus one 4 MiB chunk: one 3 MiB block stays.
+        assert_eq!(stats(0).live_host_allocs - base, 1);
+        let q = pinned_alloc(3 * MIB);
+        assert_eq!(stats(0).live_host_allocs - base, 1, "served by the cache");
+        assert!(pinned_free(q));
+        assert_clean();
+        assert!(fini(0));
+        assert_closed(0);
+        return;
+    }
+    let Some(c) = with_stub(T, &[], &[("GOMP_NVPTX_PINNED_CACHE", "8m")]) else {
+        return;
+    };
+    assert_no_errors(&c);
 }
 
 /// fini_device with blocks left on both devices (the driver's context reset frees

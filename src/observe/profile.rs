@@ -70,6 +70,9 @@ pub enum CopyMem {
     Pinned,
     /// Pageable host memory through the plugin's page-locked staging buffers.
     Staged,
+    /// A host-to-device copy that returned before its DMA had ended (the host time is
+    /// the call's, not the transfer's).
+    Deferred,
     /// Both sides on the device.
     Device,
 }
@@ -86,12 +89,13 @@ impl CopyDir {
 }
 
 impl CopyMem {
-    /// `pageable`, `pinned`, `staged`, `device`.
+    /// `pageable`, `pinned`, `staged`, `deferred`, `device`.
     pub fn label(self) -> &'static str {
         match self {
             CopyMem::Pageable => "pageable",
             CopyMem::Pinned => "pinned",
             CopyMem::Staged => "staged",
+            CopyMem::Deferred => "deferred",
             CopyMem::Device => "device",
         }
     }

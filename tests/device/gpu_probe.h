@@ -18,10 +18,10 @@ static int __attribute__ ((unused)) on_gpu (void)
   return d;
 }
 
-/* Free device memory as the driver reports it (libcuda's cuMemGetInfo_v2, loaded with
-   dlopen, through the context the plugin left current on this thread), in MiB; -1 if
-   it cannot be read.  */
-static double __attribute__ ((unused)) free_mib (void)
+/* Free and total device memory as the driver reports them (libcuda's cuMemGetInfo_v2,
+   loaded with dlopen, through the context the plugin left current on this thread), in
+   bytes; returns 0 on success, -1 if they cannot be read.  */
+static int __attribute__ ((unused)) gpu_mem (size_t *free_bytes, size_t *total_bytes)
 {
   static int (*get) (size_t *, size_t *);
   if (!get)
@@ -34,6 +34,18 @@ static double __attribute__ ((unused)) free_mib (void)
     }
   size_t f = 0, t = 0;
   if (!get || get (&f, &t) != 0)
+    return -1;
+  *free_bytes = f;
+  *total_bytes = t;
+  return 0;
+}
+
+/* Free device memory as the driver reports it (gpu_mem), in MiB; -1 if it cannot be
+   read.  */
+static double __attribute__ ((unused)) free_mib (void)
+{
+  size_t f, t;
+  if (gpu_mem (&f, &t) != 0)
     return -1;
   return f / 1048576.0;
 }

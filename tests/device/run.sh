@@ -7,7 +7,8 @@
 # Prints "PLUGIN TEST: PASS|FAIL|TIMEOUT (why; last output line)"; with OUT set, each
 # output is also kept as $OUT/devtests/PLUGIN-TEST.txt.
 # env TEST_TIMEOUT: seconds per run (default 60); TESTS: ERE on test names (default all);
-#     PLUGINS: which plugins (default "stock ours").
+#     PLUGINS: which plugins (default "stock ours"; any other name is the plugin in
+#     CARRY_DIR/NAME/, e.g. "before" for ours as it was before a change).
 # usage: tests/device/run.sh CARRY_DIR      (CARRY_DIR as for scripts/device/suite.sh)
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 case "${1:-}" in -?*) echo "run.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
@@ -19,6 +20,7 @@ T=/tmp/devtests; mkdir -p "$T"
 B=$T/bundle-16
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
+for p in ${PLUGINS:-stock ours}; do [ -n "${DIR[$p]:-}" ] || DIR[$p]=$C/$p; done
 [ -n "${OUT:-}" ] && mkdir -p "$OUT/devtests"
 verdict() {  # verdict RC OUTPUT_FILE EXPECT_FILE -> prints the verdict word and why
   local rc=$1 out=$2 exp=$3 want=0 why="" key arg

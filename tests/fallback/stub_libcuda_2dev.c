@@ -18,29 +18,84 @@
  *   - device memory: cuMemAlloc/cuMemFree from host memory (512-byte aligned, filled
  *     with 0xcd so an omitted copy shows), bookkept per device against 80 GB
  *     (cuMemGetInfo of the current context's device); memory pools
- *     (cuMemPoolCreate/AllocFromPoolAsync/FreeAsync/attributes/trim/destroy);
- *   - copies and memset (work is done at once, so every stream and event is always
- *     complete): the device side must lie inside one live device allocation or
- *     page-locked host allocation (unified addressing: any device's), the stream must
- *     belong to the current context;
+ *     (cuMemPoolCreate/AllocFromPoolAsync/FreeAsync/attributes/trim/destroy) that keep
+ *     what is freed to them, as a driver's pool does: the memory stays reserved
+ *     (counted as used by cuMemGetInfo) and serves a later request of the same size
+ *     until cuMemPoolTrimTo or the pool's destruction gives it back (the release
+ *     threshold is recorded but not acted on at synchronisations: the plugin sets it
+ *     to the maximum);
+ *   - copies, memset and kernel launches queued on streams, in stream order: the
+ *     device side must lie inside one live device allocation or page-locked host
+ *     allocation (unified addressing: any device's), the stream must belong to the
+ *     current context;
  *   - page-locked host memory (cuMemHostAlloc/FreeHost/GetDevicePointer,
  *     cuMemHostRegister/Unregister) and cuPointerGetAttribute (memory type, context,
  *     device ordinal);
  *   - streams and events: create/destroy/record/wait/query/synchronize, handles checked;
- *     timing events (created without CU_EVENT_DISABLE_TIMING) read the process's
- *     virtual clock when recorded, and cuEventElapsedTime gives the difference: the
- *     clock stands still but for work that says how long it takes
- *     (stub_libcuda_advance, called by the launches of stub_libcuda_launch.c).
+ *     timing events (created without CU_EVENT_DISABLE_TIMING) read a virtual clock
+ *     when their record runs, and cuEventElapsedTime gives the difference once both
+ *     have completed: the clock stands still but for launches, which move it on by
+ *     the time the test says when they run (Launch times, below);
+ *   - a JIT link that keeps the PTX text, modules whose functions are the PTX's
+ *     `.entry` names, function attributes, the occupancy calculator, and kernels: three
+ *     names do something (below), every other kernel does nothing.
  * Every other entry of the plugin's driver table comes from stub_libcuda_rest.c (weak
  * definitions over the generated stub_names.h): it says "stub libcuda: NAME is not
- * implemented" and returns CUDA_ERROR_NOT_SUPPORTED (JIT link, modules, launches,
- * managed memory, 2-D/3-D copies...).
+ * implemented" and returns CUDA_ERROR_NOT_SUPPORTED (managed memory, 2-D/3-D copies...).
  *
- * For the tests, two functions of its own: stub_libcuda_stats (per-device counters)
- * and stub_libcuda_owner (which device an address belongs to).
+ * Stream order. Queued work runs only when something needs it to have run, so that
+ * work the plugin failed to order is caught: cuStreamSynchronize runs the stream's
+ * work, cuEventSynchronize the work before the event's record; cuStreamQuery and
+ * cuEventQuery run it too (the device made progress), unless STUB_LIBCUDA_LAZY=1 is
+ * set, when they answer CUDA_ERROR_NOT_READY while work is queued. Work runs in stream
+ * order, after the events its stream waits for (cuStreamWaitEvent), with CUDA's
+ * legacy default stream rules: work on the legacy stream (stream NULL) waits for
+ * everything queued before on blocking streams (flags 0) of the context, and work on
+ * a blocking stream for everything queued before on the legacy stream. As CUDA's
+ * "API synchronization behavior" documents: cuMemcpyHtoDAsync from pageable memory
+ * reads the source during the call (the source may be reused when it returns), from
+ * page-locked memory when the copy runs; cuMemcpyDtoHAsync to pageable memory returns
+ * once the copy has run (with the stream's error, if any), to page-locked memory at
+ * once. Device memory freed (cuMemFree, or cuMemFreeAsync when it runs) while work
+ * queued before still uses it is a misuse: refused work is dropped with a complaint.
+ * A failed operation (see stub_libcuda_fail_next_h2d) records its error on its
+ * stream and on every stream that waits for it (implicitly or through an event): the
+ * next cuStreamSynchronize (or pageable cuMemcpyDtoHAsync) there returns and clears
+ * it, queries of events recorded after it return it.
+ *
+ * Kernels (their first parameter is an address A, except gomp_rs_copy's three):
+ *   gomp_stub_snapshot  appends the 64 bytes at A to a log (stub_libcuda_kernel_log);
+ *   gomp_stub_double    doubles the eight 64-bit words at A;
+ *   gomp_rs_copy        copy(dst, src, n) of the plugin's copy kernel.
+ * A kernel whose address is outside live device memory fails with "an illegal memory
+ * access was encountered".
+ *
+ * Launch times and registers (the launch-shape tuner's tests, nvptx/tests/autotune.rs):
+ *   env STUB_LIBCUDA_KERNEL_NS="ITEM,ITEM...": how long a launch takes on the virtual
+ *     clock, in ns; ITEM is W=NS (blocks of W warps), *=NS (any other shape; default
+ *     0) or @K=NS (the K-th launch of the process, counted from 1, whatever its
+ *     shape: noise);
+ *   env STUB_LIBCUDA_REGS=N: the registers per thread of every kernel (default 32).
+ *     The function attributes and the occupancy calculator answer as an H100 would for
+ *     that many: 64 Ki registers per SM allocated per warp in units of 256, 64 warps
+ *     and 32 blocks per SM.
+ * Every launch is logged as "NAME TEAMS WARPS\n" (grid x, block y) when it is made
+ * (stub_libcuda_launch_log).
+ *
+ * One JIT, two sources. The JIT link, modules and functions are this file's, unless
+ * it is built with -DSTUB_SEPARATE_JIT: then they come from stub_libcuda_jit.c (a
+ * checked stand-in cubin and link counters, for the linked-image cache's tests), and
+ * the occupancy calculator and cuLaunchKernel here, which know only this file's
+ * functions, refuse them: such a build loads images but launches nothing.
+ *
+ * For the tests, functions of its own: stub_libcuda_stats (per-device counters),
+ * stub_libcuda_owner (which device an address belongs to), stub_libcuda_kernel_log,
+ * stub_libcuda_pending (work queued and not yet run), stub_libcuda_fail_next_h2d and
+ * stub_libcuda_launch_log.
  *
  * Build: cc -shared -fPIC -pthread -I<dir of stub_names.h> stub_libcuda_2dev.c
- *        stub_libcuda_rest.c -o libcuda.so.1   [-DNO_POOLS] */
+ *        stub_libcuda_rest.c -o libcuda.so.1   [-DNO_POOLS]
+ *        [-DSTUB_SEPARATE_JIT, with stub_libcuda_jit.c] */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <pthread.h>
@@ -63,6 +118,9 @@ enum {
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_NOT_SUPPORTED = 801,
@@ -90,6 +148,11 @@ struct stub_libcuda_stats {
   int64_t copies;           /* copies and memsets queued in the device's context */
   int64_t foreign;          /* ... of which touched another device's memory */
   int64_t misuse;           /* calls refused (process-wide, the same for every device) */
+  int64_t pool_reserved;    /* bytes the device's pools hold, handed out or not */
+  int64_t pool_used;        /* ... of which handed out */
+  int64_t pool_trims;       /* cuMemPoolTrimTo calls */
+  int64_t pool_released;    /* pool blocks given back to the device (trim, destroy) */
+  int64_t frees;            /* cuMemFree calls that freed device memory */
 };
 
 struct ctx {
@@ -106,18 +169,62 @@ struct range {
   enum kind kind;
   int dev;     /* the device (DEV_MEM) or the context's device (host memory) */
   void *pool;  /* DEV_MEM from a pool: the pool, until it is destroyed */
+  int pooled;  /* DEV_MEM freed to its pool: reserved, not handed out */
 };
 
-enum hkind { STREAM, EVENT, POOL };
+enum hkind { STREAM, EVENT, POOL, LINK, MODULE, FUNC };
+
+enum kernel { K_NONE, K_SNAPSHOT, K_DOUBLE, K_COPY };
+
+struct op;
 
 struct handle {
   struct handle *next;
   enum hkind kind;
   int dev;
   uint64_t threshold; /* POOL: release threshold */
-  int timed;          /* EVENT: created with timing */
-  int recorded;       /* EVENT: recorded at least once */
-  uint64_t at_ns;     /* EVENT: the virtual clock at the last record */
+  /* STREAM: the queue (positions 1..enq queued, 1..done run), flags, the first
+     error not yet reported and its position; `legacy` for the legacy stream. */
+  unsigned flags;
+  int legacy;
+  struct op *head, *tail;
+  uint64_t enq, done;
+  CUresult err;
+  uint64_t err_pos;
+  /* EVENT: the stream and position of its last record (NULL: complete); whether it
+     has timing, and the virtual clock when that record ran (`stamped`). */
+  struct handle *es;
+  uint64_t epos;
+  int timed, stamped;
+  uint64_t at_ns;
+  /* LINK: the PTX added; MODULE: its text; FUNC: its name. */
+  char *text;
+  size_t len;
+  /* FUNC: its module and behaviour. */
+  struct handle *mod;
+  enum kernel kernel;
+};
+
+enum opkind { OP_NOP, OP_WAIT, OP_COPY, OP_MEMSET, OP_LAUNCH, OP_FREE };
+
+/* One queued operation. Device ranges it touches: [lo1, hi1) and [lo2, hi2). */
+struct op {
+  struct op *next;
+  enum opkind kind;
+  uint64_t gseq;        /* process-wide queue order */
+  int dropped;          /* refused when its memory was freed: does nothing */
+  CUresult fail;        /* injected failure */
+  void *dst;            /* COPY, MEMSET */
+  const void *src;      /* COPY: read when the copy runs... */
+  void *staged;         /* ...or this copy of a pageable source, made when queued */
+  size_t n;
+  int val;
+  struct handle *func;  /* LAUNCH */
+  uint64_t args[3];
+  uint64_t ns;          /* LAUNCH: how long it takes on the virtual clock */
+  struct handle *wait_s; /* WAIT: run that stream up to wait_pos first */
+  uint64_t wait_pos;
+  uintptr_t lo1, hi1, lo2, hi2;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,9 +237,19 @@ static int64_t misuse;
 static struct range *ranges;
 static struct handle *handles;
 static __thread struct ctx *current;
-static uint64_t vclock_ns; /* the virtual clock of timing events */
 
-static const char *const kinds[] = {"stream", "event", "memory pool"};
+static const char *const kinds[] = {"stream", "event", "memory pool", "link state", "module", "function"};
+static struct handle legacy[NDEV]; /* each context's legacy default stream */
+static uint64_t gseq;              /* operations queued so far, process-wide */
+static int lazy;                   /* STUB_LIBCUDA_LAZY: queries do not run work */
+static int fail_next_h2d;          /* the next cuMemcpyHtoDAsync fails when it runs */
+#define MAX_LOG 4096
+static unsigned char kernel_log[MAX_LOG][64];
+static int nlog;
+static uint64_t vclock_ns;         /* the virtual clock of timing events */
+static long launches;              /* cuLaunchKernel calls that queued a launch */
+static char *launch_text;          /* the launch log */
+static size_t launch_len;
 
 /* Reports a refused call (lock held or not: only the counter needs it). */
 static void complain (const char *fn, const char *fmt, ...)
@@ -203,6 +320,16 @@ static struct ctx *stream_ctx (const char *fn, void *s)
   return c;
 }
 
+/* The stream work queued on `s` goes to (the context's legacy stream for NULL),
+   checked as stream_ctx does; NULL with a complaint. Lock held. */
+static struct handle *stream_of (const char *fn, void *s)
+{
+  struct ctx *c = stream_ctx (fn, s);
+  if (!c)
+    return NULL;
+  return s ? (struct handle *) s : &legacy[c->dev];
+}
+
 static struct handle *new_handle (enum hkind kind, int dev)
 {
   struct handle *h = calloc (1, sizeof *h);
@@ -216,7 +343,7 @@ static struct handle *new_handle (enum hkind kind, int dev)
     stats[dev].live_streams++;
   else if (kind == EVENT)
     stats[dev].live_events++;
-  else
+  else if (kind == POOL)
     stats[dev].live_pools++;
   return h;
 }
@@ -233,8 +360,9 @@ static void drop_handle (struct handle *h)
     stats[h->dev].live_streams--;
   else if (h->kind == EVENT)
     stats[h->dev].live_events--;
-  else
+  else if (h->kind == POOL)
     stats[h->dev].live_pools--;
+  free (h->text);
   free (h);
 }
 
@@ -242,8 +370,8 @@ static void drop_handle (struct handle *h)
 static struct range *find_range (uintptr_t p, size_t n, unsigned kinds_mask)
 {
   for (struct range *r = ranges; r; r = r->next)
-    if ((kinds_mask & (1u << r->kind)) && p >= r->start && p - r->start < r->size
-        && n <= r->size - (p - r->start))
+    if ((kinds_mask & (1u << r->kind)) && !r->pooled && p >= r->start
+        && p - r->start < r->size && n <= r->size - (p - r->start))
       return r;
   return NULL;
 }
@@ -251,7 +379,7 @@ static struct range *find_range (uintptr_t p, size_t n, unsigned kinds_mask)
 static struct range *find_start (uintptr_t p, enum kind kind)
 {
   for (struct range *r = ranges; r; r = r->next)
-    if (r->kind == kind && r->start == p)
+    if (r->kind == kind && r->start == p && !r->pooled)
       return r;
   return NULL;
 }
@@ -303,6 +431,8 @@ static void drop_range (struct range *r)
   free (r);
 }
 
+static void drop_users (const char *fn, uintptr_t lo, uintptr_t hi, uint64_t before);
+
 /* Device memory of device `dev` (lock held). */
 static CUresult dev_alloc (const char *fn, CUdeviceptr *dptr, size_t size, int dev, void *pool)
 {
@@ -311,6 +441,14 @@ static CUresult dev_alloc (const char *fn, CUdeviceptr *dptr, size_t size, int d
       complain (fn, "no result pointer or size 0");
       return CUDA_ERROR_INVALID_VALUE;
     }
+  if (pool)
+    for (struct range *r = ranges; r; r = r->next)
+      if (r->pool == pool && r->pooled && r->size == size)
+        {
+          r->pooled = 0;
+          *dptr = (CUdeviceptr) r->start;
+          return CUDA_SUCCESS;
+        }
   if ((uint64_t) stats[dev].live_bytes + size > TOTAL_MEM)
     return CUDA_ERROR_OUT_OF_MEMORY;
   void *p;
@@ -322,6 +460,19 @@ static CUresult dev_alloc (const char *fn, CUdeviceptr *dptr, size_t size, int d
   return CUDA_SUCCESS;
 }
 
+/* A freed device allocation: memory from a pool stays reserved in it for reuse, other
+   memory goes back to the device. */
+static void release_range (struct range *r)
+{
+  if (r->pool)
+    r->pooled = 1;
+  else
+    {
+      stats[r->dev].frees++;
+      drop_range (r);
+    }
+}
+
 static CUresult dev_free (const char *fn, CUdeviceptr p)
 {
   struct range *r = find_start ((uintptr_t) p, DEV_MEM);
@@ -330,8 +481,29 @@ static CUresult dev_free (const char *fn, CUdeviceptr p)
       complain (fn, "%#llx does not start a device allocation", p);
       return CUDA_ERROR_INVALID_VALUE;
     }
-  drop_range (r);
+  drop_users (fn, r->start, r->start + r->size, gseq + 1);
+  release_range (r);
   return CUDA_SUCCESS;
+}
+
+/* Gives the device back the blocks `pool` keeps unused, while it reserves more than
+   `keep` bytes (all of them when `keep` is 0; lock held). */
+static void pool_release (void *pool, uint64_t keep)
+{
+  uint64_t reserved = 0;
+  for (struct range *r = ranges; r; r = r->next)
+    if (r->pool == pool)
+      reserved += r->size;
+  for (struct range *r = ranges, *next; r && reserved > keep; r = next)
+    {
+      next = r->next;
+      if (r->pool == pool && r->pooled)
+        {
+          reserved -= r->size;
+          stats[r->dev].pool_released++;
+          drop_range (r);
+        }
+    }
 }
 
 /* Checks the device side [p, p+n) of a copy or memset queued on `s` (lock held);
@@ -353,10 +525,264 @@ static CUresult dev_side (const char *fn, CUdeviceptr p, size_t n, void *s, int 
   return CUDA_SUCCESS;
 }
 
+/* ---- Stream order (lock held throughout) ---- */
+
+static struct op *new_op (enum opkind kind)
+{
+  struct op *o = calloc (1, sizeof *o);
+  if (!o)
+    abort ();
+  o->kind = kind;
+  o->gseq = ++gseq;
+  return o;
+}
+
+static void append (struct handle *s, struct op *o)
+{
+  if (s->tail)
+    s->tail->next = o;
+  else
+    s->head = o;
+  s->tail = o;
+  s->enq++;
+}
+
+static void append_wait (struct handle *s, struct handle *t, uint64_t pos)
+{
+  struct op *w = new_op (OP_WAIT);
+  w->wait_s = t;
+  w->wait_pos = pos;
+  append (s, w);
+}
+
+/* Queues `o` on `s`, after what CUDA's legacy-stream rules order it after. */
+static void queue_op (struct handle *s, struct op *o)
+{
+  if (s->legacy)
+    {
+      for (struct handle *h = handles; h; h = h->next)
+        if (h->kind == STREAM && h->dev == s->dev && h->flags == 0 && h->enq > h->done)
+          append_wait (s, h, h->enq);
+    }
+  else if (s->flags == 0)
+    {
+      struct handle *l = &legacy[s->dev];
+      if (l->enq > l->done)
+        append_wait (s, l, l->enq);
+    }
+  append (s, o);
+}
+
+static void free_op (struct op *o)
+{
+  free (o->staged);
+  free (o);
+}
+
+static int overlaps (uintptr_t lo, uintptr_t hi, uintptr_t a, uintptr_t b)
+{
+  return lo < b && a < hi;
+}
+
+static void drop_users_on (struct handle *s, const char *fn, uintptr_t lo, uintptr_t hi,
+                           uint64_t before)
+{
+  for (struct op *o = s->head; o; o = o->next)
+    if (!o->dropped && o->gseq < before
+        && (overlaps (o->lo1, o->hi1, lo, hi) || overlaps (o->lo2, o->hi2, lo, hi)))
+      {
+        complain (fn, "%#lx (+%zu) freed while work queued before it still uses it",
+                  (unsigned long) lo, (size_t) (hi - lo));
+        o->dropped = 1;
+      }
+}
+
+/* Refuses (drops, with a complaint) the work queued before `before` that still uses
+   device memory [lo, hi), which is being freed. */
+static void drop_users (const char *fn, uintptr_t lo, uintptr_t hi, uint64_t before)
+{
+  for (struct handle *h = handles; h; h = h->next)
+    if (h->kind == STREAM)
+      drop_users_on (h, fn, lo, hi, before);
+  for (int i = 0; i < NDEV; i++)
+    drop_users_on (&legacy[i], fn, lo, hi, before);
+}
+
+static void fail_at (struct handle *s, CUresult code, uint64_t pos)
+{
+  if (!s->err)
+    {
+      s->err = code;
+      s->err_pos = pos;
+    }
+}
+
+static int live_dev (uintptr_t p, size_t n)
+{
+  return find_range (p, n, 1u << DEV_MEM) != NULL;
+}
+
+static void run_kernel (struct handle *s, struct op *o, uint64_t pos)
+{
+  uintptr_t a = (uintptr_t) o->args[0];
+  switch (o->func->kernel)
+    {
+    case K_SNAPSHOT:
+      if (!live_dev (a, 64))
+        fail_at (s, CUDA_ERROR_ILLEGAL_ADDRESS, pos);
+      else if (nlog < MAX_LOG)
+        memcpy (kernel_log[nlog++], (void *) a, 64);
+      break;
+    case K_DOUBLE:
+      if (!live_dev (a, 64))
+        fail_at (s, CUDA_ERROR_ILLEGAL_ADDRESS, pos);
+      else
+        for (int i = 0; i < 8; i++)
+          ((uint64_t *) a)[i] *= 2;
+      break;
+    case K_COPY:
+      {
+        unsigned m = 1u << DEV_MEM | 1u << HOST_ALLOC | 1u << HOST_REG;
+        uintptr_t src = (uintptr_t) o->args[1];
+        size_t n = (size_t) o->args[2];
+        if (n && (!find_range (a, n, m) || !find_range (src, n, m)))
+          fail_at (s, CUDA_ERROR_ILLEGAL_ADDRESS, pos);
+        else if (n)
+          memmove ((void *) a, (const void *) src, n);
+      }
+      break;
+    default:
+      break;
+    }
+}
+
+static void run_op (struct handle *s, struct op *o, uint64_t pos)
+{
+  if (o->dropped)
+    return;
+  if (o->fail)
+    {
+      fail_at (s, o->fail, pos);
+      return;
+    }
+  switch (o->kind)
+    {
+    case OP_COPY:
+      memmove (o->dst, o->staged ? o->staged : o->src, o->n);
+      break;
+    case OP_MEMSET:
+      memset (o->dst, o->val, o->n);
+      break;
+    case OP_LAUNCH:
+      vclock_ns += o->ns;
+      run_kernel (s, o, pos);
+      break;
+    case OP_NOP:
+      /* An event's record: the events last recorded here read the clock. */
+      for (struct handle *h = handles; h; h = h->next)
+        if (h->kind == EVENT && h->es == s && h->epos == pos)
+          {
+            h->stamped = 1;
+            h->at_ns = vclock_ns;
+          }
+      break;
+    case OP_FREE:
+      {
+        struct range *r = find_start (o->lo1, DEV_MEM);
+        if (r)
+          {
+            drop_users ("cuMemFreeAsync", r->start, r->start + r->size, o->gseq);
+            release_range (r);
+          }
+      }
+      break;
+    default:
+      break;
+    }
+}
+
+/* Runs `s` up to position `pos`, after what its waits name. */
+static void run_to (struct handle *s, uint64_t pos)
+{
+  while (s->done < pos && s->head)
+    {
+      struct op *o = s->head;
+      struct handle *t = o->kind == OP_WAIT ? o->wait_s : NULL;
+      if (t)
+        run_to (t, o->wait_pos);
+      s->head = o->next;
+      if (!s->head)
+        s->tail = NULL;
+      s->done++;
+      /* Work after a failed operation it waits for fails too (CUDA's errors of
+         queued work are sticky). */
+      if (t && t->err && t->err_pos <= o->wait_pos)
+        fail_at (s, t->err, s->done);
+      run_op (s, o, s->done);
+      free_op (o);
+    }
+}
+
+/* Forgets queued work of `s` without running it (its context is destroyed). */
+static void discard (struct handle *s)
+{
+  for (struct op *o = s->head, *next; o; o = next)
+    {
+      next = o->next;
+      free_op (o);
+    }
+  s->head = s->tail = NULL;
+  s->done = s->enq;
+  s->err = 0;
+}
+
+/* `s` goes away (all its work has run or was discarded): events recorded on it count
+   as complete, waits for it as satisfied. */
+static void retire_stream (struct handle *s)
+{
+  for (struct handle *h = handles; h; h = h->next)
+    if (h->kind == EVENT && h->es == s)
+      h->es = NULL;
+    else if (h->kind == STREAM)
+      for (struct op *o = h->head; o; o = o->next)
+        if (o->wait_s == s)
+          o->wait_s = NULL;
+  for (int i = 0; i < NDEV; i++)
+    for (struct op *o = legacy[i].head; o; o = o->next)
+      if (o->wait_s == s)
+        o->wait_s = NULL;
+}
+
+/* What an event's query reports once its work has run (or NOT_READY). */
+static CUresult event_status (struct handle *e)
+{
+  struct handle *s = e->es;
+  if (!s)
+    return CUDA_SUCCESS;
+  if (s->done < e->epos)
+    return CUDA_ERROR_NOT_READY;
+  if (s->err && s->err_pos <= e->epos)
+    return s->err;
+  return CUDA_SUCCESS;
+}
+
+static int pinned (const void *p, size_t n)
+{
+  return find_range ((uintptr_t) p, n, 1u << HOST_ALLOC | 1u << HOST_REG) != NULL;
+}
+
 /* The context's destruction (its last reference went; lock held): what was made in
    it goes, as with a real driver. */
 static void destroy_ctx (struct ctx *c)
 {
+  for (struct handle *h = handles; h; h = h->next)
+    if (h->kind == STREAM && h->dev == c->dev)
+      {
+        discard (h);
+        retire_stream (h);
+      }
+  discard (&legacy[c->dev]);
+  retire_stream (&legacy[c->dev]);
   for (struct range *r = ranges, *next; r; r = next)
     {
       next = r->next;
@@ -422,7 +848,14 @@ CUresult cuInit (unsigned flags)
     {
       parse_visible ();
       for (int i = 0; i < NDEV; i++)
-        ctxs[i].dev = i;
+        {
+          ctxs[i].dev = i;
+          legacy[i].kind = STREAM;
+          legacy[i].dev = i;
+          legacy[i].legacy = 1;
+        }
+      const char *l = getenv ("STUB_LIBCUDA_LAZY");
+      lazy = l && *l == '1';
       __atomic_store_n (&initialized, 1, __ATOMIC_RELEASE);
     }
   UNLOCK;
@@ -448,6 +881,9 @@ CUresult cuGetErrorString (CUresult code, const char **s)
     {CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"},
     {CUDA_ERROR_INVALID_CONTEXT, "invalid device context"},
     {CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "device not ready"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"},
     {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
      "part or all of the requested memory range is already mapped"},
     {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region"},
@@ -705,11 +1141,33 @@ CUresult cuMemcpyHtoDAsync_v2 (CUdeviceptr dst, const void *src, size_t n, void 
   CHECK_INIT;
   LOCK;
   CUresult r = dev_side ("cuMemcpyHtoDAsync", dst, n, s, 1);
-  UNLOCK;
   if (r == CUDA_SUCCESS && !src)
     r = CUDA_ERROR_INVALID_VALUE;
   if (r == CUDA_SUCCESS)
-    memcpy ((void *) (uintptr_t) dst, src, n);
+    {
+      struct handle *q = stream_of ("cuMemcpyHtoDAsync", s);
+      struct op *o = new_op (OP_COPY);
+      o->dst = (void *) (uintptr_t) dst;
+      o->src = src;
+      o->n = n;
+      o->lo1 = (uintptr_t) dst;
+      o->hi1 = (uintptr_t) dst + n;
+      if (!pinned (src, n))
+        {
+          /* Pageable: read now, the source may be reused when the call returns. */
+          o->staged = malloc (n ? n : 1);
+          if (!o->staged)
+            abort ();
+          memcpy (o->staged, src, n);
+        }
+      if (fail_next_h2d)
+        {
+          o->fail = CUDA_ERROR_ILLEGAL_ADDRESS;
+          fail_next_h2d = 0;
+        }
+      queue_op (q, o);
+    }
+  UNLOCK;
   return r;
 }
 
@@ -718,11 +1176,27 @@ CUresult cuMemcpyDtoHAsync_v2 (void *dst, CUdeviceptr src, size_t n, void *s)
   CHECK_INIT;
   LOCK;
   CUresult r = dev_side ("cuMemcpyDtoHAsync", src, n, s, 1);
-  UNLOCK;
   if (r == CUDA_SUCCESS && !dst)
     r = CUDA_ERROR_INVALID_VALUE;
   if (r == CUDA_SUCCESS)
-    memcpy (dst, (const void *) (uintptr_t) src, n);
+    {
+      struct handle *q = stream_of ("cuMemcpyDtoHAsync", s);
+      struct op *o = new_op (OP_COPY);
+      o->dst = dst;
+      o->src = (const void *) (uintptr_t) src;
+      o->n = n;
+      o->lo1 = (uintptr_t) src;
+      o->hi1 = (uintptr_t) src + n;
+      queue_op (q, o);
+      if (!pinned (dst, n))
+        {
+          /* Pageable: the call returns once the copy has run. */
+          run_to (q, q->enq);
+          r = q->err;
+          q->err = 0;
+        }
+    }
+  UNLOCK;
   return r;
 }
 
@@ -733,9 +1207,19 @@ CUresult cuMemcpyDtoDAsync_v2 (CUdeviceptr dst, CUdeviceptr src, size_t n, void 
   CUresult r = dev_side ("cuMemcpyDtoDAsync", dst, n, s, 1);
   if (r == CUDA_SUCCESS)
     r = dev_side ("cuMemcpyDtoDAsync", src, n, s, 0);
-  UNLOCK;
   if (r == CUDA_SUCCESS)
-    memmove ((void *) (uintptr_t) dst, (const void *) (uintptr_t) src, n);
+    {
+      struct op *o = new_op (OP_COPY);
+      o->dst = (void *) (uintptr_t) dst;
+      o->src = (const void *) (uintptr_t) src;
+      o->n = n;
+      o->lo1 = (uintptr_t) dst;
+      o->hi1 = (uintptr_t) dst + n;
+      o->lo2 = (uintptr_t) src;
+      o->hi2 = (uintptr_t) src + n;
+      queue_op (stream_of ("cuMemcpyDtoDAsync", s), o);
+    }
+  UNLOCK;
   return r;
 }
 
@@ -744,9 +1228,17 @@ CUresult cuMemsetD8Async (CUdeviceptr p, unsigned char v, size_t n, void *s)
   CHECK_INIT;
   LOCK;
   CUresult r = dev_side ("cuMemsetD8Async", p, n, s, 1);
-  UNLOCK;
   if (r == CUDA_SUCCESS)
-    memset ((void *) (uintptr_t) p, v, n);
+    {
+      struct op *o = new_op (OP_MEMSET);
+      o->dst = (void *) (uintptr_t) p;
+      o->val = v;
+      o->n = n;
+      o->lo1 = (uintptr_t) p;
+      o->hi1 = (uintptr_t) p + n;
+      queue_op (stream_of ("cuMemsetD8Async", s), o);
+    }
+  UNLOCK;
   return r;
 }
 
@@ -866,7 +1358,7 @@ CUresult cuPointerGetAttribute (void *data, int attr, CUdeviceptr p)
     }
 }
 
-/* ---- Streams and events (work is done when queued: always complete) ---- */
+/* ---- Streams and events (queued work runs when needed: see the header) ---- */
 
 CUresult cuStreamCreate (void **ps, unsigned flags)
 {
@@ -876,6 +1368,8 @@ CUresult cuStreamCreate (void **ps, unsigned flags)
   LOCK;
   struct ctx *c = need_ctx ("cuStreamCreate");
   struct handle *h = c ? new_handle (STREAM, c->dev) : NULL;
+  if (h)
+    h->flags = flags;
   UNLOCK;
   if (!c)
     return CUDA_ERROR_INVALID_CONTEXT;
@@ -896,28 +1390,62 @@ static CUresult drop (const char *fn, void *h, enum hkind kind)
   return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* A stream's work completes after its destruction, as with CUDA. */
 CUresult cuStreamDestroy_v2 (void *s)
-{
-  return drop ("cuStreamDestroy", s, STREAM);
-}
-
-static CUresult stream_done (const char *fn, void *s)
 {
   CHECK_INIT;
   LOCK;
-  int ok = s ? need_handle (fn, s, STREAM) != NULL : need_ctx (fn) != NULL;
+  struct handle *p = need_handle ("cuStreamDestroy", s, STREAM);
+  if (p)
+    {
+      run_to (p, p->enq);
+      retire_stream (p);
+      drop_handle (p);
+    }
   UNLOCK;
-  return ok ? CUDA_SUCCESS : s ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+  return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* The stream named `s` (NULL: the current context's legacy stream), or NULL with a
+   complaint. Lock held. */
+static struct handle *named_stream (const char *fn, void *s)
+{
+  if (s)
+    return need_handle (fn, s, STREAM);
+  struct ctx *c = need_ctx (fn);
+  return c ? &legacy[c->dev] : NULL;
 }
 
 CUresult cuStreamSynchronize (void *s)
 {
-  return stream_done ("cuStreamSynchronize", s);
+  CHECK_INIT;
+  LOCK;
+  struct handle *q = named_stream ("cuStreamSynchronize", s);
+  CUresult r = s ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+  if (q)
+    {
+      run_to (q, q->enq);
+      r = q->err;
+      q->err = 0;
+    }
+  UNLOCK;
+  return r;
 }
 
 CUresult cuStreamQuery (void *s)
 {
-  return stream_done ("cuStreamQuery", s);
+  CHECK_INIT;
+  LOCK;
+  struct handle *q = named_stream ("cuStreamQuery", s);
+  CUresult r = s ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+  if (q)
+    {
+      if (!lazy)
+        run_to (q, q->enq);
+      r = q->done < q->enq ? CUDA_ERROR_NOT_READY : q->err;
+    }
+  UNLOCK;
+  return r;
 }
 
 CUresult cuEventCreate (void **pe, unsigned flags)
@@ -963,10 +1491,23 @@ static CUresult event_on_stream (const char *fn, void *e, void *s, int record)
       complain (fn, "event %p of device %d recorded in device %d's context", e, h->dev, c->dev);
       r = CUDA_ERROR_INVALID_HANDLE;
     }
-  else if (record)
+  else
     {
-      h->recorded = 1;
-      h->at_ns = vclock_ns;
+      struct handle *q = s ? (struct handle *) s : &legacy[c->dev];
+      if (record)
+        {
+          queue_op (q, new_op (OP_NOP));
+          h->es = q;
+          h->epos = q->enq;
+          h->stamped = 0;
+        }
+      else if (h->es && h->es != q)
+        {
+          struct op *w = new_op (OP_WAIT);
+          w->wait_s = h->es;
+          w->wait_pos = h->epos;
+          queue_op (q, w);
+        }
     }
   UNLOCK;
   return r;
@@ -984,26 +1525,34 @@ CUresult cuStreamWaitEvent (void *s, void *e, unsigned flags)
   return event_on_stream ("cuStreamWaitEvent", e, s, 0);
 }
 
-static CUresult event_done (const char *fn, void *e)
+static CUresult event_done (const char *fn, void *e, int wait)
 {
   CHECK_INIT;
   LOCK;
-  int ok = need_handle (fn, e, EVENT) != NULL;
+  struct handle *h = need_handle (fn, e, EVENT);
+  CUresult r = CUDA_ERROR_INVALID_HANDLE;
+  if (h)
+    {
+      if (h->es && (wait || !lazy))
+        run_to (h->es, h->epos);
+      r = event_status (h);
+    }
   UNLOCK;
-  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return r;
 }
 
 CUresult cuEventQuery (void *e)
 {
-  return event_done ("cuEventQuery", e);
+  return event_done ("cuEventQuery", e, 0);
 }
 
 CUresult cuEventSynchronize (void *e)
 {
-  return event_done ("cuEventSynchronize", e);
+  return event_done ("cuEventSynchronize", e, 1);
 }
 
-/* Milliseconds of virtual time between two recorded timing events. */
+/* Milliseconds of virtual time between the records of two completed timing events
+   (CUDA_ERROR_NOT_READY while either has work before it). */
 CUresult cuEventElapsedTime (float *ms, void *start, void *end)
 {
   CHECK_INIT;
@@ -1020,20 +1569,14 @@ CUresult cuEventElapsedTime (float *ms, void *start, void *end)
       complain ("cuEventElapsedTime", "event without timing");
       r = CUDA_ERROR_INVALID_HANDLE;
     }
-  else if (!a->recorded || !b->recorded)
-    r = CUDA_ERROR_INVALID_HANDLE;
+  else if (event_status (a) == CUDA_ERROR_NOT_READY || event_status (b) == CUDA_ERROR_NOT_READY)
+    r = CUDA_ERROR_NOT_READY;
+  else if (!a->stamped || !b->stamped)
+    r = CUDA_ERROR_INVALID_HANDLE; /* never recorded, or its work was discarded */
   else
     *ms = (float) ((double) (int64_t) (b->at_ns - a->at_ns) / 1e6);
   UNLOCK;
   return r;
-}
-
-/* Moves the virtual clock of timing events on by `ns` (a kernel's run). */
-void stub_libcuda_advance (uint64_t ns)
-{
-  LOCK;
-  vclock_ns += ns;
-  UNLOCK;
 }
 
 /* ---- Stream-ordered memory pools ---- */
@@ -1066,6 +1609,7 @@ CUresult cuMemPoolDestroy (void *pool)
   struct handle *h = need_handle ("cuMemPoolDestroy", pool, POOL);
   if (h)
     {
+      pool_release (pool, 0);
       for (struct range *r = ranges; r; r = r->next)
         if (r->pool == pool)
           r->pool = NULL;
@@ -1101,13 +1645,18 @@ CUresult cuMemPoolGetAttribute (void *pool, int attr, void *v)
   CUresult r = h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
   if (h)
     {
-      uint64_t used = 0;
+      uint64_t used = 0, reserved = 0;
       for (struct range *q = ranges; q; q = q->next)
         if (q->pool == pool)
-          used += q->size;
+          {
+            reserved += q->size;
+            used += q->pooled ? 0 : q->size;
+          }
       if (attr == 4)
         *(uint64_t *) v = h->threshold;
-      else if (attr >= 5 && attr <= 8) /* RESERVED/USED_MEM_CURRENT/_HIGH */
+      else if (attr == 5 || attr == 6) /* RESERVED_MEM_CURRENT/_HIGH */
+        *(uint64_t *) v = reserved;
+      else if (attr == 7 || attr == 8) /* USED_MEM_CURRENT/_HIGH */
         *(uint64_t *) v = used;
       else
         r = CUDA_ERROR_INVALID_VALUE;
@@ -1118,10 +1667,15 @@ CUresult cuMemPoolGetAttribute (void *pool, int attr, void *v)
 
 CUresult cuMemPoolTrimTo (void *pool, size_t keep)
 {
-  (void) keep;
   CHECK_INIT;
   LOCK;
-  int ok = need_handle ("cuMemPoolTrimTo", pool, POOL) != NULL;
+  struct handle *h = need_handle ("cuMemPoolTrimTo", pool, POOL);
+  int ok = h != NULL;
+  if (h)
+    {
+      stats[h->dev].pool_trims++;
+      pool_release (pool, keep);
+    }
   UNLOCK;
   return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -1139,13 +1693,380 @@ CUresult cuMemAllocFromPoolAsync (CUdeviceptr *dptr, size_t size, void *pool, vo
   return r;
 }
 
+/* Queued: the memory is freed when the stream gets there. */
 CUresult cuMemFreeAsync (CUdeviceptr p, void *s)
 {
   CHECK_INIT;
   LOCK;
   CUresult r = CUDA_ERROR_INVALID_HANDLE;
-  if (stream_ctx ("cuMemFreeAsync", s))
-    r = dev_free ("cuMemFreeAsync", p);
+  struct handle *q = stream_of ("cuMemFreeAsync", s);
+  if (q)
+    {
+      r = CUDA_SUCCESS;
+      if (!find_start ((uintptr_t) p, DEV_MEM))
+        {
+          complain ("cuMemFreeAsync", "%#llx does not start a device allocation", p);
+          r = CUDA_ERROR_INVALID_VALUE;
+        }
+      else
+        {
+          struct op *o = new_op (OP_FREE);
+          o->lo1 = (uintptr_t) p;
+          o->hi1 = (uintptr_t) p + 1;
+          queue_op (q, o);
+        }
+    }
+  UNLOCK;
+  return r;
+}
+
+/* ---- Registers and launch times (env, read at each use) ---- */
+
+/* STUB_LIBCUDA_REGS: registers per thread of every kernel. */
+static int kernel_regs (void)
+{
+  const char *v = getenv ("STUB_LIBCUDA_REGS");
+  int r = v ? atoi (v) : 32;
+  return r >= 1 && r <= 255 ? r : 32;
+}
+
+/* Registers one warp takes. */
+static int regs_per_warp (void)
+{
+  return (kernel_regs () * 32 + 255) / 256 * 256;
+}
+
+/* The most threads per block the registers allow (at most 1024). */
+static int max_threads (void)
+{
+  int w = 65536 / regs_per_warp ();
+  return w >= 32 ? 1024 : w * 32;
+}
+
+/* How long launch number `n` (of the process) of blocks of `warps` warps takes. */
+static uint64_t launch_ns (long n, unsigned warps)
+{
+  const char *v = getenv ("STUB_LIBCUDA_KERNEL_NS");
+  uint64_t any = 0, mine = 0, noise = 0;
+  int have_mine = 0, have_noise = 0;
+  for (const char *p = v; p && *p;)
+    {
+      const char *eq = strchr (p, '=');
+      if (!eq)
+        break;
+      uint64_t ns = strtoull (eq + 1, NULL, 10);
+      if (*p == '*')
+        any = ns;
+      else if (*p == '@' && atol (p + 1) == n)
+        noise = ns, have_noise = 1;
+      else if (*p != '@' && (unsigned) atoi (p) == warps)
+        mine = ns, have_mine = 1;
+      p = strchr (eq, ',');
+      p = p ? p + 1 : NULL;
+    }
+  return have_noise ? noise : have_mine ? mine : any;
+}
+
+/* ---- JIT link, modules, kernels ----
+ * Built with -DSTUB_SEPARATE_JIT, these come from stub_libcuda_jit.c instead (see the
+ * header: such a build launches nothing). */
+
+#ifndef STUB_SEPARATE_JIT
+
+CUresult cuLinkCreate_v2 (unsigned n, int *opts, void **vals, void **state)
+{
+  (void) n;
+  (void) opts;
+  (void) vals;
+  CHECK_INIT;
+  if (!state)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct ctx *c = need_ctx ("cuLinkCreate");
+  struct handle *h = c ? new_handle (LINK, c->dev) : NULL;
+  UNLOCK;
+  if (!c)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  *state = h;
+  return h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuLinkAddData_v2 (void *state, int type, void *data, size_t size, const char *name,
+                           unsigned n, int *opts, void **vals)
+{
+  (void) type;
+  (void) name;
+  (void) n;
+  (void) opts;
+  (void) vals;
+  CHECK_INIT;
+  if (!data || size == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *h = need_handle ("cuLinkAddData", state, LINK);
+  CUresult r = h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (h)
+    {
+      size_t len = strnlen (data, size);
+      char *t = realloc (h->text, h->len + len + 2);
+      if (!t)
+        abort ();
+      memcpy (t + h->len, data, len);
+      h->len += len;
+      t[h->len++] = '\n';
+      t[h->len] = 0;
+      h->text = t;
+    }
+  UNLOCK;
+  return r;
+}
+
+CUresult cuLinkComplete (void *state, void **cubin, size_t *size)
+{
+  CHECK_INIT;
+  if (!cubin || !size)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *h = need_handle ("cuLinkComplete", state, LINK);
+  if (h)
+    {
+      *cubin = h->text;
+      *size = h->len + 1;
+    }
+  UNLOCK;
+  return h && h->text ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuLinkDestroy (void *state)
+{
+  return drop ("cuLinkDestroy", state, LINK);
+}
+
+CUresult cuModuleLoadData (void **mod, const void *image)
+{
+  CHECK_INIT;
+  if (!mod || !image)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct ctx *c = need_ctx ("cuModuleLoadData");
+  struct handle *h = c ? new_handle (MODULE, c->dev) : NULL;
+  if (h)
+    {
+      h->text = strdup (image);
+      if (!h->text)
+        abort ();
+    }
+  UNLOCK;
+  if (!c)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  *mod = h;
+  return h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Queued launches of the module's kernels are refused (dropped, with a complaint). */
+CUresult cuModuleUnload (void *mod)
+{
+  CHECK_INIT;
+  LOCK;
+  struct handle *m = need_handle ("cuModuleUnload", mod, MODULE);
+  if (m)
+    {
+      for (struct handle *h = handles, *next; h; h = next)
+        {
+          next = h->next;
+          if (h->kind != FUNC || h->mod != m)
+            continue;
+          for (struct handle *q = handles; q; q = q->next)
+            if (q->kind == STREAM)
+              for (struct op *o = q->head; o; o = o->next)
+                if (o->kind == OP_LAUNCH && o->func == h && !o->dropped)
+                  {
+                    complain ("cuModuleUnload", "a launch of its kernel is still queued");
+                    o->dropped = 1;
+                  }
+          for (int i = 0; i < NDEV; i++)
+            for (struct op *o = legacy[i].head; o; o = o->next)
+              if (o->kind == OP_LAUNCH && o->func == h && !o->dropped)
+                {
+                  complain ("cuModuleUnload", "a launch of its kernel is still queued");
+                  o->dropped = 1;
+                }
+          drop_handle (h);
+        }
+      drop_handle (m);
+    }
+  UNLOCK;
+  return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static enum kernel kernel_of (const char *name)
+{
+  if (!strcmp (name, "gomp_stub_snapshot"))
+    return K_SNAPSHOT;
+  if (!strcmp (name, "gomp_stub_double"))
+    return K_DOUBLE;
+  if (!strcmp (name, "gomp_rs_copy"))
+    return K_COPY;
+  return K_NONE;
+}
+
+CUresult cuModuleGetFunction (void **f, void *mod, const char *name)
+{
+  CHECK_INIT;
+  if (!f || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *m = need_handle ("cuModuleGetFunction", mod, MODULE);
+  CUresult r = m ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_INVALID_HANDLE;
+  if (m)
+    {
+      /* ".entry NAME(" or ".entry NAME (", as GCC writes it. */
+      char pat[300];
+      int n = snprintf (pat, sizeof pat, ".entry %s", name);
+      const char *at = m->text;
+      while ((at = strstr (at, pat)) != NULL)
+        {
+          at += n;
+          if (at[strspn (at, " ")] == '(')
+            break;
+        }
+      if (at)
+        {
+          struct handle *h = new_handle (FUNC, m->dev);
+          h->mod = m;
+          h->kernel = kernel_of (name);
+          h->text = strdup (name);
+          if (!h->text)
+            abort ();
+          *f = h;
+          r = CUDA_SUCCESS;
+        }
+    }
+  UNLOCK;
+  return r;
+}
+
+/* The images of the tests have no globals. */
+CUresult cuModuleGetGlobal_v2 (CUdeviceptr *p, size_t *bytes, void *mod, const char *name)
+{
+  (void) p;
+  (void) bytes;
+  (void) name;
+  CHECK_INIT;
+  LOCK;
+  struct handle *m = need_handle ("cuModuleGetGlobal", mod, MODULE);
+  UNLOCK;
+  return m ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuFuncGetAttribute (int *v, int attr, void *f)
+{
+  CHECK_INIT;
+  if (!v)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *h = need_handle ("cuFuncGetAttribute", f, FUNC);
+  UNLOCK;
+  if (!h)
+    return CUDA_ERROR_INVALID_HANDLE;
+  /* MAX_THREADS_PER_BLOCK, NUM_REGS (STUB_LIBCUDA_REGS); the rest (shared, local
+     sizes...) 0. */
+  *v = attr == 0 ? max_threads () : attr == 4 ? kernel_regs () : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetAttribute (void *f, int attr, int v)
+{
+  (void) attr;
+  (void) v;
+  CHECK_INIT;
+  LOCK;
+  struct handle *h = need_handle ("cuFuncSetAttribute", f, FUNC);
+  UNLOCK;
+  return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+#endif /* STUB_SEPARATE_JIT */
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor (int *n, void *f, int block, size_t smem)
+{
+  (void) smem;
+  CHECK_INIT;
+  if (!n || block <= 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *h = need_handle ("cuOccupancyMaxActiveBlocksPerMultiprocessor", f, FUNC);
+  UNLOCK;
+  if (!h)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (block > max_threads ())
+    return CUDA_ERROR_INVALID_VALUE;
+  /* As an H100 for STUB_LIBCUDA_REGS registers (see the header). */
+  int warps = (block + 31) / 32;
+  int b = 65536 / (regs_per_warp () * warps);
+  if (b > 64 / warps)
+    b = 64 / warps;
+  *n = b > 32 ? 32 : b;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxPotentialBlockSize (int *grid, int *block, void *f, void *cb,
+                                           size_t smem, int limit)
+{
+  (void) cb;
+  (void) smem;
+  (void) limit;
+  CHECK_INIT;
+  if (!grid || !block)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *h = need_handle ("cuOccupancyMaxPotentialBlockSize", f, FUNC);
+  UNLOCK;
+  if (!h)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *grid = 264;
+  *block = 1024;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel (void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned by, unsigned bz, unsigned smem, void *s, void **params,
+                         void **extra)
+{
+  (void) smem;
+  (void) extra;
+  CHECK_INIT;
+  if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t) bx * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  CUresult r = CUDA_ERROR_INVALID_HANDLE;
+  struct handle *h = need_handle ("cuLaunchKernel", f, FUNC);
+  struct handle *q = h ? stream_of ("cuLaunchKernel", s) : NULL;
+  if (h && q)
+    {
+      struct op *o = new_op (OP_LAUNCH);
+      o->func = h;
+      int nargs = h->kernel == K_COPY ? 3 : h->kernel == K_NONE ? 0 : 1;
+      for (int i = 0; i < nargs && params; i++)
+        o->args[i] = *(uint64_t *) params[i];
+      if (h->kernel == K_SNAPSHOT || h->kernel == K_DOUBLE)
+        {
+          o->lo1 = (uintptr_t) o->args[0];
+          o->hi1 = o->lo1 + 64;
+        }
+      o->ns = launch_ns (++launches, by);
+      char line[512];
+      int w = snprintf (line, sizeof line, "%s %u %u\n", h->text ? h->text : "?", gx, by);
+      if (w >= (int) sizeof line)
+        w = (int) sizeof line - 1;
+      launch_text = realloc (launch_text, launch_len + w + 1);
+      if (!launch_text)
+        abort ();
+      memcpy (launch_text + launch_len, line, w + 1);
+      launch_len += w;
+      queue_op (q, o);
+      r = CUDA_SUCCESS;
+    }
   UNLOCK;
   return r;
 }
@@ -1160,8 +2081,51 @@ int stub_libcuda_stats (int dev, struct stub_libcuda_stats *out)
   LOCK;
   *out = stats[dev];
   out->misuse = __atomic_load_n (&misuse, __ATOMIC_RELAXED);
+  out->pool_reserved = out->pool_used = 0;
+  for (struct range *r = ranges; r; r = r->next)
+    if (r->kind == DEV_MEM && r->dev == dev && r->pool)
+      {
+        out->pool_reserved += (int64_t) r->size;
+        out->pool_used += r->pooled ? 0 : (int64_t) r->size;
+      }
   UNLOCK;
   return 0;
+}
+
+/* How many snapshots the kernel gomp_stub_snapshot has taken; copies snapshot `i`
+   (64 bytes) into `out` when there is one. */
+int stub_libcuda_kernel_log (int i, unsigned char *out)
+{
+  LOCK;
+  int n = nlog;
+  if (out && i >= 0 && i < n)
+    memcpy (out, kernel_log[i], 64);
+  UNLOCK;
+  return n;
+}
+
+/* Copies, memsets, launches and frees queued and not yet run, on every stream. */
+int64_t stub_libcuda_pending (void)
+{
+  int64_t n = 0;
+  LOCK;
+  for (struct handle *h = handles; h; h = h->next)
+    if (h->kind == STREAM)
+      for (struct op *o = h->head; o; o = o->next)
+        n += o->kind != OP_NOP && o->kind != OP_WAIT;
+  for (int i = 0; i < NDEV; i++)
+    for (struct op *o = legacy[i].head; o; o = o->next)
+      n += o->kind != OP_NOP && o->kind != OP_WAIT;
+  UNLOCK;
+  return n;
+}
+
+/* The next cuMemcpyHtoDAsync fails on the device (an illegal address) when it runs. */
+void stub_libcuda_fail_next_h2d (void)
+{
+  LOCK;
+  fail_next_h2d = 1;
+  UNLOCK;
 }
 
 /* The device whose memory holds `p`: its device allocation's device, or -1 for page-locked
@@ -1173,4 +2137,21 @@ int stub_libcuda_owner (CUdeviceptr p)
   int d = !r ? -2 : r->kind == DEV_MEM ? r->dev : -1;
   UNLOCK;
   return d;
+}
+
+/* Copies the launch log (NUL-terminated, cut to `cap`) into `buf`; returns its whole
+   length. */
+long stub_libcuda_launch_log (char *buf, size_t cap)
+{
+  LOCK;
+  long n = (long) launch_len;
+  if (buf && cap)
+    {
+      size_t m = launch_len < cap - 1 ? launch_len : cap - 1;
+      if (m)
+        memcpy (buf, launch_text, m);
+      buf[m] = 0;
+    }
+  UNLOCK;
+  return n;
 }

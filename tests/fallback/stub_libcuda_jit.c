@@ -298,25 +298,12 @@ CUresult cuModuleGetGlobal_v2 (unsigned long long *dptr, size_t *bytes, void *mo
   return module && name ? NOT_FOUND : INVALID_VALUE;
 }
 
-/* STUB_LIBCUDA_REGS registers per thread (default 32), as stub_libcuda_launch.c
-   reads them; weak, so that the JIT's tests need no launch stand-in. */
-__attribute__ ((weak)) int stub_libcuda_regs (void)
-{
-  const char *v = getenv ("STUB_LIBCUDA_REGS");
-  int r = v ? atoi (v) : 32;
-  return r >= 1 && r <= 255 ? r : 32;
-}
-
-/* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: what the registers allow of 1024 (64 Ki per
-   SM, allocated per warp in units of 256); NUM_REGS: stub_libcuda_regs; everything
-   else 0. */
+/* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1024, NUM_REGS 32, everything else 0. */
 CUresult cuFuncGetAttribute (int *v, int attr, void *f)
 {
   if (!v || !f)
     return INVALID_VALUE;
-  int regs = stub_libcuda_regs ();
-  int warps = 65536 / ((regs * 32 + 255) / 256 * 256);
-  *v = attr == 0 ? (warps >= 32 ? 1024 : warps * 32) : attr == 4 ? regs : 0;
+  *v = attr == 0 ? 1024 : attr == 4 ? 32 : 0;
   return OK;
 }
 

@@ -9,6 +9,8 @@
 //! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
 //! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
 //! | `GOMP_REVERSE_OFFLOAD_THREADS` | most reverse-offload host functions running at once (1–1024) | 8 |
+//! | `GOMP_NVPTX_DEVICE_CACHE` | device memory kept per device for reuse once freed, bytes | 256 MiB |
+//! | `GOMP_NVPTX_PINNED_CACHE` | page-locked host memory kept per device for reuse once freed, bytes | 256 MiB |
 //! | `GOMP_NVPTX_LINK_CACHE` | `0`: no linked-image cache (also off with `CUDA_CACHE_DISABLE=1`) | 1 |
 //! | `GOMP_NVPTX_LINK_CACHE_SIZE` | most bytes the linked-image cache keeps (0: off) | 256 MiB |
 //!
@@ -41,6 +43,12 @@ pub struct Config {
     pub staging: StagingParams,
     /// `GOMP_NVPTX_TUNE`: experiment knobs of the launch shape and the JIT.
     pub tune: Tune,
+    /// Most bytes of freed device memory kept for reuse per device (see
+    /// `crate::device::memory`).
+    pub device_cache: usize,
+    /// Most bytes of freed page-locked host memory kept for reuse per device (see
+    /// `crate::host::pinned_pool`).
+    pub pinned_cache: usize,
     /// The linked-image cache (`GOMP_NVPTX_LINK_CACHE*`, `CUDA_CACHE_*`).
     pub link_cache: link_cache::Setting,
 }
@@ -51,6 +59,14 @@ pub const DEFAULT_LOWLAT_POOL: usize = 8 * 1024;
 pub const DEFAULT_REVERSE_OFFLOAD_THREADS: usize = 8;
 /// Default soft stack per warp (as GCC's plugin).
 pub const DEFAULT_SOFT_STACK: usize = 128 * 1024;
+/// Default `GOMP_NVPTX_DEVICE_CACHE`: enough for the hot paths (alloc+free loops, the
+/// mapped blocks of a target region) to need no driver call, little beside the memory
+/// of a GPU that other processes may want.
+pub const DEFAULT_DEVICE_CACHE: usize = 256 << 20;
+/// Default `GOMP_NVPTX_PINNED_CACHE`.
+pub const DEFAULT_PINNED_CACHE: usize = 256 << 20;
+/// Largest accepted cache bound (1 TiB).
+const MAX_CACHE: usize = 1 << 40;
 
 pub use gomp_plugin::settings::parse_size;
 
@@ -141,6 +157,10 @@ impl Config {
                 "default",
             ),
             tune: parsed(&get, &warn, "GOMP_NVPTX_TUNE", Tune::parse, "defaults"),
+            device_cache: size("GOMP_NVPTX_DEVICE_CACHE", DEFAULT_DEVICE_CACHE, MAX_CACHE)
+                .unwrap_or(DEFAULT_DEVICE_CACHE),
+            pinned_cache: size("GOMP_NVPTX_PINNED_CACHE", DEFAULT_PINNED_CACHE, MAX_CACHE)
+                .unwrap_or(DEFAULT_PINNED_CACHE),
             link_cache: link_cache::Setting::from_lookup(&get, &warn),
         }
     }
@@ -201,6 +221,8 @@ mod tests {
             (None, None, None)
         );
         assert_eq!(c.staging, StagingParams::default());
+        assert_eq!(c.device_cache, DEFAULT_DEVICE_CACHE);
+        assert_eq!(c.pinned_cache, DEFAULT_PINNED_CACHE);
         assert!(w.is_empty());
         let (c, w) = cfg(&[
             ("GOMP_NVPTX_LOWLAT_POOL", "lots"),
@@ -211,11 +233,24 @@ mod tests {
             ("GOMP_REVERSE_OFFLOAD_THREADS", "0"),
             ("GOMP_NVPTX_STAGING", "4,4m"),
             ("GOMP_NVPTX_TUNE", "warps=99"),
+            ("GOMP_NVPTX_DEVICE_CACHE", "-5"),
+            ("GOMP_NVPTX_PINNED_CACHE", "2048g"),
             ("GOMP_NVPTX_LINK_CACHE", "2"),
             ("GOMP_NVPTX_LINK_CACHE_SIZE", "big"),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 10, "{w:?}");
+        assert_eq!(w.len(), 12, "{w:?}");
+        assert!(
+            w.contains(&format!(
+                "Invalid value '-5' for GOMP_NVPTX_DEVICE_CACHE; using the default ({DEFAULT_DEVICE_CACHE})"
+            )),
+            "{w:?}"
+        );
+        assert!(
+            w.iter()
+                .any(|m| m.starts_with("Invalid value '2048g' for GOMP_NVPTX_PINNED_CACHE")),
+            "{w:?}"
+        );
         assert!(
             w.iter().any(|m| m
                 .starts_with("Invalid value 'warps=99' for GOMP_NVPTX_TUNE (warps: ")
@@ -236,8 +271,11 @@ mod tests {
             ("GOMP_REVERSE_OFFLOAD_THREADS", " 2 "),
             ("GOMP_NVPTX_STAGING", "12,16m,3"),
             ("GOMP_NVPTX_TUNE", "warps=16,bounce=0"),
+            ("GOMP_NVPTX_DEVICE_CACHE", "0"),
+            ("GOMP_NVPTX_PINNED_CACHE", "1g"),
         ]);
         assert!(w.is_empty());
+        assert_eq!((c.device_cache, c.pinned_cache), (0, 1 << 30));
         assert_eq!(c.tune.warps, Some(16));
         assert_eq!(c.tune.bounce, 0);
         assert_eq!(c.reverse_offload_threads, 2);

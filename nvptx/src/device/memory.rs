@@ -1,18 +1,33 @@
-//! Device memory and copies for one device. Every copy is complete when the call
-//! returns (the contract's synchronous semantics); it runs on a pooled stream, or on
-//! CUDA's legacy default stream once OpenACC is in use (see `Device::on_copy_stream`).
+//! Device memory and copies for one device. A copy runs on the calling thread's
+//! stream, or on CUDA's legacy default stream once OpenACC is in use (see
+//! `Device::copy_stream`). Device-to-host and device-to-device copies are complete when
+//! the call returns; a small host-to-device copy may return once its source bytes are
+//! safe to reuse, before its DMA has ended (a *deferred* copy), with everything that can
+//! observe device memory ordered after it (`device::copy_order`).
 
-use crate::cuda::safe::{memory as cu_mem, query};
+use crate::cuda::safe::{memory as cu_mem, query, Stream};
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::Device;
+use crate::host::bounce;
 use crate::host::ranges as host_ranges;
 use crate::host::staging;
 use crate::memory::large_blocks;
+use crate::memory::small_blocks::{self, Given};
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::observe::profile::{CopyDir, CopyMem};
 use std::ffi::c_void;
+
+/// Largest copy from page-locked host memory that is deferred through a bounce buffer
+/// (larger ones DMA directly from the program's memory and complete before returning:
+/// copying them on the CPU would cost more than the DMA).
+const PINNED_BOUNCE: usize = 64 << 10;
+
+/// Empty small-block chunks a device may always keep (within `GOMP_NVPTX_DEVICE_CACHE`
+/// when that is larger): the target-variable block every region allocates and frees
+/// then never costs a chunk allocation.
+const SMALL_FLOOR: usize = 4 << 20;
 
 impl Device {
     /// Allocates `size` device bytes: small blocks from the small-block cache, large
@@ -50,20 +65,33 @@ impl Device {
     }
 
     /// Gives the device memory the plugin holds only as a cache back to the driver:
-    /// the cached large blocks, the pool's unused memory and the idle soft stacks. Done
-    /// before retrying an allocation that ran out of memory, and before telling a
-    /// program how much memory is free (so a freed block counts as free, as it does
-    /// with the stock plugin). Costs the next allocations a driver call each; cheap
-    /// when the caches are empty. Small-block chunks stay (a chunk is given back only
-    /// as a whole). Context current (caller).
+    /// the cached large blocks, empty small-block chunks, the pool's unused memory and
+    /// the idle soft stacks. Done before retrying an allocation that ran out of
+    /// memory. Costs the next allocations a driver call each; cheap when the caches
+    /// are empty. Context current (caller).
     pub fn release_cached(&self) {
-        for p in self.large.drain() {
+        for p in self
+            .large
+            .drain()
+            .into_iter()
+            .chain(self.small.drain_empty())
+        {
             let _ = self.free_chunk(p);
         }
         if let Some(p) = &self.pool {
             p.trim();
         }
         self.stacks.trim();
+    }
+
+    /// Device memory the plugin holds without the program using it: what the pool
+    /// reserved beyond what it handed out, cached large blocks, free small blocks and
+    /// idle soft stacks. All of it is given back before an allocation fails, so the
+    /// free-memory property counts it as free. Reads counters and two pool
+    /// attributes; changes nothing.
+    pub fn held_unused(&self) -> usize {
+        let pool = self.pool.as_ref().map_or(0, |p| p.unused()) as usize;
+        pool + self.large.bytes() + self.small.free_bytes() + self.stacks.idle_bytes()
     }
 
     fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {
@@ -83,6 +111,11 @@ impl Device {
         self.free_block(p).map(|_| ())
     }
 
+    /// Frees block `p`, keeping what the device's cache bound allows (`bound` =
+    /// `GOMP_NVPTX_DEVICE_CACHE`): empty small-block chunks and cached large blocks
+    /// together stay within it, the small blocks always allowed [`SMALL_FLOOR`] of it.
+    /// Memory beyond goes back to the driver before this returns (through the pool,
+    /// which keeps none of it), so another process can have it at once.
     fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
         if p == 0 {
             return Ok(0);
@@ -91,19 +124,52 @@ impl Device {
         if let Some(o) = self.observe() {
             o.free(size);
         }
-        if self.small.give(p, size) || self.large.put(p, large_blocks::rounded(size)) {
-            return Ok(size);
+        let bound = self.config.device_cache;
+        let floor = SMALL_FLOOR.min(bound);
+        if size <= small_blocks::MAX_SMALL {
+            let small_room = bound.saturating_sub(self.large.bytes()).max(floor);
+            match self.small.give(p, size, small_room) {
+                Given::Kept => return Ok(size),
+                Given::Release(chunk) => {
+                    self.give_back(&[chunk])?;
+                    return Ok(size);
+                }
+                Given::NotSmall => {}
+            }
         }
-        self.free_chunk(p)?;
+        let large_room = bound.saturating_sub(self.small.empty_bytes().max(floor));
+        if let Some(out) = self.large.put(p, large_blocks::rounded(size), large_room) {
+            self.give_back(&out)?;
+        }
         Ok(size)
     }
 
+    /// Frees `blocks` (large blocks or small-block chunks) to the pool, then has the
+    /// pool give the driver everything it holds unused: the memory kept for reuse is
+    /// the caches' alone, so the bound holds however the caches grow later (the large
+    /// and small caches hand out memory without touching the pool).
+    fn give_back(&self, blocks: &[CUdeviceptr]) -> Result<()> {
+        let mut first = Ok(());
+        for &b in blocks {
+            if let Err(e) = self.free_chunk(b) {
+                first = first.and(Err(e));
+            }
+        }
+        if let Some(pool) = &self.pool {
+            pool.trim_unused_to(0);
+        }
+        first
+    }
+
     /// Returns memory from `alloc_retry` (a large block or a small-block chunk) to the
-    /// pool or the driver.
+    /// pool or the driver, after the deferred copies that may still write it: the pool's
+    /// stream waits for them, a plain free waits on the host.
     pub fn free_chunk(&self, p: CUdeviceptr) -> Result<()> {
         if let Some(pool) = &self.pool {
+            self.order(pool.stream())?;
             pool.free(p)?;
         } else {
+            self.settle()?;
             // SAFETY: `p` came from cuMemAlloc in this context.
             unsafe { cu_mem::free(p) }?;
         }
@@ -134,6 +200,7 @@ impl Device {
     /// Frees memory that did not come from [`Device::alloc`] (managed memory).
     pub fn free_direct(&self, p: CUdeviceptr) -> Result<()> {
         if p != 0 {
+            self.settle()?;
             // SAFETY: `p` came from a cuMemAlloc-family call (caller).
             unsafe { cu_mem::free(p) }?;
         }
@@ -152,44 +219,208 @@ impl Device {
             let (t0, mem) = (crate::observe::now(), self.copy_mem(src, n));
             // SAFETY: forwarded caller guarantee.
             let r = unsafe { self.host2dev_plain(dst, src, n) };
+            let mem = match r {
+                Ok(true) => CopyMem::Deferred,
+                _ => mem,
+            };
             o.copy(CopyDir::H2D, mem, n, t0);
-            return r;
+            return r.map(|_| ());
         }
         // SAFETY: forwarded caller guarantee.
-        unsafe { self.host2dev_plain(dst, src, n) }
+        unsafe { self.host2dev_plain(dst, src, n) }.map(|_| ())
     }
 
-    /// [`Device::host2dev`] of a nonempty copy, unobserved.
+    /// [`Device::host2dev`] of a nonempty copy, unobserved; true when the copy was
+    /// deferred (it may still run on the device).
     ///
     /// # Safety
     /// As [`Device::host2dev`].
-    unsafe fn host2dev_plain(&self, dst: CUdeviceptr, src: *const c_void, n: usize) -> Result<()> {
+    unsafe fn host2dev_plain(
+        &self,
+        dst: CUdeviceptr,
+        src: *const c_void,
+        n: usize,
+    ) -> Result<bool> {
         self.check_host_copy(dst, src, n)?;
         if self.stage(src, n) {
+            // The staging lanes' streams are not ordered after deferred copies.
+            self.settle()?;
             // SAFETY: readable source (caller); device range checked above.
             if let Some(r) = unsafe { self.staging.host2dev(self.context(), dst, src, n) } {
-                return r;
+                return r.map(|()| false);
             }
         }
-        let r = if self.bounce.takes(n) && self.pageable(src, n) {
-            self.bounce.with(|b| {
-                // SAFETY: `src` is readable for `n` bytes (caller), the buffer holds at
-                // least `n` (`takes`); they do not overlap (the buffer is ours).
-                unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), b, n) };
-                // SAFETY: the buffer is page-locked and alive until the copy, waited
-                // for before returning, has completed.
-                self.on_copy_stream(|s| {
-                    unsafe { s.copy_htod(dst, b.cast(), n) }.map_err(Error::from)
-                })
-            })
+        let may_defer = self.may_defer(n);
+        if may_defer && n < self.config.tune.ring {
+            // SAFETY: forwarded caller guarantee; device range checked above.
+            if let Some(r) = unsafe { self.host2dev_ring(dst, src, n) } {
+                return r.map(|()| true);
+            }
+        }
+        let pageable = (may_defer || self.bounce.takes(n)) && self.pageable(src, n);
+        if may_defer {
+            // SAFETY: forwarded caller guarantee; device range checked above.
+            if let Some(r) = unsafe { self.host2dev_deferred(dst, src, n, pageable) } {
+                return r.map(|()| true);
+            }
+        }
+        let r = if self.bounce.takes(n) && pageable {
+            let b = self.bounce.take()?;
+            // SAFETY: `src` is readable for `n` bytes (caller), the buffer holds at least
+            // `n` (`takes`) and no copy reads it (`take`); they do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), b.ptr(), n) };
+            // SAFETY: the buffer is page-locked and alive until the copy, waited for
+            // before returning, has completed.
+            let r = self.on_copy_stream(|s| {
+                unsafe { s.copy_htod(dst, b.ptr().cast(), n) }.map_err(Error::from)
+            });
+            self.bounce.give(b);
+            r
         } else {
             // SAFETY: readable source (caller); the stream is waited for before returning.
             self.on_copy_stream(|s| unsafe { s.copy_htod(dst, src, n) }.map_err(Error::from))
         };
         if self.device_heap_copy(&r, dst) {
+            self.settle()?;
             // SAFETY: readable source (caller); `dst` comes from the device runtime
             // serving a reverse-offload request (see `device_heap_copy`).
-            return unsafe { self.kernel_copy.host2dev(&self.streams, dst, src, n) };
+            return unsafe { self.kernel_copy.host2dev(&self.streams, dst, src, n) }
+                .map(|()| false);
+        }
+        r.map(|()| false)
+    }
+
+    /// A deferred host-to-device copy of a few bytes through the calling thread's ring
+    /// (`host::ring`): the bytes are copied into the ring and the copy queued, so the
+    /// program's buffer, pageable or page-locked, is free when this returns. `None`
+    /// when the ring cannot be had (the caller takes another path).
+    ///
+    /// # Safety
+    /// `src` readable for `n` bytes; `dst` checked by `check_host_copy`.
+    unsafe fn host2dev_ring(
+        &self,
+        dst: CUdeviceptr,
+        src: *const c_void,
+        n: usize,
+    ) -> Option<Result<()>> {
+        let (lane, s) = match self
+            .thread_streams
+            .get()
+            .and_then(|l| Ok((l, self.deferred_stream()?)))
+        {
+            Ok(x) => x,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: this thread owns its lane; the space is written only below.
+        let slot = match unsafe { lane.data.slot(n, s) } {
+            Ok(p) => p,
+            Err(e) => {
+                log::debug!("copy ring: {e}; copying without it");
+                return None;
+            }
+        };
+        Some((|| {
+            self.order(s)?;
+            // SAFETY: `src` is readable for `n` bytes (caller); the slot holds `n` and
+            // no queued copy uses it (`Ring::slot`).
+            unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), slot, n) };
+            // SAFETY: the ring is page-locked and its space is not rewritten before the
+            // copy has run (the half's fence).
+            unsafe { s.copy_htod(dst, slot.cast(), n) }?;
+            self.deferred_done(s)
+        })())
+    }
+
+    /// A device-to-host copy of a few bytes through the calling thread's ring, waited
+    /// for; `None` when the ring cannot be had.
+    ///
+    /// # Safety
+    /// `dst` writable for `n` bytes; `src` checked by `check_host_copy`.
+    unsafe fn dev2host_ring(
+        &self,
+        dst: *mut c_void,
+        src: CUdeviceptr,
+        n: usize,
+    ) -> Option<Result<()>> {
+        let (lane, s) = match self
+            .thread_streams
+            .get()
+            .and_then(|l| Ok((l, self.copy_stream()?)))
+        {
+            Ok(x) => x,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: this thread owns its lane; the space is used only below.
+        let slot = match unsafe { lane.data.slot(n, s) } {
+            Ok(p) => p,
+            Err(e) => {
+                log::debug!("copy ring: {e}; copying without it");
+                return None;
+            }
+        };
+        Some((|| {
+            // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched
+            // until the copy, waited for here, has run.
+            self.on(s, |s| {
+                unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
+            })?;
+            // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
+            unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
+            Ok(())
+        })())
+    }
+
+    /// A host-to-device copy that returns before its DMA has ended, or `None` when this
+    /// copy cannot be deferred (the caller then copies and waits). The source is safe to
+    /// reuse when this returns: pageable bytes below the bounce size are staged by the
+    /// driver during `cuMemcpyHtoDAsync` (CUDA's documented behaviour for pageable
+    /// sources), the others are first copied into a bounce buffer, which is reused only
+    /// after the copy's event. Memory the program page-locked is never left in flight.
+    ///
+    /// # Safety
+    /// `src` readable for `n` bytes; `dst` checked by `check_host_copy`.
+    unsafe fn host2dev_deferred(
+        &self,
+        dst: CUdeviceptr,
+        src: *const c_void,
+        n: usize,
+        pageable: bool,
+    ) -> Option<Result<()>> {
+        let direct = pageable && n < bounce::MIN_BYTES;
+        if !direct && !((pageable || n <= PINNED_BOUNCE) && self.bounce.fits(n)) {
+            return None;
+        }
+        Some((|| {
+            let s = self.deferred_stream()?;
+            self.order(s)?;
+            if direct {
+                // SAFETY: `src` is pageable and readable (caller): the driver has copied
+                // it when the call returns.
+                unsafe { s.copy_htod(dst, src, n) }?;
+            } else {
+                let b = self.bounce.take()?;
+                // SAFETY: `src` is readable for `n` bytes (caller), the buffer holds at
+                // least `n` (`fits`) and no copy reads it (`take`).
+                unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), b.ptr(), n) };
+                // SAFETY: the buffer stays allocated and unwritten until the event
+                // recorded after the copy has completed (`Bounce`).
+                let r = unsafe { s.copy_htod(dst, b.ptr().cast(), n) }
+                    .map_err(Error::from)
+                    .and_then(|()| b.read_by(s));
+                self.bounce.give(b);
+                r?;
+            }
+            self.deferred_done(s)
+        })())
+    }
+
+    /// Records a deferred copy just queued on `s` (`copy_order`). If that fails, or a
+    /// `targetsync` interop stream has come into being meanwhile (the program may use it
+    /// at once), the copy is waited for instead.
+    fn deferred_done(&self, s: Stream) -> Result<()> {
+        let r = self.copy_order.deferred(s, &self.events);
+        if r.is_err() || self.interop_stream_alive() {
+            self.on(s, |_| Ok(()))?;
         }
         r
     }
@@ -220,27 +451,41 @@ impl Device {
     unsafe fn dev2host_plain(&self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> Result<()> {
         self.check_host_copy(src, dst, n)?;
         if self.stage(dst, n) {
+            // The staging lanes' streams are not ordered after deferred copies.
+            self.settle()?;
             // SAFETY: writable destination (caller); device range checked above.
             if let Some(r) = unsafe { self.staging.dev2host(self.context(), dst, src, n) } {
                 return r;
             }
         }
-        let r = if self.bounce.takes(n) && self.pageable(dst, n) {
-            self.bounce.with(|b| {
-                // SAFETY: the buffer is page-locked, holds at least `n` bytes and is
-                // alive until the copy, waited for here, has completed.
-                self.on_copy_stream(|s| {
-                    unsafe { s.copy_dtoh(b.cast(), src, n) }.map_err(Error::from)
-                })?;
+        // Not while serving a reverse-offload request: making the ring allocates
+        // page-locked memory, which may wait for the device to be idle, and the
+        // requesting kernel waits for this copy.
+        let ring = (n < self.config.tune.ring && !crate::device::serving::serving_request())
+            // SAFETY: forwarded caller guarantee; device range checked above.
+            .then(|| unsafe { self.dev2host_ring(dst, src, n) })
+            .flatten();
+        let r = if let Some(r) = ring {
+            r
+        } else if self.bounce.takes(n) && self.pageable(dst, n) {
+            let b = self.bounce.take()?;
+            // SAFETY: the buffer is page-locked, holds at least `n` bytes, no copy reads
+            // it (`take`), and it is alive until the copy, waited for here, has completed.
+            let r = self.on_copy_stream(|s| {
+                unsafe { s.copy_dtoh(b.ptr().cast(), src, n) }.map_err(Error::from)
+            });
+            if r.is_ok() {
                 // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
-                unsafe { std::ptr::copy_nonoverlapping(b, dst.cast::<u8>(), n) };
-                Ok(())
-            })
+                unsafe { std::ptr::copy_nonoverlapping(b.ptr(), dst.cast::<u8>(), n) };
+            }
+            self.bounce.give(b);
+            r
         } else {
             // SAFETY: writable destination (caller); waited for before returning.
             self.on_copy_stream(|s| unsafe { s.copy_dtoh(dst, src, n) }.map_err(Error::from))
         };
         if self.device_heap_copy(&r, src) {
+            self.settle()?;
             // SAFETY: writable destination (caller); `src` comes from the device
             // runtime serving a reverse-offload request (see `device_heap_copy`).
             return unsafe { self.kernel_copy.dev2host(&self.streams, dst, src, n) };
@@ -285,7 +530,7 @@ impl Device {
             return Ok(());
         }
         // Device address checked by the driver; waited for before returning.
-        self.on_stream(|s| s.memset_d8(p, val as u8, n).map_err(Error::from))
+        self.on_copy_stream(|s| s.memset_d8(p, val as u8, n).map_err(Error::from))
     }
 }
 

@@ -12,6 +12,7 @@
 //! [`Device::activate`] made the context current there.
 
 pub mod config;
+pub mod copy_order;
 pub mod host_memory;
 pub mod memory;
 pub mod serving;
@@ -19,13 +20,17 @@ pub mod tune;
 
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
+use crate::cuda::pools::thread_streams::ThreadStreams;
 use crate::cuda::safe::context::{self, PrimaryContext};
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::*;
 use crate::device::config::Config;
+use crate::device::copy_order::{CopyOrder, Waited};
+use crate::device::tune::ThreadStream;
 use crate::host::bounce::Bounce;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
+use crate::host::ring::Ring;
 use crate::host::staging::Staging;
 use crate::memory::large_blocks::LargeBlocks;
 use crate::memory::pool::Pool;
@@ -34,7 +39,7 @@ use crate::memory::stacks::StackCache;
 use crate::observe::{info, DeviceObserve};
 use gomp_plugin::blocks::Blocks;
 use gomp_plugin::error::{Error, Result};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Device facts read once at initialisation.
@@ -73,13 +78,23 @@ pub struct Device {
     pub props: Props,
     /// Settings from the environment.
     pub config: Config,
-    /// Idle streams.
+    /// Idle streams (copies by kernel during reverse offload).
     pub streams: StreamPool,
+    /// Each host thread's stream (its synchronous copies and launches) and its ring
+    /// for small copies.
+    pub thread_streams: ThreadStreams<Ring>,
+    /// Streams with deferred host-to-device copies in flight, and the rule that orders
+    /// everything else after them.
+    pub copy_order: CopyOrder,
+    /// Interop objects with a `targetsync` stream alive on the device: while there are
+    /// any, host-to-device copies complete before returning (the program may queue work
+    /// on such a stream at any time, out of the plugin's sight).
+    interop_streams: AtomicUsize,
     /// Idle events (completion of `nowait` launches, OpenACC queue callbacks and
     /// serialisation).
     pub events: EventPool,
-    /// Idle soft-stack blocks.
-    pub stacks: StackCache,
+    /// Idle soft-stack blocks (shared with the idle trimmer).
+    pub stacks: Arc<StackCache>,
     /// The device-memory pool (`None`: plain cuMemAlloc/cuMemFree).
     pub pool: Option<Pool>,
     /// Live blocks from `alloc`.
@@ -100,6 +115,8 @@ pub struct Device {
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
     openacc: AtomicBool,
+    /// Where deferred copies go and how the threads' streams are made.
+    tstream: ThreadStream,
     /// The profile's and trace's recorder (`None` unless `GOMP_NVPTX_PROFILE` or
     /// `GOMP_NVPTX_TRACE` is set: every hook is a check of this field).
     observe: Option<Arc<DeviceObserve>>,
@@ -165,6 +182,8 @@ impl Device {
             total_mem: query::total_mem(cu_dev)?,
         };
         let config = Config::process().clone();
+        let tstream = config.tune.tstream;
+        let (device_cache, pinned_cache) = (config.device_cache, config.pinned_cache);
         let dev = Device {
             ord,
             cu_dev,
@@ -175,14 +194,21 @@ impl Device {
             bounce: Bounce::new(config.tune.bounce),
             config,
             streams: StreamPool::default(),
+            thread_streams: ThreadStreams::new(match tstream {
+                ThreadStream::Blocking => CU_STREAM_DEFAULT as u32,
+                ThreadStream::NonBlocking | ThreadStream::Legacy => CU_STREAM_NON_BLOCKING as u32,
+            }),
+            copy_order: CopyOrder::default(),
+            interop_streams: AtomicUsize::new(0),
+            tstream,
             events: EventPool::default(),
-            stacks: StackCache::default(),
+            stacks: StackCache::new(ctx, device_cache),
             pool: None,
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
             kernel_copy: KernelCopy::default(),
-            pinned: HostPool::new(HostChunks { ord }),
+            pinned: HostPool::new(HostChunks { ord }, pinned_cache),
             openacc: AtomicBool::new(false),
             observe: None,
         };
@@ -193,6 +219,9 @@ impl Device {
             observe: DeviceObserve::open(ord, &dev.props.name),
             ..dev
         };
+        if let (Some(p), true) = (&dev.pool, dev.config.tune.poolwarm) {
+            p.warm_up(dev.ctx);
+        }
         if let Some(o) = &dev.observe {
             // The epoch device times are placed from (the stream is waited for).
             if dev.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
@@ -256,11 +285,97 @@ impl Device {
         Ok(())
     }
 
-    /// Runs `f` on a pooled stream, then waits for the stream. The stream goes back to
-    /// the pool only if it finished cleanly.
+    /// Runs `f` on the calling thread's stream, ordered after deferred copies on other
+    /// streams, then waits for the stream (see [`Device::on`]).
     #[inline]
     pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
-        self.streams.on_stream(f)
+        self.on(self.thread_streams.stream()?, f)
+    }
+
+    /// Runs `f` on `s` (a stream of the device), after making `s` wait for the deferred
+    /// copies of other streams, then waits for `s`; the error of `f` comes first, then
+    /// the synchronisation's. Whatever `s` waited for is then known complete.
+    #[inline]
+    pub fn on<T>(&self, s: Stream, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
+        let w = self.order(s)?;
+        let out = f(s);
+        // A stream of the device's context (caller).
+        let synced = s.synchronize();
+        self.copy_order.synced(&w, &self.events);
+        let v = out?;
+        synced?;
+        Ok(v)
+    }
+
+    /// Makes future work on `s` (a stream of the device) wait for every deferred copy
+    /// queued on another stream (rule 2 of `copy_order`); returns what it waits for.
+    #[inline]
+    pub fn order(&self, s: Stream) -> Result<Waited> {
+        if self.copy_order.is_clear() {
+            return Ok(Waited::default());
+        }
+        self.copy_order.order(s, self.after_legacy(s), &self.events)
+    }
+
+    /// Waits on the host for every deferred copy (rule 3 of `copy_order`).
+    #[inline]
+    pub fn settle(&self) -> Result<()> {
+        self.copy_order.settle(&self.events)
+    }
+
+    /// Whether CUDA itself orders work on `s` after CUDA's legacy default stream: the
+    /// legacy stream itself and blocking thread streams. (OpenACC queue streams are
+    /// blocking too; `AccQueue` says so itself.)
+    #[inline]
+    fn after_legacy(&self, s: Stream) -> bool {
+        s == Stream::LEGACY || (self.thread_streams.blocking() && self.thread_streams.is_mine(s))
+    }
+
+    /// The stream a synchronous copy of the calling thread goes on: its own stream, or
+    /// CUDA's legacy default stream once OpenACC is in use (not while serving a
+    /// reverse-offload request: the requesting kernel may be ordered before it).
+    #[inline]
+    pub fn copy_stream(&self) -> Result<Stream> {
+        if self.openacc_in_use() && !serving::serving_request() {
+            return Ok(Stream::LEGACY);
+        }
+        self.thread_streams.stream()
+    }
+
+    /// The stream a deferred host-to-device copy of the calling thread goes on.
+    #[inline]
+    pub fn deferred_stream(&self) -> Result<Stream> {
+        if self.openacc_in_use() || self.tstream == ThreadStream::Legacy {
+            return Ok(Stream::LEGACY);
+        }
+        self.thread_streams.stream()
+    }
+
+    /// Whether a host-to-device copy of `n` bytes may return before its DMA has ended:
+    /// small enough, not serving a reverse-offload request (the requesting kernel reads
+    /// the bytes as soon as the request is answered) and no `targetsync` interop stream
+    /// alive.
+    #[inline]
+    pub fn may_defer(&self, n: usize) -> bool {
+        n <= self.config.tune.defer
+            && self.interop_streams.load(Ordering::SeqCst) == 0
+            && !serving::serving_request()
+    }
+
+    /// Whether an interop `targetsync` stream came into being (checked after a deferred
+    /// copy was recorded: that copy then waits, see `Device::interop`).
+    #[inline]
+    pub fn interop_stream_alive(&self) -> bool {
+        self.interop_streams.load(Ordering::SeqCst) != 0
+    }
+
+    /// Counts an interop `targetsync` stream in (`true`) or out.
+    pub fn count_interop_stream(&self, alive: bool) {
+        if alive {
+            self.interop_streams.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.interop_streams.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// The profile's and trace's recorder, if either is on.
@@ -279,16 +394,10 @@ impl Device {
         self.openacc.store(true, Ordering::Relaxed);
     }
 
-    /// Runs a synchronous copy `f` on a stream and waits for it: a pooled stream, or
-    /// CUDA's legacy default stream once OpenACC is in use.
+    /// Runs a synchronous copy `f` on the calling thread's copy stream
+    /// ([`Device::copy_stream`]) and waits for it.
     pub fn on_copy_stream(&self, f: impl FnOnce(Stream) -> Result<()>) -> Result<()> {
-        if !self.openacc_in_use() {
-            return self.on_stream(f);
-        }
-        f(Stream::LEGACY)?;
-        // Waiting on the legacy default stream of the current context.
-        Stream::LEGACY.synchronize()?;
-        Ok(())
+        self.on(self.copy_stream()?, f)
     }
 
     /// Releases everything the core holds: cached stacks, memory caches and pool,
@@ -299,10 +408,13 @@ impl Device {
     /// of those steps: it is returned rather than a later one, except that a failure to
     /// release the primary context is returned in any case.
     pub fn close(&self, mut first_err: Option<Error>) -> Result<()> {
+        if let Err(e) = self.settle() {
+            first_err.get_or_insert(e);
+        }
         if let Some(o) = self.observe() {
             o.close();
         }
-        self.stacks.trim();
+        self.stacks.close();
         for c in self
             .small
             .drain_chunks()
@@ -326,6 +438,7 @@ impl Device {
             first_err.get_or_insert(e);
         }
         self.streams.destroy_all();
+        self.thread_streams.destroy();
         let primary = self
             .primary
             .lock()

@@ -14,6 +14,10 @@
 //! | `carveout` | 0..100 | driver | preferred shared-memory carveout, percent (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`) |
 //! | `icvs` | 0, 1 | 1 | size the launch by the device's `OMP_NUM_TEAMS`/`OMP_TEAMS_THREAD_LIMIT` ICVs |
 //! | `bounce` | size (`0`, `64k`, `1m` ...) | 1m | largest pageable copy (from 16 KiB) made through a page-locked bounce buffer; 0: none |
+//! | `ring` | size (`0`, `4k`, `16k` ...) | 16k | copies below this size go through the thread's page-locked ring (`host/ring.rs`); 0: none |
+//! | `defer` | size (`0`, `4k`, `1m` ...) | 1m | largest host-to-device copy that returns before its DMA has ended (`device/copy_order.rs`); 0: every copy completes before returning |
+//! | `tstream` | `blocking`, `nonblocking`, `legacy` | `blocking` | the threads' streams: blocking streams with deferred copies on them, non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's legacy default stream (as the stock plugin's copies) |
+//! | `poolwarm` | 0, 1 | 1 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`) |
 //!
 //! Owned by the process-wide `Config`; plain data, `Sync`.
 
@@ -29,6 +33,18 @@ pub enum Teams {
     Times(u32),
     /// Exactly N.
     Fixed(u32),
+}
+
+/// The calling threads' streams and where deferred copies go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadStream {
+    /// Blocking streams (ordered with CUDA's legacy default stream); deferred copies on
+    /// the thread's stream.
+    Blocking,
+    /// Non-blocking streams; deferred copies on the thread's stream.
+    NonBlocking,
+    /// Non-blocking streams; deferred copies on CUDA's legacy default stream.
+    Legacy,
 }
 
 /// The JIT's default global-load cache mode.
@@ -73,6 +89,14 @@ pub struct Tune {
     pub icvs: bool,
     /// Largest pageable copy that goes through a page-locked bounce buffer (0: none).
     pub bounce: usize,
+    /// Copies below this size go through the thread's page-locked ring (0: none).
+    pub ring: usize,
+    /// Largest host-to-device copy that may return before its DMA has ended (0: none).
+    pub defer: usize,
+    /// The threads' streams.
+    pub tstream: ThreadStream,
+    /// Whether the memory pool is warmed up at device open.
+    pub poolwarm: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
 }
@@ -81,6 +105,10 @@ pub struct Tune {
 /// answers (as GCC's plugin); among warp counts that keep equally many warps resident,
 /// the one nearest to this.
 pub const DEFAULT_WARPS: u32 = 8;
+
+/// Largest host-to-device copy that returns before its DMA has ended, by default: the
+/// largest that goes through a bounce buffer.
+pub const DEFAULT_DEFER: usize = crate::host::bounce::DEFAULT_LIMIT;
 
 impl Default for Tune {
     fn default() -> Self {
@@ -92,6 +120,10 @@ impl Default for Tune {
             carveout: None,
             icvs: true,
             bounce: crate::host::bounce::DEFAULT_LIMIT,
+            ring: crate::host::bounce::MIN_BYTES,
+            defer: DEFAULT_DEFER,
+            tstream: ThreadStream::Blocking,
+            poolwarm: true,
             autotune: Autotune::On,
         }
     }
@@ -145,10 +177,33 @@ impl Tune {
                 }
                 "carveout" => t.carveout = Some(number(v, 0, 100).map_err(bad)?),
                 "icvs" => t.icvs = number(v, 0, 1).map_err(bad)? == 1,
+                "poolwarm" => t.poolwarm = number(v, 0, 1).map_err(bad)? == 1,
                 "bounce" => {
                     t.bounce = gomp_plugin::settings::parse_size(v)
                         .filter(|&n| n <= 16 << 20)
                         .ok_or_else(|| bad(format!("'{v}' is not a size up to 16m")))?
+                }
+                "ring" => {
+                    t.ring = gomp_plugin::settings::parse_size(v)
+                        .filter(|&n| n <= 64 << 10)
+                        .ok_or_else(|| bad(format!("'{v}' is not a size up to 64k")))?
+                }
+                "defer" => {
+                    t.defer = gomp_plugin::settings::parse_size(v)
+                        .filter(|&n| n <= 16 << 20)
+                        .ok_or_else(|| bad(format!("'{v}' is not a size up to 16m")))?
+                }
+                "tstream" => {
+                    t.tstream = match v {
+                        "blocking" => ThreadStream::Blocking,
+                        "nonblocking" => ThreadStream::NonBlocking,
+                        "legacy" => ThreadStream::Legacy,
+                        _ => {
+                            return Err(bad(format!(
+                                "'{v}' is not blocking, nonblocking or legacy"
+                            )))
+                        }
+                    }
                 }
                 "autotune" => {
                     autotune = Some(match v {
@@ -177,8 +232,10 @@ mod tests {
     #[test]
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
-        let t = Tune::parse("warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0")
-            .unwrap();
+        let t = Tune::parse(
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=0",
+        )
+        .unwrap();
         assert_eq!(
             t,
             Tune {
@@ -189,8 +246,16 @@ mod tests {
                 carveout: Some(0),
                 icvs: false,
                 bounce: 0,
+                ring: 0,
+                defer: 4096,
+                tstream: ThreadStream::Legacy,
+                poolwarm: false,
                 autotune: Autotune::Off,
             }
+        );
+        assert_eq!(
+            Tune::parse("tstream=nonblocking").unwrap().tstream,
+            ThreadStream::NonBlocking
         );
         assert_eq!(Tune::parse("bounce=4k").unwrap().bounce, 4096);
         assert_eq!(Tune::parse("teams=1056").unwrap().teams, Teams::Fixed(1056));
@@ -224,7 +289,11 @@ mod tests {
             "dlcm=cs",
             "carveout=101",
             "icvs=2",
+            "poolwarm=yes",
             "bounce=1g",
+            "defer=32m",
+            "ring=128k",
+            "tstream=fast",
             "autotune=2",
             "autotune=yes",
             "speed=max",

@@ -1,20 +1,27 @@
-//! Mid-sized pageable copies through page-locked bounce buffers. For a pageable copy of
-//! 16 KiB to 1 MiB the driver's own path (its internal staging) costs more than copying
-//! the bytes on the CPU into page-locked memory and letting the copy engine read that.
-//! On the H100 here (medians of 2 runs each, GB/s h2d/d2h, driver path -> bounce):
-//! 16 KiB 1.1/1.4 -> 1.3/1.7, 64 KiB 1.8/3.0 -> 4.3/5.2, 256 KiB 4.9/3.9 -> 8.5/9.7,
-//! 1 MiB 5.9/5.5 -> 8.4/10.2; at 4 KiB the bounce was no faster (0.47 against 0.51 GB/s
-//! h2d), so copies below [`MIN_BYTES`] stay with the driver, and from 4 MiB the staging
-//! engine takes over. Copies of [`MIN_BYTES`] up to `GOMP_NVPTX_TUNE`'s `bounce` bytes
+//! Page-locked bounce buffers. For a pageable copy of 16 KiB to 1 MiB the driver's own
+//! path (its internal staging) costs more than copying the bytes on the CPU into
+//! page-locked memory and letting the copy engine read that (measured both ways, see
+//! bench/results); at 4 KiB the bounce was no faster, so copies below [`MIN_BYTES`]
+//! stay with the driver, and from 4 MiB the staging engine takes over. Copies of [`MIN_BYTES`] up to `GOMP_NVPTX_TUNE`'s `bounce` bytes
 //! (default [`DEFAULT_LIMIT`]) between pageable memory and the device go this way.
+//! Small host-to-device copies from page-locked memory use them too, so that a copy
+//! can return before its DMA has ended without leaving the DMA reading the program's
+//! buffer (see `Device::host2dev`).
+//!
+//! A buffer may still be read by a host-to-device copy when it is given back
+//! ([`Bounce::give`]): its event, recorded after that copy, says when it may be
+//! written again, and [`Bounce::take`] hands out only buffers whose copy completed.
 //!
 //! Ownership and threading: one `Bounce` per device, shared by all threads; a copy takes
 //! a buffer for its duration (a lock around a short list), so concurrent copies use
-//! different buffers. Buffers are freed at device close ([`Bounce::destroy`], context
-//! current).
+//! different buffers. A [`Buffer`] frees its memory only after its last copy completed
+//! (its `Drop` waits for the event). Buffers are freed at device close
+//! ([`Bounce::destroy`], context current).
 
-use crate::cuda::safe::HostAlloc;
+use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
+use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use gomp_plugin::error::Result;
+use std::collections::VecDeque;
 use std::sync::Mutex;
 
 /// Smallest pageable copy that goes through a bounce buffer.
@@ -25,10 +32,47 @@ pub const DEFAULT_LIMIT: usize = 1 << 20;
 /// limit); more concurrent copies allocate and free their own.
 const KEEP: usize = 8;
 
+/// One page-locked buffer and the event after its latest host-to-device copy.
+pub struct Buffer {
+    /// Recorded after the latest copy that reads the buffer (never recorded: free).
+    done: OwnedEvent,
+    mem: HostAlloc,
+}
+
+impl Buffer {
+    /// The buffer's first byte.
+    #[inline]
+    pub fn ptr(&self) -> *mut u8 {
+        self.mem.as_ptr().cast()
+    }
+
+    /// Notes that a copy reading the buffer was queued on `s` (the buffer's event and
+    /// `s` belong to the device's context).
+    #[inline]
+    pub fn read_by(&self, s: Stream) -> Result<()> {
+        Ok(self.done.handle().record(s)?)
+    }
+
+    /// Whether the buffer's last copy has completed (a failed copy counts as done: the
+    /// stream that ran it reports the failure).
+    fn free(&self) -> bool {
+        !matches!(self.done.handle().query(), Err(e) if e.code == CUDA_ERROR_NOT_READY)
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // The memory is freed after this (field order): never while a copy reads it.
+        if let Err(e) = self.done.handle().synchronize() {
+            log::debug!("bounce buffer: {e}");
+        }
+    }
+}
+
 /// The device's bounce buffers, each `limit` bytes.
 pub struct Bounce {
     limit: usize,
-    idle: Mutex<Vec<HostAlloc>>,
+    idle: Mutex<VecDeque<Buffer>>,
 }
 
 impl Bounce {
@@ -36,7 +80,7 @@ impl Bounce {
     pub fn new(limit: usize) -> Bounce {
         Bounce {
             limit,
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -46,26 +90,59 @@ impl Bounce {
         (MIN_BYTES..=self.limit).contains(&bytes)
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<HostAlloc>> {
+    /// Whether a copy of `bytes` bytes fits in a buffer.
+    #[inline]
+    pub fn fits(&self, bytes: usize) -> bool {
+        bytes <= self.limit
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, VecDeque<Buffer>> {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `f` with a page-locked buffer of `limit` bytes (context current).
-    pub fn with<T>(&self, f: impl FnOnce(*mut u8) -> Result<T>) -> Result<T> {
-        let popped = self.idle().pop();
-        let buf = match popped {
-            Some(b) => b,
-            None => HostAlloc::alloc(self.limit.max(1), 0)?,
+    /// A buffer no copy reads any more: the oldest idle one whose copy completed, else a
+    /// new one, else (all [`KEEP`] buffers busy) the oldest after waiting for its copy.
+    /// Context current.
+    pub fn take(&self) -> Result<Buffer> {
+        let waited = {
+            let mut idle = self.idle();
+            if let Some(i) = idle.iter().position(Buffer::free) {
+                if let Some(b) = idle.remove(i) {
+                    return Ok(b);
+                }
+            }
+            if idle.len() < KEEP {
+                None
+            } else {
+                idle.pop_front()
+            }
         };
-        let r = f(buf.as_ptr().cast());
-        let mut idle = self.idle();
-        if idle.len() < KEEP {
-            idle.push(buf);
+        match waited {
+            Some(b) => {
+                // The buffer's event belongs to the device's context.
+                b.done.handle().synchronize()?;
+                Ok(b)
+            }
+            None => Ok(Buffer {
+                done: crate::cuda::safe::OwnedEvent::create()?,
+                mem: HostAlloc::alloc(self.limit.max(1), 0)?,
+            }),
         }
-        r
     }
 
-    /// Frees the idle buffers (device close, context current).
+    /// Gives a buffer back (its copy may still be running); beyond [`KEEP`] idle
+    /// buffers it is freed once its copy completed.
+    pub fn give(&self, b: Buffer) {
+        let mut idle = self.idle();
+        if idle.len() < KEEP {
+            idle.push_back(b);
+        } else {
+            drop(idle);
+            drop(b);
+        }
+    }
+
+    /// Frees the idle buffers after their copies (device close, context current).
     pub fn destroy(&self) {
         drop(std::mem::take(&mut *self.idle()));
     }

@@ -2,8 +2,8 @@
 //! [`memory`]'s chunks) or locks for the program ([`lock`]), the process-wide registry of
 //! such ranges ([`ranges`]), and the two ways of moving data the driver alone cannot
 //! move well: the staging engine for large pageable copies ([`staging`]), bounce
-//! buffers for small ones ([`bounce`]) and copies by kernel for device-heap memory
-//! ([`kernel_copy`]).
+//! buffers for mid-sized ones ([`bounce`]), each thread's ring for small ones
+//! ([`ring`]) and copies by kernel for device-heap memory ([`kernel_copy`]).
 //!
 //! Threading: the range registry is process-wide and locked; the pinned pool, staging
 //! engine and copy kernel belong to one device each and are locked inside. The staging
@@ -15,4 +15,5 @@ pub mod lock;
 pub mod memory;
 pub mod pinned_pool;
 pub mod ranges;
+pub mod ring;
 pub mod staging;

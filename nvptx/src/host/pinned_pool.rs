@@ -7,12 +7,20 @@
 //!   [`CHUNK`]-byte chunks; a freed block goes to its class's free list and is reused by
 //!   the next request of that class. Blocks are 64-byte aligned.
 //! - Large requests get their own allocation, rounded up to [`LARGE_GRANULE`] (page-aligned);
-//!   freed ones are kept for a request of the same rounded size, up to [`CACHE_CAP`]
-//!   bytes, and the cache is emptied (and the request retried) when the source runs out
-//!   of memory.
-//! - Memory goes back to the source only at [`PinnedPool::destroy`] (device close),
-//!   except large blocks that do not fit the cache; the small-block memory of the pool is
-//!   its high-water mark.
+//!   freed ones are kept for a request of the same rounded size.
+//! - What the pool keeps unused is bounded (`bound`, `GOMP_NVPTX_PINNED_CACHE`): cached
+//!   large blocks and chunks with no live block together stay within it, the chunks
+//!   always allowed one [`CHUNK`] of it (so a single small block allocated and freed in
+//!   a loop costs no driver call). A free that would go beyond gives memory back to the
+//!   source before it returns (the largest cached blocks first, or the chunk it
+//!   emptied); chunks that still hold a live block stay. When the source runs out of
+//!   memory, everything unused is given back and the allocation retried; at
+//!   [`PinnedPool::destroy`] (device close) everything goes back.
+//!
+//! Free-list entries carry their chunk's slot and generation: a chunk given back bumps
+//! its slot's generation, which makes its entries stale; they are dropped when met, and
+//! the lists are compacted when stale entries outnumber the live ones, so giving a
+//! chunk back costs no scan of the lists.
 //!
 //! The memory comes from a [`ChunkSource`] (the CUDA driver in production, `std::alloc`
 //! in the unit tests), so the bookkeeping is tested without a GPU.
@@ -27,8 +35,6 @@ pub const CHUNK: usize = 4 << 20;
 pub const SMALL_MAX: usize = 256 << 10;
 /// Rounding of large requests (a multiple of the page size).
 pub const LARGE_GRANULE: usize = 64 << 10;
-/// Most bytes of freed large blocks kept for reuse.
-pub const CACHE_CAP: usize = 256 << 20;
 /// Alignment of every block.
 pub const ALIGN: usize = 64;
 /// Number of small size classes.
@@ -77,40 +83,110 @@ pub fn large_size(size: usize) -> usize {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Live {
-    Small(usize),
+    Small { class: usize, slot: u32 },
     Large(usize),
 }
 
+/// A free small block: its address, its chunk's slot and that slot's generation.
+#[derive(Clone, Copy)]
+struct Entry {
+    p: usize,
+    slot: u32,
+    gen: u32,
+}
+
 #[derive(Default)]
+struct Slot {
+    base: usize,
+    /// Blocks handed out.
+    live: usize,
+    /// Blocks carved from the chunk so far (each is live or in a free list).
+    carved: usize,
+    /// Bumped when the chunk is given back: its entries are stale.
+    gen: u32,
+    in_use: bool,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
 struct State {
-    free: Vec<Vec<usize>>,
-    /// The chunk being carved: next free byte and end.
-    bump: (usize, usize),
-    chunks: Vec<usize>,
+    free: Vec<Vec<Entry>>,
+    /// The chunk being carved: next free byte, end, slot.
+    bump: (usize, usize, u32),
+    slots: Vec<Slot>,
+    spare: Vec<u32>,
     live: HashMap<usize, Live>,
     cached: BTreeMap<usize, Vec<usize>>,
     cached_bytes: usize,
+    /// Bytes of chunks with no live block.
+    empty_bytes: usize,
+    /// Entries in the free lists, and how many of them are stale.
+    entries: usize,
+    stale: usize,
 }
 
 impl State {
-    fn take_small(&mut self, c: usize) -> Option<usize> {
-        if let Some(p) = self.free[c].pop() {
-            return Some(p);
+    fn new() -> State {
+        State {
+            free: vec![Vec::new(); NCLASSES],
+            bump: (0, 0, NO_SLOT),
+            slots: Vec::new(),
+            spare: Vec::new(),
+            live: HashMap::new(),
+            cached: BTreeMap::new(),
+            cached_bytes: 0,
+            empty_bytes: 0,
+            entries: 0,
+            stale: 0,
         }
-        let (at, end) = self.bump;
+    }
+
+    /// Marks a block of chunk `slot` handed out.
+    fn hand_out(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        s.live += 1;
+        if s.live == 1 {
+            self.empty_bytes -= CHUNK;
+        }
+    }
+
+    #[inline]
+    fn take_small(&mut self, c: usize) -> Option<(usize, u32)> {
+        while let Some(e) = self.free[c].pop() {
+            self.entries -= 1;
+            let s = &mut self.slots[e.slot as usize];
+            if !s.in_use || s.gen != e.gen {
+                self.stale -= 1;
+                continue;
+            }
+            s.live += 1;
+            if s.live == 1 {
+                self.empty_bytes -= CHUNK;
+            }
+            return Some((e.p, e.slot));
+        }
+        let (at, end, slot) = self.bump;
         let size = class_size(c);
-        if end - at >= size {
+        if slot != NO_SLOT && end - at >= size {
             self.bump.0 = at + size;
-            return Some(at);
+            self.slots[slot as usize].carved += 1;
+            self.hand_out(slot);
+            return Some((at, slot));
         }
         None
+    }
+
+    fn push_free(&mut self, c: usize, p: usize, slot: u32) {
+        let gen = self.slots[slot as usize].gen;
+        self.free[c].push(Entry { p, slot, gen });
+        self.entries += 1;
     }
 
     /// Hands the rest of the current chunk to the free lists (largest classes first)
     /// and starts carving `chunk`.
     fn new_chunk(&mut self, chunk: usize) {
-        let (mut at, end) = self.bump;
-        while end - at >= ALIGN {
+        let (mut at, end, old) = self.bump;
+        while old != NO_SLOT && end - at >= ALIGN {
             let c = class_of(end - at).map_or(NCLASSES - 1, |c| {
                 if class_size(c) > end - at {
                     c - 1
@@ -118,35 +194,81 @@ impl State {
                     c
                 }
             });
-            self.free[c].push(at);
+            self.push_free(c, at, old);
+            self.slots[old as usize].carved += 1;
             at += class_size(c);
         }
-        self.chunks.push(chunk);
-        self.bump = (chunk, chunk + CHUNK);
+        let slot = self.spare.pop().unwrap_or_else(|| {
+            self.slots.push(Slot::default());
+            (self.slots.len() - 1) as u32
+        });
+        let s = &mut self.slots[slot as usize];
+        s.base = chunk;
+        s.live = 0;
+        s.carved = 0;
+        s.in_use = true;
+        self.empty_bytes += CHUNK;
+        self.bump = (chunk, chunk + CHUNK, slot);
+    }
+
+    /// Forgets chunk `slot` (no live block) and returns its address: its entries
+    /// become stale.
+    fn remove_chunk(&mut self, slot: u32) -> usize {
+        let s = &mut self.slots[slot as usize];
+        s.in_use = false;
+        s.gen = s.gen.wrapping_add(1);
+        let (base, carved) = (s.base, s.carved);
+        self.spare.push(slot);
+        self.empty_bytes -= CHUNK;
+        self.stale += carved;
+        if self.bump.2 == slot {
+            self.bump = (0, 0, NO_SLOT);
+        }
+        if self.stale > self.entries / 2 {
+            let slots = &self.slots;
+            for list in &mut self.free {
+                list.retain(|e| {
+                    let s = &slots[e.slot as usize];
+                    s.in_use && s.gen == e.gen
+                });
+            }
+            self.entries -= self.stale;
+            self.stale = 0;
+        }
+        base
+    }
+
+    fn chunks(&self) -> usize {
+        self.slots.iter().filter(|s| s.in_use).count()
     }
 }
 
 /// The pinned pool of one device. Thread-safe (one mutex, never held across a call to
-/// the source); owns the memory it got from the source until [`PinnedPool::destroy`].
+/// the source); owns the memory it got from the source until it gives it back.
 pub struct PinnedPool<S: ChunkSource> {
     source: S,
+    /// Most bytes kept unused (cached large blocks and empty chunks).
+    bound: usize,
     state: Mutex<State>,
 }
 
 impl<S: ChunkSource> PinnedPool<S> {
-    /// An empty pool drawing on `source`.
-    pub fn new(source: S) -> Self {
+    /// An empty pool drawing on `source`, keeping at most `bound` bytes unused.
+    pub fn new(source: S, bound: usize) -> Self {
         PinnedPool {
             source,
-            state: Mutex::new(State {
-                free: vec![Vec::new(); NCLASSES],
-                ..State::default()
-            }),
+            bound,
+            state: Mutex::new(State::new()),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The empty chunks the pool may always keep.
+    fn floor(&self) -> usize {
+        CHUNK.min(self.bound)
     }
 
     /// A block of at least `size` bytes, 64-byte aligned (page-aligned when larger than
@@ -163,8 +285,8 @@ impl<S: ChunkSource> PinnedPool<S> {
 
     fn alloc_small(&self, c: usize) -> Result<Option<usize>> {
         let mut st = self.lock();
-        if let Some(p) = st.take_small(c) {
-            st.live.insert(p, Live::Small(c));
+        if let Some((p, slot)) = st.take_small(c) {
+            st.live.insert(p, Live::Small { class: c, slot });
             return Ok(Some(p));
         }
         drop(st);
@@ -173,8 +295,8 @@ impl<S: ChunkSource> PinnedPool<S> {
         };
         let mut st = self.lock();
         st.new_chunk(chunk);
-        let p = st.take_small(c).expect("a fresh chunk holds every class");
-        st.live.insert(p, Live::Small(c));
+        let (p, slot) = st.take_small(c).expect("a fresh chunk holds every class");
+        st.live.insert(p, Live::Small { class: c, slot });
         Ok(Some(p))
     }
 
@@ -198,8 +320,8 @@ impl<S: ChunkSource> PinnedPool<S> {
         Ok(Some(p))
     }
 
-    /// The source's allocation; on out-of-memory the cached large blocks are given back
-    /// and the allocation retried once.
+    /// The source's allocation; on out-of-memory everything unused is given back and
+    /// the allocation retried once.
     fn source_alloc(&self, bytes: usize) -> Result<Option<usize>> {
         if let Some(p) = self.source.alloc(bytes)? {
             return Ok(Some(p));
@@ -210,48 +332,100 @@ impl<S: ChunkSource> PinnedPool<S> {
         self.source.alloc(bytes)
     }
 
-    /// Gives the cached large blocks back to the source; returns how many bytes.
+    /// Gives the cached large blocks and the chunks with no live block back to the
+    /// source; returns how many bytes.
     pub fn trim(&self) -> Result<usize> {
-        let cached = {
+        let out: Vec<(usize, usize)> = {
             let mut st = self.lock();
             st.cached_bytes = 0;
-            std::mem::take(&mut st.cached)
+            let mut out: Vec<(usize, usize)> = std::mem::take(&mut st.cached)
+                .into_iter()
+                .flat_map(|(b, ps)| ps.into_iter().map(move |p| (p, b)))
+                .collect();
+            let empty: Vec<u32> = (0..st.slots.len() as u32)
+                .filter(|&i| st.slots[i as usize].in_use && st.slots[i as usize].live == 0)
+                .collect();
+            out.extend(empty.into_iter().map(|i| (st.remove_chunk(i), CHUNK)));
+            out
         };
-        let mut freed = 0;
-        for (bytes, ps) in cached {
-            for p in ps {
-                self.source.free(p, bytes)?;
-                freed += bytes;
+        self.give_back(&out)?;
+        Ok(out.iter().map(|&(_, b)| b).sum())
+    }
+
+    /// Frees `blocks` (address, bytes) to the source; the first error after trying all.
+    fn give_back(&self, blocks: &[(usize, usize)]) -> Result<()> {
+        let mut first = Ok(());
+        for &(p, b) in blocks {
+            if let Err(e) = self.source.free(p, b) {
+                first = first.and(Err(e));
             }
         }
-        Ok(freed)
+        first
     }
 
     /// Frees a block from [`PinnedPool::alloc`]. NULL is accepted; an address the pool
-    /// did not hand out (or already freed) is an error.
+    /// did not hand out (or already freed) is an error. What the bound does not let the
+    /// pool keep is given back to the source before this returns.
     pub fn free(&self, p: usize) -> Result<()> {
         if p == 0 {
             return Ok(());
         }
         let mut st = self.lock();
-        match st.live.remove(&p) {
-            Some(Live::Small(c)) => {
-                st.free[c].push(p);
-                Ok(())
-            }
-            Some(Live::Large(bytes)) => {
-                if st.cached_bytes + bytes <= CACHE_CAP {
-                    st.cached_bytes += bytes;
-                    st.cached.entry(bytes).or_default().push(p);
+        let out: Vec<(usize, usize)> = match st.live.remove(&p) {
+            Some(Live::Small { class, slot }) => {
+                let s = &mut st.slots[slot as usize];
+                s.live -= 1;
+                let (gen, live) = (s.gen, s.live);
+                st.free[class].push(Entry { p, slot, gen });
+                st.entries += 1;
+                if live > 0 {
                     return Ok(());
                 }
-                drop(st);
-                self.source.free(p, bytes)
+                st.empty_bytes += CHUNK;
+                let room = self.bound.saturating_sub(st.cached_bytes).max(self.floor());
+                if st.empty_bytes <= room {
+                    return Ok(());
+                }
+                vec![(st.remove_chunk(slot), CHUNK)]
             }
-            None => Err(Error::invalid(format!(
-                "page_locked_host_free: {p:#x} is not page-locked memory from page_locked_host_alloc"
-            ))),
-        }
+            Some(Live::Large(bytes)) => {
+                let room = self
+                    .bound
+                    .saturating_sub(st.empty_bytes.max(self.floor()));
+                if bytes > room {
+                    vec![(p, bytes)]
+                } else {
+                    let mut out = Vec::new();
+                    while st.cached_bytes + bytes > room {
+                        let Some(mut e) = st.cached.last_entry() else {
+                            break;
+                        };
+                        let size = *e.key();
+                        let q = e.get_mut().pop();
+                        if e.get().is_empty() {
+                            e.remove();
+                        }
+                        if let Some(q) = q {
+                            out.push((q, size));
+                            st.cached_bytes -= size;
+                        }
+                    }
+                    st.cached_bytes += bytes;
+                    st.cached.entry(bytes).or_default().push(p);
+                    if out.is_empty() {
+                        return Ok(());
+                    }
+                    out
+                }
+            }
+            None => {
+                return Err(Error::invalid(format!(
+                    "page_locked_host_free: {p:#x} is not page-locked memory from page_locked_host_alloc"
+                )))
+            }
+        };
+        drop(st);
+        self.give_back(&out)
     }
 
     /// Whether `p` is a live block of the pool.
@@ -262,32 +436,33 @@ impl<S: ChunkSource> PinnedPool<S> {
     /// Bytes in the pool's chunks and large blocks (live or cached).
     pub fn footprint(&self) -> usize {
         let st = self.lock();
-        st.chunks.len() * CHUNK
+        st.chunks() * CHUNK
             + st.cached_bytes
             + st.live
                 .values()
                 .map(|l| match l {
                     Live::Large(b) => *b,
-                    Live::Small(_) => 0,
+                    Live::Small { .. } => 0,
                 })
                 .sum::<usize>()
+    }
+
+    /// Bytes the pool keeps unused and could give back: cached large blocks and chunks
+    /// with no live block.
+    pub fn unused(&self) -> usize {
+        let st = self.lock();
+        st.cached_bytes + st.empty_bytes
     }
 
     /// Gives everything back to the source (device close), live blocks included: libgomp
     /// frees no pinned memory after the device is finalized. The pool is empty and
     /// usable afterwards. Returns the first error, after trying every block.
     pub fn destroy(&self) -> Result<()> {
-        let st = std::mem::replace(
-            &mut *self.lock(),
-            State {
-                free: vec![Vec::new(); NCLASSES],
-                ..State::default()
-            },
-        );
+        let st = std::mem::replace(&mut *self.lock(), State::new());
         let live_small = st
             .live
             .values()
-            .filter(|l| matches!(l, Live::Small(_)))
+            .filter(|l| matches!(l, Live::Small { .. }))
             .count();
         if !st.live.is_empty() {
             log::debug!(
@@ -297,22 +472,19 @@ impl<S: ChunkSource> PinnedPool<S> {
         }
         let large = st.live.into_iter().filter_map(|(p, l)| match l {
             Live::Large(b) => Some((p, b)),
-            Live::Small(_) => None,
+            Live::Small { .. } => None,
         });
         let cached = st
             .cached
             .into_iter()
             .flat_map(|(b, ps)| ps.into_iter().map(move |p| (p, b)));
-        let chunks = st.chunks.into_iter().map(|p| (p, CHUNK));
-        let mut first = Ok(());
-        for (p, b) in large.chain(cached).chain(chunks) {
-            if let Err(e) = self.source.free(p, b) {
-                if first.is_ok() {
-                    first = Err(e);
-                }
-            }
-        }
-        first
+        let chunks = st
+            .slots
+            .into_iter()
+            .filter(|s| s.in_use)
+            .map(|s| (s.base, CHUNK));
+        let all: Vec<_> = large.chain(cached).chain(chunks).collect();
+        self.give_back(&all)
     }
 }
 
@@ -321,6 +493,10 @@ mod tests {
     use super::*;
     use std::alloc::Layout;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The default `GOMP_NVPTX_PINNED_CACHE`.
+    const BOUND: usize = 256 << 20;
+    const MIB: usize = 1 << 20;
 
     /// Page-aligned memory from the Rust allocator, with counters and an optional limit.
     #[derive(Default)]
@@ -397,7 +573,7 @@ mod tests {
 
     #[test]
     fn small_blocks_come_from_one_chunk_and_are_reused() {
-        let pool = PinnedPool::new(Malloc::default());
+        let pool = PinnedPool::new(Malloc::default(), BOUND);
         assert_eq!(pool.alloc(0).unwrap(), None);
         let mut ps = Vec::new();
         for size in [1, 64, 65, 4096, 4097, 100_000, SMALL_MAX] {
@@ -430,7 +606,7 @@ mod tests {
 
     #[test]
     fn chunks_are_added_and_their_tails_not_lost() {
-        let pool = PinnedPool::new(Malloc::default());
+        let pool = PinnedPool::new(Malloc::default(), BOUND);
         let n = CHUNK / SMALL_MAX;
         // n blocks fill chunk 1 exactly; one more starts chunk 2.
         let big: Vec<_> = (0..n + 1)
@@ -462,7 +638,7 @@ mod tests {
 
     #[test]
     fn large_blocks_are_own_allocations_cached_by_size() {
-        let pool = PinnedPool::new(Malloc::default());
+        let pool = PinnedPool::new(Malloc::default(), BOUND);
         let p = pool.alloc(SMALL_MAX + 1).unwrap().unwrap();
         assert_eq!(p % 4096, 0);
         assert_eq!(pool.footprint(), large_size(SMALL_MAX + 1));
@@ -473,8 +649,8 @@ mod tests {
         assert_ne!(p, q);
         pool.free(q).unwrap();
         pool.free(p).unwrap();
-        // Over the cache cap: given back at once.
-        let r = pool.alloc(CACHE_CAP).unwrap().unwrap();
+        // Over the bound: given back at once.
+        let r = pool.alloc(BOUND).unwrap().unwrap();
         pool.free(r).unwrap();
         assert_eq!(pool.source.n(), (3, 1));
         assert_eq!(pool.trim().unwrap(), large_size(SMALL_MAX + 1) + (1 << 20));
@@ -488,7 +664,7 @@ mod tests {
             limit: Some(CHUNK + (1 << 20)),
             ..Malloc::default()
         };
-        let pool = PinnedPool::new(src);
+        let pool = PinnedPool::new(src, BOUND);
         let a = pool.alloc(2 << 20).unwrap().unwrap();
         pool.free(a).unwrap();
         // A chunk does not fit beside the cached 2 MiB block until the cache is trimmed.
@@ -502,7 +678,7 @@ mod tests {
 
     #[test]
     fn destroy_returns_live_blocks_too() {
-        let pool = PinnedPool::new(Malloc::default());
+        let pool = PinnedPool::new(Malloc::default(), BOUND);
         let _small = pool.alloc(100).unwrap().unwrap();
         let _large = pool.alloc(1 << 20).unwrap().unwrap();
         pool.destroy().unwrap();
@@ -516,7 +692,7 @@ mod tests {
 
     #[test]
     fn threads_get_distinct_writable_blocks() {
-        let pool = PinnedPool::new(Malloc::default());
+        let pool = PinnedPool::new(Malloc::default(), BOUND);
         std::thread::scope(|s| {
             for t in 0..8u8 {
                 let pool = &pool;
@@ -536,9 +712,133 @@ mod tests {
                 });
             }
         });
-        assert!(pool.footprint() <= 16 * CHUNK + CACHE_CAP);
+        assert!(pool.footprint() <= 16 * CHUNK + BOUND);
         pool.destroy().unwrap();
         let (a, f) = pool.source.n();
         assert_eq!(a, f);
+    }
+
+    #[test]
+    fn empty_chunks_beyond_the_bound_go_back_at_the_free() {
+        // Room for two chunks' worth.
+        let pool = PinnedPool::new(Malloc::default(), 2 * CHUNK);
+        let per_chunk = CHUNK / SMALL_MAX;
+        let ps: Vec<_> = (0..5 * per_chunk)
+            .map(|_| pool.alloc(SMALL_MAX).unwrap().unwrap())
+            .collect();
+        assert_eq!(pool.source.n(), (5, 0));
+        for &p in &ps {
+            pool.free(p).unwrap();
+            assert!(pool.unused() <= 2 * CHUNK);
+        }
+        assert_eq!(pool.source.n(), (5, 3), "three chunks went back");
+        assert_eq!(pool.unused(), 2 * CHUNK);
+        assert_eq!(pool.footprint(), 2 * CHUNK);
+        // The two kept chunks serve again without a new one, and no block of a chunk
+        // given back is handed out.
+        let again: Vec<_> = (0..2 * per_chunk)
+            .map(|_| pool.alloc(SMALL_MAX).unwrap().unwrap())
+            .collect();
+        assert_eq!(pool.source.n(), (5, 3));
+        let live = pool.source.out.lock().unwrap().clone();
+        for &p in &again {
+            assert!(
+                live.iter().any(|(&c, &b)| p >= c && p + SMALL_MAX <= c + b),
+                "{p:#x} lies in a chunk still allocated"
+            );
+        }
+        for p in again {
+            pool.free(p).unwrap();
+        }
+        assert_eq!(pool.trim().unwrap(), 2 * CHUNK);
+        assert_eq!(pool.source.n(), (5, 5));
+        assert_eq!((pool.unused(), pool.footprint()), (0, 0));
+        pool.destroy().unwrap();
+    }
+
+    #[test]
+    fn cached_large_blocks_stay_within_the_bound() {
+        let pool = PinnedPool::new(Malloc::default(), 8 * MIB + CHUNK);
+        let sizes = [MIB, 4 * MIB, 2 * MIB, MIB];
+        let ps: Vec<_> = sizes
+            .iter()
+            .map(|&b| pool.alloc(b).unwrap().unwrap())
+            .collect();
+        for &p in &ps {
+            pool.free(p).unwrap();
+        }
+        assert_eq!(pool.source.n(), (4, 0), "8 MiB cached: within the bound");
+        assert_eq!(pool.unused(), 8 * MIB);
+        // 3 MiB more: the largest cached block (4 MiB) goes back to make room.
+        let q = pool.alloc(3 * MIB).unwrap().unwrap();
+        pool.free(q).unwrap();
+        assert_eq!(pool.source.n(), (5, 1));
+        assert_eq!(pool.unused(), 7 * MIB);
+        assert_eq!(pool.alloc(4 * MIB).unwrap().map(|_| ()), Some(()));
+        assert_eq!(pool.source.n(), (6, 1), "the 4 MiB block was given back");
+        // A block larger than the bound is never kept.
+        let big = pool.alloc(16 * MIB).unwrap().unwrap();
+        pool.free(big).unwrap();
+        assert_eq!(pool.source.n(), (7, 2));
+        pool.destroy().unwrap();
+        let (a, f) = pool.source.n();
+        assert_eq!(a, f);
+    }
+
+    #[test]
+    fn a_bound_of_zero_keeps_nothing() {
+        let pool = PinnedPool::new(Malloc::default(), 0);
+        for size in [64, SMALL_MAX, SMALL_MAX + 1, 8 * MIB] {
+            let p = pool.alloc(size).unwrap().unwrap();
+            pool.free(p).unwrap();
+            assert_eq!(pool.unused(), 0, "{size}");
+            assert_eq!(pool.footprint(), 0, "{size}");
+        }
+        assert_eq!(pool.source.n(), (4, 4));
+        pool.destroy().unwrap();
+    }
+
+    #[test]
+    fn chunks_given_back_leave_no_stale_block() {
+        // Room for one chunk only: blocks of many classes spread over many chunks,
+        // freed in a scrambled order, with a few kept live throughout.
+        let pool = PinnedPool::new(Malloc::default(), CHUNK);
+        let mut ps: Vec<(usize, usize)> = (0..2000usize)
+            .map(|i| {
+                let size = 64 + (i * 7919) % (64 << 10);
+                (pool.alloc(size).unwrap().unwrap(), size)
+            })
+            .collect();
+        ps.sort_by_key(|&(p, _)| p.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let keep = ps.split_off(1900);
+        for &(p, _) in &ps {
+            pool.free(p).unwrap();
+        }
+        assert!(pool.unused() <= CHUNK);
+        // Everything handed out now lies in a chunk the source still has, and does not
+        // overlap a live block.
+        let mut live: Vec<(usize, usize)> = keep.clone();
+        for i in 0..1000usize {
+            let size = 64 + (i * 104_729) % (64 << 10);
+            let p = pool.alloc(size).unwrap().unwrap();
+            live.push((p, size));
+        }
+        let out = pool.source.out.lock().unwrap().clone();
+        for &(p, size) in &live {
+            assert!(
+                out.iter().any(|(&c, &b)| p >= c && p + size <= c + b),
+                "{p:#x} lies in an allocated chunk"
+            );
+        }
+        live.sort();
+        for w in live.windows(2) {
+            assert!(w[0].0 + w[0].1 <= w[1].0, "overlap at {:#x}", w[1].0);
+        }
+        for (p, _) in live {
+            pool.free(p).unwrap();
+        }
+        assert!(pool.unused() <= CHUNK);
+        pool.destroy().unwrap();
+        assert!(pool.source.out.lock().unwrap().is_empty());
     }
 }

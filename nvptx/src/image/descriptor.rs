@@ -4,6 +4,7 @@
 
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::version_lib;
+use std::borrow::Cow;
 use std::ffi::{c_char, CStr, CString};
 
 /// One PTX object: NUL-terminated text and its size including the NUL.
@@ -53,11 +54,12 @@ pub struct FnEntry {
     pub dims: [u16; 3],
 }
 
-/// An image descriptor, copied out of the program's read-only data. Owned; `Send`.
+/// An image descriptor read from the program's read-only data: its PTX borrowed for
+/// `'a` (the image's lifetime, which outlasts its load), names copied. `Send`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Descriptor {
-    /// PTX objects, each NUL-terminated.
-    pub ptx: Vec<Vec<u8>>,
+pub struct Descriptor<'a> {
+    /// PTX objects, each NUL-terminated (borrowed; copied only to add a missing NUL).
+    pub ptx: Vec<Cow<'a, [u8]>>,
     /// Variable names, in host-table order.
     pub vars: Vec<CString>,
     /// Kernels, in host-table order.
@@ -93,8 +95,8 @@ fn check_count(n: u32, p_null: bool, what: &str) -> Result<usize> {
 /// # Safety
 /// `data` must be NULL or point to a descriptor laid out as [`RawDescriptor`] (without
 /// `ind_fn_num` for images older than libgomp version 3) whose non-NULL pointers refer
-/// to arrays of the stated lengths.
-pub unsafe fn read(version: u32, data: *const RawDescriptor) -> Result<Descriptor> {
+/// to arrays of the stated lengths, and its PTX text must stay unchanged for `'a`.
+pub unsafe fn read<'a>(version: u32, data: *const RawDescriptor) -> Result<Descriptor<'a>> {
     if data.is_null() {
         return Err(Error::invalid("corrupt offload image: no descriptor"));
     }
@@ -122,13 +124,15 @@ pub unsafe fn read(version: u32, data: *const RawDescriptor) -> Result<Descripto
                 "corrupt offload image: PTX object {i}"
             )));
         }
-        // SAFETY: `code` holds `size` bytes (caller).
-        let bytes = unsafe { std::slice::from_raw_parts(o.code.cast::<u8>(), o.size) };
-        let mut v = bytes.to_vec();
-        if v.last() != Some(&0) {
+        // SAFETY: `code` holds `size` bytes, unchanged for 'a (caller).
+        let bytes: &'a [u8] = unsafe { std::slice::from_raw_parts(o.code.cast::<u8>(), o.size) };
+        ptx.push(if bytes.last() == Some(&0) {
+            Cow::Borrowed(bytes)
+        } else {
+            let mut v = bytes.to_vec();
             v.push(0);
-        }
-        ptx.push(v);
+            Cow::Owned(v)
+        });
     }
     let vars = (0..nv)
         // SAFETY: i < var_num elements (caller).
@@ -194,6 +198,16 @@ mod tests {
         // SAFETY: `r` points into live arrays above.
         let d = unsafe { read(0x30001, &r) }.unwrap();
         assert_eq!(d.ptx, vec![code.to_bytes_with_nul().to_vec()]);
+        assert!(matches!(d.ptx[0], Cow::Borrowed(_)), "not copied");
+        // Without its NUL, a copy with one.
+        let cut = [RawPtxObj {
+            code: code.as_ptr(),
+            size: code.to_bytes().len(),
+        }];
+        // SAFETY: `cut` points into `code`.
+        let c = unsafe { read(0x30001, &raw(&cut, &[], &[], 0)) }.unwrap();
+        assert_eq!(c.ptx, vec![code.to_bytes_with_nul().to_vec()]);
+        assert!(matches!(c.ptx[0], Cow::Owned(_)));
         assert_eq!(d.vars, vec![c"x".to_owned(), c"y".to_owned()]);
         assert_eq!(d.funcs[0].name.as_c_str(), c"main$_omp_fn$0");
         assert_eq!(d.funcs[0].dims, [0, 0, 32]);

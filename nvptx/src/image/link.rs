@@ -49,7 +49,11 @@ pub struct Linked {
 /// Links `ptx` (NUL-terminated objects) with the driver's JIT under `options`
 /// ([`value_options`]) and loads the result as a module in the current context;
 /// `keep` also returns a copy of the linked cubin.
-pub fn link_ptx(ptx: &[Vec<u8>], options: &[(CUjit_option, usize)], keep: bool) -> Result<Linked> {
+pub fn link_ptx<T: AsRef<[u8]>>(
+    ptx: &[T],
+    options: &[(CUjit_option, usize)],
+    keep: bool,
+) -> Result<Linked> {
     let mut info = vec![0u8; LOG_SIZE];
     let mut err = vec![0u8; LOG_SIZE];
     let mut opts = vec![
@@ -77,7 +81,7 @@ pub fn link_ptx(ptx: &[Vec<u8>], options: &[(CUjit_option, usize)], keep: bool) 
     let result = (|| -> Result<Linked> {
         for (i, code) in ptx.iter().enumerate() {
             // `code` is a live NUL-terminated buffer of `code.len()` bytes.
-            if let Err(e) = state.add_ptx(code, c"ptx_code") {
+            if let Err(e) = state.add_ptx(code.as_ref(), c"ptx_code") {
                 return Err(Error::invalid(format!(
                     "{e} (PTX object {i})\nLink error log {}",
                     log_text(&err)

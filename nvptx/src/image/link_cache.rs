@@ -164,8 +164,8 @@ pub struct Target {
 
 /// The key of the image made of `ptx` linked under `options` for `target`, as a
 /// builder to finish (or to extend, for data derived from the linked image). Pure.
-pub fn image_key(
-    ptx: &[Vec<u8>],
+pub fn image_key<T: AsRef<[u8]>>(
+    ptx: &[T],
     options: &[(CUjit_option, usize)],
     target: &Target,
 ) -> KeyBuilder {
@@ -180,13 +180,13 @@ pub fn image_key(
     }
     k.int("objects", ptx.len() as i64);
     for p in ptx {
-        k.field("ptx", p);
+        k.field("ptx", p.as_ref());
     }
     k
 }
 
 /// The key of a linked image ([`image_key`] finished).
-pub fn key(ptx: &[Vec<u8>], options: &[(CUjit_option, usize)], target: &Target) -> Key {
+pub fn key<T: AsRef<[u8]>>(ptx: &[T], options: &[(CUjit_option, usize)], target: &Target) -> Key {
     image_key(ptx, options, target).finish()
 }
 
@@ -229,8 +229,8 @@ impl Outcome {
 /// image, else by linking under `options` (then stored). Errors only where linking
 /// without a cache would fail. Also returns the image's key (`None` without a store),
 /// which the entries of data derived from the image start from.
-pub fn load(
-    ptx: &[Vec<u8>],
+pub fn load<T: AsRef<[u8]>>(
+    ptx: &[T],
     options: &[(CUjit_option, usize)],
     target: impl FnOnce() -> Target,
     store: Option<&Store>,

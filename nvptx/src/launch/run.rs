@@ -1,6 +1,8 @@
-//! Launching OpenMP kernels: `GOMP_OFFLOAD_run` (synchronous, on a pooled stream) and
-//! `GOMP_OFFLOAD_async_run` (stream-ordered, completion reported by the device's
-//! completion thread), each with a soft-stack block of its own.
+//! Launching OpenMP kernels: `GOMP_OFFLOAD_run` (synchronous, on the calling thread's
+//! stream, so after the thread's own deferred copies by stream order) and
+//! `GOMP_OFFLOAD_async_run` (on an async stream made to wait for deferred copies,
+//! completion reported by the device's completion thread), each with a soft-stack
+//! block of its own.
 
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
@@ -225,6 +227,8 @@ pub unsafe fn run_async(
     let p = unsafe { prepare(dev, f, vars, args, false) }?;
     q.reserve(p.stacks.size);
     let s = q.stream()?;
+    // The async stream waits for the deferred copies (the region's own included).
+    dev.order(s)?;
     rev.kernel_started();
     let timer = dev.observe().and_then(|o| o.start(s, &f.name, p.shape()));
     enqueue(dev, &p, s)?;

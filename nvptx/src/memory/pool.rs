@@ -3,15 +3,32 @@
 //! costs a few microseconds instead of a cuMemAlloc/cuMemFree pair, and a free never
 //! waits for unrelated kernels), served on a dedicated non-blocking stream.
 //!
+//! How much freed memory the pool keeps is decided by the device when it frees to the
+//! pool ([`Pool::trim_unused_to`]), not by the driver's release threshold: that threshold
+//! counts the memory in use too and acts only at a later synchronisation, so a process
+//! that frees a large block and then waits (an MPI rank in a barrier) would keep it.
+//!
 //! Drivers without memory pools (or devices that do not support them) get plain
 //! `cuMemAlloc`/`cuMemFree`. libgomp frees a block only after every kernel and copy
 //! using it has completed, so a free needs no ordering against other streams.
+//!
+//! A pool's first allocation is slow (the driver sets the pool's memory up: on the
+//! order of ten milliseconds on an H100), and the first target region of a program
+//! allocates. So, at device open, a short-lived thread makes one allocation and frees
+//! it ([`Pool::warm_up`]) while libgomp goes on loading the program's image; the pool
+//! keeps the memory (its release threshold is unbounded), and the region's own
+//! allocations find it ready.
 
+use crate::cuda::safe::context;
 use crate::cuda::safe::memory::free_async;
 use crate::cuda::safe::{MemPool, MemPoolRef, OwnedStream, Stream};
 use crate::cuda::{driver, sys::*};
 use gomp_plugin::error::Result;
 use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+/// Bytes the warm-up allocates (one allocation granule of the pool's memory).
+const WARM_UP_BYTES: usize = 2 << 20;
 
 /// What the pool owns, dropped at [`Pool::destroy`] in field order after its `Drop`
 /// waited for pending frees: the stream, then the pool.
@@ -31,11 +48,13 @@ impl Drop for Owned {
 
 /// A device's allocation source. Created at device open; `Send + Sync`: the hot paths
 /// use the borrowed handles (no lock), the owners sit behind a mutex touched only at
-/// creation and [`Pool::destroy`].
+/// creation and [`Pool::destroy`], as is the warm-up thread.
 pub struct Pool {
     pool: MemPoolRef,
     stream: Stream,
     owned: Mutex<Option<Owned>>,
+    /// The warm-up thread while it may run; joined by [`Pool::destroy`].
+    warm_up: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Pool {
@@ -51,7 +70,8 @@ impl Pool {
             return Ok(None);
         }
         let pool = MemPool::create_on_device(dev)?;
-        // On an error the pool is dropped (destroyed) before returning.
+        // No release at synchronisations (see the module's comment). On an error the
+        // pool is dropped (destroyed) before returning.
         pool.handle()
             .set_u64(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, u64::MAX)?;
         let stream = OwnedStream::non_blocking()?;
@@ -62,7 +82,47 @@ impl Pool {
                 stream,
                 _pool: pool,
             })),
+            warm_up: Mutex::new(None),
         }))
+    }
+
+    /// The stream the pool allocates and frees on.
+    #[inline]
+    pub fn stream(&self) -> Stream {
+        self.stream
+    }
+
+    /// Starts a thread that makes the pool's first allocation (frees it and gives the
+    /// reserve back) with `ctx` current, so that the program's first allocation does not wait for the
+    /// driver to set the pool up. Best effort: a failure is a `GOMP_DEBUG` line. `ctx`
+    /// must stay alive until [`Pool::destroy`], which joins the thread.
+    pub fn warm_up(&self, ctx: CUcontext) {
+        let (pool, stream) = (self.pool, self.stream);
+        // The context handle crosses to the thread as an address.
+        let ctx = ctx as usize;
+        let spawned = std::thread::Builder::new()
+            .name("gomp-nvptx-pool".into())
+            .spawn(move || {
+                let warm = || -> Result<()> {
+                    // SAFETY: the context lives until `destroy` joined this thread.
+                    unsafe { context::set_current(ctx as CUcontext) }?;
+                    let p = pool.alloc_async(WARM_UP_BYTES, stream)?;
+                    // SAFETY: just allocated, used by nothing.
+                    unsafe { free_async(p, stream) }?;
+                    stream.synchronize()?;
+                    // The pool keeps nothing unused (the caches above it hold what is
+                    // kept, within their bound): the warm-up's reserve goes back too.
+                    pool.trim_to(0)?;
+                    Ok(())
+                };
+                if let Err(e) = warm() {
+                    log::debug!("memory pool warm-up: {e}");
+                }
+            });
+        match spawned {
+            Ok(h) => *self.warm_up.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
+            Err(e) => log::debug!("memory pool warm-up: no thread: {e}"),
+        }
     }
 
     /// `size` bytes from the pool, usable by any stream once this returns.
@@ -94,9 +154,46 @@ impl Pool {
             .unwrap_or(0)
     }
 
-    /// Waits for pending frees, then destroys the stream and the pool (at device
-    /// close; nothing uses the pool afterwards).
+    /// Bytes the pool holds from the device without handing them out (0 if the driver
+    /// cannot say). Frees not yet executed on the pool's stream are not counted.
+    pub fn unused(&self) -> u64 {
+        let reserved = self.pool.get_u64(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+        reserved.map_or(0, |r| r.saturating_sub(self.used()))
+    }
+
+    /// After frees: waits for them, then gives the device back what the pool holds
+    /// unused beyond `keep` bytes. A driver error leaves the memory in the pool (it is
+    /// still given back when an allocation runs out of memory).
+    pub fn trim_unused_to(&self, keep: u64) {
+        if let Err(e) = self.stream.synchronize() {
+            log::debug!("memory pool stream: {e}");
+            return;
+        }
+        let (Ok(reserved), Ok(used)) = (
+            self.pool.get_u64(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
+            self.pool.get_u64(CU_MEMPOOL_ATTR_USED_MEM_CURRENT),
+        ) else {
+            return;
+        };
+        if reserved.saturating_sub(used) > keep {
+            let to = used.saturating_add(keep).min(usize::MAX as u64) as usize;
+            if let Err(e) = self.pool.trim_to(to) {
+                log::debug!("memory pool trim: {e}");
+            }
+        }
+    }
+
+    /// Waits for the warm-up thread and pending frees, then destroys the stream and the
+    /// pool (at device close; nothing uses the pool afterwards).
     pub fn destroy(&self) {
+        if let Some(h) = self
+            .warm_up
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = h.join();
+        }
         drop(self.owned.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }

@@ -51,7 +51,8 @@ pub unsafe fn dims_for(dev: &Device, f: &TargetFn, dims: *const u32) -> Result<D
 }
 
 /// Launches `f` with the device address block `devaddrs` on `stream` (CUDA's legacy
-/// default stream when `None`, then waited for); `dims` is libgomp's in/out array.
+/// default stream when `None`, ordered after deferred copies and then waited for; a
+/// queue's stream is ordered by the caller); `dims` is libgomp's in/out array.
 ///
 /// # Safety
 /// `dims` must be NULL or point to 3 writable `u32`; `devaddrs` must be a device
@@ -77,6 +78,11 @@ pub unsafe fn exec(
         d.vector
     );
     let s = stream.unwrap_or(Stream::LEGACY);
+    let waited = if stream.is_none() {
+        Some(dev.order(s)?)
+    } else {
+        None
+    };
     let name = acc_prof::current().map(|p| {
         (
             p,
@@ -119,9 +125,11 @@ pub unsafe fn exec(
         o.stop(t, s);
     }
     launched?;
-    if stream.is_none() {
+    if let Some(w) = waited {
         // Waiting on the legacy default stream of the current context.
-        s.synchronize().map_err(|e| kernel_error(e.into()))?;
+        let synced = s.synchronize();
+        dev.copy_order.synced(&w, &dev.events);
+        synced.map_err(|e| kernel_error(e.into()))?;
     }
     if let (Some(o), Some(t)) = (obs, timer) {
         // Read now if complete (no queue), else when found complete later.

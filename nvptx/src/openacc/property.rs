@@ -46,12 +46,12 @@ fn intern(s: String) -> &'static CStr {
     c
 }
 
-fn free_memory(dev: CUdevice, activate_open: impl FnOnce() -> bool) -> Result<usize> {
+fn free_memory(dev: CUdevice, held_by_open: impl FnOnce() -> Option<usize>) -> Result<usize> {
     // Answer from the device's context: the opened one, else its primary context
     // held just for this call.
-    if activate_open() {
+    if let Some(held) = held_by_open() {
         // The device's context is current.
-        return Ok(query::mem_info()?.0);
+        return Ok(query::mem_info()?.0.saturating_add(held));
     }
     // The retain is released when `ctx` is dropped; the thread's previous context is
     // restored.
@@ -60,16 +60,17 @@ fn free_memory(dev: CUdevice, activate_open: impl FnOnce() -> bool) -> Result<us
     Ok(r?)
 }
 
-/// Property `prop` of CUDA device `ord`. `activate_open` makes the device's context
-/// current if libgomp has the device open, gives the plugin's memory caches back to the
-/// driver (so the answer is what the program can still allocate, as with the stock
-/// plugin), and says whether it did (asked only for the free memory).
-pub fn get(ord: i32, prop: u32, activate_open: impl FnOnce() -> bool) -> Result<Value> {
+/// Property `prop` of CUDA device `ord`. `held_by_open` makes the device's context
+/// current if libgomp has the device open and then says how many bytes the plugin holds
+/// there without the program using them (asked only for the free memory, which is
+/// the driver's free memory plus those: what the program can still allocate, as with
+/// the stock plugin, and the query gives nothing back itself).
+pub fn get(ord: i32, prop: u32, held_by_open: impl FnOnce() -> Option<usize>) -> Result<Value> {
     driver::load().map_err(gomp_plugin::error::Error::invalid)?;
     let dev: CUdevice = query::device(ord)?;
     Ok(match prop {
         MEMORY => Value::Size(query::total_mem(dev)?),
-        FREE_MEMORY => Value::Size(free_memory(dev, activate_open)?),
+        FREE_MEMORY => Value::Size(free_memory(dev, held_by_open)?),
         NAME => {
             let name: [c_char; 256] = query::name(dev)?;
             // SAFETY: the driver NUL-terminates within the buffer.

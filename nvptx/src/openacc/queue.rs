@@ -82,6 +82,17 @@ impl AccQueue {
         self.stream.lock().unwrap_or_else(|e| e.into_inner()).stream
     }
 
+    /// The queue's stream, made to wait for the device's deferred copies first (work is
+    /// about to be queued on it, or the program is handed it). A stream the queue made
+    /// is blocking, so CUDA itself orders it after the legacy default stream.
+    pub fn ordered_stream(&self) -> Result<Stream> {
+        let qs = *self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        self.dev
+            .copy_order
+            .order(qs.stream, qs.owned, &self.dev.events)?;
+        Ok(qs.stream)
+    }
+
     /// Waits for the queue's work and callbacks, then destroys its stream (unless the
     /// program supplied it).
     pub fn destroy(self) -> Result<()> {
@@ -224,7 +235,7 @@ impl AccQueue {
         self.dev.check_host_copy(dst, src, n)?;
         self.dev.activate()?;
         // SAFETY: caller's guarantee on `src`; the driver checks `dst`.
-        unsafe { self.stream().copy_htod(dst, src, n) }?;
+        unsafe { self.ordered_stream()?.copy_htod(dst, src, n) }?;
         Ok(())
     }
 
@@ -239,7 +250,7 @@ impl AccQueue {
         self.dev.check_host_copy(src, dst, n)?;
         self.dev.activate()?;
         // SAFETY: caller's guarantee on `dst`; the driver checks `src`.
-        unsafe { self.stream().copy_dtoh(dst, src, n) }?;
+        unsafe { self.ordered_stream()?.copy_dtoh(dst, src, n) }?;
         Ok(())
     }
 
@@ -251,7 +262,7 @@ impl AccQueue {
         self.dev.check_dev2dev(dst, src, n)?;
         self.dev.activate()?;
         // Device addresses are checked by the driver.
-        self.stream().copy_dtod(dst, src, n)?;
+        self.ordered_stream()?.copy_dtod(dst, src, n)?;
         Ok(())
     }
 }

@@ -196,6 +196,26 @@ pub fn write_stub_names(dir: &Path, defined: &[&str]) {
     std::fs::write(dir.join("stub_names.h"), text).expect("write stub_names.h");
 }
 
+/// Builds the stand-in libcuda of tests/fallback/stub_libcuda_2dev.c (with the extra
+/// C `flags`) into `dir`: its own entries plus weak "not implemented" ones for the
+/// rest of the plugin's table (tests/fallback/stub_libcuda_rest.c).
+pub fn stub_libcuda_2dev(dir: &Scratch, flags: &[&str]) -> PathBuf {
+    write_stub_names(dir.path(), &[]);
+    let lib = dir.join("libcuda.so.1");
+    let mut args: Vec<std::ffi::OsString> = ["-shared", "-fPIC", "-pthread", "-Wall"]
+        .iter()
+        .chain(flags)
+        .map(std::ffi::OsString::from)
+        .collect();
+    args.push(format!("-I{}", dir.path().display()).into());
+    args.push(repo().join("tests/fallback/stub_libcuda_2dev.c").into());
+    args.push(repo().join("tests/fallback/stub_libcuda_rest.c").into());
+    args.push("-o".into());
+    args.push(lib.clone().into());
+    cc(&args);
+    lib
+}
+
 /// The output of a child run.
 pub struct Child {
     /// What the child was.

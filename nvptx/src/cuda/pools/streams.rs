@@ -1,6 +1,7 @@
-//! Non-blocking CUDA streams. Each synchronous operation takes a pooled stream, works
-//! on it, waits for it and gives it back, so host threads never share a stream and
-//! never touch the legacy default stream (no device-wide serialisation).
+//! Pooled non-blocking CUDA streams, for the rare operations that must not go on the
+//! calling thread's stream (`thread_streams`): the copy kernel that serves device-heap
+//! memory during reverse offload takes one, works on it, waits for it and gives it
+//! back.
 
 use crate::cuda::pools::{Handle, IdlePool};
 use crate::cuda::safe::{OwnedStream, Stream};

@@ -1,0 +1,112 @@
+//! A host thread's page-locked ring for small copies. A copy of a few bytes between the
+//! host and the device goes through page-locked memory either way (the driver stages
+//! pageable memory itself); through the plugin's own ring it needs no question to the
+//! driver about the host memory (pageable or page-locked alike: the bytes are copied
+//! on the CPU), a host-to-device copy may return as soon as it is queued (the ring
+//! holds the bytes, the program's buffer is free), and the driver's own pageable
+//! staging is not used for them.
+//!
+//! The ring is two halves of [`HALF`] bytes, filled one after the other. Leaving a half,
+//! an event (the half's *fence*) is recorded on the stream its copies went to; a half is
+//! written again only after its fence has completed, so no byte is rewritten while a
+//! queued copy may still read it. A half holds the copies of one stream: a copy on
+//! another stream starts the other half.
+//!
+//! Ownership and threading: one [`Ring`] per host thread and device, held by the
+//! thread's lane (`cuda::pools::thread_streams`) and used only by the thread owning
+//! that lane; created on first use (context current), freed when the lane is dropped
+//! at device close, after its copies.
+
+use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
+use gomp_plugin::error::Result;
+use std::cell::UnsafeCell;
+
+/// Bytes of a ring.
+pub const BYTES: usize = 256 << 10;
+/// Bytes of each half.
+pub const HALF: usize = BYTES / 2;
+/// Alignment of each copy's space.
+const ALIGN: usize = 64;
+
+struct Inner {
+    /// Recorded when a half is left, on the stream of its copies.
+    fences: [OwnedEvent; 2],
+    mem: HostAlloc,
+    /// The half being filled (0 or 1) and its bytes used.
+    half: usize,
+    used: usize,
+    /// The stream of the copies in the current half (none yet: `None`).
+    stream: Option<Stream>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The memory is freed after this (field order): never while a copy uses it.
+        if let Some(s) = self.stream {
+            let _ = self.fences[self.half].handle().record(s);
+        }
+        for f in &self.fences {
+            if let Err(e) = f.handle().synchronize() {
+                log::debug!("copy ring: {e}");
+            }
+        }
+    }
+}
+
+/// One thread's ring (empty until first used).
+#[derive(Default)]
+pub struct Ring(UnsafeCell<Option<Inner>>);
+
+// SAFETY: a ring is used only by the thread owning the lane it belongs to (one live
+// thread at a time, see `cuda::pools::thread_streams`), and dropped by the device's
+// close when no thread uses it.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    /// Space for `n` bytes (at most [`HALF`]) for the copy the caller queues next on `s`;
+    /// no queued copy uses it any more. Creates the ring on first use (context current).
+    ///
+    /// # Safety
+    /// Only the thread owning the ring's lane may call this, and the space of an earlier
+    /// call must not be written after this call returns.
+    pub unsafe fn slot(&self, n: usize, s: Stream) -> Result<*mut u8> {
+        // SAFETY: only the owning thread gets here (caller); no reference into the
+        // cell outlives this call.
+        let cell = unsafe { &mut *self.0.get() };
+        if cell.is_none() {
+            *cell = Some(Inner {
+                fences: [OwnedEvent::create()?, OwnedEvent::create()?],
+                mem: HostAlloc::alloc(BYTES, 0)?,
+                half: 0,
+                used: 0,
+                stream: None,
+            });
+        }
+        let Some(r) = cell.as_mut() else {
+            unreachable!("created above")
+        };
+        let len = n.max(1).next_multiple_of(ALIGN);
+        if len > HALF {
+            return Err(gomp_plugin::error::Error::invalid(
+                "copy ring: copy larger than half the ring",
+            ));
+        }
+        if r.used + len > HALF || r.stream.is_some_and(|t| t != s) {
+            if let Some(t) = r.stream {
+                // Events and streams of the device's context.
+                r.fences[r.half].handle().record(t)?;
+            }
+            let next = 1 - r.half;
+            r.fences[next].handle().synchronize()?;
+            r.half = next;
+            r.used = 0;
+            r.stream = None;
+        }
+        // SAFETY: the space lies inside the current half (`used + len` ≤ HALF: a copy
+        // is at most HALF bytes, caller).
+        let p = unsafe { r.mem.as_ptr().cast::<u8>().add(r.half * HALF + r.used) };
+        r.used += len;
+        r.stream = Some(s);
+        Ok(p)
+    }
+}

@@ -1,0 +1,628 @@
+//! The ordering rules of deferred host-to-device copies (nvptx/src/device/copy_order.rs)
+//! against the stand-in libcuda of tests/fallback/stub_libcuda_2dev.c, which models
+//! stream order: queued work runs only when something needs it (a synchronisation, an
+//! event, a pageable device-to-host copy, or a query unless `STUB_LIBCUDA_LAZY=1`),
+//! pageable sources are read when a copy is queued and page-locked ones when it runs,
+//! and its kernels read device memory when they run (`gomp_stub_snapshot` logs the 64
+//! bytes at its argument, `gomp_stub_double` doubles them). A launch or copy that the
+//! plugin failed to order after a deferred copy therefore sees the device memory from
+//! before that copy (the stand-in's 0xcd filling), and memory freed while queued work
+//! still uses it is reported as `stub libcuda: ...`.
+//!
+//! Every scenario runs in a child process (see support/mod.rs) once per setting of
+//! the threads' streams (`GOMP_NVPTX_TUNE=tstream=blocking|nonblocking|legacy`) and
+//! per query behaviour of the stand-in (running work or lazy).
+
+mod support;
+
+use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
+use std::ffi::{c_char, c_int, c_void, OsStr};
+use support::api::*;
+
+extern "C" {
+    fn GOMP_OFFLOAD_async_run(
+        ord: c_int,
+        tgt_fn: *mut c_void,
+        tgt_vars: *mut c_void,
+        args: *mut *mut c_void,
+        async_data: *mut c_void,
+    );
+    fn GOMP_OFFLOAD_interop(
+        obj: *mut InteropObj,
+        ord: c_int,
+        flag: u32,
+        targetsync: bool,
+        prefer_type: *const c_char,
+    );
+    fn GOMP_OFFLOAD_openacc_create_thread_data(ord: c_int) -> *mut c_void;
+    fn GOMP_OFFLOAD_openacc_destroy_thread_data(data: *mut c_void);
+    fn GOMP_OFFLOAD_openacc_async_exec(
+        f: *mut c_void,
+        mapnum: usize,
+        hostaddrs: *mut *mut c_void,
+        devaddrs: *mut *mut c_void,
+        dims: *mut u32,
+        targ_mem_desc: *mut c_void,
+        aq: *mut c_void,
+    );
+}
+
+/// libgomp's `struct interop_obj_t` prefix the plugin fills.
+#[repr(C)]
+struct InteropObj {
+    stream: *mut c_void,
+    device_data: *mut c_void,
+    fr: c_int,
+    device_num: c_int,
+}
+
+/// An image descriptor as mkoffload lays it out (docs/plugin-abi.md §5.1).
+#[repr(C)]
+struct PtxObj {
+    code: *const c_char,
+    size: usize,
+}
+#[repr(C)]
+struct FnEntry {
+    name: *const c_char,
+    dim: [u16; 3],
+}
+#[repr(C)]
+struct Descriptor {
+    ptx_objs: *const PtxObj,
+    ptx_num: u32,
+    var_names: *const *const c_char,
+    var_num: u32,
+    fn_names: *const FnEntry,
+    fn_num: u32,
+    ind_fn_num: u32,
+}
+
+/// Two kernels the stand-in gives a meaning to (see its header).
+const PTX: &str = "\
+.version 6.0
+.target sm_52
+.address_size 64
+.visible .entry gomp_stub_snapshot(.param .u64 vars, .param .u64 stacks, .param .u64 size)
+{
+\tret;
+}
+.visible .entry gomp_stub_double(.param .u64 vars, .param .u64 stacks, .param .u64 size)
+{
+\tret;
+}
+\0";
+
+/// The kernels of the loaded image (libgomp's handles).
+#[derive(Clone, Copy)]
+struct Kernels {
+    snapshot: usize,
+    double: usize,
+}
+
+fn lib() -> std::ffi::OsString {
+    std::env::var_os("GOMP_PLUGIN_RS_LIBCUDA").expect("set by the parent")
+}
+
+/// A function of the stand-in (loaded by the plugin).
+fn stub_fn(name: &str) -> *mut c_void {
+    support::symbol_of_loaded(&lib(), name)
+}
+
+/// Snapshots taken so far by `gomp_stub_snapshot`, and snapshot `i` if there is one.
+fn snapshot(i: c_int) -> (c_int, [u8; 64]) {
+    // SAFETY: the stand-in's `int stub_libcuda_kernel_log (int, unsigned char *)`.
+    let f: unsafe extern "C" fn(c_int, *mut u8) -> c_int =
+        unsafe { std::mem::transmute(stub_fn("stub_libcuda_kernel_log")) };
+    let mut out = [0u8; 64];
+    // SAFETY: 64 writable bytes.
+    let n = unsafe { f(i, out.as_mut_ptr()) };
+    (n, out)
+}
+
+/// Work queued in the stand-in and not yet run.
+fn pending() -> i64 {
+    // SAFETY: the stand-in's `int64_t stub_libcuda_pending (void)`.
+    let f: unsafe extern "C" fn() -> i64 =
+        unsafe { std::mem::transmute(stub_fn("stub_libcuda_pending")) };
+    // SAFETY: plain call.
+    unsafe { f() }
+}
+
+/// Makes the next host-to-device copy fail on the stand-in's device.
+fn fail_next_h2d() {
+    // SAFETY: the stand-in's `void stub_libcuda_fail_next_h2d (void)`.
+    let f: unsafe extern "C" fn() =
+        unsafe { std::mem::transmute(stub_fn("stub_libcuda_fail_next_h2d")) };
+    // SAFETY: plain call.
+    unsafe { f() }
+}
+
+/// `n` bytes of a pattern distinct per `seed` and never the stand-in's 0xcd filling.
+fn pattern(seed: usize, n: usize) -> Vec<u8> {
+    (0..n).map(|i| ((i * 7 + seed * 31) % 200) as u8).collect()
+}
+
+// Safe wrappers of the entry points (device 0). SAFETY (all): host buffers are slices
+// of the stated length; device addresses are the plugin's own or checked by it.
+
+fn alloc(n: usize) -> usize {
+    // SAFETY: see above.
+    let p = unsafe { GOMP_OFFLOAD_alloc(0, n) } as usize;
+    assert_ne!(p, 0, "alloc({n})");
+    p
+}
+
+fn h2d(p: usize, src: &[u8]) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_host2dev(0, p as *mut c_void, src.as_ptr().cast(), src.len()) }
+}
+
+fn d2h(dst: &mut [u8], p: usize) -> bool {
+    // SAFETY: see above.
+    unsafe { GOMP_OFFLOAD_dev2host(0, dst.as_mut_ptr().cast(), p as *const c_void, dst.len()) }
+}
+
+fn back(p: usize, n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    assert!(d2h(&mut v, p), "dev2host of {n} bytes");
+    v
+}
+
+/// `GOMP_OFFLOAD_run` of kernel `f` with `vars` (no target arguments).
+fn run(f: usize, vars: usize) {
+    let mut args: [*mut c_void; 1] = [std::ptr::null_mut()];
+    // SAFETY: a kernel handle of the loaded image; a NULL-terminated argument array.
+    unsafe { GOMP_OFFLOAD_run(0, f as *mut c_void, vars as *mut c_void, args.as_mut_ptr()) }
+}
+
+/// Opens device 0 and loads the two-kernel image.
+fn setup() -> Kernels {
+    // SAFETY: plain calls.
+    unsafe {
+        assert_eq!(GOMP_OFFLOAD_version(), 0);
+        assert_eq!(GOMP_OFFLOAD_get_num_devices(0), 2);
+        assert!(GOMP_OFFLOAD_init_device(0));
+    }
+    let obj = Box::leak(Box::new(PtxObj {
+        code: PTX.as_ptr().cast(),
+        size: PTX.len(),
+    }));
+    let fns = Box::leak(Box::new([
+        FnEntry {
+            name: c"gomp_stub_snapshot".as_ptr(),
+            dim: [1, 1, 32],
+        },
+        FnEntry {
+            name: c"gomp_stub_double".as_ptr(),
+            dim: [1, 1, 32],
+        },
+    ]));
+    let desc = Box::leak(Box::new(Descriptor {
+        ptx_objs: obj,
+        ptx_num: 1,
+        var_names: std::ptr::null(),
+        var_num: 0,
+        fn_names: fns.as_ptr(),
+        fn_num: 2,
+        ind_fn_num: 0,
+    }));
+    let mut table: *mut AddrPair = std::ptr::null_mut();
+    // SAFETY: a descriptor as the contract lays it out; version 3 (GCC 14+) of
+    // libgomp, PTX data version 1.
+    let n = unsafe {
+        GOMP_OFFLOAD_load_image(
+            0,
+            (3 << 16) | 1,
+            (desc as *const Descriptor).cast(),
+            &mut table,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(n, 3, "two kernels and the ICV entry");
+    // SAFETY: the plugin returned `n` entries.
+    let t = unsafe { std::slice::from_raw_parts(table, n as usize) };
+    Kernels {
+        snapshot: t[0].start,
+        double: t[1].start,
+    }
+}
+
+fn fini() -> bool {
+    // SAFETY: plain call.
+    unsafe { GOMP_OFFLOAD_fini_device(0) }
+}
+
+/// The settings every scenario runs under: the threads' streams and the stand-in's
+/// queries.
+const MODES: [(&str, &str); 6] = [
+    ("teams=1,warps=1,tstream=blocking", "0"),
+    ("teams=1,warps=1,tstream=blocking", "1"),
+    ("teams=1,warps=1,tstream=nonblocking", "0"),
+    ("teams=1,warps=1,tstream=nonblocking", "1"),
+    ("teams=1,warps=1,tstream=legacy", "0"),
+    ("teams=1,warps=1,tstream=legacy", "1"),
+];
+
+/// Runs scenario `test` in a child under every mode (stand-in built with `flags`);
+/// returns the children, each checked to have passed with no refused driver call.
+fn in_every_mode(test: &str, flags: &[&str]) -> Vec<support::Child> {
+    if !support::have_tools(test, &["cc"]) {
+        return Vec::new();
+    }
+    let dir = support::Scratch::new("copy-order");
+    let lib = support::stub_libcuda_2dev(&dir, flags);
+    MODES
+        .iter()
+        .map(|(tune, lazy)| {
+            let c = support::run_child(
+                test,
+                &[
+                    ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+                    ("GOMP_NVPTX_TUNE", OsStr::new(tune)),
+                    ("STUB_LIBCUDA_LAZY", OsStr::new(lazy)),
+                ],
+            );
+            c.assert_passed()
+                .assert_stderr_lacks("panicked")
+                .assert_stderr_lacks("stub libcuda:");
+            c
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------
+
+/// One thread: a deferred copy (still queued when host2dev returns) is seen by the
+/// kernel launched next, by a device-to-host copy, and a kernel's result by the copy
+/// after it.
+#[test]
+fn deferred_copy_then_same_thread() {
+    const T: &str = "deferred_copy_then_same_thread";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(64);
+        let data = pattern(1, 64);
+        assert!(h2d(p, &data));
+        assert!(pending() > 0, "the copy returned before it ran");
+        let (n0, _) = snapshot(0);
+        run(k.snapshot, p);
+        let (n, seen) = snapshot(n0);
+        assert_eq!(n, n0 + 1, "one snapshot");
+        assert_eq!(seen.to_vec(), data, "the kernel ran after the copy");
+        let data2 = pattern(2, 64);
+        assert!(h2d(p, &data2));
+        assert_eq!(back(p, 64), data2, "device-to-host after the copy");
+        let words: Vec<u8> = (1..=8u64).flat_map(|w| w.to_le_bytes()).collect();
+        assert!(h2d(p, &words));
+        run(k.double, p);
+        let want: Vec<u8> = (1..=8u64).flat_map(|w| (2 * w).to_le_bytes()).collect();
+        assert_eq!(back(p, 64), want, "copy, kernel, copy back in order");
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// Other threads see a thread's deferred copies: a launch, a device-to-host copy and a
+/// copy to the same block from other threads are ordered after it.
+#[test]
+fn deferred_copy_then_other_threads() {
+    const T: &str = "deferred_copy_then_other_threads";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(64);
+        let q = alloc(64);
+        let (d1, d2) = (pattern(3, 64), pattern(4, 64));
+        std::thread::spawn({
+            let d1 = d1.clone();
+            move || {
+                assert!(h2d(p, &d1));
+                assert!(h2d(q, &d1));
+            }
+        })
+        .join()
+        .unwrap();
+        assert!(pending() > 0, "the copies returned before they ran");
+        let (n0, _) = snapshot(0);
+        std::thread::spawn(move || run(k.snapshot, p))
+            .join()
+            .unwrap();
+        assert_eq!(snapshot(n0).1.to_vec(), d1, "a launch on another thread");
+        // A copy to the same block from another thread lands after the first one,
+        // even when that thread's own work runs first.
+        std::thread::spawn({
+            let d2 = d2.clone();
+            move || {
+                assert!(h2d(q, &d2));
+                let mut scratch = [0u8; 8];
+                let r = alloc(8);
+                assert!(d2h(&mut scratch, r), "runs this thread's stream");
+            }
+        })
+        .join()
+        .unwrap();
+        let got = std::thread::spawn(move || back(q, 64)).join().unwrap();
+        assert_eq!(got, d2, "the later copy wins");
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// A `nowait` launch (its own stream) sees the copies made before it.
+#[test]
+fn deferred_copy_then_async_run() {
+    const T: &str = "deferred_copy_then_async_run";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(64);
+        let data = pattern(5, 64);
+        assert!(h2d(p, &data));
+        assert!(pending() > 0);
+        let (n0, _) = snapshot(0);
+        let mut args: [*mut c_void; 1] = [std::ptr::null_mut()];
+        // SAFETY: a kernel handle, a NULL-terminated argument array; no libgomp is
+        // loaded, so the completion is reported to nobody.
+        unsafe {
+            GOMP_OFFLOAD_async_run(
+                0,
+                k.snapshot as *mut c_void,
+                p as *mut c_void,
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        let t0 = std::time::Instant::now();
+        while snapshot(0).0 == n0 {
+            assert!(t0.elapsed().as_secs() < 20, "the async launch never ran");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(
+            snapshot(n0).1.to_vec(),
+            data,
+            "the async launch ran after the copy"
+        );
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// An interop `targetsync` stream handed to the program is ordered after the copies
+/// made before; while it exists copies complete before returning; afterwards they are
+/// deferred again.
+#[test]
+fn deferred_copy_then_interop_stream() {
+    const T: &str = "deferred_copy_then_interop_stream";
+    if support::is_child(T) {
+        setup();
+        // The program's own driver calls, on the interop stream.
+        // SAFETY: the stand-in's cuMemcpyDtoHAsync_v2 and cuStreamSynchronize.
+        let dtoh: unsafe extern "C" fn(*mut c_void, u64, usize, *mut c_void) -> c_int =
+            unsafe { std::mem::transmute(stub_fn("cuMemcpyDtoHAsync_v2")) };
+        // SAFETY: as above.
+        let sync: unsafe extern "C" fn(*mut c_void) -> c_int =
+            unsafe { std::mem::transmute(stub_fn("cuStreamSynchronize")) };
+        let user_read = |s: *mut c_void, p: usize| {
+            let mut v = vec![0u8; 64];
+            // SAFETY: 64 writable bytes; a live device block; the plugin's stream.
+            unsafe {
+                assert_eq!(dtoh(v.as_mut_ptr().cast(), p as u64, 64, s), 0);
+                assert_eq!(sync(s), 0);
+            }
+            v
+        };
+        let p = alloc(64);
+        let d1 = pattern(6, 64);
+        assert!(h2d(p, &d1));
+        assert!(pending() > 0);
+        let mut obj = InteropObj {
+            stream: std::ptr::null_mut(),
+            device_data: std::ptr::null_mut(),
+            fr: 0,
+            device_num: 0,
+        };
+        // SAFETY: a live object; init (0) with targetsync, no preference.
+        unsafe { GOMP_OFFLOAD_interop(&mut obj, 0, 0, true, std::ptr::null()) };
+        assert!(!obj.stream.is_null(), "a targetsync stream");
+        assert_eq!(user_read(obj.stream, p), d1, "the stream is after the copy");
+        let d2 = pattern(7, 64);
+        assert!(h2d(p, &d2));
+        assert_eq!(pending(), 0, "copies complete while the stream exists");
+        assert_eq!(user_read(obj.stream, p), d2);
+        // SAFETY: use (1), then destroy (2) the object made above.
+        unsafe {
+            GOMP_OFFLOAD_interop(&mut obj, 0, 1, true, std::ptr::null());
+            GOMP_OFFLOAD_interop(&mut obj, 0, 2, true, std::ptr::null());
+        }
+        assert!(h2d(p, &d1));
+        assert!(pending() > 0, "deferred again");
+        assert_eq!(back(p, 64), d1);
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// Bounce buffers and the thread's ring: many deferred 32 KiB copies in a row (more
+/// than the buffers kept), and many 1 KiB ones (more than the ring holds, with
+/// device-to-host copies in between, which may use another stream), each land with
+/// their own bytes, so no buffer space was rewritten before its copy ran; a copy from
+/// page-locked memory is never left reading the program's buffer.
+#[test]
+fn bounce_buffers_wait_for_their_copies() {
+    const T: &str = "bounce_buffers_wait_for_their_copies";
+    if support::is_child(T) {
+        setup();
+        const N: usize = 32 << 10;
+        let blocks: Vec<usize> = (0..12).map(|_| alloc(N)).collect();
+        for (i, &b) in blocks.iter().enumerate() {
+            assert!(h2d(b, &pattern(10 + i, N)));
+        }
+        assert!(pending() > 0, "deferred");
+        for (i, &b) in blocks.iter().enumerate() {
+            assert!(back(b, N) == pattern(10 + i, N), "block {i}");
+        }
+        const K: usize = 1 << 10;
+        let small: Vec<usize> = (0..600).map(|_| alloc(K)).collect();
+        for (i, &b) in small.iter().enumerate() {
+            assert!(h2d(b, &pattern(100 + i, K)));
+            if i % 300 == 299 {
+                let _ = back(blocks[0], 8);
+            }
+        }
+        for (i, &b) in small.iter().enumerate() {
+            assert!(back(b, K) == pattern(100 + i, K), "small block {i}");
+        }
+        for n in [64usize, N] {
+            let mut host: *mut c_void = std::ptr::null_mut();
+            // SAFETY: an out-pointer.
+            assert!(unsafe { GOMP_OFFLOAD_page_locked_host_alloc(&mut host, n) });
+            // SAFETY: `n` bytes of page-locked memory, freed below.
+            let src = unsafe { std::slice::from_raw_parts_mut(host.cast::<u8>(), n) };
+            let p = alloc(n);
+            src.copy_from_slice(&pattern(30, n));
+            assert!(h2d(p, src));
+            src.fill(0);
+            assert!(
+                back(p, n) == pattern(30, n),
+                "page-locked source of {n} bytes"
+            );
+            // SAFETY: from page_locked_host_alloc.
+            assert!(unsafe { GOMP_OFFLOAD_page_locked_host_free(host) });
+        }
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// A deferred copy that fails on the device is reported: by the thread's next
+/// device-to-host copy, and, when nothing else waits for it, by the device's close.
+#[test]
+fn failed_deferred_copy_is_reported() {
+    const T: &str = "failed_deferred_copy_is_reported";
+    if support::is_child(T) {
+        setup();
+        let p = alloc(64);
+        fail_next_h2d();
+        assert!(h2d(p, &pattern(8, 64)), "deferred: returns before it fails");
+        let mut v = vec![0u8; 64];
+        assert!(!d2h(&mut v, p), "the failure is reported");
+        eprintln!("CHILD: reported by dev2host");
+        fail_next_h2d();
+        assert!(h2d(p, &pattern(9, 64)));
+        assert!(!fini(), "the failure is reported at close");
+        eprintln!("CHILD: reported by fini_device");
+        return;
+    }
+    for c in in_every_mode(T, &[]) {
+        let lines: Vec<&str> = c.stderr.lines().collect();
+        let at = |marker: &str| lines.iter().position(|l| *l == marker);
+        let (a, b) = (
+            at("CHILD: reported by dev2host"),
+            at("CHILD: reported by fini_device"),
+        );
+        let (Some(a), Some(b)) = (a, b) else {
+            panic!("markers missing\n{}", c.stderr)
+        };
+        let err = |l: &&&str| l.starts_with("libgomp: ") && l.contains("illegal memory access");
+        assert!(lines[..a].iter().any(|l| err(&l)), "{}", c.stderr);
+        assert!(lines[a..b].iter().any(|l| err(&l)), "{}", c.stderr);
+    }
+}
+
+/// Memory given back to the driver waits for the deferred copies into it: a block too
+/// large for the plugin's caches (freed to the pool, or with cuMemFree), and every
+/// cached block at close.
+#[test]
+fn freed_memory_waits_for_deferred_copies() {
+    const T: &str = "freed_memory_waits_for_deferred_copies";
+    if support::is_child(T) {
+        setup();
+        let big = alloc(600 << 20);
+        assert!(h2d(big, &pattern(12, 64)));
+        assert!(pending() > 0);
+        // SAFETY: a block from alloc, freed once.
+        assert!(unsafe { GOMP_OFFLOAD_free(0, big as *mut c_void) });
+        let small = alloc(64);
+        assert!(h2d(small, &pattern(13, 64)), "runs the pool's stream");
+        let mut v = vec![0u8; 64];
+        assert!(d2h(&mut v, small));
+        for i in 0..20 {
+            let b = alloc(1000 * (i + 1));
+            assert!(h2d(b, &pattern(i, 64)));
+        }
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+    in_every_mode(T, &["-DNO_POOLS"]);
+}
+
+/// OpenACC: synchronous copies go to CUDA's legacy stream, deferred there; a launch on
+/// an async queue (a blocking stream) and an OpenMP launch on the thread's stream see
+/// them.
+#[test]
+fn openacc_copies_on_the_legacy_stream() {
+    const T: &str = "openacc_copies_on_the_legacy_stream";
+    if support::is_child(T) {
+        let k = setup();
+        // SAFETY: device 0 is open; the data is destroyed below.
+        let td = unsafe { GOMP_OFFLOAD_openacc_create_thread_data(0) };
+        assert!(!td.is_null());
+        // SAFETY: plain call.
+        let aq = unsafe { GOMP_OFFLOAD_openacc_async_construct(0) };
+        assert!(!aq.is_null());
+        let p = alloc(64);
+        let d1 = pattern(14, 64);
+        assert!(h2d(p, &d1));
+        assert!(pending() > 0);
+        let (n0, _) = snapshot(0);
+        let mut dims = [0u32; 3];
+        // SAFETY: a kernel handle, libgomp's arrays (unused ones NULL), a live queue.
+        unsafe {
+            GOMP_OFFLOAD_openacc_async_exec(
+                k.snapshot as *mut c_void,
+                0,
+                std::ptr::null_mut(),
+                p as *mut *mut c_void,
+                dims.as_mut_ptr(),
+                std::ptr::null_mut(),
+                aq,
+            );
+            assert!(GOMP_OFFLOAD_openacc_async_synchronize(aq));
+        }
+        assert_eq!(
+            snapshot(n0).1.to_vec(),
+            d1,
+            "the queue's launch after the copy"
+        );
+        let d2 = pattern(15, 64);
+        assert!(h2d(p, &d2));
+        run(k.snapshot, p);
+        assert_eq!(snapshot(n0 + 1).1.to_vec(), d2, "an OpenMP launch after it");
+        let d3 = pattern(16, 64);
+        assert!(h2d(p, &d3));
+        let mut v = vec![0u8; 64];
+        // SAFETY: a live queue and block; `v` outlives the synchronisation below.
+        unsafe {
+            assert!(GOMP_OFFLOAD_openacc_async_dev2host(
+                0,
+                v.as_mut_ptr().cast(),
+                p as *const c_void,
+                64,
+                aq
+            ));
+            assert!(GOMP_OFFLOAD_openacc_async_synchronize(aq));
+            assert!(GOMP_OFFLOAD_openacc_async_destruct(aq));
+            GOMP_OFFLOAD_openacc_destroy_thread_data(td);
+        }
+        assert_eq!(v, d3, "a queue's copy after it");
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
