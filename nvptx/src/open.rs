@@ -160,7 +160,16 @@ impl gomp_plugin::Device for OpenDevice {
             Image::load(dev, version, data.cast(), host_ind_fns)
         })?;
         let rev_fn_table = if want_rev {
-            reverse::setup(dev, &self.reverse, &img, img.fns.len())?
+            match reverse::setup(dev, &self.reverse, &img, img.fns.len()) {
+                Ok(t) => t,
+                Err(e) => {
+                    // Released as a failed load is: after the device's deferred copies.
+                    if let Err(r) = img.release(dev) {
+                        log::debug!("device {}: releasing the image: {r}", dev.ord);
+                    }
+                    return Err(e);
+                }
+            }
         } else {
             std::ptr::null_mut()
         };

@@ -3,25 +3,36 @@
 //!
 //! ```text
 //! offset  size  what
-//!      0     8  magic "GPRSENT1"
+//!      0     8  magic "GPRSENT2"
 //!      8     8  payload length, little-endian
 //!     16    32  the key (the file name says it too)
 //!     48    16  the kind ("cubin", ...), ASCII, NUL-padded
 //!     64     n  the payload (64-byte header: the payload starts 16-byte aligned in a
 //!               buffer that is)
-//!   64+n    32  SHA-256 of bytes 0..64+n
+//!   64+n     8  checksum: XXH64 (seed 0) of bytes 0..64+n, little-endian
 //! ```
+//!
+//! The checksum is for integrity, not authenticity, so a fast non-cryptographic hash
+//! ([`super::xxh64`]) is enough. What it must catch is damage: a write cut short (the
+//! length field catches that first), a flipped or zeroed block, a file of another
+//! format. A 64-bit hash misses random damage with probability 2^-64. Forgery is not
+//! its job and no checksum could do it: the checksum has no secret, so whoever can
+//! write an entry can write a matching checksum, a SHA-256 as well as this one. What
+//! keeps foreign entries out is the store ([`super::store`]): a private directory, and
+//! entries used only when owned by the user and writable by no one else. That an entry
+//! belongs to its inputs is the key's job: a SHA-256 of every input ([`super::key`]),
+//! in the file name and repeated in the header.
 
 use super::key::Key;
-use super::sha256::{digest, Sha256};
+use super::xxh64::xxh64;
 use std::fmt;
 
 /// The first bytes of every entry.
-pub const MAGIC: [u8; 8] = *b"GPRSENT1";
+pub const MAGIC: [u8; 8] = *b"GPRSENT2";
 /// Bytes before the payload.
 pub const HEADER: usize = 64;
 /// Bytes after the payload (the checksum).
-pub const TRAILER: usize = 32;
+pub const TRAILER: usize = 8;
 /// The longest kind name.
 pub const MAX_KIND: usize = 16;
 
@@ -41,8 +52,8 @@ pub fn encode(kind: &str, key: &Key, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + payload.len() + TRAILER);
     out.extend_from_slice(&header(kind, key, payload.len() as u64));
     out.extend_from_slice(payload);
-    let sum = digest(&out);
-    out.extend_from_slice(&sum);
+    let sum = xxh64(&out, 0);
+    out.extend_from_slice(&sum.to_le_bytes());
     out
 }
 
@@ -116,9 +127,7 @@ pub fn decode<'a>(bytes: &'a [u8], kind: &str, key: &Key) -> Result<&'a [u8], De
         });
     }
     let end = HEADER + len as usize;
-    let mut h = Sha256::new();
-    h.update(&bytes[..end]);
-    if h.finish()[..] != bytes[end..] {
+    if xxh64(&bytes[..end], 0).to_le_bytes()[..] != bytes[end..] {
         return Err(Defect::Checksum);
     }
     if bytes[..HEADER] != header(kind, key, len) {

@@ -4,7 +4,8 @@
 //!
 //! - [`key`]: a [`Key`] is a SHA-256 digest ([`sha256`]) of named, length-prefixed
 //!   fields: every input the derived data depends on, in order;
-//! - [`entry`]: the file format (header with kind, key and length; SHA-256 checksum);
+//! - [`entry`]: the file format (header with kind, key and length; an XXH64 checksum,
+//!   [`xxh64`]);
 //! - [`store`]: the directory (private to the user), reads checked on the descriptor,
 //!   atomic writes (temporary file + rename), the size bound ([`evict`]);
 //! - [`location`]: which directory, from the driver's and the user's cache variables.
@@ -20,6 +21,7 @@ pub mod key;
 pub mod location;
 pub mod sha256;
 pub mod store;
+pub mod xxh64;
 
 pub use key::{Key, KeyBuilder};
 pub use store::{Lookup, Payload, Store};

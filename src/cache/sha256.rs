@@ -1,8 +1,9 @@
-//! SHA-256 (FIPS 180-4): the key of a cache entry (a digest of every input it was made
-//! from) and its checksum. Written here because the framework has no hashing dependency;
-//! the block function uses the x86 SHA extensions when the CPU has them (a few GB/s,
-//! so hashing a program's PTX costs well under a millisecond) and portable code
-//! otherwise. Pure code; a [`Sha256`] is owned by one thread at a time (`Send`).
+//! SHA-256 (FIPS 180-4): the key of a cache entry, a digest of every input it was made
+//! from (hundreds of KiB of PTX for one image, hashed at every image load). Written
+//! here because the framework has no hashing dependency. The block function has two
+//! engines ([`Engine`]): the x86 SHA extensions when the CPU has them (a few GB/s), and
+//! portable code otherwise; [`Sha256::new`] takes the best one the CPU runs. Pure
+//! code; a [`Sha256`] is owned by one thread at a time (`Send`).
 
 /// The round constants.
 const K: [u32; 64] = [
@@ -21,10 +22,69 @@ const H0: [u32; 8] = [
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 ];
 
+/// A block function of SHA-256. `Copy`, plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// Plain Rust, on every CPU.
+    Portable,
+    /// The x86 SHA extensions (`sha256rnds2`, `sha256msg1/2`) with SSSE3 and SSE4.1.
+    ShaNi,
+}
+
+impl Engine {
+    /// Whether this CPU runs the engine (the answer is cached by std).
+    pub fn runs_here(self) -> bool {
+        match self {
+            Engine::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Engine::ShaNi => shani::available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            Engine::ShaNi => false,
+        }
+    }
+
+    /// The fastest engine this CPU runs.
+    pub fn best() -> Engine {
+        if Engine::ShaNi.runs_here() {
+            Engine::ShaNi
+        } else {
+            Engine::Portable
+        }
+    }
+
+    /// Every engine, whether or not this CPU runs it.
+    pub const ALL: [Engine; 2] = [Engine::Portable, Engine::ShaNi];
+
+    /// A short name (`portable`, `sha-ni`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Portable => "portable",
+            Engine::ShaNi => "sha-ni",
+        }
+    }
+
+    /// Compresses whole 64-byte blocks of `blocks` into `state`.
+    fn compress(self, state: &mut [u32; 8], blocks: &[u8]) {
+        debug_assert_eq!(blocks.len() % 64, 0);
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Engine::ShaNi => {
+                debug_assert!(shani::available());
+                // SAFETY: the CPU has the SHA, SSSE3 and SSE4.1 instructions: an
+                // `Engine::ShaNi` is only used where `runs_here` said so
+                // (`Sha256::with_engine`).
+                unsafe { shani::compress(state, blocks) }
+            }
+            _ => compress_portable(state, blocks),
+        }
+    }
+}
+
 /// An incremental SHA-256 computation: [`Sha256::update`] any number of times, then
 /// [`Sha256::finish`].
 #[derive(Clone)]
 pub struct Sha256 {
+    engine: Engine,
     state: [u32; 8],
     /// Bytes not yet compressed (fewer than 64).
     buf: [u8; 64],
@@ -40,9 +100,25 @@ impl Default for Sha256 {
 }
 
 impl Sha256 {
-    /// A fresh computation.
+    /// A fresh computation on the best engine of this CPU ([`Engine::best`]).
     pub fn new() -> Sha256 {
+        Sha256::on(Engine::best())
+    }
+
+    /// A fresh computation on `engine`; `None` when this CPU does not run it.
+    pub fn with_engine(engine: Engine) -> Option<Sha256> {
+        engine.runs_here().then(|| Sha256::on(engine))
+    }
+
+    /// The engine computing it.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// `engine` must run here.
+    fn on(engine: Engine) -> Sha256 {
         Sha256 {
+            engine,
             state: H0,
             buf: [0; 64],
             buf_len: 0,
@@ -62,12 +138,12 @@ impl Sha256 {
                 return;
             }
             let block = self.buf;
-            compress(&mut self.state, &block);
+            self.engine.compress(&mut self.state, &block);
             self.buf_len = 0;
         }
         let whole = data.len() / 64 * 64;
         if whole > 0 {
-            compress(&mut self.state, &data[..whole]);
+            self.engine.compress(&mut self.state, &data[..whole]);
         }
         let rest = &data[whole..];
         self.buf[..rest.len()].copy_from_slice(rest);
@@ -103,20 +179,6 @@ pub fn digest(data: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(data);
     h.finish()
-}
-
-/// Compresses whole 64-byte blocks of `blocks` into `state`.
-fn compress(state: &mut [u32; 8], blocks: &[u8]) {
-    debug_assert_eq!(blocks.len() % 64, 0);
-    #[cfg(target_arch = "x86_64")]
-    {
-        if shani::available() {
-            // SAFETY: the CPU has the SHA, SSSE3 and SSE4.1 instructions (checked).
-            unsafe { shani::compress(state, blocks) };
-            return;
-        }
-    }
-    compress_portable(state, blocks);
 }
 
 /// The block function in plain Rust.
@@ -258,65 +320,133 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
-    fn h(data: &[u8]) -> String {
-        hex(&digest(data))
+    /// The engines this CPU runs, said on stderr (past the test harness's capture) so
+    /// that a run without the SHA extensions shows it checked the portable code only.
+    fn engines(test: &str) -> Vec<Engine> {
+        let (here, missing): (Vec<Engine>, Vec<Engine>) =
+            Engine::ALL.iter().partition(|e| e.runs_here());
+        let names = |v: &[Engine]| v.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ");
+        let line = format!(
+            "sha256 {test}: checked engine(s): {}{}\n",
+            names(&here),
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!("; not on this CPU, not checked: {}", names(&missing))
+            }
+        );
+        // One write, so that lines of tests running at once do not mix.
+        let _ = std::io::stderr().write_all(line.as_bytes());
+        here
+    }
+
+    fn digest_on(e: Engine, data: &[u8]) -> [u8; 32] {
+        let mut s = Sha256::with_engine(e).expect("runs here");
+        s.update(data);
+        s.finish()
     }
 
     #[test]
     fn known_answers() {
-        // FIPS 180-4 examples and the usual extra vectors.
-        assert_eq!(
-            h(b""),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
-        assert_eq!(
-            h(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert_eq!(
-            h(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
-        );
-        assert_eq!(
-            h(b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu"),
-            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"
-        );
-        assert_eq!(
-            h(&vec![b'a'; 1_000_000]),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
-        );
+        // FIPS 180-4 examples and the usual extra vectors, on every engine.
+        let million = vec![b'a'; 1_000_000];
+        for e in engines("known_answers") {
+            for (data, want) in [
+                (&b""[..], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+                (b"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+                (
+                    b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+                ),
+                (
+                    b"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+                    "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1",
+                ),
+                (
+                    &million[..],
+                    "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+                ),
+            ] {
+                assert_eq!(hex(&digest_on(e, data)), want, "{} bytes on {e:?}", data.len());
+            }
+        }
+        assert_eq!(Sha256::new().engine(), Engine::best());
+    }
+
+    #[test]
+    fn many_lengths_against_a_reference() {
+        // The digests of bytes (31 i + 7) mod 251 of every length 0..300 and a few
+        // large ones, concatenated and hashed once more: the answer of Python's
+        // hashlib (OpenSSL) for the same sequence.
+        let data: Vec<u8> = (0..70_000u32).map(|i| ((i * 31 + 7) % 251) as u8).collect();
+        let lens: Vec<usize> = (0..300)
+            .chain([1000, 4095, 4096, 4097, 65_535, 65_536, 70_000])
+            .collect();
+        for e in engines("many_lengths_against_a_reference") {
+            let mut all = Sha256::with_engine(e).expect("runs here");
+            for &n in &lens {
+                all.update(&digest_on(e, &data[..n]));
+            }
+            assert_eq!(
+                hex(&all.finish()),
+                "a01a8256f9a1663d7241139edd404482241ca8f54d35f4deac42e584509357e9",
+                "{e:?}"
+            );
+        }
     }
 
     #[test]
     fn pieces_give_the_same_digest() {
         let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 13) as u8).collect();
-        let whole = digest(&data);
-        for split in [0, 1, 55, 56, 63, 64, 65, 127, 128, 1000, 4999, 5000] {
-            let mut s = Sha256::new();
-            s.update(&data[..split]);
-            s.update(&data[split..]);
-            assert_eq!(s.finish(), whole, "split at {split}");
+        for e in engines("pieces_give_the_same_digest") {
+            let whole = digest_on(e, &data);
+            for split in [0, 1, 55, 56, 63, 64, 65, 127, 128, 1000, 4999, 5000] {
+                let mut s = Sha256::with_engine(e).expect("runs here");
+                s.update(&data[..split]);
+                s.update(&data[split..]);
+                assert_eq!(s.finish(), whole, "split at {split} on {e:?}");
+            }
+            let mut s = Sha256::with_engine(e).expect("runs here");
+            for b in &data {
+                s.update(std::slice::from_ref(b));
+            }
+            assert_eq!(s.finish(), whole, "byte by byte on {e:?}");
         }
-        let mut s = Sha256::new();
-        for b in &data {
-            s.update(std::slice::from_ref(b));
-        }
-        assert_eq!(s.finish(), whole, "byte by byte");
     }
 
     #[test]
-    fn accelerated_and_portable_agree() {
-        // Every length around the padding boundaries and a few large ones; on a CPU
-        // without the SHA extensions both sides are the portable code.
+    fn engines_agree() {
+        // Every length around the padding boundaries, large ones, and pieces split at
+        // pseudo-random points; each engine against the portable code.
         let data: Vec<u8> = (0..70_000u32).map(|i| (i ^ (i >> 5)) as u8).collect();
-        for len in (0..200).chain([4095, 4096, 4097, 65_536, 70_000]) {
-            let blocks = len / 64 * 64;
-            let (mut a, mut b) = (H0, H0);
-            compress(&mut a, &data[..blocks]);
-            compress_portable(&mut b, &data[..blocks]);
-            assert_eq!(a, b, "{len} bytes");
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for e in engines("engines_agree") {
+            for len in (0..200).chain([4095, 4096, 4097, 65_536, 70_000]) {
+                let want = digest_on(Engine::Portable, &data[..len]);
+                assert_eq!(digest_on(e, &data[..len]), want, "{len} bytes on {e:?}");
+                let mut s = Sha256::with_engine(e).expect("runs here");
+                let mut at = 0;
+                while at < len {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let n = ((seed % 150) as usize).min(len - at);
+                    s.update(&data[at..at + n]);
+                    at += n;
+                }
+                assert_eq!(s.finish(), want, "{len} bytes in pieces on {e:?}");
+            }
         }
+    }
+
+    #[test]
+    fn an_engine_the_cpu_lacks_is_refused() {
+        for e in Engine::ALL {
+            assert_eq!(Sha256::with_engine(e).is_some(), e.runs_here(), "{e:?}");
+        }
+        assert!(Engine::Portable.runs_here());
     }
 
     #[test]

@@ -150,6 +150,7 @@ impl Image {
                 Ok((img, table))
             }
             Err(e) => {
+                // Settles the device first, as an unload does.
                 let _ = (*img).release(dev);
                 Err(e)
             }
@@ -340,14 +341,21 @@ impl Image {
         dtors
     }
 
-    /// Frees the image's device blocks, then unloads its module (the kernels'
-    /// handles die with it).
-    fn release(self, dev: &Device) -> Result<()> {
+    /// Waits for the device's deferred copies (rule 3 of the copy order: one may still
+    /// be writing the image's globals or blocks, e.g. the clock tick or the
+    /// indirect-function map of a load that failed later), frees the image's device
+    /// blocks, then unloads its module (the kernels' handles die with it). The copies
+    /// are complete after the wait even when it fails (a failed copy), so the image is
+    /// released either way; the wait's error comes first.
+    pub(crate) fn release(self, dev: &Device) -> Result<()> {
+        let settled = dev.settle();
         for &p in &self.owned {
             let _ = dev.free(p);
         }
         let Image { module, .. } = self;
-        module.unload()?;
+        let unloaded = module.unload();
+        settled?;
+        unloaded?;
         Ok(())
     }
 }

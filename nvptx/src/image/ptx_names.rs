@@ -11,8 +11,9 @@
 //! mentioned: it is always looked up.
 //!
 //! The scan runs at every image load over all of the image's PTX (hundreds of KiB:
-//! GCC links libgomp's device code into every image), so it only stops at `_` and `$`
-//! (every optional symbol starts with `__` or `$`), found eight bytes at a time.
+//! GCC links libgomp's device code into every image), so it only stops where `__` or
+//! `$o` stands (every optional symbol starts with one of them), found eight bytes at a
+//! time, and tells most identifiers there apart by their length alone.
 
 use std::ffi::CStr;
 
@@ -41,28 +42,54 @@ fn is_follow(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
 }
 
-/// The index of the first `_` or `$` in `t` at or after `i`.
+/// The two bytes every [`OPTIONAL`] symbol starts with, one pair or the other.
+const STARTS: [[u8; 2]; 2] = [*b"__", *b"$o"];
+
+/// Whether the bytes of `t` at `j` are one of [`STARTS`].
+#[inline]
+fn starts_at(t: &[u8], j: usize) -> bool {
+    j + 1 < t.len() && STARTS.iter().any(|p| t[j] == p[0] && t[j + 1] == p[1])
+}
+
+/// The index of the first `__` or `$o` in `t` at or after `i`.
 #[inline]
 fn next_candidate(t: &[u8], mut i: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    while i + 8 <= t.len() {
-        let w = u64::from_le_bytes(t[i..i + 8].try_into().expect("8 bytes"));
-        // A zero byte in w ^ c*ONES is a byte equal to c; the lowest flagged byte is
-        // exact (the borrow only reaches bytes above it).
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-        let m = zero(w ^ (ONES * b'_' as u64)) | zero(w ^ (ONES * b'$' as u64));
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
+    let word = |at: usize| u64::from_le_bytes(t[at..at + 8].try_into().expect("8 bytes"));
+    // A zero byte in w ^ c*ONES is a byte equal to c. The flags are exact up to the
+    // lowest true one (a borrow only reaches the bytes above it), so a flag of the
+    // combined mask may be false: each is checked.
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let splat = |c: u8| ONES * c as u64;
+    while i + 9 <= t.len() {
+        // Bytes i..i+8, and the byte after each.
+        let (w, next) = (word(i), word(i + 1));
+        let mut m = 0;
+        for p in STARTS {
+            m |= zero(w ^ splat(p[0])) & zero(next ^ splat(p[1]));
         }
-        i += 8;
+        if m == 0 {
+            i += 8;
+            continue;
+        }
+        let j = i + (m.trailing_zeros() / 8) as usize;
+        if starts_at(t, j) {
+            return Some(j);
+        }
+        i = j + 1;
     }
-    (i..t.len()).find(|&j| t[j] == b'_' || t[j] == b'$')
+    (i..t.len()).find(|&j| starts_at(t, j))
 }
 
 impl PtxNames {
     /// Scans every PTX object (NUL-terminated or not) for the optional symbols.
     pub fn from_ptx<T: AsRef<[u8]>>(objects: &[T]) -> PtxNames {
+        let names = OPTIONAL.map(CStr::to_bytes);
+        // Most identifiers with a `_` or `$` (labels, locals, libgomp's own symbols)
+        // are shorter or longer than every optional symbol: told apart by length alone.
+        let shortest = names.iter().map(|n| n.len()).min().unwrap_or(0);
+        let longest = names.iter().map(|n| n.len()).max().unwrap_or(0);
         let mut found = 0u32;
         let all = (1u32 << OPTIONAL.len()) - 1;
         for text in objects {
@@ -86,7 +113,10 @@ impl PtxNames {
                 // The whole token must be the name (a longer identifier, a `%` register
                 // or a number containing it is not).
                 let id = &t[s..end];
-                if let Some(k) = OPTIONAL.iter().position(|n| n.to_bytes() == id) {
+                if id.len() < shortest || id.len() > longest {
+                    continue;
+                }
+                if let Some(k) = names.iter().position(|n| *n == id) {
                     found |= 1 << k;
                 }
             }
@@ -140,6 +170,34 @@ mod tests {
             c"$offload_ind_func_table",
         ] {
             assert!(!n.mentions(no), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn every_optional_symbol_starts_as_the_scan_expects() {
+        for n in OPTIONAL {
+            assert!(starts_at(n.to_bytes(), 0), "{n:?}");
+        }
+    }
+
+    #[test]
+    fn candidates_against_a_plain_search() {
+        // Pairs at every offset, near misses (`_$`, `$_`, `_o`, `$O`), runs of `_`
+        // and the last byte of the text.
+        let text = b"a__b$oc_$d$_e_of$O__$o___x$$o_ $ _";
+        for start in 0..=text.len() {
+            let t = &text[start..];
+            let mut got = Vec::new();
+            let mut i = 0;
+            while let Some(j) = next_candidate(t, i) {
+                got.push(j);
+                i = j + 1;
+            }
+            let want: Vec<usize> = (0..t.len()).filter(|&j| starts_at(t, j)).collect();
+            assert_eq!(got, want, "from {start}");
+            assert!(want
+                .iter()
+                .all(|&j| t[j..].starts_with(b"__") || t[j..].starts_with(b"$o")));
         }
     }
 
