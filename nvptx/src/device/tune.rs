@@ -19,6 +19,16 @@
 //! | `tstream` | `blocking`, `nonblocking`, `legacy` | `blocking` | the threads' streams: blocking streams with deferred copies on them, non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's legacy default stream (as the stock plugin's copies) |
 //! | `poolwarm` | 0, 1 | 1 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`) |
 //!
+//! `autotune` is not an experiment knob but the switch of a feature that is on by
+//! default. What it does shows in `GOMP_DEBUG=1` lines (`kernel NAME: autotune: chose
+//! warps=occupancy 132x416 by trials (medians of 3: warps=8 132x256 1.234 ms, ...);
+//! stored in PATH`, `... kept warps=8 132x256 untried: 0.050 ms per launch, under 0.100
+//! ms`, `... remembered from an earlier run (...)`, `... ignoring PATH: why`, and at the
+//! end of each tuned launch line `; autotune: trial of warps=16`, `; autotune:
+//! warps=occupancy` or `; autotune: untuned until the trials`) and in the
+//! `GOMP_NVPTX_PROFILE=1` table (an `autotune: ...` line with the same text under the
+//! kernel's row). With `autotune=0` the launch lines are as without the tuner.
+//!
 //! Owned by the process-wide `Config`; plain data, `Sync`.
 
 /// How many teams to launch when neither the clause nor the ICV says.
