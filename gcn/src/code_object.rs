@@ -3,8 +3,11 @@
 //! header, the target (`e_flags`) and the dynamic and static symbol tables, refusing
 //! anything malformed with a clear error and never reading out of bounds, and the
 //! kernel metadata notes ([`super::metadata`]);
-//! [`CodeObject::check_kernels`] verifies that every kernel libgomp names has its
-//! kernel descriptor (`<name>.kd`, 64 bytes). Pure; owned data; thread-safe.
+//! [`CodeObject::check_kernels`] verifies that every kernel descriptor
+//! (`<name>.kd`, 64 bytes) of a kernel libgomp names is well formed, and says which
+//! kernels have none (the device stub of a reverse-offload region, `<fn>.nohost.N`,
+//! which GCC lists in the kernel table but never compiles as a kernel). Pure; owned
+//! data; thread-safe.
 
 use super::mach;
 use super::metadata::{self, KernelMeta};
@@ -245,11 +248,17 @@ impl CodeObject {
         v
     }
 
-    /// Checks that each of `names` has a 64-byte kernel descriptor object.
-    pub fn check_kernels<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    /// Checks that the kernel descriptor of each of `names`, where it has one, is a
+    /// 64-byte object; returns the names without a descriptor (they cannot be
+    /// launched; GCC's plugin too loads such images and refuses only a launch).
+    pub fn check_kernels<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Vec<&'a str>> {
+        let mut missing = Vec::new();
         for n in names {
             match self.kernel_descriptor(n) {
-                None => return Err(bad(format!("no kernel descriptor '{n}.kd' for kernel '{n}'"))),
+                None => missing.push(n),
                 Some(s) if s.kind != STT_OBJECT || s.size != KERNEL_DESCRIPTOR_SIZE => {
                     return Err(bad(format!(
                         "kernel descriptor '{n}.kd' is not a {KERNEL_DESCRIPTOR_SIZE}-byte object (type {}, size {})",
@@ -259,6 +268,6 @@ impl CodeObject {
                 Some(_) => {}
             }
         }
-        Ok(())
+        Ok(missing)
     }
 }

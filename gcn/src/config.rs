@@ -3,7 +3,8 @@
 //! `init_device` (after mkoffload's constructor set `GCN_STACK_SIZE` from
 //! `-mstack-size`). Validated like the nvptx plugin's: a bad value is reported with a
 //! `libgomp:` message and the default is used (the stock plugin reads them with
-//! `atoi`/`atol` and takes garbage as 0).
+//! `atoi`/`atol` and takes garbage as 0). As in the stock plugin, 0 means unset for
+//! every setting but `GOMP_GCN_LOWLAT_POOL` (whose 0 is clamped to the smallest pool).
 //!
 //! Not read: `GCN_SUPPRESS_HOST_FALLBACK` (the stock plugin turns a missing runtime into
 //! a fatal error; this plugin always reports 0 devices instead) and
@@ -57,10 +58,11 @@ impl Config {
     /// bad value through `warn` and keeping its default.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
         let d = Config::default();
-        // A value in [min, max], or None (unset, or bad: reported).
+        // A value in [min, max], or None (unset, 0 where `min` > 0, or bad: reported).
         let num = |name: &str, min: u64, max: u64, default: &str| -> Option<u64> {
             let v = get(name)?;
             match gomp_plugin::settings::parse_size(&v).map(|n| n as u64) {
+                Some(0) if min > 0 => None,
                 Some(n) if (min..=max).contains(&n) => Some(n),
                 _ => {
                     warn(&format!(
@@ -79,7 +81,7 @@ impl Config {
             num_teams: either("GCN_NUM_TEAMS", "GCN_NUM_GANGS"),
             num_threads: either("GCN_NUM_THREADS", "GCN_NUM_WORKERS"),
             heap_size: num("GCN_HEAP_SIZE", 64, 1 << 40, "104857600").unwrap_or(d.heap_size),
-            team_arena_size: num("GCN_TEAM_ARENA_SIZE", 0, 1 << 30, "65536")
+            team_arena_size: num("GCN_TEAM_ARENA_SIZE", 1, 1 << 30, "65536")
                 .map_or(d.team_arena_size, |n| n as u32),
             stack_size: num("GCN_STACK_SIZE", 16, 1 << 30, "32768")
                 .map_or(d.stack_size, |n| n as u32),
@@ -128,7 +130,7 @@ mod tests {
             ("GCN_NUM_THREADS", "4"),
             ("GCN_NUM_WORKERS", "9"),
             ("GCN_HEAP_SIZE", "1m"),
-            ("GCN_TEAM_ARENA_SIZE", "0"),
+            ("GCN_TEAM_ARENA_SIZE", "4096"),
             ("GCN_STACK_SIZE", "65536"),
             ("GOMP_GCN_LOWLAT_POOL", "1024"),
             ("GCN_DEBUG", ""),
@@ -141,7 +143,7 @@ mod tests {
                 num_teams: Some(7),
                 num_threads: Some(4),
                 heap_size: 1 << 20,
-                team_arena_size: 0,
+                team_arena_size: 4096,
                 stack_size: 65536,
                 lowlat_pool: Some(1024),
             }
@@ -153,7 +155,7 @@ mod tests {
         let (c, w) = with(&[
             ("GCN_NUM_TEAMS", "lots"),
             ("GCN_NUM_GANGS", "3"),
-            ("GCN_NUM_THREADS", "0"),
+            ("GCN_NUM_THREADS", "-3"),
             ("GCN_HEAP_SIZE", "-5"),
             ("GCN_TEAM_ARENA_SIZE", "12x"),
             ("GCN_STACK_SIZE", "8"),
@@ -164,5 +166,20 @@ mod tests {
         assert!(w[0].starts_with("Invalid value 'lots' for GCN_NUM_TEAMS"));
         assert!(w.iter().any(|m| m.contains("GOMP_GCN_LOWLAT_POOL")
             && m.contains("using the default (sized from the team count)")));
+    }
+
+    #[test]
+    fn zero_means_unset_as_in_the_stock_plugin() {
+        let zero = [
+            "GCN_NUM_TEAMS",
+            "GCN_NUM_THREADS",
+            "GCN_HEAP_SIZE",
+            "GCN_TEAM_ARENA_SIZE",
+            "GCN_STACK_SIZE",
+        ]
+        .map(|n| (n, "0"));
+        assert_eq!(with(&zero), (Config::default(), vec![]));
+        let (c, w) = with(&[("GOMP_GCN_LOWLAT_POOL", "0")]);
+        assert_eq!((c.lowlat_pool, w), (Some(0), vec![]));
     }
 }

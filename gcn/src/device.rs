@@ -79,7 +79,7 @@ impl Device {
             ord,
             agent,
             name: a.name.clone(),
-            memory: Memory::new(rt, regions, full),
+            memory: Memory::new(rt, agent, regions, full),
             images: Mutex::new(Vec::new()),
             launcher: Arc::new(launcher),
             rt,

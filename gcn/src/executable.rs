@@ -31,7 +31,8 @@ pub struct Kernel {
     /// Name, e.g. `main._omp_fn.0`.
     pub name: String,
     /// `HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT` of `<name>.kd`: what an AQL dispatch
-    /// packet's `kernel_object` takes.
+    /// packet's `kernel_object` takes; 0 when the code object has no descriptor for
+    /// it (a reverse-offload region's device stub: never launched).
     pub object: u64,
     /// The code object's metadata for it (kernarg size, LDS, ...), if present.
     pub meta: Option<KernelMeta>,
@@ -245,18 +246,23 @@ impl Image {
         }
         let kernel = |k: &super::descriptor::Kernel| -> Result<Box<Kernel>> {
             let kd = format!("{}.kd", k.name);
-            let sym = symbol(rt, self.exec, agent, &kd)?.ok_or_else(|| {
-                Error::invalid(format!(
-                    "gcn image: the loaded executable has no kernel symbol '{kd}' (kernel '{}')",
-                    k.name
-                ))
-            })?;
-            let object: u64 = info(
-                rt,
-                sym,
-                hsa_executable_symbol_info_t_HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
-                &kd,
-            )?;
+            // A kernel without a descriptor (a reverse-offload region's device stub)
+            // gets object 0: it is in libgomp's table but cannot be launched.
+            let object: u64 = match symbol(rt, self.exec, agent, &kd)? {
+                Some(sym) => info(
+                    rt,
+                    sym,
+                    hsa_executable_symbol_info_t_HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+                    &kd,
+                )?,
+                None if co.kernel_descriptor(&k.name).is_none() => 0,
+                None => {
+                    let name = &k.name;
+                    return Err(Error::invalid(format!(
+                        "gcn image: the loaded executable has no kernel symbol '{kd}' (kernel '{name}')"
+                    )));
+                }
+            };
             Ok(Box::new(Kernel {
                 name: k.name.clone(),
                 object,

@@ -215,7 +215,11 @@ pub unsafe fn check_image(
     // SAFETY: caller's contract.
     let d = unsafe { descriptor::read(target_data)? };
     let co = code_object::CodeObject::parse(&d.image)?;
-    co.check_kernels(d.kernels.iter().map(|k| k.name.as_str()))?;
+    for k in co.check_kernels(d.kernels.iter().map(|k| k.name.as_str()))? {
+        log::debug!(
+            "gcn image: kernel '{k}' has no kernel descriptor '{k}.kd': loaded, not launchable"
+        );
+    }
     if let Some(dev) = device_target {
         if !co
             .target

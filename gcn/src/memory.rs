@@ -1,6 +1,7 @@
 //! Memory of one gcn device through the core HSA 1.x API: the agent's regions (found at
 //! `init_device`), device allocations (`hsa_memory_allocate` in the agent's
-//! coarse-grained global region), copies (`hsa_memory_copy`, synchronous: complete when
+//! coarse-grained global region, then `hsa_memory_assign_agent` read-write, as GCC's
+//! plugin does), copies (`hsa_memory_copy`, synchronous: complete when
 //! it returns, as the contract wants) and memset (copies from a host buffer of the
 //! byte: the core API has no fill, and a copy has no alignment rules).
 //!
@@ -120,6 +121,8 @@ pub const MEMSET_CHUNK: usize = 1 << 20;
 /// Device memory of one open device.
 pub struct Memory {
     rt: &'static Runtime,
+    /// The agent each block is given read-write access to.
+    agent: hsa_agent_t,
     /// The regions found at open.
     pub regions: Regions,
     /// Whether the agent has the HSA full profile (it may then access all host memory).
@@ -128,10 +131,16 @@ pub struct Memory {
 }
 
 impl Memory {
-    /// Memory of an agent with `regions`.
-    pub fn new(rt: &'static Runtime, regions: Regions, full_profile: bool) -> Memory {
+    /// Memory of `agent`, which has `regions`.
+    pub fn new(
+        rt: &'static Runtime,
+        agent: hsa_agent_t,
+        regions: Regions,
+        full_profile: bool,
+    ) -> Memory {
         Memory {
             rt,
+            agent,
             regions,
             full_profile,
             blocks: Blocks::default(),
@@ -150,6 +159,16 @@ impl Memory {
             return Err(Error::Invalid(format!(
                 "hsa_memory_allocate of {size} bytes returned NULL"
             )));
+        }
+        if self.rt.has("hsa_memory_assign_agent") {
+            // SAFETY: a block just allocated; the agent gets read-write access.
+            let st =
+                unsafe { (self.rt.hsa_memory_assign_agent)(p, self.agent, crate::run::ACCESS_RW) };
+            if let Err(e) = self.rt.check(st, "hsa_memory_assign_agent") {
+                // SAFETY: the block just allocated, not handed out.
+                unsafe { (self.rt.hsa_memory_free)(p) };
+                return Err(e);
+            }
         }
         self.blocks.insert(p as DevPtr, size);
         Ok(p as DevPtr)

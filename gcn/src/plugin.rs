@@ -54,9 +54,10 @@ impl Plugin for Gcn {
     fn can_run(kernel: *mut c_void) -> bool {
         // SAFETY: only a registered handle is read (see `live_kernel`).
         unsafe { crate::executable::live_kernel(kernel as usize) }.is_some_and(|k| {
-            k.meta
-                .as_ref()
-                .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
+            k.object != 0
+                && k.meta
+                    .as_ref()
+                    .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
         })
     }
 }

@@ -323,6 +323,12 @@ impl Launcher {
         rev: bool,
     ) -> Result<Ending> {
         let meta = k.meta.as_ref();
+        if k.object == 0 {
+            return Err(Error::invalid(format!(
+                "GCN fatal error: kernel '{}' has no kernel descriptor in its code object: it cannot be launched",
+                k.name
+            )));
+        }
         if meta.is_some_and(|m| m.kernarg_segment_size > MAX_EXPLICIT_KERNARGS) {
             return Err(Error::invalid(format!(
                 "GCN fatal error: Unexpectedly large kernargs segment requested (kernel '{}')",
@@ -473,8 +479,10 @@ impl Launcher {
                 std::process::abort();
             }
             Ending::Corrupt(v) => {
+                // The stock plugin's message ends with its own newline (a blank line
+                // follows it).
                 report::error(&format!(
-                    "Possible kernel exit value corruption, 2 most significant bytes aren't 0xffff or 0xcafe: {v:#x}"
+                    "Possible kernel exit value corruption, 2 most significant bytes aren't 0xffff or 0xcafe: {v:#x}\n"
                 ));
                 std::process::abort();
             }

@@ -78,20 +78,10 @@ fn build_stub(dir: &Path, flags: &[&str], defined: &[&str]) -> std::path::PathBu
 /// The entries the stand-in defines in its forms without a GPU agent.
 const DEFINED_NO_GPU: [&str; 3] = ["hsa_init", "hsa_status_string", "hsa_iterate_agents"];
 
-/// Every `status hsa_...(` the stand-in defines (its form with a GPU agent).
-fn defined_with_gpu() -> Vec<String> {
-    let c = std::fs::read_to_string(support::repo().join("tests/fallback/stub_libhsa.c"))
-        .expect("read stub_libhsa.c");
-    let names: Vec<String> = c
-        .lines()
-        .filter_map(|l| l.strip_prefix("status hsa_"))
-        .filter_map(|l| l.split_once('(').map(|(n, _)| format!("hsa_{}", n.trim())))
-        .collect();
-    assert!(
-        names.iter().any(|n| n == "hsa_memory_allocate"),
-        "{names:?}"
-    );
-    names
+/// The stand-in with a gfx90a agent: it defines every entry point itself (a table
+/// entry it lacked would make the plugin report the runtime incomplete).
+fn gpu_stub(dir: &Path) -> std::path::PathBuf {
+    build_stub(dir, &["-DINIT_RESULT=0", "-DONE_GPU=\"gfx90a\""], &[])
 }
 
 /// Runs `test` in a child against the runtime `lib` (no libgomp) with `GOMP_DEBUG=1`.
@@ -193,13 +183,7 @@ fn gpu_agent_is_a_device() {
         return;
     }
     let dir = support::Scratch::new("stub-libhsa");
-    let defined = defined_with_gpu();
-    let defined: Vec<&str> = defined.iter().map(String::as_str).collect();
-    let lib = build_stub(
-        dir.path(),
-        &["-DINIT_RESULT=0", "-DONE_GPU=\"gfx90a\""],
-        &defined,
-    );
+    let lib = gpu_stub(dir.path());
     // No switch needed any more; the obsolete one is accepted and ignored.
     for obsolete in [false, true] {
         let mut env = vec![
@@ -296,7 +280,18 @@ fn device_session() {
     support::load_global(&std::env::var_os(LIBGOMP_ENV).expect("the parent names a libgomp"));
     let images = std::path::PathBuf::from(std::env::var_os(IMAGES_ENV).expect("images"));
     let read = |f: &str| std::fs::read(images.join(f)).expect("read a fixture image");
-    let stub_var = |s: &str| support::symbol_of_loaded(&lib, s) as usize;
+    // Where the stand-in loaded a symbol of the last image that has it.
+    let loaded_at = |s: &str| {
+        let f = support::symbol_of_loaded(&lib, "stub_hsa_image_symbol");
+        // SAFETY: the stand-in's `uint64_t stub_hsa_image_symbol(const char *)`.
+        let f: unsafe extern "C" fn(*const std::ffi::c_char) -> u64 =
+            unsafe { std::mem::transmute(f) };
+        let c = CString::new(s).unwrap();
+        // SAFETY: a NUL-terminated name.
+        let a = unsafe { f(c.as_ptr()) } as usize;
+        assert_ne!(a, 0, "the stand-in loaded no symbol {s}");
+        a
+    };
     // SAFETY (the whole session): the plugin's C entry points, called as libgomp calls
     // them, with valid host buffers, device blocks it returned, or values it must refuse.
     unsafe {
@@ -441,8 +436,8 @@ fn device_session() {
         let (_s3, bad_k) = kernels(&[("_init_array", 0, 0), ("nosuch._omp_fn.9", 0, 0)]);
         let dv = desc(&i90a, &vadd_k, 0, 0);
 
-        let icvs = stub_var("stub_icvs");
         let t = load(&dv).expect("load_image of vadd (gfx90a)");
+        let icvs = loaded_at("__gomp_additional_icvs");
         assert_eq!(t.len(), 2, "1 kernel + the ICV block");
         assert!(
             t[0].start != 0 && t[0].end == t[0].start + 1,
@@ -465,11 +460,16 @@ fn device_session() {
         let dvars = desc(&ivars, &vars_k, 0, 2);
         let t = load(&dvars).expect("load_image of vars");
         assert_eq!(t.len(), 5, "2 kernels + 2 variables + the ICV block");
+        assert_eq!(
+            t[4],
+            AddrPair { start: 0, end: 0 },
+            "(0, 0): this image has no ICV block"
+        );
         assert!(
             t[0].start != t[1].start && t[1].end == t[1].start + 1,
             "{t:?}"
         );
-        let (a, b) = (stub_var("stub_var_a"), stub_var("stub_var_b"));
+        let (a, b) = (loaded_at("va"), loaded_at("vb"));
         assert_eq!(
             t[2..4],
             [
@@ -490,10 +490,18 @@ fn device_session() {
             Err(-1),
             "a gfx908 image on gfx90a"
         );
-        assert_eq!(
-            load(&desc(&i90a, &bad_k, 0, 0)),
-            Err(-1),
-            "a kernel the image lacks"
+        // A kernel the code object has no descriptor for (as a reverse-offload
+        // region's device stub): loaded, but not launchable.
+        let dbad = desc(&i90a, &bad_k, 0, 0);
+        let t = load(&dbad).expect("load_image naming a kernel the image lacks");
+        assert_eq!(t.len(), 2, "1 kernel + the ICV block");
+        assert!(
+            !GOMP_OFFLOAD_can_run(t[0].start as *mut c_void),
+            "can_run of a kernel without a descriptor"
+        );
+        assert!(
+            GOMP_OFFLOAD_unload_image(0, VER, (&dbad as *const GcnImageDesc).cast()),
+            "unload_image of it"
         );
         assert_eq!(
             load(&desc(&i90a, &vadd_k, 1, 0)),
@@ -553,13 +561,7 @@ fn gfx90a_stand_in_device_session() {
         return;
     }
     let dir = support::Scratch::new("gcn-session");
-    let defined = defined_with_gpu();
-    let defined: Vec<&str> = defined.iter().map(String::as_str).collect();
-    let lib = build_stub(
-        dir.path(),
-        &["-DINIT_RESULT=0", "-DONE_GPU=\"gfx90a\""],
-        &defined,
-    );
+    let lib = gpu_stub(dir.path());
     let libgomp = support::fake_libgomp(&dir.join("libgomp16"), &support::RELEASE_NODES);
     for f in ["vadd-gfx90a", "vadd-gfx908", "vars-gfx90a"] {
         support::unxz_fixture(&format!("{f}.hsaco.xz"), &dir.join(&format!("{f}.hsaco")));
@@ -593,8 +595,8 @@ fn gfx90a_stand_in_device_session() {
         .assert_stderr(", kernargs 8 bytes (align 8), group 1536 bytes")
         .assert_line_starts("libgomp: load_image: image 0x")
         .assert_line_starts("libgomp: gcn image is for gfx908, the device is gfx90a")
-        .assert_line_starts(
-            "libgomp: invalid gcn code object: no kernel descriptor 'nosuch._omp_fn.9.kd'",
+        .assert_stderr(
+            "kernel 'nosuch._omp_fn.9' has no kernel descriptor 'nosuch._omp_fn.9.kd': loaded, not launchable",
         )
         .assert_line_starts("libgomp: GOMP_OFFLOAD_load_image: an image with 1 indirect function")
         .assert_stderr("Offload data incompatible with GCN plugin (expected 3, received 4)")

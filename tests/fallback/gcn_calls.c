@@ -68,9 +68,9 @@ int main (int argc, char **argv)
   /* The stand-in is already loaded (by the plugin): its counters and variables. */
   void *stub = dlopen (argv[2], RTLD_LAZY | RTLD_NOLOAD);
   int *live = stub ? dlsym (stub, "stub_hsa_live") : NULL;
-  unsigned char *icvs = stub ? dlsym (stub, "stub_icvs") : NULL;
-  unsigned char *var_a = stub ? dlsym (stub, "stub_var_a") : NULL, *var_b = stub ? dlsym (stub, "stub_var_b") : NULL;
-  if (!live || !icvs || !var_a || !var_b)
+  /* Where the stand-in loaded a symbol of the last image that has it. */
+  uint64_t (*loaded_at) (const char *) = stub ? (uint64_t (*) (const char *)) dlsym (stub, "stub_hsa_image_symbol") : NULL;
+  if (!live || !loaded_at)
     return 2;
 
   /* Device open. */
@@ -125,8 +125,9 @@ int main (int argc, char **argv)
   int n = load_image (0, ver, &dv, &t, &rev, NULL);
   CHECK ("load_image of vadd (gfx90a): 1 kernel + ICV block = 2 entries", n == 2 && t);
   CHECK ("its kernel entry is a handle (start, start+1)", t && t[0].start && t[0].end == t[0].start + 1);
-  CHECK ("its last entry is the ICV block (16 bytes)", t && t[1].start == (uintptr_t) icvs && t[1].end == t[1].start + 16);
-  CHECK ("rev_fn_table is the image's .offload_func_table (the stand-in's 0xf000)", rev && rev[0] == 0xf000);
+  uint64_t icvs = loaded_at ("__gomp_additional_icvs"), *ftable = (uint64_t *) (uintptr_t) loaded_at (".offload_func_table");
+  CHECK ("its last entry is the ICV block (16 bytes)", t && icvs && t[1].start == icvs && t[1].end == t[1].start + 16);
+  CHECK ("rev_fn_table is the loaded image's .offload_func_table", rev && ftable && ftable[0] && rev[0] == ftable[0]);
   if (rev != (uint64_t *) 1) ((void (*) (void *)) dlsym (RTLD_DEFAULT, "free")) (rev);
   CHECK ("one executable and one reader live", live[2] == 1 && live[1] == 1);
   void (*libc_free) (void *) = dlsym (RTLD_DEFAULT, "free");
@@ -136,13 +137,20 @@ int main (int argc, char **argv)
   n = load_image (0, ver, &dvars, &t, NULL, NULL);
   CHECK ("load_image of vars: 2 kernels + 2 variables + ICV block = 5 entries", n == 5 && t);
   CHECK ("its kernel handles differ", t && t[0].start != t[1].start && t[1].end == t[1].start + 1);
+  uint64_t var_a = loaded_at ("va"), var_b = loaded_at ("vb");
   CHECK ("its variables come from .offload_var_table, in order",
-         t && t[2].start == (uintptr_t) var_a && t[2].end == t[2].start + 20
-         && t[3].start == (uintptr_t) var_b && t[3].end == t[3].start + 8);
+         t && var_a && var_b && t[2].start == var_a && t[2].end == t[2].start + 20
+         && t[3].start == var_b && t[3].end == t[3].start + 8);
+  CHECK ("its last entry is (0, 0): the image has no ICV block", t && !t[4].start && !t[4].end);
   libc_free (t);
   t = NULL;
   CHECK ("load_image of a gfx908 image on the gfx90a device is -1", load_image (0, ver, &d908, &t, NULL, NULL) == -1);
-  CHECK ("load_image naming a kernel the image lacks is -1", load_image (0, ver, &dbad, &t, NULL, NULL) == -1);
+  CHECK ("load_image naming a kernel the code object has no descriptor for (a reverse-offload stub) loads it",
+         load_image (0, ver, &dbad, &t, NULL, NULL) == 2 && t);
+  CHECK ("can_run of that kernel is false", t && !can_run ((void *) t[0].start));
+  libc_free (t);
+  t = NULL;
+  CHECK ("unload_image of it", unload_image (0, ver, &dbad));
   CHECK ("load_image of an image with indirect functions is -1 (not implemented)", load_image (0, ver, &dind, &t, NULL, NULL) == -1);
   CHECK ("load_image of a newer device version is -1", load_image (0, 0x30004, &dv, &t, NULL, NULL) == -1);
   CHECK ("load_image on a device that does not exist is -1", load_image (3, ver, &dv, &t, NULL, NULL) == -1);

@@ -465,10 +465,15 @@ impl Device {
         // Not while serving a reverse-offload request: making the ring allocates
         // page-locked memory, which may wait for the device to be idle, and the
         // requesting kernel waits for this copy.
-        let ring = (n < self.config.tune.ring && !crate::device::serving::serving_request())
-            // SAFETY: forwarded caller guarantee; device range checked above.
-            .then(|| unsafe { self.dev2host_ring(dst, src, n) })
-            .flatten();
+        // Nor into memory the plugin page-locked: the driver copies there directly, and
+        // the ring would add a copy (pageable memory the registry does not know costs a
+        // driver query to tell apart, more than the ring saves; it takes the ring).
+        let ring = (n < self.config.tune.ring
+            && !crate::device::serving::serving_request()
+            && !host_ranges::global().contains(dst as usize, n))
+        // SAFETY: forwarded caller guarantee; device range checked above.
+        .then(|| unsafe { self.dev2host_ring(dst, src, n) })
+        .flatten();
         let r = if let Some(r) = ring {
             r
         } else if self.bounce.takes(n) && self.pageable(dst, n) {

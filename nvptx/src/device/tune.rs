@@ -17,7 +17,7 @@
 //! | `ring` | size (`0`, `4k`, `16k` ...) | 16k | copies below this size go through the thread's page-locked ring (`host/ring.rs`); 0: none |
 //! | `defer` | size (`0`, `4k`, `1m` ...) | 1m | largest host-to-device copy that returns before its DMA has ended (`device/copy_order.rs`); 0: every copy completes before returning |
 //! | `tstream` | `blocking`, `nonblocking`, `legacy` | `blocking` | the threads' streams: blocking streams with deferred copies on them, non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's legacy default stream (as the stock plugin's copies) |
-//! | `poolwarm` | 0, 1 | 1 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`) |
+//! | `poolwarm` | 0, 1 | 0 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`); off by default: with the pool's memory allocated before the first module is loaded, reverse offload of device-heap (device `malloc`) memory came back wrong on an H100 (tests/device/revoff_device_heap) |
 //!
 //! `autotune` is not an experiment knob but the switch of a feature that is on by
 //! default. What it does shows in `GOMP_DEBUG=1` lines (`kernel NAME: autotune: chose
@@ -105,7 +105,8 @@ pub struct Tune {
     pub defer: usize,
     /// The threads' streams.
     pub tstream: ThreadStream,
-    /// Whether the memory pool is warmed up at device open.
+    /// Whether the memory pool is warmed up at device open (off by default; see the
+    /// table above).
     pub poolwarm: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
@@ -133,7 +134,7 @@ impl Default for Tune {
             ring: crate::host::bounce::MIN_BYTES,
             defer: DEFAULT_DEFER,
             tstream: ThreadStream::Blocking,
-            poolwarm: true,
+            poolwarm: false,
             autotune: Autotune::On,
         }
     }
@@ -243,7 +244,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=0",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=1",
         )
         .unwrap();
         assert_eq!(
@@ -259,7 +260,7 @@ mod tests {
                 ring: 0,
                 defer: 4096,
                 tstream: ThreadStream::Legacy,
-                poolwarm: false,
+                poolwarm: true,
                 autotune: Autotune::Off,
             }
         );

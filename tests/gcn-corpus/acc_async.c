@@ -1,0 +1,28 @@
+/* §3 OpenACC async queues: launches and copies on two queues, waits between them. */
+// gcn: flags -fopenacc
+// gcn: env STUB_HSA_OPENACC=1
+// gcn: script main._omp_fn.0=sleep:5,store:0:1;main._omp_fn.1=store:0:2;main._omp_fn.2=step:0
+// gcn: run base
+// gcn: expect * ^a=1 b=2 c=11$
+#include <openacc.h>
+#include <stdio.h>
+
+int
+main (void)
+{
+  int a = 0, b = 0, c = 1;
+#pragma acc parallel async(1) copy(a) num_gangs(2)
+  a = 1;
+#pragma acc parallel async(2) copy(b)
+  b = 2;
+#pragma acc wait(1)
+#pragma acc data copy(c)
+  {
+#pragma acc parallel async(1) present(c)
+    c = c * 10 + 1;
+#pragma acc wait(1)
+  }
+#pragma acc wait
+  printf ("a=%d b=%d c=%d\n", a, b, c);
+  return 0;
+}
