@@ -4,6 +4,7 @@
 //! runtime error or a silent overrun.
 
 use crate::error::{Error, Result};
+use crate::sync::Lock;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -19,31 +20,27 @@ pub struct Blocks {
 impl Blocks {
     /// Records a new block.
     pub fn insert(&self, p: DevPtr, size: usize) {
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(p, size);
+        self.live.locked().insert(p, size);
     }
 
     /// Forgets block `p`; an address that does not start a block is an error.
     pub fn remove(&self, p: DevPtr) -> Result<usize> {
         self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .remove(&p)
             .ok_or_else(|| Error::invalid("invalid device address"))
     }
 
     /// Forgets every block (when its device closes), returning their addresses.
     pub fn take_all(&self) -> Vec<DevPtr> {
-        std::mem::take(&mut *self.live.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.live.locked())
             .into_keys()
             .collect()
     }
 
     /// Whether `p` lies inside a live block.
     pub fn contains(&self, p: DevPtr) -> bool {
-        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let live = self.live.locked();
         live.range(..=p)
             .next_back()
             .is_some_and(|(&start, &size)| p < start + size as u64)
@@ -53,7 +50,7 @@ impl Blocks {
     /// end is "invalid size". Addresses outside every block (module globals, memory
     /// the program allocated itself) are left to the driver.
     pub fn check(&self, p: DevPtr, n: usize) -> Result<()> {
-        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let live = self.live.locked();
         if let Some((&start, &size)) = live.range(..=p).next_back() {
             let end = start + size as u64;
             if p < end && p.checked_add(n as u64).is_none_or(|e| e > end) {

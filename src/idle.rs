@@ -10,6 +10,7 @@
 //! period. Thread-safety: [`watch`] may be called from any thread; `trim_idle` runs on
 //! the trimmer's thread, one object at a time, with no lock of the trimmer held.
 
+use crate::sync::{Lock, Wait};
 use std::sync::{Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -42,10 +43,6 @@ static STATE: Mutex<State> = Mutex::new(State {
 });
 static WAKE: Condvar = Condvar::new();
 
-fn lock() -> std::sync::MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Watches `obj`: once its [`IdleTrim::activity`] has not changed for `period`, its
 /// [`IdleTrim::trim_idle`] runs on the trimmer's thread (within about two periods of
 /// its last use). An object dropped meanwhile is forgotten. If the thread cannot be
@@ -54,7 +51,7 @@ pub fn watch(obj: Weak<dyn IdleTrim>, period: Duration) {
     let Some(seen) = obj.upgrade().map(|o| o.activity()) else {
         return;
     };
-    let mut st = lock();
+    let mut st = STATE.locked();
     st.watched.push(Watched {
         obj,
         period,
@@ -75,15 +72,15 @@ pub fn watch(obj: Weak<dyn IdleTrim>, period: Duration) {
 
 /// How many objects are watched (for tests).
 pub fn watched() -> usize {
-    lock().watched.len()
+    STATE.locked().watched.len()
 }
 
 fn run() {
     loop {
         let mut due = {
-            let mut st = lock();
+            let mut st = STATE.locked();
             while st.watched.is_empty() {
-                st = WAKE.wait(st).unwrap_or_else(|e| e.into_inner());
+                st = WAKE.wait_locked(st);
             }
             std::mem::take(&mut st.watched)
         };
@@ -106,14 +103,12 @@ fn run() {
             keep.push(w);
         }
         let next = keep.iter().map(|w| w.since + w.period).min();
-        let mut st = lock();
+        let mut st = STATE.locked();
         st.watched.extend(keep);
         if let Some(next) = next {
             let wait = next.saturating_duration_since(Instant::now());
             // New entries wake the thread early; their own deadline is then included.
-            let _ = WAKE
-                .wait_timeout(st, wait.max(Duration::from_millis(1)))
-                .unwrap_or_else(|e| e.into_inner());
+            let _ = WAKE.wait_timeout_locked(st, wait.max(Duration::from_millis(1)));
         }
     }
 }

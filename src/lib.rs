@@ -16,7 +16,8 @@
 //! - [`error`]: the one error type (no vendor types in it); [`blocks`]: the registry of
 //!   device blocks handed out by `alloc`; [`symbols`]: the run-time symbol-table macro
 //!   with which each backend declares its driver's entry points; [`idle`]: work done
-//!   once a cache has been idle (the process-wide trimmer thread).
+//!   once a cache has been idle (the process-wide trimmer thread); [`sync`]: locking
+//!   that takes a poisoned lock as it is.
 //!
 //! Nothing here is exported from a product (`#[no_mangle]`) except through the shells.
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
@@ -37,6 +38,7 @@ pub mod rect;
 pub mod registry;
 pub mod settings;
 pub mod symbols;
+pub mod sync;
 
 pub use device::Device;
 pub use error::{Error, Result};

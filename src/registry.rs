@@ -9,7 +9,8 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::sync::ReadWrite;
+use std::sync::{Arc, RwLock};
 
 /// The open devices of one product. A `static` of the backend; thread-safe.
 pub struct Registry<D> {
@@ -26,17 +27,9 @@ impl<D: Device> Registry<D> {
         }
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Vec<Option<Arc<D>>>> {
-        self.slots.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, Vec<Option<Arc<D>>>> {
-        self.slots.write().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Makes room for ordinals `0..n` (never shrinks).
     pub fn ensure_len(&self, n: usize) {
-        let mut s = self.write();
+        let mut s = self.slots.write_locked();
         if s.len() < n {
             s.resize(n, None);
         }
@@ -45,7 +38,7 @@ impl<D: Device> Registry<D> {
     /// `init_device`: opens `ord` with `open` and keeps it. An ordinal beyond the
     /// registry's size or one already open is an error (and `open` is not called).
     pub fn open(&self, ord: i32, open: impl FnOnce(i32) -> Result<D>) -> Result<()> {
-        let mut s = self.write();
+        let mut s = self.slots.write_locked();
         let slot = usize::try_from(ord)
             .ok()
             .and_then(|i| s.get_mut(i))
@@ -65,7 +58,7 @@ impl<D: Device> Registry<D> {
     pub fn close(&self, ord: i32) -> Result<()> {
         let dev = usize::try_from(ord)
             .ok()
-            .and_then(|i| self.write().get_mut(i).and_then(Option::take));
+            .and_then(|i| self.slots.write_locked().get_mut(i).and_then(Option::take));
         match dev {
             Some(d) => d.close(),
             None => Ok(()),
@@ -83,7 +76,8 @@ impl<D: Device> Registry<D> {
 
     /// The open device `ord`, not activated; `None` if it is not open.
     pub fn get_if_open(&self, ord: i32) -> Option<Arc<D>> {
-        self.read()
+        self.slots
+            .read_locked()
             .get(usize::try_from(ord).ok()?)
             .cloned()
             .flatten()
@@ -93,7 +87,8 @@ impl<D: Device> Registry<D> {
     /// host allocation).
     pub fn any(&self) -> Result<Arc<D>> {
         let d = self
-            .read()
+            .slots
+            .read_locked()
             .iter()
             .flatten()
             .next()

@@ -14,6 +14,7 @@ use crate::launch::reverse::{self, Reverse};
 use crate::launch::run;
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::sync::Lock;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
@@ -80,9 +81,7 @@ impl OpenDevice {
     /// still runs), the completion thread and async streams stay. The reverse-offload
     /// mailbox and the core are held by the threads using them.
     fn leave_to_exit(&self) {
-        std::mem::forget(std::mem::take(
-            &mut *self.images.lock().unwrap_or_else(|e| e.into_inner()),
-        ));
+        std::mem::forget(std::mem::take(&mut *self.images.locked()));
         self.async_queue.leave_to_exit();
     }
 
@@ -112,12 +111,7 @@ impl OpenDevice {
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
         self.core.events.destroy_all();
         self.reverse.shutdown();
-        let images: Vec<_> = self
-            .images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-            .collect();
+        let images: Vec<_> = self.images.locked().drain(..).collect();
         let mut first_err = settled.err();
         for img in images {
             if let Err(e) = (*img).unload(&self.core) {
@@ -180,10 +174,7 @@ impl gomp_plugin::Device for OpenDevice {
             img.fns.len(),
             table.len() - img.fns.len() - 1
         );
-        self.images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(img);
+        self.images.locked().push(img);
         Ok(LoadedImage {
             table,
             rev_fn_table,
@@ -192,7 +183,7 @@ impl gomp_plugin::Device for OpenDevice {
 
     fn unload_image(&self, data: *const c_void) -> Result<()> {
         let img = {
-            let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
+            let mut imgs = self.images.locked();
             let i = imgs
                 .iter()
                 .position(|m| m.key == data as usize)

@@ -626,3 +626,315 @@ fn openacc_copies_on_the_legacy_stream() {
     }
     in_every_mode(T, &[]);
 }
+
+// ---------------------------------------------------------------------------------
+// OpenACC async-queue copies: the device's copy engine on the queue's stream.
+
+/// An OpenACC async queue and the thread data OpenACC use needs; destroyed on drop,
+/// after the queue's work.
+struct Queue {
+    aq: *mut c_void,
+    td: *mut c_void,
+}
+
+impl Queue {
+    fn new() -> Queue {
+        // SAFETY: device 0 is open; both are destroyed in `drop`.
+        let td = unsafe { GOMP_OFFLOAD_openacc_create_thread_data(0) };
+        assert!(!td.is_null());
+        // SAFETY: as above.
+        let aq = unsafe { GOMP_OFFLOAD_openacc_async_construct(0) };
+        assert!(!aq.is_null());
+        Queue { aq, td }
+    }
+
+    /// `openacc_async_host2dev`: `src` must stay as it is until [`Queue::wait`].
+    fn h2d(&self, p: usize, src: &[u8]) {
+        // SAFETY: a live queue and block; the caller keeps `src` until the wait.
+        assert!(unsafe {
+            GOMP_OFFLOAD_openacc_async_host2dev(
+                0,
+                p as *mut c_void,
+                src.as_ptr().cast(),
+                src.len(),
+                self.aq,
+            )
+        });
+    }
+
+    /// `openacc_async_dev2host`: `dst` must stay alive until [`Queue::wait`].
+    fn d2h(&self, dst: &mut [u8], p: usize) {
+        // SAFETY: as above.
+        assert!(unsafe {
+            GOMP_OFFLOAD_openacc_async_dev2host(
+                0,
+                dst.as_mut_ptr().cast(),
+                p as *const c_void,
+                dst.len(),
+                self.aq,
+            )
+        });
+    }
+
+    fn d2d(&self, dst: usize, src: usize, n: usize) {
+        // SAFETY: a live queue and blocks.
+        assert!(unsafe {
+            GOMP_OFFLOAD_openacc_async_dev2dev(
+                0,
+                dst as *mut c_void,
+                src as *const c_void,
+                n,
+                self.aq,
+            )
+        });
+    }
+
+    /// `openacc_async_exec` of kernel `f` with `vars` on the queue.
+    fn exec(&self, f: usize, vars: usize) {
+        let mut dims = [0u32; 3];
+        // SAFETY: a kernel handle, libgomp's arrays (unused ones NULL), a live queue.
+        unsafe {
+            GOMP_OFFLOAD_openacc_async_exec(
+                f as *mut c_void,
+                0,
+                std::ptr::null_mut(),
+                vars as *mut *mut c_void,
+                dims.as_mut_ptr(),
+                std::ptr::null_mut(),
+                self.aq,
+            )
+        };
+    }
+
+    /// `acc_wait`: `openacc_async_synchronize`.
+    fn wait(&self) {
+        // SAFETY: a live queue.
+        assert!(unsafe { GOMP_OFFLOAD_openacc_async_synchronize(self.aq) });
+    }
+
+    /// `acc_wait_async(self, later)`: `openacc_async_serialize`.
+    fn then(&self, later: &Queue) {
+        // SAFETY: live queues.
+        assert!(unsafe { GOMP_OFFLOAD_openacc_async_serialize(self.aq, later.aq) });
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // SAFETY: made in `new`, destroyed once.
+        unsafe {
+            assert!(GOMP_OFFLOAD_openacc_async_destruct(self.aq));
+            GOMP_OFFLOAD_openacc_destroy_thread_data(self.td);
+        }
+    }
+}
+
+/// `n` bytes of page-locked host memory from the plugin, freed on drop.
+struct PageLocked(*mut u8, usize);
+
+impl PageLocked {
+    fn new(n: usize) -> PageLocked {
+        let mut host: *mut c_void = std::ptr::null_mut();
+        // SAFETY: an out-pointer.
+        assert!(unsafe { GOMP_OFFLOAD_page_locked_host_alloc(&mut host, n) });
+        PageLocked(host.cast(), n)
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: `n` bytes of page-locked memory, alive until drop.
+        unsafe { std::slice::from_raw_parts_mut(self.0, self.1) }
+    }
+}
+
+impl Drop for PageLocked {
+    fn drop(&mut self) {
+        // SAFETY: from page_locked_host_alloc, freed once.
+        assert!(unsafe { GOMP_OFFLOAD_page_locked_host_free(self.0.cast()) });
+    }
+}
+
+/// Sizes that take each path of the copy engine: the driver's (a few bytes), a bounce
+/// buffer (32 KiB), the driver's again (2 MiB, above the bounce size) and the staging
+/// engine (5 MiB).
+const QUEUE_SIZES: [usize; 4] = [64, 32 << 10, 2 << 20, 5 << 20];
+
+/// A queue's copy is seen by the launch queued after it on that queue, whatever path
+/// the copy took; and a launch's result by the queue's copy after it, into pageable and
+/// page-locked memory.
+#[test]
+fn queue_copy_then_launch_on_the_queue() {
+    const T: &str = "queue_copy_then_launch_on_the_queue";
+    if support::is_child(T) {
+        let k = setup();
+        let q = Queue::new();
+        for (i, n) in QUEUE_SIZES.into_iter().enumerate() {
+            let p = alloc(n);
+            let data = pattern(40 + i, n);
+            let (n0, _) = snapshot(0);
+            q.h2d(p, &data);
+            q.exec(k.snapshot, p);
+            q.wait();
+            assert_eq!(
+                snapshot(n0).1[..],
+                data[..64],
+                "launch after a {n}-byte copy"
+            );
+            let words: Vec<u8> = (0..n as u64 / 8).flat_map(|w| w.to_le_bytes()).collect();
+            q.h2d(p, &words);
+            q.exec(k.double, p);
+            let want: Vec<u8> = (0..8u64).flat_map(|w| (2 * w).to_le_bytes()).collect();
+            let mut pageable = vec![0u8; n];
+            q.d2h(&mut pageable, p);
+            q.wait();
+            assert_eq!(
+                pageable[..64],
+                want[..],
+                "{n} bytes back to pageable memory"
+            );
+            q.exec(k.double, p);
+            let mut locked = PageLocked::new(n);
+            q.d2h(locked.bytes(), p);
+            q.wait();
+            let want: Vec<u8> = (0..8u64).flat_map(|w| (4 * w).to_le_bytes()).collect();
+            assert_eq!(
+                locked.bytes()[..64],
+                want[..],
+                "{n} bytes to page-locked memory"
+            );
+            // SAFETY: a block from alloc, freed once.
+            assert!(unsafe { GOMP_OFFLOAD_free(0, p as *mut c_void) });
+        }
+        drop(q);
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// After `acc_wait` a queue's copies have landed: a synchronous copy back sees them,
+/// many bounce-buffer copies queued in a row (more than the buffers kept) each land
+/// with their own bytes, and the program may then reuse the sources.
+#[test]
+fn queue_copy_then_wait() {
+    const T: &str = "queue_copy_then_wait";
+    if support::is_child(T) {
+        setup();
+        let q = Queue::new();
+        for (i, n) in QUEUE_SIZES.into_iter().enumerate() {
+            let p = alloc(n);
+            let mut data = pattern(50 + i, n);
+            q.h2d(p, &data);
+            q.wait();
+            // OpenACC's rule: the source is the program's again after the wait.
+            data.fill(0);
+            assert!(back(p, n) == pattern(50 + i, n), "{n} bytes after acc_wait");
+        }
+        const N: usize = 32 << 10;
+        let blocks: Vec<usize> = (0..12).map(|_| alloc(N)).collect();
+        let sources: Vec<Vec<u8>> = (0..12).map(|i| pattern(60 + i, N)).collect();
+        for (b, src) in blocks.iter().zip(&sources) {
+            q.h2d(*b, src);
+        }
+        assert!(pending() > 0, "queued, not run");
+        q.wait();
+        for (i, &b) in blocks.iter().enumerate() {
+            assert!(back(b, N) == sources[i], "bounce block {i}");
+        }
+        let mut locked = PageLocked::new(N);
+        locked.bytes().copy_from_slice(&pattern(80, N));
+        q.h2d(blocks[0], locked.bytes());
+        q.wait();
+        locked.bytes().fill(0);
+        assert!(back(blocks[0], N) == pattern(80, N), "page-locked source");
+        drop((q, locked));
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// A copy on another queue sees a queue's copy once it waits for that queue: through
+/// `acc_wait_async` (an event, no host wait) and after `acc_wait`.
+#[test]
+fn queue_copy_then_other_queue_after_wait() {
+    const T: &str = "queue_copy_then_other_queue_after_wait";
+    if support::is_child(T) {
+        let k = setup();
+        let (q1, q2) = (Queue::new(), Queue::new());
+        for (i, n) in QUEUE_SIZES.into_iter().enumerate() {
+            let (p, p2) = (alloc(n), alloc(n));
+            let data = pattern(90 + i, n);
+            q1.h2d(p, &data);
+            q1.then(&q2);
+            let mut locked = PageLocked::new(n);
+            q2.d2h(locked.bytes(), p);
+            q2.wait();
+            assert!(locked.bytes()[..] == data[..], "{n} bytes, acc_wait_async");
+            let data2 = pattern(95 + i, n);
+            q1.h2d(p, &data2);
+            q1.wait();
+            q2.d2d(p2, p, n);
+            let (n0, _) = snapshot(0);
+            q2.exec(k.snapshot, p2);
+            q2.wait();
+            assert_eq!(snapshot(n0).1[..], data2[..64], "{n} bytes, acc_wait");
+            assert!(back(p2, n) == data2, "{n} bytes, device to device");
+        }
+        drop((q1, q2));
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// `GOMP_NVPTX_PROFILE` counts a queue's copies: those that returned once queued in
+/// the `queued` rows, the waited ones by their path.
+#[test]
+fn queue_copies_are_profiled() {
+    const T: &str = "queue_copies_are_profiled";
+    if support::is_child(T) {
+        setup();
+        let q = Queue::new();
+        let (p, p2) = (alloc(5 << 20), alloc(64));
+        for n in QUEUE_SIZES {
+            q.h2d(p, &pattern(1, n));
+            q.wait();
+        }
+        let mut v = vec![0u8; 64];
+        q.d2h(&mut v, p);
+        let mut locked = PageLocked::new(64);
+        q.d2h(locked.bytes(), p);
+        q.d2d(p2, p, 64);
+        q.wait();
+        drop((q, locked));
+        assert!(fini());
+        return;
+    }
+    if !support::have_tools(T, &["cc"]) {
+        return;
+    }
+    let dir = support::Scratch::new("copy-order");
+    let lib = support::stub_libcuda_2dev(&dir, &[]);
+    let c = support::run_child(
+        T,
+        &[
+            ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+            ("GOMP_NVPTX_PROFILE", OsStr::new("1")),
+        ],
+    );
+    c.assert_passed().assert_stderr_lacks("stub libcuda:");
+    let count = |row: &str| {
+        c.stderr
+            .lines()
+            .find_map(|l| {
+                let l = l.split_once(row)?.1;
+                l.split_whitespace().next()?.parse::<u64>().ok()
+            })
+            .unwrap_or_else(|| panic!("no row {row:?}\n{}", c.stderr))
+    };
+    assert_eq!(count("h2d queued "), 3, "64 B, 32 KiB and 2 MiB");
+    assert_eq!(count("h2d staged "), 1, "5 MiB");
+    assert_eq!(count("d2h pageable "), 1, "waited, through the ring");
+    assert_eq!(count("d2h queued "), 1, "to page-locked memory");
+    assert_eq!(count("d2d queued "), 1);
+}

@@ -1,7 +1,7 @@
 //! XXH64 (the xxHash project's 64-bit hash, as its specification defines it): the
 //! integrity checksum of a cache entry ([`super::entry`]). A fast non-cryptographic
-//! hash: four independent multiply-rotate lanes over 32-byte stripes, several GB/s in
-//! plain Rust on any CPU. Pure code.
+//! hash: four independent multiply-rotate lanes over 32-byte stripes, fast in plain
+//! Rust on any CPU. Pure code.
 
 const P1: u64 = 0x9E37_79B1_85EB_CA87;
 const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;

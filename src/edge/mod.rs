@@ -10,7 +10,8 @@
 //! | `exports/can_run.rs` | `can_run` | no (GCC's nvptx plugin has none) | yes |
 //! | `exports/page_locked.rs` | `page_locked_host_alloc/free` | yes | no |
 //! | `exports/interop.rs` | `interop`, `get_interop_*` | yes | no |
-//! | `exports/openacc.rs` | `openacc_*` | yes | no |
+//! | `exports/openacc.rs` | `openacc_*` but the CUDA interop | yes | yes |
+//! | `exports/openacc_cuda.rs` | `openacc_cuda_*` (CUDA interop) | yes | no |
 //!
 //! Each shell is one call into the backend's [`crate::Plugin`] / [`crate::Device`] /
 //! [`crate::OpenAcc`] through [`guard`] (panic boundary, libgomp's error convention).

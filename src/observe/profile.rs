@@ -3,6 +3,7 @@
 //! reverse-offload requests, OpenACC queues. Thread-safe ([`Profile`] locks briefly
 //! per record); a product creates one only when profiling is on.
 
+use crate::sync::Lock;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -73,6 +74,9 @@ pub enum CopyMem {
     /// A host-to-device copy that returned before its DMA had ended (the host time is
     /// the call's, not the transfer's).
     Deferred,
+    /// A copy of an OpenACC async queue that returned once queued on the queue's stream
+    /// (the host time is the call's; the queue's wait ends the transfer).
+    Queued,
     /// Both sides on the device.
     Device,
 }
@@ -89,13 +93,14 @@ impl CopyDir {
 }
 
 impl CopyMem {
-    /// `pageable`, `pinned`, `staged`, `deferred`, `device`.
+    /// `pageable`, `pinned`, `staged`, `deferred`, `queued`, `device`.
     pub fn label(self) -> &'static str {
         match self {
             CopyMem::Pageable => "pageable",
             CopyMem::Pinned => "pinned",
             CopyMem::Staged => "staged",
             CopyMem::Deferred => "deferred",
+            CopyMem::Queued => "queued",
             CopyMem::Device => "device",
         }
     }
@@ -183,7 +188,7 @@ pub struct Profile {
 
 impl Profile {
     fn with<T>(&self, f: impl FnOnce(&mut Data) -> T) -> T {
-        f(&mut self.data.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.data.locked())
     }
 
     /// A copy of what was recorded.

@@ -5,6 +5,7 @@
 //! ([`Trace::write`]), sorted by track and start, so the file is whole whenever it
 //! exists. Thread-safe; a product creates one only when tracing is on.
 
+use crate::sync::Lock;
 use once_cell::sync::Lazy;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -94,7 +95,7 @@ fn num(x: f64) -> String {
 
 impl Trace {
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
-        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.inner.locked())
     }
 
     /// Records a complete event.

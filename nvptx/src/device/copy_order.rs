@@ -36,8 +36,9 @@ use crate::cuda::pools::events::EventPool;
 use crate::cuda::safe::{OwnedEvent, Stream};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 /// A stream with deferred copies not yet known complete.
 struct Dirty {
@@ -89,10 +90,6 @@ pub struct CopyOrder {
 }
 
 impl CopyOrder {
-    fn lock(&self) -> MutexGuard<'_, Entries> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn publish(&self, e: &Entries) {
         self.dirty.store(e.list.len(), Ordering::Release);
     }
@@ -106,7 +103,7 @@ impl CopyOrder {
     /// Records that a deferred copy was just queued on `s`: an event is recorded after it
     /// and `s` is dirty until that event is known complete. Context current (caller).
     pub fn deferred(&self, s: Stream, events: &EventPool) -> Result<()> {
-        let mut e = self.lock();
+        let mut e = self.entries.locked();
         e.seq += 1;
         let seq = e.seq;
         let i = match e.list.iter().position(|d| d.stream == s) {
@@ -149,7 +146,7 @@ impl CopyOrder {
 
     fn order_slow(&self, target: Stream, after_legacy: bool, events: &EventPool) -> Result<Waited> {
         let mut w = Waited::default();
-        let mut e = self.lock();
+        let mut e = self.entries.locked();
         let mut i = 0;
         let mut err = None;
         while i < e.list.len() {
@@ -197,7 +194,7 @@ impl CopyOrder {
         if w.n == 0 {
             return;
         }
-        let mut e = self.lock();
+        let mut e = self.entries.locked();
         let mut i = 0;
         while i < e.list.len() {
             if w.has(e.list[i].stream, e.list[i].seq) {
@@ -219,7 +216,7 @@ impl CopyOrder {
         }
         let mut w = Vec::new();
         {
-            let e = self.lock();
+            let e = self.entries.locked();
             for d in &e.list {
                 w.push((d.stream, d.seq, d.event.handle()));
             }
@@ -232,7 +229,7 @@ impl CopyOrder {
                 first.get_or_insert(x);
             }
         }
-        let mut e = self.lock();
+        let mut e = self.entries.locked();
         let mut i = 0;
         while i < e.list.len() {
             let d = &e.list[i];

@@ -12,6 +12,7 @@
 //! [`Device::activate`] made the context current there.
 
 pub mod config;
+pub mod copy;
 pub mod copy_order;
 pub mod host_memory;
 pub mod memory;
@@ -39,6 +40,7 @@ use crate::memory::stacks::StackCache;
 use crate::observe::{info, DeviceObserve};
 use gomp_plugin::blocks::Blocks;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -137,37 +139,16 @@ pub fn attr_or_zero(dev: CUdevice, a: CUdevice_attribute) -> i32 {
     attr(dev, a).unwrap_or(0)
 }
 
-impl Device {
-    /// Opens device `ord`: borrows the calling thread's current context when it belongs
-    /// to this device, else retains the device's primary context (shared with the CUDA
-    /// runtime and other libraries).
-    pub fn open(ord: i32) -> Result<Device> {
-        let cu_dev = query::device(ord)?;
-        let primary = PrimaryContext::retain(cu_dev)?;
-        let cur = context::current()?;
-        // A context the program made current for this device is borrowed; the primary
-        // context (also when left current by an earlier open/close, when it may have
-        // been reset) is retained. A stale current context fails cuCtxGetDevice.
-        // Only asked when a context is current.
-        let borrow = !cur.is_null()
-            && cur != primary.handle()
-            && context::current_device().is_ok_and(|d| d == cu_dev);
-        let (ctx, primary) = if borrow {
-            // Balanced with the retain above; the primary context is not used.
-            primary.release()?;
-            (cur, None)
-        } else {
-            (primary.handle(), Some(primary))
-        };
-        let owns_primary = primary.is_some();
+impl Props {
+    /// Reads the properties of CUDA device `cu_dev`.
+    fn read(cu_dev: CUdevice) -> Result<Props> {
         let name = query::name(cu_dev)?;
-        let name = name
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8 as char)
-            .collect();
-        let props = Props {
-            name,
+        Ok(Props {
+            name: name
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8 as char)
+                .collect(),
             num_sms: attr(cu_dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             regs_per_sm: attr(cu_dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
             clock_khz: attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
@@ -180,19 +161,59 @@ impl Device {
                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             ),
             total_mem: query::total_mem(cu_dev)?,
-        };
+        })
+    }
+}
+
+/// The context a device opened on CUDA device `cu_dev` uses: the calling thread's
+/// current context when the program made one for this device (borrowed: `None`), else
+/// the device's primary context, retained (also when left current by an earlier
+/// open/close, when it may have been reset). A stale current context fails
+/// cuCtxGetDevice, which is only asked when a context is current.
+fn context_for(cu_dev: CUdevice) -> Result<(CUcontext, Option<PrimaryContext>)> {
+    let primary = PrimaryContext::retain(cu_dev)?;
+    let cur = context::current()?;
+    let borrow = !cur.is_null()
+        && cur != primary.handle()
+        && context::current_device().is_ok_and(|d| d == cu_dev);
+    if borrow {
+        // Balanced with the retain above; the primary context is not used.
+        primary.release()?;
+        return Ok((cur, None));
+    }
+    Ok((primary.handle(), Some(primary)))
+}
+
+/// Makes `ctx` current on the calling thread, if it is not already.
+fn make_current(ctx: CUcontext) -> Result<()> {
+    if context::current()? != ctx {
+        // SAFETY: a live context (the caller's device keeps it alive until `close`).
+        unsafe { context::set_current(ctx) }?;
+    }
+    Ok(())
+}
+
+impl Device {
+    /// Opens device `ord`: borrows the calling thread's current context when it belongs
+    /// to this device, else retains the device's primary context (shared with the CUDA
+    /// runtime and other libraries); leaves that context current.
+    pub fn open(ord: i32) -> Result<Device> {
+        let cu_dev = query::device(ord)?;
+        let (ctx, primary) = context_for(cu_dev)?;
+        let props = Props::read(cu_dev)?;
+        make_current(ctx)?;
+        let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
+        let pool = Pool::create(cu_dev, pools)?;
+        let observe = DeviceObserve::open(ord, &props.name);
         let config = Config::process().clone();
         let tstream = config.tune.tstream;
-        let (device_cache, pinned_cache) = (config.device_cache, config.pinned_cache);
         let dev = Device {
             ord,
             cu_dev,
             ctx,
-            primary: Mutex::new(primary),
             props,
             staging: Staging::new(config.staging),
             bounce: Bounce::new(config.tune.bounce),
-            config,
             streams: StreamPool::default(),
             thread_streams: ThreadStreams::new(match tstream {
                 ThreadStream::Blocking => CU_STREAM_DEFAULT as u32,
@@ -202,52 +223,62 @@ impl Device {
             interop_streams: AtomicUsize::new(0),
             tstream,
             events: EventPool::default(),
-            stacks: StackCache::new(ctx, device_cache),
-            pool: None,
+            stacks: StackCache::new(ctx, config.device_cache),
+            pool,
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
             kernel_copy: KernelCopy::default(),
-            pinned: HostPool::new(HostChunks { ord }, pinned_cache),
+            pinned: HostPool::new(HostChunks { ord }, config.pinned_cache),
             openacc: AtomicBool::new(false),
-            observe: None,
+            observe,
+            primary: Mutex::new(primary),
+            config,
         };
-        dev.activate()?;
-        let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
-        let dev = Device {
-            pool: Pool::create(cu_dev, pools)?,
-            observe: DeviceObserve::open(ord, &dev.props.name),
-            ..dev
-        };
-        if let (Some(p), true) = (&dev.pool, dev.config.tune.poolwarm) {
-            p.warm_up(dev.ctx);
+        dev.start()?;
+        dev.report_opened();
+        Ok(dev)
+    }
+
+    /// What an opened device does before its first use (context current): the pool's
+    /// warm-up, the trace's epoch, the context's stack and heap limits.
+    fn start(&self) -> Result<()> {
+        if let (Some(p), true) = (&self.pool, self.config.tune.poolwarm) {
+            p.warm_up(self.ctx);
         }
-        if let Some(o) = &dev.observe {
+        if let Some(o) = &self.observe {
             // The epoch device times are placed from (the stream is waited for).
-            if dev.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
+            if self.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
                 o.epoch_done();
             }
         }
-        if let Some(n) = dev.config.native_stack {
+        if let Some(n) = self.config.native_stack {
             context::set_limit(CU_LIMIT_STACK_SIZE, n)?;
         }
-        if let Some(n) = dev.config.heap {
+        if let Some(n) = self.config.heap {
             // Before any launch.
             context::set_limit(CU_LIMIT_MALLOC_HEAP_SIZE, n)?;
         }
+        Ok(())
+    }
+
+    /// The `GOMP_DEBUG` line and the `GOMP_NVPTX_INFO` lines of an opened device.
+    fn report_opened(&self) {
+        let owns_primary = self.primary.locked().is_some();
         log::debug!(
-            "device {ord}: {} (sm_{}{}, {} SMs, {} kHz), {} context, {}",
-            dev.props.name,
-            dev.props.cc.0,
-            dev.props.cc.1,
-            dev.props.num_sms,
-            dev.props.clock_khz,
+            "device {}: {} (sm_{}{}, {} SMs, {} kHz), {} context, {}",
+            self.ord,
+            self.props.name,
+            self.props.cc.0,
+            self.props.cc.1,
+            self.props.num_sms,
+            self.props.clock_khz,
             if owns_primary {
                 "primary"
             } else {
                 "borrowed current"
             },
-            if dev.pool.is_some() {
+            if self.pool.is_some() {
                 "stream-ordered memory pool"
             } else {
                 "cuMemAlloc (no memory pools)"
@@ -255,18 +286,17 @@ impl Device {
         );
         info::opened(
             &info::Opened {
-                ord,
-                name: &dev.props.name,
-                cc: dev.props.cc,
-                sms: dev.props.num_sms,
+                ord: self.ord,
+                name: &self.props.name,
+                cc: self.props.cc,
+                sms: self.props.num_sms,
                 driver: query::driver_version().unwrap_or(0),
-                soft_stack: dev.config.soft_stack,
-                heap: dev.config.heap,
-                pool: dev.pool.is_some(),
+                soft_stack: self.config.soft_stack,
+                heap: self.config.heap,
+                pool: self.pool.is_some(),
             },
-            &crate::image::link_cache::describe(&dev.config.link_cache),
+            &crate::image::link_cache::describe(&self.config.link_cache),
         );
-        Ok(dev)
     }
 
     /// The device's CUDA context (borrowed or primary; alive until `close`).
@@ -278,11 +308,7 @@ impl Device {
     /// Every entry point that touches the device calls this first, so any host thread
     /// (an OpenMP worker, say) may use the device.
     pub fn activate(&self) -> Result<()> {
-        if context::current()? != self.ctx {
-            // SAFETY: `ctx` is alive until `close`.
-            unsafe { context::set_current(self.ctx) }?;
-        }
-        Ok(())
+        make_current(self.ctx)
     }
 
     /// Runs `f` on the calling thread's stream, ordered after deferred copies on other
@@ -439,11 +465,7 @@ impl Device {
         }
         self.streams.destroy_all();
         self.thread_streams.destroy();
-        let primary = self
-            .primary
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let primary = self.primary.locked().take();
         if let Some(primary) = primary {
             // Unsetting our context on this thread so a later open does not find a
             // released one current.

@@ -80,12 +80,10 @@ pub enum Autotune {
 /// The knobs; `Tune::default()` is the plugin's choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tune {
-    /// Default warps per team (`None`: the occupancy choice). The default is 8: on the
-    /// H100 the occupancy choice sped most kernels of bench/kernel_bench.c up (13 warps
-    /// for GCC's 148-register C kernels: STREAM simd +5 %, without simd +31–48 %) but
-    /// slowed the simd n-body by 4–5 % and, with 7 warps x 4 teams per SM for 72-register
-    /// Fortran kernels, their simd triad and dot by up to 14.5 % (bench/results/
-    /// kernel-sweep.md, kernels.md); so it stays a knob.
+    /// Default warps per team (`None`: the occupancy choice). The default is 8: the
+    /// occupancy choice speeds most kernels of bench/kernel_bench.c up but slows some
+    /// (the simd n-body, the register-light Fortran simd triad and dot: bench/results/
+    /// kernel-sweep.md, kernels.md), so it stays a knob.
     pub warps: Option<u32>,
     /// Default teams.
     pub teams: Teams,

@@ -1,12 +1,14 @@
 //! Page-locked bounce buffers. For a pageable copy of 16 KiB to 1 MiB the driver's own
 //! path (its internal staging) costs more than copying the bytes on the CPU into
-//! page-locked memory and letting the copy engine read that (measured both ways, see
-//! bench/results); at 4 KiB the bounce was no faster, so copies below [`MIN_BYTES`]
-//! stay with the driver, and from 4 MiB the staging engine takes over. Copies of [`MIN_BYTES`] up to `GOMP_NVPTX_TUNE`'s `bounce` bytes
-//! (default [`DEFAULT_LIMIT`]) between pageable memory and the device go this way.
-//! Small host-to-device copies from page-locked memory use them too, so that a copy
-//! can return before its DMA has ended without leaving the DMA reading the program's
-//! buffer (see `Device::host2dev`).
+//! page-locked memory and letting the copy engine read that; below [`MIN_BYTES`] the
+//! bounce does not pay off, so those copies stay with the driver, and from 4 MiB the
+//! staging engine takes over (bench/results/latest.md, the `floor_h2d4k_*` and
+//! `*_pageable_*` rows). Copies of [`MIN_BYTES`] up to `GOMP_NVPTX_TUNE`'s `bounce`
+//! bytes (default [`DEFAULT_LIMIT`]) between pageable memory and the device go this
+//! way, synchronous ones and those of OpenACC async queues alike. Small host-to-device
+//! copies from page-locked memory use them too, so that a copy can return before its
+//! DMA has ended without leaving the DMA reading the program's buffer (see
+//! `device::copy`).
 //!
 //! A buffer may still be read by a host-to-device copy when it is given back
 //! ([`Bounce::give`]): its event, recorded after that copy, says when it may be
@@ -21,6 +23,7 @@
 use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
@@ -69,6 +72,16 @@ impl Drop for Buffer {
     }
 }
 
+/// What [`Bounce::find`] found.
+enum Found {
+    /// An idle buffer no copy reads.
+    Free(Buffer),
+    /// None free, fewer than [`KEEP`] kept: a new one may be made.
+    Room,
+    /// [`KEEP`] kept, all still read by their copies.
+    Full,
+}
+
 /// The device's bounce buffers, each `limit` bytes.
 pub struct Bounce {
     limit: usize,
@@ -96,44 +109,64 @@ impl Bounce {
         bytes <= self.limit
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, VecDeque<Buffer>> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A buffer no copy reads any more: the oldest idle one whose copy completed, else a
     /// new one, else (all [`KEEP`] buffers busy) the oldest after waiting for its copy.
     /// Context current.
     pub fn take(&self) -> Result<Buffer> {
-        let waited = {
-            let mut idle = self.idle();
-            if let Some(i) = idle.iter().position(Buffer::free) {
-                if let Some(b) = idle.remove(i) {
-                    return Ok(b);
+        match self.find() {
+            Found::Free(b) => Ok(b),
+            Found::Room => self.create(),
+            Found::Full => match self.idle.locked().pop_front() {
+                Some(b) => {
+                    // The buffer's event belongs to the device's context.
+                    b.done.handle().synchronize()?;
+                    Ok(b)
                 }
-            }
-            if idle.len() < KEEP {
-                None
-            } else {
-                idle.pop_front()
-            }
-        };
-        match waited {
-            Some(b) => {
-                // The buffer's event belongs to the device's context.
-                b.done.handle().synchronize()?;
-                Ok(b)
-            }
-            None => Ok(Buffer {
-                done: crate::cuda::safe::OwnedEvent::create()?,
-                mem: HostAlloc::alloc(self.limit.max(1), 0)?,
-            }),
+                None => self.create(),
+            },
         }
+    }
+
+    /// As [`Bounce::take`], but `None` rather than a wait when all [`KEEP`] buffers are
+    /// busy (an OpenACC queue's copy then goes to the driver: it must not wait for the
+    /// queue's earlier work).
+    pub fn try_take(&self) -> Option<Result<Buffer>> {
+        match self.find() {
+            Found::Free(b) => Some(Ok(b)),
+            Found::Room => Some(self.create()),
+            Found::Full => None,
+        }
+    }
+
+    /// The oldest idle buffer whose copy completed, taken out of the list.
+    fn find(&self) -> Found {
+        let mut idle = self.idle.locked();
+        if let Some(b) = idle
+            .iter()
+            .position(Buffer::free)
+            .and_then(|i| idle.remove(i))
+        {
+            return Found::Free(b);
+        }
+        if idle.len() < KEEP {
+            Found::Room
+        } else {
+            Found::Full
+        }
+    }
+
+    /// A new buffer (context current).
+    fn create(&self) -> Result<Buffer> {
+        Ok(Buffer {
+            done: crate::cuda::safe::OwnedEvent::create()?,
+            mem: HostAlloc::alloc(self.limit.max(1), 0)?,
+        })
     }
 
     /// Gives a buffer back (its copy may still be running); beyond [`KEEP`] idle
     /// buffers it is freed once its copy completed.
     pub fn give(&self, b: Buffer) {
-        let mut idle = self.idle();
+        let mut idle = self.idle.locked();
         if idle.len() < KEEP {
             idle.push_back(b);
         } else {
@@ -144,6 +177,6 @@ impl Bounce {
 
     /// Frees the idle buffers after their copies (device close, context current).
     pub fn destroy(&self) {
-        drop(std::mem::take(&mut *self.idle()));
+        drop(std::mem::take(&mut *self.idle.locked()));
     }
 }

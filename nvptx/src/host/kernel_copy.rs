@@ -13,6 +13,7 @@ use crate::cuda::pools::streams::StreamPool;
 use crate::cuda::safe::{HostAlloc, Module};
 use crate::cuda::sys::*;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::sync::Lock;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
@@ -136,7 +137,7 @@ impl KernelCopy {
     /// module loading wait for the device to be idle, which a kernel spinning on its
     /// reverse-offload answer never is.
     pub fn prepare(&self, streams: &StreamPool) -> Result<()> {
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.slot.locked();
         if slot.is_none() {
             let l = Loaded::load()?;
             l.run(streams, l.bounce_dev, l.bounce_dev, 0)?;
@@ -147,7 +148,7 @@ impl KernelCopy {
     }
 
     fn with(&self, f: impl FnOnce(&Loaded) -> Result<()>) -> Result<()> {
-        let slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = self.slot.locked();
         match slot.as_ref() {
             Some(l) => f(l),
             None => Err(Error::invalid(
@@ -212,6 +213,6 @@ impl KernelCopy {
     pub fn destroy(&self) {
         // Nothing runs the kernel or uses the buffer any more: dropped (buffer freed,
         // module unloaded).
-        drop(self.slot.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(self.slot.locked().take());
     }
 }

@@ -26,6 +26,7 @@
 //! in the unit tests), so the bookkeeping is tested without a GPU.
 
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::sync::Lock;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -262,10 +263,6 @@ impl<S: ChunkSource> PinnedPool<S> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The empty chunks the pool may always keep.
     fn floor(&self) -> usize {
         CHUNK.min(self.bound)
@@ -284,7 +281,7 @@ impl<S: ChunkSource> PinnedPool<S> {
     }
 
     fn alloc_small(&self, c: usize) -> Result<Option<usize>> {
-        let mut st = self.lock();
+        let mut st = self.state.locked();
         if let Some((p, slot)) = st.take_small(c) {
             st.live.insert(p, Live::Small { class: c, slot });
             return Ok(Some(p));
@@ -293,7 +290,7 @@ impl<S: ChunkSource> PinnedPool<S> {
         let Some(chunk) = self.source_alloc(CHUNK)? else {
             return Ok(None);
         };
-        let mut st = self.lock();
+        let mut st = self.state.locked();
         st.new_chunk(chunk);
         let (p, slot) = st.take_small(c).expect("a fresh chunk holds every class");
         st.live.insert(p, Live::Small { class: c, slot });
@@ -302,7 +299,7 @@ impl<S: ChunkSource> PinnedPool<S> {
 
     fn alloc_large(&self, bytes: usize) -> Result<Option<usize>> {
         let cached = {
-            let mut st = self.lock();
+            let mut st = self.state.locked();
             let p = st.cached.get_mut(&bytes).and_then(Vec::pop);
             if p.is_some() {
                 st.cached_bytes -= bytes;
@@ -316,7 +313,7 @@ impl<S: ChunkSource> PinnedPool<S> {
                 None => return Ok(None),
             },
         };
-        self.lock().live.insert(p, Live::Large(bytes));
+        self.state.locked().live.insert(p, Live::Large(bytes));
         Ok(Some(p))
     }
 
@@ -336,7 +333,7 @@ impl<S: ChunkSource> PinnedPool<S> {
     /// source; returns how many bytes.
     pub fn trim(&self) -> Result<usize> {
         let out: Vec<(usize, usize)> = {
-            let mut st = self.lock();
+            let mut st = self.state.locked();
             st.cached_bytes = 0;
             let mut out: Vec<(usize, usize)> = std::mem::take(&mut st.cached)
                 .into_iter()
@@ -370,7 +367,7 @@ impl<S: ChunkSource> PinnedPool<S> {
         if p == 0 {
             return Ok(());
         }
-        let mut st = self.lock();
+        let mut st = self.state.locked();
         let out: Vec<(usize, usize)> = match st.live.remove(&p) {
             Some(Live::Small { class, slot }) => {
                 let s = &mut st.slots[slot as usize];
@@ -430,12 +427,12 @@ impl<S: ChunkSource> PinnedPool<S> {
 
     /// Whether `p` is a live block of the pool.
     pub fn owns(&self, p: usize) -> bool {
-        self.lock().live.contains_key(&p)
+        self.state.locked().live.contains_key(&p)
     }
 
     /// Bytes in the pool's chunks and large blocks (live or cached).
     pub fn footprint(&self) -> usize {
-        let st = self.lock();
+        let st = self.state.locked();
         st.chunks() * CHUNK
             + st.cached_bytes
             + st.live
@@ -450,7 +447,7 @@ impl<S: ChunkSource> PinnedPool<S> {
     /// Bytes the pool keeps unused and could give back: cached large blocks and chunks
     /// with no live block.
     pub fn unused(&self) -> usize {
-        let st = self.lock();
+        let st = self.state.locked();
         st.cached_bytes + st.empty_bytes
     }
 
@@ -458,7 +455,7 @@ impl<S: ChunkSource> PinnedPool<S> {
     /// frees no pinned memory after the device is finalized. The pool is empty and
     /// usable afterwards. Returns the first error, after trying every block.
     pub fn destroy(&self) -> Result<()> {
-        let st = std::mem::replace(&mut *self.lock(), State::new());
+        let st = std::mem::replace(&mut *self.state.locked(), State::new());
         let live_small = st
             .live
             .values()

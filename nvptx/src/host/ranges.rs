@@ -14,6 +14,7 @@
 //! unit-tested without a GPU.
 
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::sync::{Lock, ReadWrite};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, RwLock};
 
@@ -103,21 +104,13 @@ impl Registry {
         }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<usize, Entry>> {
-        self.map.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<usize, Entry>> {
-        self.map.write().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn serialize(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.ops.lock().unwrap_or_else(|e| e.into_inner())
+        self.ops.locked()
     }
 
     /// The registered range containing address `p`, if any.
     pub fn find(&self, p: usize) -> Option<Range> {
-        let m = self.read();
+        let m = self.map.read_locked();
         let (&start, e) = m.range(..=p).next_back()?;
         (p < e.end).then_some(Range {
             start,
@@ -167,9 +160,9 @@ impl Registry {
     ) -> Result<Locked> {
         let (s, e) = span_of(p, len)?;
         let _ops = self.serialize();
-        let inside = Self::classify(&self.read(), s, e)?;
+        let inside = Self::classify(&self.map.read_locked(), s, e)?;
         if let Some(start) = inside {
-            let mut m = self.write();
+            let mut m = self.map.write_locked();
             let ent = m.get_mut(&start).expect("entry found under the ops lock");
             match ent.holds.iter_mut().find(|(a, _)| *a == p) {
                 Some((_, n)) => *n += 1,
@@ -182,7 +175,7 @@ impl Registry {
             }));
         }
         register(s, e - s)?;
-        self.write().insert(
+        self.map.write_locked().insert(
             s,
             Entry {
                 end: e,
@@ -207,7 +200,7 @@ impl Registry {
         let not_locked = || Error::invalid(format!("host address {p:#x} is not locked"));
         let r = self.find(p).ok_or_else(not_locked)?;
         let last = {
-            let mut m = self.write();
+            let mut m = self.map.write_locked();
             let ent = m.get_mut(&r.start).expect("entry found under the ops lock");
             let i = ent
                 .holds
@@ -236,11 +229,15 @@ impl Registry {
     pub fn insert_owned(&self, start: usize, len: usize, origin: Origin) -> Result<()> {
         let (s, e) = span_of(start, len)?;
         let _ops = self.serialize();
-        if let Some(inside) = Self::classify(&self.read(), s, e)? {
-            let end = self.read().get(&inside).map_or(inside, |x| x.end);
+        if let Some(inside) = Self::classify(&self.map.read_locked(), s, e)? {
+            let end = self
+                .map
+                .read_locked()
+                .get(&inside)
+                .map_or(inside, |x| x.end);
             return Err(overlap(s, e, inside, end));
         }
-        self.write().insert(
+        self.map.write_locked().insert(
             s,
             Entry {
                 end: e,
@@ -256,7 +253,7 @@ impl Registry {
     /// with any user locks sharing it. False if there is no such owned range.
     pub fn remove_owned(&self, start: usize) -> bool {
         let _ops = self.serialize();
-        let mut m = self.write();
+        let mut m = self.map.write_locked();
         let s = start - start % PAGE;
         match m.get(&s) {
             Some(e) if e.owned => {
@@ -276,12 +273,12 @@ impl Registry {
 
     /// Number of registered ranges (diagnostics and tests).
     pub fn len(&self) -> usize {
-        self.read().len()
+        self.map.read_locked().len()
     }
 
     /// True when no range is registered.
     pub fn is_empty(&self) -> bool {
-        self.read().is_empty()
+        self.map.read_locked().is_empty()
     }
 }
 

@@ -109,4 +109,21 @@ impl Ring {
         r.stream = Some(s);
         Ok(p)
     }
+
+    /// Notes that stream `s` has been synchronised after the ring's latest copy: when
+    /// the current half holds copies of `s`, they have all run, so the half needs no
+    /// fence (leaving it later records none on `s`, which would make the half wait for
+    /// whatever `s` runs by then).
+    ///
+    /// # Safety
+    /// Only the thread owning the ring's lane may call this, after the synchronisation.
+    pub unsafe fn synced(&self, s: Stream) {
+        // SAFETY: only the owning thread gets here (caller); no reference into the
+        // cell outlives this call.
+        if let Some(r) = unsafe { &mut *self.0.get() } {
+            if r.stream == Some(s) {
+                r.stream = None;
+            }
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Pipelined copies between pageable host memory and the device. The driver copies
-//! pageable memory through its own staging at 7–11 GB/s on the H100 here, of PCIe's 55;
-//! for large copies the plugin stages itself instead.
+//! pageable memory through its own staging at a fraction of the bus's bandwidth
+//! (bench/results/latest.md, the `*_pageable_*` rows); for large copies the plugin stages
+//! itself instead.
 //!
 //! A copy is cut into pieces that a few *lanes* claim one after the other (an atomic
 //! counter, so a slow lane simply takes fewer). Each lane is a thread with its own
@@ -11,16 +12,17 @@
 //! (created with the buffers, on first use, and ended at device close), so no thread is
 //! spawned per copy or per piece, and no lane ever waits for another.
 //!
-//! Used for synchronous OpenMP copies of at least [`MIN_STAGED`] bytes when the device's
-//! staging engine is free; otherwise (another thread is staging, OpenACC's legacy-stream
-//! ordering is in force, or the engine cannot be created) the copy goes to the driver as
-//! before. The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`].
+//! Used for pageable copies of at least [`MIN_STAGED`] bytes, synchronous ones and those
+//! of OpenACC async queues (`device::copy`), when the device's staging engine is free;
+//! otherwise (another thread is staging, a synchronous copy under OpenACC's
+//! legacy-stream ordering, or the engine cannot be created) the copy goes to the driver. The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`].
 
 use crate::cuda::safe::context;
 use crate::cuda::safe::{HostAlloc, OwnedEvent, OwnedStream};
 use crate::cuda::sys::*;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::settings::parse_size;
+use gomp_plugin::sync::Lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -36,9 +38,9 @@ const MIN_PIECE: usize = 256 << 10;
 
 /// The staging engine's shape. Default: 4 MiB buffers, 2 per lane, and three lanes per
 /// four processors, at most 12 (96 MiB page-locked, allocated on the first staged
-/// copy): on the H100 machine here (16 cores) 12 lanes moved a 1 GiB pageable copy at
-/// 49-50 GB/s each way, 8 at 38-47, 4 at 23 and 16 at 28 (session 3, device run 3,
-/// `bench/staging-sweep.sh`). An experiment knob, `GOMP_NVPTX_STAGING=
+/// copy): the lane count that moved a 1 GiB pageable copy fastest on a 16-core host,
+/// where more lanes than that were slower again (`bench/staging-sweep.sh`,
+/// bench/results/staging-sweep.md). An experiment knob, `GOMP_NVPTX_STAGING=
 /// "threads,chunk_bytes,buffers"`, overrides it (not documented for users).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StagingParams {
@@ -471,7 +473,7 @@ impl Staging {
 
     /// Ends the engine: its threads and buffers (device close; the context is current).
     pub fn destroy(&self) {
-        if let Some(e) = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(e) = self.slot.locked().take() {
             e.destroy();
         }
     }

@@ -13,6 +13,7 @@ use crate::cuda::sys::{CUdeviceptr, CUfunction};
 use crate::device::Device;
 use gomp_plugin::autotune::Trials;
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use once_cell::sync::OnceCell;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -158,6 +159,6 @@ impl Tuning {
 
     /// The trials (`None` before the kernel's first tuned launch).
     pub fn tuner(&self) -> MutexGuard<'_, Option<Tuner>> {
-        self.tuner.lock().unwrap_or_else(|e| e.into_inner())
+        self.tuner.locked()
     }
 }

@@ -7,6 +7,7 @@
 //! memory and at device close.
 
 use crate::cuda::sys::CUdeviceptr;
+use gomp_plugin::sync::Lock;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -35,13 +36,9 @@ pub struct LargeBlocks {
 }
 
 impl LargeBlocks {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
-        self.cached.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A cached block of `rounded` bytes, if there is one.
     pub fn take(&self, rounded: usize) -> Option<CUdeviceptr> {
-        let mut c = self.lock();
+        let mut c = self.cached.locked();
         let p = c.by_size.get_mut(&rounded)?.pop()?;
         c.bytes -= rounded;
         self.bytes.store(c.bytes, Ordering::Relaxed);
@@ -56,7 +53,7 @@ impl LargeBlocks {
         if rounded > room {
             return Some(vec![p]);
         }
-        let mut c = self.lock();
+        let mut c = self.cached.locked();
         let out = if c.bytes + rounded > room {
             Some(Self::evict(&mut c, room - rounded))
         } else {
@@ -96,7 +93,7 @@ impl LargeBlocks {
 
     /// Empties the cache; the caller frees the blocks returned.
     pub fn drain(&self) -> Vec<CUdeviceptr> {
-        let mut c = self.lock();
+        let mut c = self.cached.locked();
         c.bytes = 0;
         self.bytes.store(0, Ordering::Relaxed);
         std::mem::take(&mut c.by_size)

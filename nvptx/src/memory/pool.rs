@@ -12,8 +12,8 @@
 //! `cuMemAlloc`/`cuMemFree`. libgomp frees a block only after every kernel and copy
 //! using it has completed, so a free needs no ordering against other streams.
 //!
-//! A pool's first allocation is slow (the driver sets the pool's memory up: on the
-//! order of ten milliseconds on an H100), and the first target region of a program
+//! A pool's first allocation is slow (the driver sets the pool's memory up:
+//! bench/results/jit-startup.md), and the first target region of a program
 //! allocates. So, at device open, a short-lived thread makes one allocation and frees
 //! it ([`Pool::warm_up`]) while libgomp goes on loading the program's image; the pool
 //! keeps the memory (its release threshold is unbounded), and the region's own
@@ -24,6 +24,7 @@ use crate::cuda::safe::memory::free_async;
 use crate::cuda::safe::{MemPool, MemPoolRef, OwnedStream, Stream};
 use crate::cuda::{driver, sys::*};
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
@@ -120,7 +121,7 @@ impl Pool {
                 }
             });
         match spawned {
-            Ok(h) => *self.warm_up.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
+            Ok(h) => *self.warm_up.locked() = Some(h),
             Err(e) => log::debug!("memory pool warm-up: no thread: {e}"),
         }
     }
@@ -186,11 +187,7 @@ impl Pool {
     /// Waits for the warm-up thread, if one is still running (it holds a block of the
     /// pool until it ends). Any thread; the first caller joins it.
     pub fn finish_warm_up(&self) {
-        let h = self
-            .warm_up
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let h = self.warm_up.locked().take();
         if let Some(h) = h {
             let _ = h.join();
         }
@@ -200,6 +197,6 @@ impl Pool {
     /// pool (at device close; nothing uses the pool afterwards).
     pub fn destroy(&self) {
         self.finish_warm_up();
-        drop(self.owned.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(self.owned.locked().take());
     }
 }

@@ -17,6 +17,7 @@
 
 use crate::cuda::sys::CUdeviceptr;
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -173,10 +174,6 @@ pub struct SmallBlocks {
 }
 
 impl SmallBlocks {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A block for `size` bytes, or `None` if `size` is not small. A class with no free
     /// block gets a new chunk from `chunk(bytes)`.
     pub fn take(
@@ -186,7 +183,7 @@ impl SmallBlocks {
     ) -> Option<Result<CUdeviceptr>> {
         let class = class_of(size)?;
         {
-            let mut st = self.lock();
+            let mut st = self.state.locked();
             if let Some(p) = st.pop(class) {
                 self.empty.store(st.empty_bytes, Ordering::Relaxed);
                 return Some(Ok(p));
@@ -196,7 +193,7 @@ impl SmallBlocks {
             Ok(b) => b,
             Err(e) => return Some(Err(e)),
         };
-        self.lock().add_chunk(class, base);
+        self.state.locked().add_chunk(class, base);
         Some(Ok(base))
     }
 
@@ -207,7 +204,7 @@ impl SmallBlocks {
         let Some(class) = class_of(size) else {
             return Given::NotSmall;
         };
-        let mut st = self.lock();
+        let mut st = self.state.locked();
         let Some((_, &slot)) = st.by_base.range(..=p).next_back() else {
             // Not from a chunk (cannot happen for a block `take` handed out).
             return Given::NotSmall;
@@ -237,12 +234,12 @@ impl SmallBlocks {
 
     /// Bytes of free blocks: what the cache holds that the program could allocate.
     pub fn free_bytes(&self) -> usize {
-        self.lock().free_bytes
+        self.state.locked().free_bytes
     }
 
     /// Hands back every chunk with no live block (on out-of-memory); the caller frees them.
     pub fn drain_empty(&self) -> Vec<CUdeviceptr> {
-        let mut st = self.lock();
+        let mut st = self.state.locked();
         let empty: Vec<u32> = (0..st.slots.len() as u32)
             .filter(|&i| st.slots[i as usize].in_use && st.slots[i as usize].live == 0)
             .collect();
@@ -253,7 +250,7 @@ impl SmallBlocks {
 
     /// Forgets every block and returns the chunks, for the device to free at close.
     pub fn drain_chunks(&self) -> Vec<CUdeviceptr> {
-        let st = std::mem::take(&mut *self.lock());
+        let st = std::mem::take(&mut *self.state.locked());
         self.empty.store(0, Ordering::Relaxed);
         st.by_base.into_keys().collect()
     }

@@ -15,6 +15,7 @@ use crate::cuda::safe::{context, memory as cu_mem};
 use crate::cuda::sys::{CUcontext, CUdeviceptr};
 use gomp_plugin::error::Result;
 use gomp_plugin::idle::{self, IdleTrim};
+use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -102,15 +103,11 @@ impl StackCache {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Idle> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A block of at least `size` bytes: the smallest idle one that fits, else a new one.
     pub fn acquire(&self, size: usize) -> Result<StackBlock> {
         self.uses.fetch_add(1, Ordering::Relaxed);
         {
-            let mut idle = self.lock();
+            let mut idle = self.idle.locked();
             let best = idle
                 .blocks
                 .iter()
@@ -139,7 +136,7 @@ impl StackCache {
     pub fn release(&self, b: StackBlock) {
         self.uses.fetch_add(1, Ordering::Relaxed);
         let watch = {
-            let mut idle = self.lock();
+            let mut idle = self.idle.locked();
             if idle.closed {
                 // SAFETY: the kernel has finished; nothing else knows the block.
                 let _ = unsafe { cu_mem::free(b.ptr) };
@@ -160,18 +157,18 @@ impl StackCache {
 
     /// Bytes of idle blocks.
     pub fn idle_bytes(&self) -> usize {
-        self.lock().total()
+        self.idle.locked().total()
     }
 
     /// Frees every idle block (on device OOM). Context current (caller).
     pub fn trim(&self) {
-        self.lock().cut(0, false);
+        self.idle.locked().cut(0, false);
     }
 
     /// Frees every idle block and frees blocks released later at once (device close:
     /// the idle trimmer then leaves the cache alone). Context current (caller).
     pub fn close(&self) {
-        let mut idle = self.lock();
+        let mut idle = self.idle.locked();
         idle.closed = true;
         idle.cut(0, false);
     }
@@ -183,7 +180,7 @@ impl IdleTrim for StackCache {
     }
 
     fn trim_idle(&self) {
-        let mut idle = self.lock();
+        let mut idle = self.idle.locked();
         idle.watched = false;
         if idle.closed || idle.total() <= self.bound {
             return;

@@ -28,6 +28,7 @@ use gomp_plugin::libgomp::report;
 use gomp_plugin::observe::profile::{CopyDir, CopyMem, JitStats, Profile};
 use gomp_plugin::observe::switch::{parse_flag, parse_path};
 use gomp_plugin::observe::trace::{self, Span, Trace};
+use gomp_plugin::sync::Lock;
 use once_cell::sync::{Lazy, OnceCell};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -163,7 +164,7 @@ impl DeviceObserve {
             deferred: Mutex::default(),
             closed: AtomicBool::new(false),
         });
-        lock(&rec.devices).push(Arc::downgrade(&d));
+        rec.devices.locked().push(Arc::downgrade(&d));
         Some(d)
     }
 
@@ -172,19 +173,19 @@ impl DeviceObserve {
     pub fn record_epoch(&self, s: Stream) -> crate::cuda::safe::CuResult<()> {
         let e = OwnedEvent::create_timed()?;
         e.handle().record(s)?;
-        *lock(&self.epoch) = Some((e, 0.0));
+        *self.epoch.locked() = Some((e, 0.0));
         Ok(())
     }
 
     /// The epoch's stream has been waited for: now is its trace time.
     pub fn epoch_done(&self) {
-        if let Some((_, t)) = lock(&self.epoch).as_mut() {
+        if let Some((_, t)) = self.epoch.locked().as_mut() {
             *t = trace::now_us();
         }
     }
 
     fn event(&self) -> Option<OwnedEvent> {
-        match lock(&self.idle).pop() {
+        match self.idle.locked().pop() {
             Some(e) => Some(e),
             None => OwnedEvent::create_timed()
                 .map_err(|e| log::debug!("profile: no timing event: {e}"))
@@ -225,7 +226,7 @@ impl DeviceObserve {
     }
 
     fn track(&self, stream: usize) -> u32 {
-        let mut m = lock(&self.tracks);
+        let mut m = self.tracks.locked();
         let n = m.len() as u32 + 1;
         let tid = *m.entry(stream).or_insert(n);
         if tid == n {
@@ -246,7 +247,7 @@ impl DeviceObserve {
     pub fn finish(&self, t: Timer) {
         match t.end.handle().query() {
             Ok(()) => self.read(t),
-            Err(e) if e.code == CUDA_ERROR_NOT_READY => lock(&self.deferred).push(t),
+            Err(e) if e.code == CUDA_ERROR_NOT_READY => self.deferred.locked().push(t),
             Err(_) => {} // a failed launch: counted, not timed
         }
     }
@@ -259,7 +260,7 @@ impl DeviceObserve {
                 p.kernel_time(&t.name, ns);
             }
             if let Some((tr, _)) = &RECORDERS.trace {
-                let at = lock(&self.epoch).as_ref().and_then(|(ep, t0)| {
+                let at = self.epoch.locked().as_ref().and_then(|(ep, t0)| {
                     ep.handle()
                         .elapsed_ms(s)
                         .ok()
@@ -278,14 +279,14 @@ impl DeviceObserve {
                 }
             }
         }
-        let mut idle = lock(&self.idle);
+        let mut idle = self.idle.locked();
         idle.push(t.start);
         idle.push(t.end);
     }
 
     /// Reads the deferred timers that have completed since (never waits).
     pub fn harvest(&self) {
-        let pending = std::mem::take(&mut *lock(&self.deferred));
+        let pending = std::mem::take(&mut *self.deferred.locked());
         for t in pending {
             self.finish(t);
         }
@@ -379,14 +380,10 @@ impl DeviceObserve {
     pub fn close(&self) {
         self.harvest();
         self.closed.store(true, Ordering::Release);
-        drop(std::mem::take(&mut *lock(&self.deferred)));
-        drop(std::mem::take(&mut *lock(&self.idle)));
-        drop(lock(&self.epoch).take());
+        drop(std::mem::take(&mut *self.deferred.locked()));
+        drop(std::mem::take(&mut *self.idle.locked()));
+        drop(self.epoch.locked().take());
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn host_span(name: &str, cat: &'static str, t0: f64, args: Vec<(&'static str, String)>) {
@@ -430,7 +427,7 @@ pub extern "C" fn at_exit() {
         return;
     }
     let rec = &*RECORDERS;
-    for d in lock(&rec.devices).iter().filter_map(Weak::upgrade) {
+    for d in rec.devices.locked().iter().filter_map(Weak::upgrade) {
         if !d.closed.load(Ordering::Acquire) {
             d.harvest();
         }

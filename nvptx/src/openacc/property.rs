@@ -3,6 +3,7 @@
 use crate::cuda::safe::{query, PrimaryContext};
 use crate::cuda::{driver, sys::*};
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use std::ffi::{c_char, CStr, CString};
 use std::sync::Mutex;
 
@@ -33,7 +34,7 @@ pub enum Value {
 /// (libgomp does not free them).
 fn intern(s: String) -> &'static CStr {
     static TEXTS: Mutex<Vec<&'static CStr>> = Mutex::new(Vec::new());
-    let mut v = TEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut v = TEXTS.locked();
     if let Some(t) = v.iter().find(|t| t.to_bytes() == s.as_bytes()) {
         return t;
     }

@@ -8,13 +8,17 @@
 //! callbacks.
 //!
 //! Queue streams are created blocking (`CU_STREAM_DEFAULT`), as the stock plugin's are:
-//! work a program puts on CUDA's legacy default stream stays ordered with them.
+//! work a program puts on CUDA's legacy default stream stays ordered with them. A
+//! queue's copies go through the device's copy engine on the queue's stream
+//! (`device::copy`, docs/copy-ordering.md).
 
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
+use crate::device::copy::Via;
 use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
+use gomp_plugin::sync::Lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -79,14 +83,14 @@ impl AccQueue {
 
     /// The queue's current CUDA stream.
     pub fn stream(&self) -> Stream {
-        self.stream.lock().unwrap_or_else(|e| e.into_inner()).stream
+        self.stream.locked().stream
     }
 
     /// The queue's stream, made to wait for the device's deferred copies first (work is
     /// about to be queued on it, or the program is handed it). A stream the queue made
     /// is blocking, so CUDA itself orders it after the legacy default stream.
     pub fn ordered_stream(&self) -> Result<Stream> {
-        let qs = *self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let qs = *self.stream.locked();
         self.dev
             .copy_order
             .order(qs.stream, qs.owned, &self.dev.events)?;
@@ -98,7 +102,7 @@ impl AccQueue {
     pub fn destroy(self) -> Result<()> {
         self.dev.activate()?;
         self.synchronize()?;
-        let qs = *self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let qs = *self.stream.locked();
         if qs.owned {
             // SAFETY: the stream is idle and owned by this queue (created by `create`),
             // which is going away.
@@ -112,16 +116,15 @@ impl AccQueue {
     /// for the queue reports the failure. Returns true when none is left.
     fn run_callbacks(&self, how: Run) -> bool {
         let _runner = match how {
-            Run::Wait => self.runner.lock().unwrap_or_else(|e| e.into_inner()),
-            Run::IfFree => match self.runner.try_lock() {
-                Ok(g) => g,
-                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => return false,
+            Run::Wait => self.runner.locked(),
+            Run::IfFree => match self.runner.try_locked() {
+                Some(g) => g,
+                None => return false,
             },
         };
         loop {
             let next = {
-                let mut list = self.callbacks.lock().unwrap_or_else(|e| e.into_inner());
+                let mut list = self.callbacks.locked();
                 let Some(front) = list.front() else {
                     return true;
                 };
@@ -190,14 +193,11 @@ impl AccQueue {
             self.dev.events.release(event);
             return Err(e.into());
         }
-        self.callbacks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(Callback {
-                event,
-                f,
-                data: data as usize,
-            });
+        self.callbacks.locked().push_back(Callback {
+            event,
+            f,
+            data: data as usize,
+        });
         Ok(())
     }
 
@@ -209,7 +209,7 @@ impl AccQueue {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn set_stream(&self, stream: CUstream) -> Result<()> {
         self.synchronize()?;
-        let mut qs = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let mut qs = self.stream.locked();
         if qs.owned && qs.stream.raw() != stream {
             // SAFETY: the old stream is idle (synchronised above) and ours (created by
             // `create`).
@@ -224,7 +224,8 @@ impl AccQueue {
         Ok(())
     }
 
-    /// Queues a copy of `n` bytes from host `src` to device `dst`.
+    /// Queues a copy of `n` bytes from host `src` to device `dst` on the queue's stream,
+    /// through the device's copy engine (`device::copy`, [`Via::Queue`]).
     ///
     /// # Safety
     /// `src` must stay readable until the copy has run (libgomp keeps or stages it).
@@ -232,14 +233,15 @@ impl AccQueue {
         if n == 0 {
             return Ok(());
         }
-        self.dev.check_host_copy(dst, src, n)?;
         self.dev.activate()?;
-        // SAFETY: caller's guarantee on `src`; the driver checks `dst`.
-        unsafe { self.ordered_stream()?.copy_htod(dst, src, n) }?;
-        Ok(())
+        let s = self.ordered_stream()?;
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.dev.host2dev_via(dst, src, n, Via::Queue(s)) }
+            .map_err(crate::launch::failure::kernel_error)
     }
 
-    /// Queues a copy of `n` bytes from device `src` to host `dst`.
+    /// Queues a copy of `n` bytes from device `src` to host `dst` on the queue's stream
+    /// (`device::copy`; to pageable memory it is waited for, as the driver would).
     ///
     /// # Safety
     /// `dst` must stay writable until the copy has run.
@@ -247,22 +249,20 @@ impl AccQueue {
         if n == 0 {
             return Ok(());
         }
-        self.dev.check_host_copy(src, dst, n)?;
         self.dev.activate()?;
-        // SAFETY: caller's guarantee on `dst`; the driver checks `src`.
-        unsafe { self.ordered_stream()?.copy_dtoh(dst, src, n) }?;
-        Ok(())
+        let s = self.ordered_stream()?;
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.dev.dev2host_via(dst, src, n, Via::Queue(s)) }
+            .map_err(crate::launch::failure::kernel_error)
     }
 
-    /// Queues a copy of `n` bytes between device buffers.
+    /// Queues a copy of `n` bytes between device buffers on the queue's stream.
     pub fn dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
-        self.dev.check_dev2dev(dst, src, n)?;
         self.dev.activate()?;
-        // Device addresses are checked by the driver.
-        self.ordered_stream()?.copy_dtod(dst, src, n)?;
-        Ok(())
+        let s = self.ordered_stream()?;
+        self.dev.dev2dev_via(dst, src, n, Via::Queue(s))
     }
 }

@@ -8,6 +8,7 @@ pub mod streams;
 pub mod thread_streams;
 
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use std::sync::Mutex;
 
 /// An owning CUDA handle the pool can create in the current context; dropping it
@@ -34,7 +35,7 @@ impl<H: Handle> IdlePool<H> {
     /// Takes an idle handle or creates one.
     #[inline]
     pub fn acquire(&self) -> Result<H> {
-        match self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+        match self.idle.locked().pop() {
             Some(h) => Ok(h),
             None => H::create(),
         }
@@ -43,12 +44,12 @@ impl<H: Handle> IdlePool<H> {
     /// Gives back a handle with no pending work.
     #[inline]
     pub fn release(&self, h: H) {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(h);
+        self.idle.locked().push(h);
     }
 
     /// Destroys every idle handle (device close); failures are logged by the handles.
     pub fn destroy_all(&self) {
-        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
+        let idle = std::mem::take(&mut *self.idle.locked());
         drop(idle);
     }
 }

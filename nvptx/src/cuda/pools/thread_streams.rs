@@ -17,6 +17,7 @@
 
 use crate::cuda::safe::{OwnedStream, Stream};
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::sync::Lock;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -58,11 +59,7 @@ struct Shared<T> {
     closed: AtomicBool,
 }
 
-impl<T> Shared<T> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Owned<T>> {
-        self.owned.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+impl<T> Shared<T> {}
 
 /// What a thread's cache needs from a set whatever its data type: taking a lane back.
 trait Home: Send + Sync {
@@ -74,7 +71,7 @@ trait Home: Send + Sync {
 
 impl<T: Send + Sync> Home for Shared<T> {
     fn give_back(&self, lane: usize) {
-        let mut o = self.lock();
+        let mut o = self.owned.locked();
         if !o.closed {
             o.idle.push(lane);
         }
@@ -188,7 +185,7 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
     /// Gives the calling thread a lane: an idle one or a new one.
     fn assign(&self) -> Result<usize> {
         let reused = {
-            let mut o = self.shared.lock();
+            let mut o = self.shared.owned.locked();
             if o.closed {
                 return Err(Error::invalid("the device is closed"));
             }
@@ -203,7 +200,7 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
                     stream: OwnedStream::create(self.flags)?,
                 });
                 let at = &*lane as *const Lane<T> as usize;
-                let mut o = self.shared.lock();
+                let mut o = self.shared.owned.locked();
                 if o.closed {
                     drop(o);
                     drop(lane);
@@ -233,7 +230,7 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
     /// set). Threads asking afterwards get an error.
     pub fn destroy(&self) {
         let all = {
-            let mut o = self.shared.lock();
+            let mut o = self.shared.owned.locked();
             o.closed = true;
             self.shared.closed.store(true, Ordering::Release);
             o.idle.clear();
