@@ -11,6 +11,8 @@
 //!   [`registry`]: the open devices; [`settings`]: environment values (sizes);
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
+//! - [`autotune`]: choosing a kernel's launch shape by timing its first launches (the
+//!   decision logic, pure);
 //! - [`error`]: the one error type (no vendor types in it); [`blocks`]: the registry of
 //!   device blocks handed out by `alloc`; [`symbols`]: the run-time symbol-table macro
 //!   with which each backend declares its driver's entry points; [`idle`]: work done
@@ -21,6 +23,7 @@
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
 #![warn(missing_docs)]
 
+pub mod autotune;
 pub mod blocks;
 pub mod cache;
 pub mod device;

@@ -1,5 +1,5 @@
 //! The profile's aggregation and its table: kernels (launches, device time, launch
-//! shapes), copies by direction and kind of host memory, allocations, JIT links,
+//! shapes, the shape their trials chose), copies by direction and kind of host memory, allocations, JIT links,
 //! reverse-offload requests, OpenACC queues. Thread-safe ([`Profile`] locks briefly
 //! per record); a product creates one only when profiling is on.
 
@@ -46,6 +46,9 @@ pub struct KernelStats {
     pub device: Stat,
     /// Launch shapes (as the product writes them) and how often each was used.
     pub shapes: BTreeMap<String, u64>,
+    /// The launch shape chosen by trials and what they measured, as the product says
+    /// it (`None`: the kernel was not tuned, or its trials had not ended).
+    pub tuning: Option<String>,
 }
 
 /// Direction of a copy.
@@ -209,6 +212,13 @@ impl Profile {
         })
     }
 
+    /// The launch shape chosen for kernel `name` and what its trials measured.
+    pub fn kernel_tuning(&self, name: &str, text: &str) {
+        self.with(|d| {
+            d.kernels.entry(name.to_string()).or_default().tuning = Some(text.to_string());
+        })
+    }
+
     /// A device time read after the launch was counted (a launch whose completion
     /// is observed later).
     pub fn kernel_time(&self, name: &str, device_ns: u64) {
@@ -343,6 +353,9 @@ pub fn render(d: &Data, prefix: &str) -> String {
                 shape_text.join(", "),
                 timed
             ));
+            if let Some(t) = &k.tuning {
+                lines.push(format!("  autotune: {t}"));
+            }
         }
     }
     if d.copies.is_empty() {
@@ -428,6 +441,7 @@ mod tests {
         p.kernel("main._omp_fn.0", "1x32", None);
         p.kernel_time("main._omp_fn.0", 2_000);
         p.kernel("main._omp_fn.1", "8x64", Some(10_000));
+        p.kernel_tuning("main._omp_fn.1", "warps=2 8x64 chosen by trials");
         p.copy(CopyDir::H2D, CopyMem::Staged, 1 << 30, 20_000_000);
         p.copy(CopyDir::H2D, CopyMem::Staged, 1 << 30, 30_000_000);
         p.copy(CopyDir::D2H, CopyMem::Pinned, 4096, 0);
@@ -491,6 +505,17 @@ mod tests {
         let cols: Vec<&str> = row0.split_whitespace().collect();
         assert_eq!(&cols[2..6], ["3", "0.006", "2.0", "3.0"], "{row0}");
         assert!(row0.contains("132x256 (2), 1x32 (1)"), "{row0}");
+        // The tuned kernel's choice follows its row; the other has none.
+        let i = lines
+            .iter()
+            .position(|l| l.contains("main._omp_fn.1"))
+            .unwrap();
+        assert_eq!(lines[i + 1], "P:   autotune: warps=2 8x64 chosen by trials");
+        assert_eq!(
+            d.kernels["main._omp_fn.1"].tuning.as_deref(),
+            Some("warps=2 8x64 chosen by trials")
+        );
+        assert_eq!(t.matches("autotune").count(), 1, "{t}");
         let staged = lines.iter().find(|l| l.contains("h2d staged")).unwrap();
         assert!(staged.ends_with("42.95"), "{staged}");
         assert!(t.contains("allocations: 3 (2 without a driver call, 1 driver or pool allocation(s)), 1 free(s), peak 250 B"), "{t}");

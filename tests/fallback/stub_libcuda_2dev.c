@@ -32,6 +32,10 @@
  *     cuMemHostRegister/Unregister) and cuPointerGetAttribute (memory type, context,
  *     device ordinal);
  *   - streams and events: create/destroy/record/wait/query/synchronize, handles checked;
+ *     timing events (created without CU_EVENT_DISABLE_TIMING) read a virtual clock
+ *     when their record runs, and cuEventElapsedTime gives the difference once both
+ *     have completed: the clock stands still but for launches, which move it on by
+ *     the time the test says when they run (Launch times, below);
  *   - a JIT link that keeps the PTX text, modules whose functions are the PTX's
  *     `.entry` names, function attributes, the occupancy calculator, and kernels: three
  *     names do something (below), every other kernel does nothing.
@@ -66,12 +70,32 @@
  * A kernel whose address is outside live device memory fails with "an illegal memory
  * access was encountered".
  *
+ * Launch times and registers (the launch-shape tuner's tests, nvptx/tests/autotune.rs):
+ *   env STUB_LIBCUDA_KERNEL_NS="ITEM,ITEM...": how long a launch takes on the virtual
+ *     clock, in ns; ITEM is W=NS (blocks of W warps), *=NS (any other shape; default
+ *     0) or @K=NS (the K-th launch of the process, counted from 1, whatever its
+ *     shape: noise);
+ *   env STUB_LIBCUDA_REGS=N: the registers per thread of every kernel (default 32).
+ *     The function attributes and the occupancy calculator answer as an H100 would for
+ *     that many: 64 Ki registers per SM allocated per warp in units of 256, 64 warps
+ *     and 32 blocks per SM.
+ * Every launch is logged as "NAME TEAMS WARPS\n" (grid x, block y) when it is made
+ * (stub_libcuda_launch_log).
+ *
+ * One JIT, two sources. The JIT link, modules and functions are this file's, unless
+ * it is built with -DSTUB_SEPARATE_JIT: then they come from stub_libcuda_jit.c (a
+ * checked stand-in cubin and link counters, for the linked-image cache's tests), and
+ * the occupancy calculator and cuLaunchKernel here, which know only this file's
+ * functions, refuse them: such a build loads images but launches nothing.
+ *
  * For the tests, functions of its own: stub_libcuda_stats (per-device counters),
  * stub_libcuda_owner (which device an address belongs to), stub_libcuda_kernel_log,
- * stub_libcuda_pending (work queued and not yet run) and stub_libcuda_fail_next_h2d.
+ * stub_libcuda_pending (work queued and not yet run), stub_libcuda_fail_next_h2d and
+ * stub_libcuda_launch_log.
  *
  * Build: cc -shared -fPIC -pthread -I<dir of stub_names.h> stub_libcuda_2dev.c
- *        stub_libcuda_rest.c -o libcuda.so.1   [-DNO_POOLS] */
+ *        stub_libcuda_rest.c -o libcuda.so.1   [-DNO_POOLS]
+ *        [-DSTUB_SEPARATE_JIT, with stub_libcuda_jit.c] */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <pthread.h>
@@ -167,10 +191,13 @@ struct handle {
   uint64_t enq, done;
   CUresult err;
   uint64_t err_pos;
-  /* EVENT: the stream and position of its last record (NULL: complete). */
+  /* EVENT: the stream and position of its last record (NULL: complete); whether it
+     has timing, and the virtual clock when that record ran (`stamped`). */
   struct handle *es;
   uint64_t epos;
-  /* LINK: the PTX added; MODULE: its text. */
+  int timed, stamped;
+  uint64_t at_ns;
+  /* LINK: the PTX added; MODULE: its text; FUNC: its name. */
   char *text;
   size_t len;
   /* FUNC: its module and behaviour. */
@@ -194,6 +221,7 @@ struct op {
   int val;
   struct handle *func;  /* LAUNCH */
   uint64_t args[3];
+  uint64_t ns;          /* LAUNCH: how long it takes on the virtual clock */
   struct handle *wait_s; /* WAIT: run that stream up to wait_pos first */
   uint64_t wait_pos;
   uintptr_t lo1, hi1, lo2, hi2;
@@ -218,6 +246,10 @@ static int fail_next_h2d;          /* the next cuMemcpyHtoDAsync fails when it r
 #define MAX_LOG 4096
 static unsigned char kernel_log[MAX_LOG][64];
 static int nlog;
+static uint64_t vclock_ns;         /* the virtual clock of timing events */
+static long launches;              /* cuLaunchKernel calls that queued a launch */
+static char *launch_text;          /* the launch log */
+static size_t launch_len;
 
 /* Reports a refused call (lock held or not: only the counter needs it). */
 static void complain (const char *fn, const char *fmt, ...)
@@ -642,7 +674,17 @@ static void run_op (struct handle *s, struct op *o, uint64_t pos)
       memset (o->dst, o->val, o->n);
       break;
     case OP_LAUNCH:
+      vclock_ns += o->ns;
       run_kernel (s, o, pos);
+      break;
+    case OP_NOP:
+      /* An event's record: the events last recorded here read the clock. */
+      for (struct handle *h = handles; h; h = h->next)
+        if (h->kind == EVENT && h->es == s && h->epos == pos)
+          {
+            h->stamped = 1;
+            h->at_ns = vclock_ns;
+          }
       break;
     case OP_FREE:
       {
@@ -1414,6 +1456,8 @@ CUresult cuEventCreate (void **pe, unsigned flags)
   LOCK;
   struct ctx *c = need_ctx ("cuEventCreate");
   struct handle *h = c ? new_handle (EVENT, c->dev) : NULL;
+  if (h)
+    h->timed = !(flags & 2); /* CU_EVENT_DISABLE_TIMING */
   UNLOCK;
   if (!c)
     return CUDA_ERROR_INVALID_CONTEXT;
@@ -1455,6 +1499,7 @@ static CUresult event_on_stream (const char *fn, void *e, void *s, int record)
           queue_op (q, new_op (OP_NOP));
           h->es = q;
           h->epos = q->enq;
+          h->stamped = 0;
         }
       else if (h->es && h->es != q)
         {
@@ -1504,6 +1549,34 @@ CUresult cuEventQuery (void *e)
 CUresult cuEventSynchronize (void *e)
 {
   return event_done ("cuEventSynchronize", e, 1);
+}
+
+/* Milliseconds of virtual time between the records of two completed timing events
+   (CUDA_ERROR_NOT_READY while either has work before it). */
+CUresult cuEventElapsedTime (float *ms, void *start, void *end)
+{
+  CHECK_INIT;
+  if (!ms)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *a = need_handle ("cuEventElapsedTime", start, EVENT);
+  struct handle *b = a ? need_handle ("cuEventElapsedTime", end, EVENT) : NULL;
+  CUresult r = CUDA_SUCCESS;
+  if (!b)
+    r = CUDA_ERROR_INVALID_HANDLE;
+  else if (!a->timed || !b->timed)
+    {
+      complain ("cuEventElapsedTime", "event without timing");
+      r = CUDA_ERROR_INVALID_HANDLE;
+    }
+  else if (event_status (a) == CUDA_ERROR_NOT_READY || event_status (b) == CUDA_ERROR_NOT_READY)
+    r = CUDA_ERROR_NOT_READY;
+  else if (!a->stamped || !b->stamped)
+    r = CUDA_ERROR_INVALID_HANDLE; /* never recorded, or its work was discarded */
+  else
+    *ms = (float) ((double) (int64_t) (b->at_ns - a->at_ns) / 1e6);
+  UNLOCK;
+  return r;
 }
 
 /* ---- Stream-ordered memory pools ---- */
@@ -1647,10 +1720,56 @@ CUresult cuMemFreeAsync (CUdeviceptr p, void *s)
   return r;
 }
 
+/* ---- Registers and launch times (env, read at each use) ---- */
+
+/* STUB_LIBCUDA_REGS: registers per thread of every kernel. */
+static int kernel_regs (void)
+{
+  const char *v = getenv ("STUB_LIBCUDA_REGS");
+  int r = v ? atoi (v) : 32;
+  return r >= 1 && r <= 255 ? r : 32;
+}
+
+/* Registers one warp takes. */
+static int regs_per_warp (void)
+{
+  return (kernel_regs () * 32 + 255) / 256 * 256;
+}
+
+/* The most threads per block the registers allow (at most 1024). */
+static int max_threads (void)
+{
+  int w = 65536 / regs_per_warp ();
+  return w >= 32 ? 1024 : w * 32;
+}
+
+/* How long launch number `n` (of the process) of blocks of `warps` warps takes. */
+static uint64_t launch_ns (long n, unsigned warps)
+{
+  const char *v = getenv ("STUB_LIBCUDA_KERNEL_NS");
+  uint64_t any = 0, mine = 0, noise = 0;
+  int have_mine = 0, have_noise = 0;
+  for (const char *p = v; p && *p;)
+    {
+      const char *eq = strchr (p, '=');
+      if (!eq)
+        break;
+      uint64_t ns = strtoull (eq + 1, NULL, 10);
+      if (*p == '*')
+        any = ns;
+      else if (*p == '@' && atol (p + 1) == n)
+        noise = ns, have_noise = 1;
+      else if (*p != '@' && (unsigned) atoi (p) == warps)
+        mine = ns, have_mine = 1;
+      p = strchr (eq, ',');
+      p = p ? p + 1 : NULL;
+    }
+  return have_noise ? noise : have_mine ? mine : any;
+}
+
 /* ---- JIT link, modules, kernels ----
- * Built with -DSTUB_SEPARATE_JIT, these come from stub_libcuda_jit.c instead (the
- * linked-image cache's tests: a deterministic stand-in cubin and link counters); the
- * occupancy and launch entries below then accept only this file's functions. */
+ * Built with -DSTUB_SEPARATE_JIT, these come from stub_libcuda_jit.c instead (see the
+ * header: such a build launches nothing). */
 
 #ifndef STUB_SEPARATE_JIT
 
@@ -1801,13 +1920,24 @@ CUresult cuModuleGetFunction (void **f, void *mod, const char *name)
   CUresult r = m ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_INVALID_HANDLE;
   if (m)
     {
+      /* ".entry NAME(" or ".entry NAME (", as GCC writes it. */
       char pat[300];
-      snprintf (pat, sizeof pat, ".entry %s(", name);
-      if (strstr (m->text, pat))
+      int n = snprintf (pat, sizeof pat, ".entry %s", name);
+      const char *at = m->text;
+      while ((at = strstr (at, pat)) != NULL)
+        {
+          at += n;
+          if (at[strspn (at, " ")] == '(')
+            break;
+        }
+      if (at)
         {
           struct handle *h = new_handle (FUNC, m->dev);
           h->mod = m;
           h->kernel = kernel_of (name);
+          h->text = strdup (name);
+          if (!h->text)
+            abort ();
           *f = h;
           r = CUDA_SUCCESS;
         }
@@ -1839,8 +1969,9 @@ CUresult cuFuncGetAttribute (int *v, int attr, void *f)
   UNLOCK;
   if (!h)
     return CUDA_ERROR_INVALID_HANDLE;
-  /* MAX_THREADS_PER_BLOCK, NUM_REGS; the rest (shared, local sizes...) 0. */
-  *v = attr == 0 ? 1024 : attr == 4 ? 32 : 0;
+  /* MAX_THREADS_PER_BLOCK, NUM_REGS (STUB_LIBCUDA_REGS); the rest (shared, local
+     sizes...) 0. */
+  *v = attr == 0 ? max_threads () : attr == 4 ? kernel_regs () : 0;
   return CUDA_SUCCESS;
 }
 
@@ -1868,7 +1999,14 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor (int *n, void *f, int block
   UNLOCK;
   if (!h)
     return CUDA_ERROR_INVALID_HANDLE;
-  *n = block >= 2048 ? 1 : 2048 / block;
+  if (block > max_threads ())
+    return CUDA_ERROR_INVALID_VALUE;
+  /* As an H100 for STUB_LIBCUDA_REGS registers (see the header). */
+  int warps = (block + 31) / 32;
+  int b = 65536 / (regs_per_warp () * warps);
+  if (b > 64 / warps)
+    b = 64 / warps;
+  *n = b > 32 ? 32 : b;
   return CUDA_SUCCESS;
 }
 
@@ -1916,6 +2054,16 @@ CUresult cuLaunchKernel (void *f, unsigned gx, unsigned gy, unsigned gz, unsigne
           o->lo1 = (uintptr_t) o->args[0];
           o->hi1 = o->lo1 + 64;
         }
+      o->ns = launch_ns (++launches, by);
+      char line[512];
+      int w = snprintf (line, sizeof line, "%s %u %u\n", h->text ? h->text : "?", gx, by);
+      if (w >= (int) sizeof line)
+        w = (int) sizeof line - 1;
+      launch_text = realloc (launch_text, launch_len + w + 1);
+      if (!launch_text)
+        abort ();
+      memcpy (launch_text + launch_len, line, w + 1);
+      launch_len += w;
       queue_op (q, o);
       r = CUDA_SUCCESS;
     }
@@ -1989,4 +2137,21 @@ int stub_libcuda_owner (CUdeviceptr p)
   int d = !r ? -2 : r->kind == DEV_MEM ? r->dev : -1;
   UNLOCK;
   return d;
+}
+
+/* Copies the launch log (NUL-terminated, cut to `cap`) into `buf`; returns its whole
+   length. */
+long stub_libcuda_launch_log (char *buf, size_t cap)
+{
+  LOCK;
+  long n = (long) launch_len;
+  if (buf && cap)
+    {
+      size_t m = launch_len < cap - 1 ? launch_len : cap - 1;
+      if (m)
+        memcpy (buf, launch_text, m);
+      buf[m] = 0;
+    }
+  UNLOCK;
+  return n;
 }

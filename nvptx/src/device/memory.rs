@@ -74,10 +74,14 @@ impl Device {
     /// Device memory the plugin holds without the program using it: what the pool
     /// reserved beyond what it handed out, cached large blocks, free small blocks and
     /// idle soft stacks. All of it is given back before an allocation fails, so the
-    /// free-memory property counts it as free. Reads counters and two pool
-    /// attributes; changes nothing.
+    /// free-memory property counts it as free. Waits for the pool's warm-up if it is
+    /// still running (its block would otherwise count as used for a moment), then
+    /// reads counters and two pool attributes; changes nothing.
     pub fn held_unused(&self) -> usize {
-        let pool = self.pool.as_ref().map_or(0, |p| p.unused()) as usize;
+        let pool = self.pool.as_ref().map_or(0, |p| {
+            p.finish_warm_up();
+            p.unused()
+        }) as usize;
         pool + self.large.bytes() + self.small.free_bytes() + self.stacks.idle_bytes()
     }
 

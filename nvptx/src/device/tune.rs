@@ -1,10 +1,12 @@
 //! `GOMP_NVPTX_TUNE`: experiment knobs for the launch shape and the JIT, read once per
-//! process (see `device::config`). They exist to measure what the plugin's choices
-//! buy (bench/device-run.sh's KNOBS); the defaults are what measured best for every
-//! kernel class of bench/kernel_bench.c. A comma-separated list of `key=value`:
+//! process (see `device::config`), and the switch of the per-kernel shape tuner. The
+//! knobs exist to measure what the plugin's choices buy (bench/device-run.sh's KNOBS);
+//! the defaults are what measured best for every kernel class of bench/kernel_bench.c.
+//! A comma-separated list of `key=value`:
 //!
 //! | key | values | default | what |
 //! |---|---|---|---|
+//! | `autotune` | `0`, `1`, `fresh` | 1, or 0 when `warps` or `teams` is given | per-kernel launch-shape tuning (`launch::autotune`): off; on, starting from a choice remembered from an earlier run; on, trying again and replacing the remembered choice |
 //! | `warps` | `occupancy`, 1..32 | 8 | warps per team when neither `thread_limit` nor `OMP_TEAMS_THREAD_LIMIT` gives one: that number, or the count that keeps the most warps resident per SM (the occupancy calculator; nearest to 8 among equals; 8 where the driver has no calculator) |
 //! | `teams` | `occupancy`, `regs`, `Kx` (K = 1..64), N | `occupancy` | teams when neither `num_teams` nor `OMP_NUM_TEAMS` gives them: the occupancy calculator's resident blocks, the register estimate (GCC's plugin), K times the resident blocks, or N |
 //! | `maxrreg` | 16..255 | none | JIT register cap per thread (`CU_JIT_MAX_REGISTERS`) |
@@ -16,6 +18,16 @@
 //! | `defer` | size (`0`, `4k`, `1m` ...) | 1m | largest host-to-device copy that returns before its DMA has ended (`device/copy_order.rs`); 0: every copy completes before returning |
 //! | `tstream` | `blocking`, `nonblocking`, `legacy` | `blocking` | the threads' streams: blocking streams with deferred copies on them, non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's legacy default stream (as the stock plugin's copies) |
 //! | `poolwarm` | 0, 1 | 0 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`); off by default: with the pool's memory allocated before the first module is loaded, reverse offload of device-heap (device `malloc`) memory came back wrong on an H100 (tests/device/revoff_device_heap) |
+//!
+//! `autotune` is not an experiment knob but the switch of a feature that is on by
+//! default. What it does shows in `GOMP_DEBUG=1` lines (`kernel NAME: autotune: chose
+//! warps=occupancy 132x416 by trials (medians of 3: warps=8 132x256 1.234 ms, ...);
+//! stored in PATH`, `... kept warps=8 132x256 untried: 0.050 ms per launch, under 0.100
+//! ms`, `... remembered from an earlier run (...)`, `... ignoring PATH: why`, and at the
+//! end of each tuned launch line `; autotune: trial of warps=16`, `; autotune:
+//! warps=occupancy` or `; autotune: untuned until the trials`) and in the
+//! `GOMP_NVPTX_PROFILE=1` table (an `autotune: ...` line with the same text under the
+//! kernel's row). With `autotune=0` the launch lines are as without the tuner.
 //!
 //! Owned by the process-wide `Config`; plain data, `Sync`.
 
@@ -54,6 +66,17 @@ pub enum CacheMode {
     Cg,
 }
 
+/// Whether kernels choose their launch shape by trials (`launch::autotune`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Autotune {
+    /// Every launch takes the shape the knobs give.
+    Off,
+    /// Trials, or the choice remembered from an earlier run.
+    On,
+    /// Trials even where a choice is remembered (which they replace).
+    Fresh,
+}
+
 /// The knobs; `Tune::default()` is the plugin's choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tune {
@@ -83,6 +106,8 @@ pub struct Tune {
     /// Whether the memory pool is warmed up at device open (off by default; see the
     /// table above).
     pub poolwarm: bool,
+    /// Per-kernel launch-shape tuning.
+    pub autotune: Autotune,
 }
 
 /// Warps per block when no `thread_limit` is given and no occupancy calculator
@@ -108,6 +133,7 @@ impl Default for Tune {
             defer: DEFAULT_DEFER,
             tstream: ThreadStream::Blocking,
             poolwarm: false,
+            autotune: Autotune::On,
         }
     }
 }
@@ -120,9 +146,12 @@ fn number(v: &str, lo: u32, hi: u32) -> Result<u32, String> {
 }
 
 impl Tune {
-    /// Parses `GOMP_NVPTX_TUNE`'s value; an error names the first bad item.
+    /// Parses `GOMP_NVPTX_TUNE`'s value; an error names the first bad item. A `warps` or
+    /// `teams` knob fixes the shape: it turns the tuner off unless `autotune` is given.
     pub fn parse(s: &str) -> Result<Tune, String> {
         let mut t = Tune::default();
+        let mut fixed_shape = false;
+        let mut autotune = None;
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (k, v) = item
                 .split_once('=')
@@ -130,12 +159,14 @@ impl Tune {
             let bad = |e: String| format!("{k}: {e}");
             match k.trim() {
                 "warps" => {
+                    fixed_shape = true;
                     t.warps = match v {
                         "occupancy" => None,
                         _ => Some(number(v, 1, 32).map_err(bad)?),
                     }
                 }
                 "teams" => {
+                    fixed_shape = true;
                     t.teams = match v {
                         "occupancy" => Teams::Occupancy,
                         "regs" => Teams::Regs,
@@ -183,9 +214,22 @@ impl Tune {
                         }
                     }
                 }
+                "autotune" => {
+                    autotune = Some(match v {
+                        "0" => Autotune::Off,
+                        "1" => Autotune::On,
+                        "fresh" => Autotune::Fresh,
+                        _ => return Err(bad(format!("'{v}' is not 0, 1 or fresh"))),
+                    })
+                }
                 _ => return Err(format!("unknown key '{k}'")),
             }
         }
+        t.autotune = autotune.unwrap_or(if fixed_shape {
+            Autotune::Off
+        } else {
+            Autotune::On
+        });
         Ok(t)
     }
 }
@@ -215,6 +259,7 @@ mod tests {
                 defer: 4096,
                 tstream: ThreadStream::Legacy,
                 poolwarm: true,
+                autotune: Autotune::Off,
             }
         );
         assert_eq!(
@@ -225,6 +270,21 @@ mod tests {
         assert_eq!(Tune::parse("teams=1056").unwrap().teams, Teams::Fixed(1056));
         assert_eq!(Tune::parse("teams=regs").unwrap().teams, Teams::Regs);
         assert_eq!(Tune::parse("warps=occupancy").unwrap().warps, None);
+    }
+
+    #[test]
+    fn autotune_switch() {
+        let at = |s: &str| Tune::parse(s).unwrap().autotune;
+        assert_eq!(at(""), Autotune::On);
+        assert_eq!(at("autotune=0"), Autotune::Off);
+        assert_eq!(at("autotune=fresh,maxrreg=64"), Autotune::Fresh);
+        assert_eq!(at("maxrreg=64,bounce=0"), Autotune::On);
+        // A fixed shape turns it off, unless asked for.
+        assert_eq!(at("warps=occupancy"), Autotune::Off);
+        assert_eq!(at("teams=2x"), Autotune::Off);
+        assert_eq!(at("warps=16,autotune=1"), Autotune::On);
+        let off = Tune::parse("autotune=0,warps=occupancy").unwrap();
+        assert_eq!((off.autotune, off.warps), (Autotune::Off, None));
     }
 
     #[test]
@@ -243,6 +303,8 @@ mod tests {
             "defer=32m",
             "ring=128k",
             "tstream=fast",
+            "autotune=2",
+            "autotune=yes",
             "speed=max",
             "warps",
         ] {

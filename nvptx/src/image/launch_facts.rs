@@ -1,17 +1,22 @@
 //! The launch facts of a kernel that are learnt once and kept: the device's team ICVs
 //! of its image (`__gomp_additional_icvs`, which libgomp writes after loading the
-//! image from `OMP_NUM_TEAMS*` and `OMP_TEAMS_THREAD_LIMIT*`) and the occupancy
-//! calculator's resident blocks per warp count.
+//! image from `OMP_NUM_TEAMS*` and `OMP_TEAMS_THREAD_LIMIT*`), the occupancy
+//! calculator's resident blocks per warp count, and the launch shape the kernel's
+//! trials chose ([`Tuning`], driven by `launch::autotune`).
 //!
 //! Threading: shared by every thread launching the image's kernels; each fact is read
-//! once (a `OnceCell`, or an atomic that several first launches may fill alike).
+//! once (a `OnceCell`, or an atomic that several first launches may fill alike); the
+//! trials are behind their kernel's lock.
 
 use crate::cuda::safe::module::resident_blocks;
 use crate::cuda::sys::{CUdeviceptr, CUfunction};
 use crate::device::Device;
+use gomp_plugin::autotune::Trials;
 use gomp_plugin::error::Result;
+use gomp_plugin::sync::Lock;
 use once_cell::sync::OnceCell;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// `struct gomp_offload_icvs`: the layout libgomp 13–16 write (16 bytes).
 #[repr(C)]
@@ -106,5 +111,54 @@ impl Resident {
             NONE => None,
             b => Some(u32::from(b)),
         }
+    }
+}
+
+/// One launch shape a kernel's trials may choose: `teams` blocks of `warps` warps,
+/// named by the `GOMP_NVPTX_TUNE` setting that gives it. Plain data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The setting, e.g. `warps=occupancy`.
+    pub label: String,
+    /// Blocks in the grid.
+    pub teams: u32,
+    /// Warps per block.
+    pub warps: u32,
+}
+
+/// A kernel's trials in progress: its candidates (the untuned shape first) and the
+/// decision logic's state.
+#[derive(Debug)]
+pub struct Tuner {
+    /// The shapes tried.
+    pub candidates: Vec<Candidate>,
+    /// The state of the trials.
+    pub trials: Trials,
+}
+
+/// The launch-shape tuning of one kernel: the chosen candidate once there is one
+/// (read without a lock on every launch), the trials until then. Owned by the
+/// kernel; `Sync`.
+#[derive(Debug, Default)]
+pub struct Tuning {
+    chosen: OnceCell<Candidate>,
+    tuner: Mutex<Option<Tuner>>,
+}
+
+impl Tuning {
+    /// The chosen shape, once the trials (or a remembered choice) made one.
+    #[inline]
+    pub fn chosen(&self) -> Option<&Candidate> {
+        self.chosen.get()
+    }
+
+    /// Keeps `c` for every later launch (the first choice made stays).
+    pub fn choose(&self, c: Candidate) {
+        let _ = self.chosen.set(c);
+    }
+
+    /// The trials (`None` before the kernel's first tuned launch).
+    pub fn tuner(&self) -> MutexGuard<'_, Option<Tuner>> {
+        self.tuner.locked()
     }
 }

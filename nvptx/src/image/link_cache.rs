@@ -220,15 +220,16 @@ impl Outcome {
 /// Loads the module of the image `ptx` for `target` (asked only when there is a
 /// store): from `store` when it holds the
 /// image, else by linking under `options` (then stored). Errors only where linking
-/// without a cache would fail.
+/// without a cache would fail. Also returns the image's key (`None` without a store),
+/// which the entries of data derived from the image start from.
 pub fn load<T: AsRef<[u8]>>(
     ptx: &[T],
     options: &[(CUjit_option, usize)],
     target: impl FnOnce() -> Target,
     store: Option<&Store>,
-) -> Result<(Module, Outcome)> {
+) -> Result<(Module, Outcome, Option<Key>)> {
     let Some(store) = store else {
-        return Ok((link_ptx(ptx, options, false)?.module, Outcome::Off));
+        return Ok((link_ptx(ptx, options, false)?.module, Outcome::Off, None));
     };
     let key = key(ptx, options, &target());
     let path = store.path(KIND, &key);
@@ -242,7 +243,7 @@ pub fn load<T: AsRef<[u8]>>(
                         path.display(),
                         payload.bytes().len()
                     );
-                    return Ok((m, Outcome::Hit));
+                    return Ok((m, Outcome::Hit, Some(key)));
                 }
                 Err(e) => Some(format!("the driver refused it: {e}")),
             }
@@ -268,7 +269,7 @@ pub fn load<T: AsRef<[u8]>>(
         }
         None => false,
     };
-    Ok((module, Outcome::Miss { stored, replaced }))
+    Ok((module, Outcome::Miss { stored, replaced }, Some(key)))
 }
 
 #[cfg(test)]

@@ -23,9 +23,10 @@ use crate::image::indirect_table::IndirectTable;
 use crate::image::ptx_names::PtxNames;
 use crate::observe::info;
 use descriptor::{Descriptor, RawDescriptor};
+use gomp_plugin::cache::Key;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
-use launch_facts::{Resident, TeamIcvs};
+use launch_facts::{Resident, TeamIcvs, Tuning};
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
@@ -50,6 +51,11 @@ pub struct TargetFn {
     pub resident: Resident,
     /// The team ICVs of the kernel's image (shared by its kernels).
     pub icvs: Arc<TeamIcvs>,
+    /// The launch shape chosen by trials (`launch::autotune`).
+    pub tuning: Tuning,
+    /// The linked-image cache's key of the kernel's image (`None` when the cache is
+    /// off): the start of the key under which the kernel's chosen shape is kept.
+    pub image_key: Option<Key>,
 }
 
 /// An image loaded on one device. Owned by the device's image list.
@@ -97,7 +103,7 @@ impl Image {
         let start = std::time::Instant::now();
         let setting = &dev.config.link_cache;
         let options = link::value_options(dev.config.jit_opt_level, &dev.config.tune);
-        let (module, how) = link_cache::load(
+        let (module, how, image_key) = link_cache::load(
             &desc.ptx,
             &options,
             || link_cache::Target {
@@ -117,7 +123,7 @@ impl Image {
         });
         // On an error below, the partly built image releases what it holds.
         // SAFETY: forwarded caller guarantee.
-        match unsafe { img.fill(dev, &desc, host_ind_fns) } {
+        match unsafe { img.fill(dev, &desc, host_ind_fns, image_key) } {
             Ok(table) => {
                 let how = how.describe();
                 if let (Some(o), Some(t0), Some(t1)) = (dev.observe(), t0, t1) {
@@ -156,6 +162,7 @@ impl Image {
         dev: &Device,
         desc: &Descriptor,
         host_ind_fns: *const u64,
+        image_key: Option<Key>,
     ) -> Result<Vec<AddrPair>> {
         let icvs_block = self.global(c"__gomp_additional_icvs")?;
         let team_icvs =
@@ -197,6 +204,8 @@ impl Image {
                 occupancy: Default::default(),
                 resident: Resident::default(),
                 icvs: team_icvs.clone(),
+                tuning: Tuning::default(),
+                image_key,
             });
         }
         let mut table: Vec<AddrPair> = self

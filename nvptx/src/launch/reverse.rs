@@ -25,7 +25,7 @@ use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::libgomp::target::{self, RevCall};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -102,8 +102,10 @@ pub struct Service {
     /// The mailbox (page-locked, device-mapped), freed by [`Reverse::shutdown`] once the
     /// service thread has ended (else with the last holder of this state).
     mailbox: Mutex<Option<HostAlloc>>,
-    /// Kernels of this device in flight (the service thread spins while non-zero).
-    active: AtomicUsize,
+    /// Kernels of this device in flight (low 32 bits; the service thread spins while
+    /// non-zero) and kernels started so far (high 32 bits, wrapping): see
+    /// [`ran_alone`].
+    active: AtomicU64,
     wake: Condvar,
     parked: Mutex<()>,
     stop: AtomicBool,
@@ -142,36 +144,60 @@ unsafe extern "C" fn host_to_dev(
     copy_for_libgomp13(token, |d| unsafe { d.host2dev(dst as u64, src, n) });
 }
 
+/// The in-flight count's part of [`Service::active`].
+const IN_FLIGHT: u64 = u32::MAX as u64;
+/// One kernel started, in [`Service::active`]'s counts.
+const STARTED: u64 = 1 << 32;
+
+/// Whether a kernel ran with no other kernel of its device in flight at any time,
+/// from the counts [`Service::kernel_started`] and [`Service::kernel_finished`]
+/// returned for it: none was in flight when it started, and when it finished it was
+/// the only one, and none had started since.
+pub fn ran_alone(started: u64, finished: u64) -> bool {
+    started & IN_FLIGHT == 0 && finished == started.wrapping_add(STARTED + 1)
+}
+
 impl Service {
-    /// Marks a kernel of the device as running (wakes the service thread).
+    /// Marks a kernel of the device as running (wakes the service thread); returns the
+    /// counts before (for [`ran_alone`]).
     #[inline]
-    pub fn kernel_started(&self) {
+    pub fn kernel_started(&self) -> u64 {
         // Waking costs a system call (microseconds under some sandboxes), so only when
         // the service thread really sleeps; between back-to-back kernels it spins on.
-        if self.active.fetch_add(1, Ordering::SeqCst) == 0 && self.sleeping.load(Ordering::SeqCst) {
+        let before = self.active.fetch_add(STARTED + 1, Ordering::SeqCst);
+        if before & IN_FLIGHT == 0 && self.sleeping.load(Ordering::SeqCst) {
             let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
             self.wake.notify_all();
         }
+        before
     }
 
-    /// Marks a kernel of the device as finished.
+    /// Marks a kernel of the device as finished; returns the counts before (for
+    /// [`ran_alone`]).
     #[inline]
-    pub fn kernel_finished(&self) {
-        self.active.fetch_sub(1, Ordering::AcqRel);
+    pub fn kernel_finished(&self) -> u64 {
+        self.active.fetch_sub(1, Ordering::AcqRel)
+    }
+
+    /// Kernels of the device in flight.
+    #[inline]
+    fn in_flight(&self) -> u64 {
+        self.active.load(Ordering::SeqCst) & IN_FLIGHT
     }
 }
 
 impl Reverse {
-    /// Marks a kernel of the device as running (wakes the service thread).
+    /// Marks a kernel of the device as running (wakes the service thread); returns the
+    /// counts for [`ran_alone`].
     #[inline]
-    pub fn kernel_started(&self) {
-        self.service.kernel_started();
+    pub fn kernel_started(&self) -> u64 {
+        self.service.kernel_started()
     }
 
-    /// Marks a kernel of the device as finished.
+    /// Marks a kernel of the device as finished; returns the counts for [`ran_alone`].
     #[inline]
-    pub fn kernel_finished(&self) {
-        self.service.kernel_finished();
+    pub fn kernel_finished(&self) -> u64 {
+        self.service.kernel_finished()
     }
 
     /// The service state, for a thread that counts kernels out (the completion thread).
@@ -295,7 +321,7 @@ fn serve(dev: &Device, r: &Service, mailbox: usize) {
             idle = 0;
             continue;
         }
-        if r.active.load(Ordering::Acquire) > 0 {
+        if r.in_flight() > 0 {
             quiet = 0;
             idle = idle.saturating_add(1);
             if idle > 10_000 {
@@ -315,7 +341,7 @@ fn serve(dev: &Device, r: &Service, mailbox: usize) {
         quiet = 0;
         let g = r.parked.lock().unwrap_or_else(|e| e.into_inner());
         r.sleeping.store(true, Ordering::SeqCst);
-        if r.active.load(Ordering::SeqCst) == 0 && !r.stop.load(Ordering::Acquire) {
+        if r.in_flight() == 0 && !r.stop.load(Ordering::Acquire) {
             // The timeout also covers kernels that request before being counted.
             let _ = r.wake.wait_timeout(g, Duration::from_millis(2));
         }
@@ -421,5 +447,39 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
     set_serving(false);
     if let Some(l) = limit {
         l.leave();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_alone_is_told_from_one_with_company() {
+        let s = Service::default();
+        // Alone.
+        let a = s.kernel_started();
+        assert!(ran_alone(a, s.kernel_finished()));
+        // Another in flight when it started.
+        let other = s.kernel_started();
+        let a = s.kernel_started();
+        s.kernel_finished();
+        assert!(!ran_alone(a, s.kernel_finished()));
+        let _ = other;
+        // Another started and finished while it ran.
+        let a = s.kernel_started();
+        s.kernel_started();
+        s.kernel_finished();
+        assert!(!ran_alone(a, s.kernel_finished()));
+        // Another still in flight when it finished.
+        let a = s.kernel_started();
+        s.kernel_started();
+        assert!(!ran_alone(a, s.kernel_finished()));
+        s.kernel_finished();
+        assert_eq!(s.in_flight(), 0);
+        // The start count wraps.
+        s.active.store(u64::MAX - IN_FLIGHT, Ordering::SeqCst);
+        let a = s.kernel_started();
+        assert!(ran_alone(a, s.kernel_finished()));
     }
 }

@@ -6,12 +6,14 @@
 
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
+use crate::device::tune::Tune;
 use crate::device::Device;
 use crate::image::TargetFn;
 use crate::launch::async_queue::{self, AsyncQueue};
+use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
 use crate::launch::geometry::{self, decode_args, Geometry, Limits, Requested};
-use crate::launch::reverse::Reverse;
+use crate::launch::reverse::{ran_alone, Reverse};
 use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
@@ -24,9 +26,12 @@ pub struct Prepared<'a> {
     vars: u64,
     /// The soft stacks the kernel uses until it completes.
     pub stacks: StackBlock,
+    /// The timing of a trial of the tuner (synchronous launches only).
+    trial: Option<autotune::Trial>,
 }
 
-/// Decodes the launch arguments, picks the geometry and takes a stack block.
+/// Decodes the launch arguments, picks the geometry (trying shapes for the tuner when
+/// `may_try`) and takes a stack block.
 ///
 /// # Safety
 /// `args` must satisfy [`decode_args`].
@@ -35,6 +40,7 @@ pub unsafe fn prepare<'a>(
     f: &'a TargetFn,
     vars: *mut c_void,
     args: *const *mut c_void,
+    may_try: bool,
 ) -> Result<Prepared<'a>> {
     // SAFETY: forwarded caller guarantee.
     let req = unsafe { decode_args(args) };
@@ -48,33 +54,48 @@ pub unsafe fn prepare<'a>(
     } else {
         Requested::default()
     };
-    let mut lim = Limits {
-        num_sms: dev.props.num_sms,
-        regs_per_sm: dev.props.regs_per_sm,
-        max_threads_per_block: f.max_threads_per_block,
-        regs_per_thread: f.regs,
-        max_teams: 0,
-    };
     let dyn_smem = dev.config.lowlat_pool;
-    // SAFETY (both `blocks` calls): `f.func` belongs to the loaded image owning `f`.
-    let warps = geometry::warps(req, icv, tune, lim, |w| unsafe {
-        f.resident.blocks(f.func, w, dyn_smem)
-    });
-    // Soft stacks of at most an eighth of the device memory for an ICV-sized grid.
-    lim.max_teams = (dev.props.total_mem / 8 / (dev.config.soft_stack * warps as usize))
-        .min(i32::MAX as usize) as i32;
-    // SAFETY: as above.
-    let resident = unsafe { f.resident.blocks(f.func, warps, dyn_smem) };
-    let g = Geometry {
-        teams: geometry::teams(req, icv, tune, lim, warps, resident),
-        warps,
+    // SAFETY (all `blocks` calls): `f.func` belongs to the loaded image owning `f`.
+    let resident = |w| unsafe { f.resident.blocks(f.func, w, dyn_smem) };
+    // The geometry under the knobs `t`.
+    let shape = |t: &Tune| {
+        let mut lim = Limits {
+            num_sms: dev.props.num_sms,
+            regs_per_sm: dev.props.regs_per_sm,
+            max_threads_per_block: f.max_threads_per_block,
+            regs_per_thread: f.regs,
+            max_teams: 0,
+        };
+        let warps = geometry::warps(req, icv, t, lim, resident);
+        // Soft stacks of at most an eighth of the device memory for an ICV-sized grid.
+        lim.max_teams = (dev.props.total_mem / 8 / (dev.config.soft_stack * warps as usize))
+            .min(i32::MAX as usize) as i32;
+        Geometry {
+            teams: geometry::teams(req, icv, t, lim, warps, resident(warps)),
+            warps,
+        }
     };
-    let stacks = dev
+    let tuned = autotune::eligible(tune, req, icv);
+    let (g, trial) = if tuned {
+        autotune::pick(dev, f, may_try, shape)
+    } else {
+        (shape(tune), None)
+    };
+    let stacks = match dev
         .stacks
-        .acquire(dev.config.soft_stack * (g.teams as usize) * (g.warps as usize))?;
+        .acquire(dev.config.soft_stack * (g.teams as usize) * (g.warps as usize))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(t) = trial {
+                autotune::finish(dev, f, t, false, false);
+            }
+            return Err(e);
+        }
+    };
     log::debug!(
         "kernel {}: launch {} team(s) x {} warp(s) (requested teams {}, thread_limit {}; \
-         ICVs teams {}, thread_limit {}; {} resident per SM; {} registers), {} dynamic smem",
+         ICVs teams {}, thread_limit {}; {} resident per SM; {} registers), {} dynamic smem{}",
         f.name,
         g.teams,
         g.warps,
@@ -82,15 +103,21 @@ pub unsafe fn prepare<'a>(
         req.thread_limit,
         icv.teams,
         icv.thread_limit,
-        resident.map_or("?".to_string(), |r| r.to_string()),
+        resident(g.warps).map_or("?".to_string(), |r| r.to_string()),
         f.regs,
-        dev.config.lowlat_pool
+        dev.config.lowlat_pool,
+        if tuned {
+            autotune::launch_note(f, trial.as_ref())
+        } else {
+            String::new()
+        }
     );
     Ok(Prepared {
         f,
         g,
         vars: vars as u64,
         stacks,
+        trial,
     })
 }
 
@@ -125,6 +152,22 @@ pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
     Ok(())
 }
 
+/// Enqueues `p` on `s` between the timing events of its trial, if it is one.
+fn enqueue_timed(
+    dev: &Device,
+    p: &Prepared<'_>,
+    s: Stream,
+    trial: Option<&autotune::Trial>,
+) -> Result<()> {
+    let Some(t) = trial else {
+        return enqueue(dev, p, s);
+    };
+    t.begin(s);
+    enqueue(dev, p, s)?;
+    t.end(s);
+    Ok(())
+}
+
 /// Runs `f` with the mapped-variable block `vars` and libgomp's target arguments
 /// `args`, and waits for it.
 ///
@@ -138,24 +181,28 @@ pub unsafe fn run(
     args: *const *mut c_void,
 ) -> Result<()> {
     // SAFETY: forwarded caller guarantee.
-    let p = unsafe { prepare(dev, f, vars, args) }?;
-    rev.kernel_started();
+    let mut p = unsafe { prepare(dev, f, vars, args, true) }?;
+    let started = rev.kernel_started();
     let mut timer = None;
+    let trial = p.trial.take();
     let r = dev.on_stream(|s| match dev.observe() {
-        None => enqueue(dev, &p, s),
+        None => enqueue_timed(dev, &p, s, trial.as_ref()),
         Some(o) => {
             // Timing events around the launch, read once the stream is waited for.
             timer = o.start(s, &f.name, p.shape());
-            enqueue(dev, &p, s)?;
+            enqueue_timed(dev, &p, s, trial.as_ref())?;
             if let Some(t) = &timer {
                 o.stop(t, s);
             }
             Ok(())
         }
     });
-    rev.kernel_finished();
+    let finished = rev.kernel_finished();
     if let (Some(o), Some(t)) = (dev.observe(), timer) {
         o.finish(t);
+    }
+    if let Some(t) = trial {
+        autotune::finish(dev, f, t, r.is_ok(), ran_alone(started, finished));
     }
     r.map_err(kernel_error)?;
     dev.stacks.release(p.stacks);
@@ -177,7 +224,7 @@ pub unsafe fn run_async(
     async_data: *mut c_void,
 ) -> Result<()> {
     // SAFETY: forwarded caller guarantee.
-    let p = unsafe { prepare(dev, f, vars, args) }?;
+    let p = unsafe { prepare(dev, f, vars, args, false) }?;
     q.reserve(p.stacks.size);
     let s = q.stream()?;
     // The async stream waits for the deferred copies (the region's own included).

@@ -184,12 +184,19 @@ impl Pool {
         }
     }
 
+    /// Waits for the warm-up thread, if one is still running (it holds a block of the
+    /// pool until it ends). Any thread; the first caller joins it.
+    pub fn finish_warm_up(&self) {
+        let h = self.warm_up.locked().take();
+        if let Some(h) = h {
+            let _ = h.join();
+        }
+    }
+
     /// Waits for the warm-up thread and pending frees, then destroys the stream and the
     /// pool (at device close; nothing uses the pool afterwards).
     pub fn destroy(&self) {
-        if let Some(h) = self.warm_up.locked().take() {
-            let _ = h.join();
-        }
+        self.finish_warm_up();
         drop(self.owned.locked().take());
     }
 }

@@ -212,6 +212,14 @@ impl DeviceObserve {
         })
     }
 
+    /// The launch shape chosen for kernel `name` (PTX name) and what its trials
+    /// measured, for the table.
+    pub fn tuning(&self, name: &str, text: &str) {
+        if let Some(p) = &RECORDERS.profile {
+            p.kernel_tuning(&display_name(name), text);
+        }
+    }
+
     /// Records the timing event after the launch on its stream.
     pub fn stop(&self, t: &Timer, s: Stream) {
         let _ = t.end.handle().record(s);

@@ -37,6 +37,11 @@ const PLUGIN_ENV: &[&str] = &[
     "GOMP_NVPTX_LINK_CACHE_SIZE",
     "GOMP_NVPTX_JIT",
     "GOMP_NVPTX_INFO",
+    "GOMP_NVPTX_PROFILE",
+    "GOMP_NVPTX_TRACE",
+    "GOMP_NVPTX_TUNE",
+    "GOMP_NVPTX_LOWLAT_POOL",
+    "GOMP_NVPTX_SOFT_STACK_SIZE",
 ];
 
 /// The repository root (the workspace).
