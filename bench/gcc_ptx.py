@@ -34,7 +34,10 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return
-    if len(sys.argv) != 3 or sys.argv[1].startswith("-"):
+    bad = [a for a in sys.argv[1:] if a.startswith("-")]
+    if bad:
+        sys.exit(f"gcc_ptx.py: unknown option '{bad[0]}' (see --help)")
+    if len(sys.argv) != 3:
         sys.exit("usage: gcc_ptx.py BINARY OUT (see --help)")
     binary, out = sys.argv[1], sys.argv[2]
     data = open(binary, "rb").read()

@@ -21,9 +21,18 @@ def fmt(v):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
-        return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
+        return 0
+    opts = sys.argv[3:]
+    bad = [a for a in sys.argv[1:3] if a.startswith("-")] + [
+        opts[i] for i in range(0, len(opts), 2)
+        if opts[i] not in ("--device", "--note", "--knobs") or i + 1 >= len(opts)]
+    if bad or len(sys.argv) < 3:
+        sys.stderr.write((f"kernel_report.py: unknown option or missing value: '{bad[0]}'"
+                          if bad else "usage: kernel_report.py RAW OUT_BASENAME [...]")
+                         + " (see --help)\n")
+        return 2
     raw, base = sys.argv[1], sys.argv[2]
     device, note, knobs = arg("--device") or "GPU", arg("--note") or "", arg("--knobs")
     vals, units, labels, names, errors = defaultdict(lambda: defaultdict(list)), {}, [], [], []

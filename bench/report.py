@@ -87,8 +87,11 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return
-    if len(sys.argv) < 3 or sys.argv[1].startswith("-"):
-        sys.exit("usage: report.py RAW OUT_BASENAME [--device NAME] [--note TEXT] (see --help)")
+    if len(sys.argv) > 1 and sys.argv[1].startswith("-"):
+        sys.exit(f"report.py: unknown option '{sys.argv[1]}' (see --help)")
+    if len(sys.argv) < 3:
+        sys.exit("usage: report.py RAW OUT_BASENAME [--device NAME] [--note TEXT] "
+                 "[--plugins \"P1 P2 ...\"] (see --help)")
     raw, base = sys.argv[1], sys.argv[2]
     opts = sys.argv[3:]
     for i in range(0, len(opts), 2):

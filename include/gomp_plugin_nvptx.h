@@ -101,7 +101,8 @@ int GOMP_OFFLOAD_get_type(void);
 
 /**
  * Number of devices usable under the program's `requires` mask (spec §1.5): 0 without
- * a usable driver or device, -1 when devices cannot meet the mask.
+ * a usable driver or device, -1 when devices cannot meet the mask. libgomp 12 passes
+ * no mask: the argument is then ignored.
  */
 int GOMP_OFFLOAD_get_num_devices(uint32_t omp_requires_mask);
 
@@ -121,8 +122,9 @@ bool GOMP_OFFLOAD_init_device(int ord);
 bool GOMP_OFFLOAD_fini_device(int ord);
 
 /**
- * Loads an image; returns the number of table entries or -1. libgomp 13 passes only
- * five arguments: the sixth is read only for libgomp 14+ and version-3 images.
+ * Loads an image; returns the number of table entries or -1. libgomp 12 passes only
+ * four arguments and libgomp 13 five: the tables beyond them are never touched
+ * (`args::load_image_tables`).
  */
 int GOMP_OFFLOAD_load_image(int ord,
                             uint32_t version,

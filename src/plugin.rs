@@ -13,6 +13,7 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::libgomp::interop::{self, InteropObj};
+use crate::libgomp::version::Libgomp;
 use crate::rect::Rect;
 use crate::registry::Registry;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -38,6 +39,9 @@ pub trait Plugin: 'static {
     const IMAGE_KIND: &'static str;
     /// The newest image device-data version the plugin reads (`GOMP_VERSION_*`).
     const IMAGE_VERSION: u32;
+    /// The oldest libgomp release whose images and launch protocol the product
+    /// implements; under an older known one the product reports 0 devices.
+    const OLDEST_LIBGOMP: Libgomp = Libgomp::V12;
 
     /// The product's open devices.
     fn registry() -> &'static Registry<Self::Device>;

@@ -7,7 +7,8 @@
 # run a slice of the upstream suite through our plugin on the host; the experimental
 # gcn plugin is loaded beside it by real libgomp 16 and driven against stand-in HSA
 # runtimes (section 2c; a stand-in is not an AMD GPU: nothing here ran on one).
-# usage: tests/host_fallback.sh        (after scripts/build; prints "N passed, M failed")
+# usage: tests/host_fallback.sh        (after scripts/build; prints "N passed, M failed,
+#        K skipped"; a check that cannot run says so on a line "SKIPPED N: ...")
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 case "${1:-}" in -?*) echo "host_fallback.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
 [ $# -eq 0 ] || { echo "host_fallback.sh: takes no arguments, got '$*' (see $0 --help)" >&2; exit 2; }
@@ -15,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
+pass=0 fail=0 skip=0
 check() {  # check NAME COMMAND... : run, count, show the output on failure
   local name=$1; shift
   if out=$("$@" 2>&1); then echo "PASS: $name"; pass=$((pass + 1))
@@ -211,14 +212,17 @@ rocr_no_gpu() {
   [ "$rc" = 1 ] || { echo "stock plugin: exit status $rc, want 1"; echo "$out"; return 1; }
   has '^libgomp: GCN fatal error: Run-time could not be initialized' && ! grep -q '^OK' <<< "$out"
 }
-if [ -e /dev/kfd ]; then echo "SKIP: gcn: real ROCr without a GPU (this machine has /dev/kfd)"
+if [ -e /dev/kfd ]; then
+  echo "SKIPPED 1: gcn: Debian's ROCr without a GPU (this machine has /dev/kfd; the check needs one without it)"
+  skip=$((skip + 1))
 else check "gcn: Debian's ROCr without /dev/kfd: ours 0 devices + host fallback, GCC 16's gcn plugin exits with status 1" rocr_no_gpu; fi
 
 # 3. Upstream bundles: version detection and a slice of the suite, on the host.
 B=${BUNDLES:-../shared/bundles}
 for v in 16 14; do
   if [ ! -e "$B/bundle-$v.tar.xz" ]; then
-    echo "NOT RUN: bundle-$v checks ($B/bundle-$v.tar.xz absent)"; continue
+    echo "SKIPPED 2: bundle-$v checks ($B/bundle-$v.tar.xz absent; set BUNDLES to a directory holding bundle-$v.tar.xz, made by scripts/toolchain/mkbundle.sh)"
+    skip=$((skip + 2)); continue
   fi
   tar -xJf "$B/bundle-$v.tar.xz" -C "$T" || { fail=$((fail + 1)); continue; }
   detect() {
@@ -234,5 +238,5 @@ for v in 16 14; do
   check "bundle-$v: upstream target-N.c tests pass on the host through our plugin" slice
   rm -rf "$T/bundle-$v"
 done
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -25,4 +25,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(s.chunk % 4096 == 0 && ((64 << 10)..=(256 << 20)).contains(&s.chunk));
     assert!(s.threads * s.buffers * s.chunk <= 4 << 30);
     assert!(c.device_cache <= 1 << 40 && c.pinned_cache <= 1 << 40);
+    if let gomp_plugin_nvptx::image::link_cache::Setting::On { limit, .. } = c.link_cache {
+        assert!((1..=1 << 40).contains(&limit));
+    }
 });

@@ -12,6 +12,7 @@ use crate::launch::{Dims, Grid, Kind};
 use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::libgomp::abi::*;
+use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::registry::Registry;
 use gomp_plugin::{Plugin, Result};
 use std::ffi::{c_int, c_void};
@@ -33,6 +34,9 @@ impl Plugin for Gcn {
     const TARGET_TYPE: c_int = TARGET_TYPE_GCN;
     const IMAGE_KIND: &'static str = "GCN";
     const IMAGE_VERSION: u32 = VERSION_GCN;
+    // GCC 12's gcn images and launch protocol differ (GOMP_VERSION_GCN 2) and are
+    // not implemented: under libgomp 12 the plugin reports 0 devices.
+    const OLDEST_LIBGOMP: Libgomp = Libgomp::V13;
 
     fn registry() -> &'static Registry<Device> {
         &REGISTRY

@@ -1,9 +1,9 @@
 //! The nvptx plugin's libgomp detection against stand-in libgomps
 //! (tests/fake_libgomp/fake_libgomp.c, built here with a version script giving it the
-//! symbol-version nodes of one release: GCC 12, 13, 14, 15, 16, an invented newer
+//! symbol-version nodes of one release: GCC 11, 12, 13, 14, 15, 16, an invented newer
 //! release, and a newer plugin interface), loaded into the process the way a program
-//! linked with libgomp has it. `GOMP_OFFLOAD_version` must answer 2 for 13, 3 for
-//! 14-16, and 0 with a clear message otherwise; no driver means 0 devices. Then, under
+//! linked with libgomp has it. `GOMP_OFFLOAD_version` must answer 1 for 12, 2 for 13,
+//! 3 for 14-16, and 0 with a clear message otherwise; no driver means 0 devices. Then, under
 //! the stand-in libgomp 16, every entry point is called the wrong way and must answer
 //! by libgomp's error convention through `GOMP_PLUGIN_error`. The Rust port of
 //! tests/libgomp_versions.sh (with tests/fake_libgomp/drive.c and badcalls.c).
@@ -60,11 +60,12 @@ fn version_per_libgomp_release() {
     let plugin_1_5 = ("GOMP_PLUGIN_1.5", "GOMP_future_entry");
     let cases = [
         (
-            "gcc12",
-            vec![("GOMP_5.1", "GOMP_future_entry")],
+            "gcc11",
+            vec![("GOMP_5.0.1", "GOMP_alloc")],
             0,
-            "does not support a libgomp older than GCC 13",
+            "does not support a libgomp older than GCC 12",
         ),
+        ("gcc12", vec![("GOMP_5.1", "GOMP_teams4")], 1, ""),
         ("gcc13", r[..1].to_vec(), 2, ""),
         ("gcc14", r[..2].to_vec(), 3, ""),
         ("gcc15", r[..3].to_vec(), 3, ""),

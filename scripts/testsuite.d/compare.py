@@ -151,6 +151,12 @@ def main(argv=None):
     ap.add_argument("--all", action="store_true", help="list every test present in only one file")
     ap.add_argument("a", metavar="A")
     ap.add_argument("b", metavar="B")
+    argv = sys.argv[1:] if argv is None else argv
+    bad = [x for x in argv if x.startswith("-") and x not in ("-h", "--help", "--all")
+           and not x.startswith("--top")]
+    if bad:
+        sys.stderr.write("compare: unknown option '%s' (see --help)\n" % bad[0])
+        return 2
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:

@@ -74,6 +74,13 @@ def replan(src, bundle, out=sys.stdout, planner=PLANNER):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        return 0
+    bad = [a for a in argv if a.startswith("-")]
+    if bad:
+        sys.stderr.write("remanifest.py: unknown option '%s' (see --help)\n" % bad[0])
+        return 2
     if len(argv) != 2:
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2

@@ -5,8 +5,9 @@ usage: selftest.py [-v] [PATTERN]     (PATTERN: test module glob, default test_*
 
 Covers plan-tests.py (on the committed fixtures, and on real GCC 16 sources when
 .toolchain/src-16 exists), run-tests.sh (on a fake bundle of host tools), compare.py and
-remanifest.py.  Takes a few seconds.  The last line is "N passed, M failed"; the exit
-status is 1 when anything failed.
+remanifest.py.  Takes a few seconds.  The last line is "N passed, M failed, K skipped";
+each skip reason is printed before it ("SKIPPED N: reason"), saying what would make
+those tests run.  The exit status is 1 when anything failed.
 """
 import os
 import sys
@@ -27,6 +28,14 @@ class CountingResult(unittest.TextTestResult):
 
 
 def main(argv):
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        return 0
+    bad = [a for a in argv if a.startswith("-") and a != "-v"]
+    if bad or len([a for a in argv if a != "-v"]) > 1:
+        sys.stderr.write("selftest.py: %s (see selftest.py --help)\n"
+                         % ("unknown option '%s'" % bad[0] if bad else "at most one PATTERN"))
+        return 2
     verbose = "-v" in argv
     args = [a for a in argv if a != "-v"]
     pattern = args[0] if args else "test_*.py"
@@ -39,10 +48,11 @@ def main(argv):
     # a test with failing subtests counts once
     failed = {getattr(t, "test_case", t).id() for t, _ in r.failures + r.errors}
     failed |= {t.id() for t in r.unexpectedSuccesses}
-    if r.skipped:
-        print("skipped: %d (%s)" % (len(r.skipped), "; ".join(sorted({why for _, why in r.skipped}))))
+    for why in sorted({why for _, why in r.skipped}):
+        n = sum(1 for _, w in r.skipped if w == why)
+        print("SKIPPED %d: %s" % (n, why))
     print("selftest took %.1fs" % (time.time() - t0))
-    print("%d passed, %d failed" % (r.passed, len(failed)))
+    print("%d passed, %d failed, %d skipped" % (r.passed, len(failed), len(r.skipped)))
     return 0 if r.wasSuccessful() else 1
 
 

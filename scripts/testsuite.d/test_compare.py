@@ -11,7 +11,7 @@ import compare  # noqa: E402
 
 FIX = os.path.join(HERE, "fixtures")
 A, B = os.path.join(FIX, "results-a.txt"), os.path.join(FIX, "results-b.txt")
-BASELINE = os.path.join(HERE, "..", "..", "..", "shared", "baseline")
+BASELINE = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "baseline"))
 
 
 def run_main(args):
@@ -91,7 +91,7 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(run_main([A])[0], 2)
         self.assertEqual(run_main([A, os.path.join(FIX, "no-such-file")])[0], 2)
 
-    @unittest.skipUnless(os.path.isfile(os.path.join(BASELINE, "h100-gcc16-stock.txt")), "no ../shared/baseline")
+    @unittest.skipUnless(os.path.isfile(os.path.join(BASELINE, "h100-gcc16-stock.txt")), "no %s (the H100 baseline results, kept beside the clone)" % BASELINE)
     def test_baselines_smoke(self):
         g14, g16 = (os.path.join(BASELINE, "h100-gcc%d-stock.txt" % v) for v in (14, 16))
         a = compare.parse_file(g16)

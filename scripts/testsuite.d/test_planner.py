@@ -202,7 +202,7 @@ REAL_CASES = {
 }
 
 
-@unittest.skipUnless(HAVE_REAL, "no .toolchain/src-16 (scripts/testsuite sources 16)")
+@unittest.skipUnless(HAVE_REAL, "no %s (scripts/testsuite sources 16 fetches it, about 110 MB)" % REAL)
 class RealSourcesTest(unittest.TestCase):
     def test_misjudged_tests(self):
         for rel, (shouldfail, sample) in sorted(REAL_CASES.items()):

@@ -18,5 +18,6 @@
 //! The shells refer to the backend as `super::Backend`: the including module defines
 //! that type alias. include/generate.sh runs cbindgen over these files.
 
+pub mod args;
 pub mod guard;
 pub mod handshake;

@@ -6,7 +6,7 @@
 //! version definitions reveal a newer, unknown libgomp.
 
 use super::verdef;
-use super::version::{classify, Detected};
+use super::version::{classify, Detected, Libgomp};
 use once_cell::sync::Lazy;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
@@ -156,4 +156,12 @@ pub fn host() -> Option<&'static Host> {
 /// What was detected: the release, or why the plugin refuses it.
 pub fn detected() -> Detected {
     host().map_or(Detected::NotLoaded, |h| h.detected.clone())
+}
+
+/// The supported release that loaded us; `None` when none is loaded or it is refused.
+pub fn libgomp() -> Option<Libgomp> {
+    match detected() {
+        Detected::Known(v) => Some(v),
+        _ => None,
+    }
 }

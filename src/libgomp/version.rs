@@ -1,4 +1,4 @@
-//! Which libgomp loaded us: 13, 14, 15 or 16, or something we must refuse.
+//! Which libgomp loaded us: 12, 13, 14, 15 or 16, or something we must refuse.
 //!
 //! The known releases are told apart by `dlvsym` probes for the newest symbol version
 //! node of each (see the ABI spec, §4). A libgomp that defines a node newer than the
@@ -10,6 +10,10 @@ use std::fmt;
 /// A libgomp release whose plugin contract this plugin implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Libgomp {
+    /// GCC 12: `GOMP_VERSION` 1, `get_num_devices` without the `requires` mask,
+    /// 4-argument `load_image` (no reverse-offload or indirect-function tables), the
+    /// device number as the trailing table entry, no `GOMP_PLUGIN_target_rev`.
+    V12,
     /// GCC 13: `GOMP_VERSION` 2, 5-argument `load_image`, 9-argument `target_rev`.
     V13,
     /// GCC 14.
@@ -24,14 +28,40 @@ impl Libgomp {
     /// The `GOMP_VERSION` this libgomp expects from `GOMP_OFFLOAD_version`.
     pub fn plugin_version(self) -> u32 {
         match self {
+            Libgomp::V12 => 1,
             Libgomp::V13 => 2,
             _ => 3,
         }
     }
 
+    /// Whether `GOMP_OFFLOAD_get_num_devices` receives the program's `requires` mask
+    /// (13+); libgomp 12 calls it without an argument.
+    pub fn passes_requires_mask(self) -> bool {
+        self >= Libgomp::V13
+    }
+
+    /// How many arguments libgomp passes to `GOMP_OFFLOAD_load_image`: 4 in 12 (no
+    /// `rev_fn_table`), 5 in 13 (no `host_ind_fn_table`), 6 from 14 on. Arguments
+    /// beyond these hold whatever the caller left in the registers.
+    pub fn load_image_args(self) -> usize {
+        match self {
+            Libgomp::V12 => 4,
+            Libgomp::V13 => 5,
+            _ => 6,
+        }
+    }
+
+    /// Whether the last entry of `load_image`'s table is the image's device-number
+    /// variable (`__gomp_device_num`, an `int`; libgomp 12) rather than its ICV block
+    /// (`__gomp_additional_icvs`; 13+).
+    pub fn trailing_entry_is_device_num(self) -> bool {
+        self == Libgomp::V12
+    }
+
     /// The GCC major release.
     pub fn gcc(self) -> u32 {
         match self {
+            Libgomp::V12 => 12,
             Libgomp::V13 => 13,
             Libgomp::V14 => 14,
             Libgomp::V15 => 15,
@@ -45,7 +75,7 @@ impl Libgomp {
 pub enum Detected {
     /// A supported release.
     Known(Libgomp),
-    /// A release older than 13 (no `GOMP_5.1.1` node).
+    /// A release older than 12 (no `GOMP_5.1` node).
     TooOld,
     /// A release defining version nodes newer than any we know (named here).
     TooNew(String),
@@ -57,7 +87,7 @@ impl fmt::Display for Detected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Detected::Known(v) => write!(f, "libgomp {}", v.gcc()),
-            Detected::TooOld => f.write_str("a libgomp older than GCC 13"),
+            Detected::TooOld => f.write_str("a libgomp older than GCC 12"),
             Detected::TooNew(n) => write!(f, "a libgomp newer than GCC 16 (defines {n})"),
             Detected::NotLoaded => f.write_str("no libgomp"),
         }
@@ -79,6 +109,7 @@ pub const PROBES: &[(&str, &str, Libgomp)] = &[
     ("omp_get_uid_from_device", "GOMP_6.0", Libgomp::V15),
     ("GOMP_add_alloc", "GOMP_5.1.2", Libgomp::V14),
     ("GOMP_taskwait_depend_nowait", "GOMP_5.1.1", Libgomp::V13),
+    ("GOMP_teams4", "GOMP_5.1", Libgomp::V12),
 ];
 
 /// Parses "1.2.3" into numbers; `None` if any part is not a number.
@@ -124,8 +155,13 @@ mod tests {
         assert_eq!(classify(has16, None), Detected::Known(Libgomp::V16));
         let has14 = |_: &str, n: &str| ["GOMP_5.1.2", "GOMP_5.1.1"].contains(&n);
         assert_eq!(classify(has14, None), Detected::Known(Libgomp::V14));
-        let has13 = |_: &str, n: &str| n == "GOMP_5.1.1";
+        let has13 = |_: &str, n: &str| ["GOMP_5.1.1", "GOMP_5.1"].contains(&n);
         assert_eq!(classify(has13, None), Detected::Known(Libgomp::V13));
+        let has12 = |_: &str, n: &str| n == "GOMP_5.1";
+        assert_eq!(classify(has12, None), Detected::Known(Libgomp::V12));
+        // GCC 11's newest node is GOMP_5.0.1.
+        let has11 = |_: &str, n: &str| n == "GOMP_5.0.1";
+        assert_eq!(classify(has11, None), Detected::TooOld);
         assert_eq!(classify(|_: &str, _: &str| false, None), Detected::TooOld);
     }
 
@@ -152,8 +188,23 @@ mod tests {
 
     #[test]
     fn plugin_versions() {
+        assert_eq!(Libgomp::V12.plugin_version(), 1);
         assert_eq!(Libgomp::V13.plugin_version(), 2);
         assert_eq!(Libgomp::V14.plugin_version(), 3);
         assert_eq!(Libgomp::V16.plugin_version(), 3);
+    }
+
+    #[test]
+    fn per_release_contract() {
+        use Libgomp::*;
+        assert!(!V12.passes_requires_mask());
+        assert!(V13.passes_requires_mask() && V16.passes_requires_mask());
+        assert_eq!(
+            [V12, V13, V14, V15, V16].map(Libgomp::load_image_args),
+            [4, 5, 6, 6, 6]
+        );
+        assert!(V12.trailing_entry_is_device_num());
+        assert!(!V13.trailing_entry_is_device_num());
+        assert_eq!(V12.gcc(), 12);
     }
 }

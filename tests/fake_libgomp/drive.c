@@ -1,8 +1,11 @@
 /* drive.c - loads libgomp.so.1 (the fake one, found through LD_LIBRARY_PATH) the way a
  * program does, then the plugin the way libgomp does (dlopen by path, RTLD_LAZY), and
- * prints what GOMP_OFFLOAD_version and GOMP_OFFLOAD_get_num_devices answer. */
+ * prints what GOMP_OFFLOAD_version and GOMP_OFFLOAD_get_num_devices answer.
+ * usage: drive PLUGIN [MASK]   MASK (default 0) is what get_num_devices finds in its
+ * argument register: the requires mask (libgomp 13+), or a leftover (libgomp 12). */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int main (int argc, char **argv)
 {
@@ -22,6 +25,6 @@ int main (int argc, char **argv)
   if (!version || !num)
     return 2;
   printf ("version=%u\n", version ());
-  printf ("devices=%d\n", num (0));
+  printf ("devices=%d\n", num (argc > 2 ? (unsigned) strtoul (argv[2], NULL, 0) : 0));
   return 0;
 }

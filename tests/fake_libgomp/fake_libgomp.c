@@ -1,7 +1,7 @@
 /* fake_libgomp.c - a stand-in libgomp.so.1 for testing the plugin's libgomp detection
  * without the real libraries of every GCC release.  tests/libgomp_versions.sh links it
- * with a version script that gives it the symbol-version nodes of one release (13, 14,
- * 15, 16, an older one, or an invented newer one), so the plugin's dlvsym probes and
+ * with a version script that gives it the symbol-version nodes of one release (12, 13,
+ * 14, 15, 16, an older one, or an invented newer one), so the plugin's dlvsym probes and
  * version-definition scan see exactly what that release would show.  The GOMP_PLUGIN_*
  * functions behave like libgomp's: messages go to stderr as "libgomp: ...", fatal exits. */
 #include <stdarg.h>
@@ -47,6 +47,8 @@ void GOMP_PLUGIN_fatal (const char *fmt, ...)
 void GOMP_PLUGIN_target_task_completion (void *data) { (void) data; }
 void GOMP_PLUGIN_target_rev (void) { abort (); }
 /* Probe symbols, one per release's newest node, and one for an invented future node. */
+void GOMP_alloc (void) {}
+void GOMP_teams4 (void) {}
 void GOMP_taskwait_depend_nowait (void) {}
 void GOMP_add_alloc (void) {}
 void omp_get_uid_from_device (void) {}

@@ -65,10 +65,23 @@ pub const DEFAULT_SOFT_STACK: usize = 128 * 1024;
 pub const DEFAULT_DEVICE_CACHE: usize = 256 << 20;
 /// Default `GOMP_NVPTX_PINNED_CACHE`.
 pub const DEFAULT_PINNED_CACHE: usize = 256 << 20;
-/// Largest accepted cache bound (1 TiB).
-const MAX_CACHE: usize = 1 << 40;
 
 pub use gomp_plugin::settings::parse_size;
+
+/// The byte-count variables and their accepted ranges (inclusive). A value outside its
+/// range is reported and replaced by the default, like one that does not parse.
+pub const SIZE_BOUNDS: [(&str, usize, usize); 7] = [
+    ("GOMP_NVPTX_LOWLAT_POOL", 0, 1 << 20),
+    ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", 0, 1 << 30),
+    // Below 1 KiB per warp not even GCC's device runtime's own frames fit.
+    ("GOMP_NVPTX_SOFT_STACK_SIZE", 1024, 1 << 30),
+    ("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40),
+    // The cache bounds: 0 keeps nothing (turns the linked-image cache off); 1 TiB is
+    // beyond any GPU's or host's memory, so a larger value is a typo.
+    ("GOMP_NVPTX_DEVICE_CACHE", 0, 1 << 40),
+    ("GOMP_NVPTX_PINNED_CACHE", 0, 1 << 40),
+    ("GOMP_NVPTX_LINK_CACHE_SIZE", 0, 1 << 40),
+];
 
 /// Parses `GOMP_NVPTX_JIT`: space-separated options, of which only `-O0`..`-O4` exist.
 pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
@@ -112,13 +125,17 @@ impl Config {
     /// Reads the settings through `get` (the environment in production), reporting each
     /// bad value through `warn` and falling back to its default.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
-        let size = |name: &str, default: usize, max: usize| -> Option<usize> {
+        // A byte count within its variable's bounds (SIZE_BOUNDS), or `None` after a
+        // warning naming the bounds.
+        let size = |name: &str, default: &str| -> Option<usize> {
             let v = get(name)?;
+            let &(_, min, max) = SIZE_BOUNDS.iter().find(|(n, _, _)| *n == name)?;
             match parse_size(&v) {
-                Some(n) if n <= max => Some(n),
+                Some(n) if (min..=max).contains(&n) => Some(n),
                 _ => {
                     warn(&format!(
-                        "Invalid value '{v}' for {name}; using the default ({default})"
+                        "Invalid value '{v}' for {name} (expected {min}..{max} bytes); \
+                         using the default ({default})"
                     ));
                     None
                 }
@@ -128,15 +145,14 @@ impl Config {
             get("GOMP_NVPTX_JIT").and_then(|v| parse_jit(&v).map_err(|e| warn(&e)).ok().flatten());
         Config {
             jit_opt_level,
-            lowlat_pool: size("GOMP_NVPTX_LOWLAT_POOL", DEFAULT_LOWLAT_POOL, 1 << 20)
-                .unwrap_or(DEFAULT_LOWLAT_POOL),
-            native_stack: size("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", 0, 1 << 30)
+            lowlat_pool: size("GOMP_NVPTX_LOWLAT_POOL", "8192").unwrap_or(DEFAULT_LOWLAT_POOL),
+            // 0 asks for the driver's default, as unset does.
+            native_stack: size("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "the driver's")
                 .filter(|&n| n > 0),
-            soft_stack: size("GOMP_NVPTX_SOFT_STACK_SIZE", DEFAULT_SOFT_STACK, 1 << 30)
-                .filter(|&n| n >= 1024)
+            soft_stack: size("GOMP_NVPTX_SOFT_STACK_SIZE", "131072")
                 .map(|n| n.next_multiple_of(16))
                 .unwrap_or(DEFAULT_SOFT_STACK),
-            heap: size("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40).filter(|&n| n > 0),
+            heap: size("GOMP_NVPTX_HEAP_SIZE", "the driver's").filter(|&n| n > 0),
             reverse_offload_threads: get("GOMP_REVERSE_OFFLOAD_THREADS")
                 .and_then(|v| match v.trim().parse::<usize>() {
                     Ok(n) if (1..=1024).contains(&n) => Some(n),
@@ -157,11 +173,16 @@ impl Config {
                 "default",
             ),
             tune: parsed(&get, &warn, "GOMP_NVPTX_TUNE", Tune::parse, "defaults"),
-            device_cache: size("GOMP_NVPTX_DEVICE_CACHE", DEFAULT_DEVICE_CACHE, MAX_CACHE)
+            device_cache: size("GOMP_NVPTX_DEVICE_CACHE", "256 MiB")
                 .unwrap_or(DEFAULT_DEVICE_CACHE),
-            pinned_cache: size("GOMP_NVPTX_PINNED_CACHE", DEFAULT_PINNED_CACHE, MAX_CACHE)
+            pinned_cache: size("GOMP_NVPTX_PINNED_CACHE", "256 MiB")
                 .unwrap_or(DEFAULT_PINNED_CACHE),
-            link_cache: link_cache::Setting::from_lookup(&get, &warn),
+            link_cache: link_cache::Setting::from_lookup(
+                &get,
+                &warn,
+                size("GOMP_NVPTX_LINK_CACHE_SIZE", "256 MiB")
+                    .map_or(link_cache::DEFAULT_LIMIT, |n| n as u64),
+            ),
         }
     }
 
@@ -241,9 +262,16 @@ mod tests {
         assert_eq!(c, cfg(&[]).0);
         assert_eq!(w.len(), 12, "{w:?}");
         assert!(
-            w.contains(&format!(
-                "Invalid value '-5' for GOMP_NVPTX_DEVICE_CACHE; using the default ({DEFAULT_DEVICE_CACHE})"
-            )),
+            w.contains(
+                &"Invalid value '-5' for GOMP_NVPTX_DEVICE_CACHE (expected 0..1099511627776 bytes); \
+                  using the default (256 MiB)"
+                    .to_string()
+            ),
+            "{w:?}"
+        );
+        assert!(
+            w.iter()
+                .any(|m| m.starts_with("Invalid value 'big' for GOMP_NVPTX_LINK_CACHE_SIZE")),
             "{w:?}"
         );
         assert!(
@@ -292,5 +320,60 @@ mod tests {
         assert_eq!(c.jit_opt_level, Some(1));
         assert_eq!(c.soft_stack, 65552);
         assert_eq!(c.native_stack, Some(4096));
+    }
+
+    #[test]
+    fn every_size_bound_is_enforced_and_reported() {
+        let defaults = cfg(&[]).0;
+        for (name, min, max) in SIZE_BOUNDS {
+            // Accepted at both ends, without a word.
+            for ok in [min, max] {
+                let (_, w) = cfg(&[(name, &ok.to_string())]);
+                assert!(w.is_empty(), "{name}={ok}: {w:?}");
+            }
+            // Outside: one warning naming the variable and the bounds, and the default.
+            let mut bad = vec![max + 1];
+            if min > 0 {
+                bad.push(min - 1);
+            }
+            if name == "GOMP_NVPTX_SOFT_STACK_SIZE" {
+                bad.push(100);
+            }
+            for b in bad {
+                let (c, w) = cfg(&[(name, &b.to_string())]);
+                assert_eq!(c, defaults, "{name}={b}");
+                assert_eq!(w.len(), 1, "{name}={b}: {w:?}");
+                assert!(
+                    w[0].starts_with(&format!(
+                        "Invalid value '{b}' for {name} (expected {min}..{max} bytes)"
+                    )),
+                    "{w:?}"
+                );
+            }
+        }
+        // A bad cache size is reported even when the cache is off.
+        let (c, w) = cfg(&[
+            ("GOMP_NVPTX_LINK_CACHE", "0"),
+            ("GOMP_NVPTX_LINK_CACHE_SIZE", "-1"),
+        ]);
+        assert_eq!(
+            c.link_cache,
+            link_cache::Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into())
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
+        // The link cache's bound reaches its setting.
+        let (c, w) = cfg(&[("HOME", "/h"), ("GOMP_NVPTX_LINK_CACHE_SIZE", "1m")]);
+        assert!(w.is_empty(), "{w:?}");
+        assert!(
+            matches!(c.link_cache, link_cache::Setting::On { limit, .. } if limit == 1 << 20),
+            "{:?}",
+            c.link_cache
+        );
+        let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1024")]);
+        assert!(w.is_empty());
+        assert_eq!(c.reverse_offload_threads, 1024);
+        let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1")]);
+        assert!(w.is_empty());
+        assert_eq!(c.reverse_offload_threads, 1);
     }
 }

@@ -29,7 +29,6 @@ use crate::cuda::sys::CUjit_option;
 use crate::image::link::{link_ptx, Linked};
 use gomp_plugin::cache::{location, Key, KeyBuilder, Lookup, Store};
 use gomp_plugin::error::Result;
-use gomp_plugin::settings::parse_size;
 use once_cell::sync::OnceCell;
 use std::path::PathBuf;
 
@@ -56,10 +55,16 @@ pub enum Setting {
 }
 
 impl Setting {
-    /// Reads `GOMP_NVPTX_LINK_CACHE`, `GOMP_NVPTX_LINK_CACHE_SIZE`, `CUDA_CACHE_DISABLE`,
-    /// `CUDA_CACHE_PATH`, `XDG_CACHE_HOME` and `HOME` through `get`, reporting a bad
-    /// value through `warn` (it then counts as unset). Pure.
-    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>, warn: &impl Fn(&str)) -> Setting {
+    /// Reads `GOMP_NVPTX_LINK_CACHE`, `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`,
+    /// `XDG_CACHE_HOME` and `HOME` through `get`, reporting a bad value through `warn`
+    /// (it then counts as unset); `limit` is `GOMP_NVPTX_LINK_CACHE_SIZE`, read and
+    /// checked against its bounds with the other byte counts (`crate::device::config`).
+    /// Pure.
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        warn: &impl Fn(&str),
+        limit: u64,
+    ) -> Setting {
         let on = match get("GOMP_NVPTX_LINK_CACHE").as_deref().map(str::trim) {
             None | Some("1") => true,
             Some("0") => false,
@@ -69,18 +74,6 @@ impl Setting {
                 ));
                 true
             }
-        };
-        let limit = match get("GOMP_NVPTX_LINK_CACHE_SIZE") {
-            None => DEFAULT_LIMIT,
-            Some(v) => match parse_size(&v) {
-                Some(n) => n as u64,
-                None => {
-                    warn(&format!(
-                        "Invalid value '{v}' for GOMP_NVPTX_LINK_CACHE_SIZE; using the default ({DEFAULT_LIMIT})"
-                    ));
-                    DEFAULT_LIMIT
-                }
-            },
         };
         if !on {
             return Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into());
@@ -286,6 +279,10 @@ mod tests {
     use std::cell::RefCell;
 
     fn setting(pairs: &[(&str, &str)]) -> (Setting, Vec<String>) {
+        setting_limit(pairs, DEFAULT_LIMIT)
+    }
+
+    fn setting_limit(pairs: &[(&str, &str)], limit: u64) -> (Setting, Vec<String>) {
         let warnings = RefCell::new(Vec::new());
         let s = Setting::from_lookup(
             &|k: &str| {
@@ -295,6 +292,7 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             },
             &|w: &str| warnings.borrow_mut().push(w.to_string()),
+            limit,
         );
         (s, warnings.into_inner())
     }
@@ -318,12 +316,7 @@ mod tests {
             on("/cc/gomp-plugin-rs", DEFAULT_LIMIT)
         );
         assert_eq!(
-            setting(&[
-                home,
-                ("XDG_CACHE_HOME", "/x"),
-                ("GOMP_NVPTX_LINK_CACHE_SIZE", "1m")
-            ])
-            .0,
+            setting_limit(&[home, ("XDG_CACHE_HOME", "/x")], 1 << 20).0,
             on("/x/gomp-plugin-rs", 1 << 20)
         );
         assert_eq!(
@@ -339,24 +332,14 @@ mod tests {
             Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into())
         );
         assert_eq!(
-            setting(&[home, ("GOMP_NVPTX_LINK_CACHE_SIZE", "0")]).0,
+            setting_limit(&[home], 0).0,
             Setting::Off("GOMP_NVPTX_LINK_CACHE_SIZE=0".into())
         );
         assert!(matches!(setting(&[]).0, Setting::Off(w) if w.starts_with("no cache directory")));
-        let (s, w) = setting(&[
-            home,
-            ("GOMP_NVPTX_LINK_CACHE", "yes"),
-            ("GOMP_NVPTX_LINK_CACHE_SIZE", "lots"),
-        ]);
+        let (s, w) = setting(&[home, ("GOMP_NVPTX_LINK_CACHE", "yes")]);
         assert_eq!(s, on("/h/.cache/gomp-plugin-rs", DEFAULT_LIMIT));
-        assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].starts_with("Invalid value 'yes' for GOMP_NVPTX_LINK_CACHE"));
-        // A bad size is reported even when the cache is off.
-        let (_, w) = setting(&[
-            ("GOMP_NVPTX_LINK_CACHE", "0"),
-            ("GOMP_NVPTX_LINK_CACHE_SIZE", "-1"),
-        ]);
         assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("Invalid value 'yes' for GOMP_NVPTX_LINK_CACHE"));
     }
 
     #[test]

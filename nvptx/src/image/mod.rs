@@ -235,11 +235,16 @@ impl Image {
             // SAFETY: forwarded caller guarantee on `host_ind_fns`.
             unsafe { self.map_indirect_functions(dev, desc.ind_fn_num as usize, host_ind_fns) }?;
         }
-        let icvs = icvs_block.map_or(AddrPair::default(), |(p, n)| AddrPair {
+        // The last entry: libgomp 12 writes the device number into the image's
+        // `__gomp_device_num`, 13+ the ICVs into its ICV block.
+        let last = match crate::plugin::libgomp() {
+            Some(v) if v.trailing_entry_is_device_num() => self.global(c"__gomp_device_num")?,
+            _ => icvs_block,
+        };
+        table.push(last.map_or(AddrPair::default(), |(p, n)| AddrPair {
             start: p as usize,
             end: p as usize + n,
-        });
-        table.push(icvs);
+        }));
         if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props.clock_khz) {
             if k > 0 {
                 let tick: f64 = 1e-3 / k as f64;

@@ -58,7 +58,8 @@ pub fn crate_src() -> PathBuf {
 }
 
 /// True when every tool answers `--version`; otherwise prints why `test` is skipped.
-/// The only reason a test here may skip (CI has both tools).
+/// The only reason a test here may skip (CI has both tools: under CI=true a missing
+/// one fails the test).
 pub fn have_tools(test: &str, tools: &[&str]) -> bool {
     for t in tools {
         let ok = Command::new(t)
@@ -66,7 +67,14 @@ pub fn have_tools(test: &str, tools: &[&str]) -> bool {
             .output()
             .is_ok_and(|o| o.status.success());
         if !ok {
-            // Straight to stderr, past libtest's capture, so the skip is always seen.
+            // CI installs every tool first (scripts/setup --dev): a missing one there is
+            // a failure, not a skip.
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{test}: `{t}` is not installed, and CI=true (scripts/setup --dev installs it)"
+            );
+            // Straight to stderr, past libtest's capture, so the skip is always seen
+            // (and counted by scripts/test, which reads "SKIPPED" lines).
             use std::io::Write;
             let _ = writeln!(
                 std::io::stderr(),

@@ -10,9 +10,9 @@
 
 use super::Backend;
 use gomp_plugin::device::check_image_version;
-use gomp_plugin::edge::{guard, handshake};
-use gomp_plugin::libgomp::abi::{version_lib, AddrPair};
-use gomp_plugin::libgomp::{host, report, version::Libgomp};
+use gomp_plugin::edge::{args, guard, handshake};
+use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::libgomp::{host, report};
 use gomp_plugin::rect::{Rect, Side};
 use gomp_plugin::{Device, Error, Plugin, Result};
 use std::ffi::{c_char, c_int, c_void};
@@ -46,11 +46,15 @@ pub extern "C" fn GOMP_OFFLOAD_get_type() -> c_int {
 }
 
 /// Number of devices usable under the program's `requires` mask (spec §1.5): 0 without
-/// a usable driver or device, -1 when devices cannot meet the mask.
+/// a usable driver or device, -1 when devices cannot meet the mask. libgomp 12 passes
+/// no mask: the argument is then ignored.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_get_num_devices(omp_requires_mask: u32) -> c_int {
     guard::value("get_num_devices", 0, || {
-        Backend::num_devices(omp_requires_mask)
+        if host::libgomp().is_some() && !handshake::serves::<Backend>() {
+            return 0;
+        }
+        Backend::num_devices(args::requires_mask(host::libgomp(), omp_requires_mask))
     })
 }
 
@@ -85,8 +89,9 @@ pub extern "C" fn GOMP_OFFLOAD_fini_device(ord: c_int) -> bool {
     guard::ok("fini_device", || Backend::registry().close(ord))
 }
 
-/// Loads an image; returns the number of table entries or -1. libgomp 13 passes only
-/// five arguments: the sixth is read only for libgomp 14+ and version-3 images.
+/// Loads an image; returns the number of table entries or -1. libgomp 12 passes only
+/// four arguments and libgomp 13 five: the tables beyond them are never touched
+/// (`args::load_image_tables`).
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_load_image(
     ord: c_int,
@@ -101,12 +106,8 @@ pub extern "C" fn GOMP_OFFLOAD_load_image(
         if target_table.is_null() {
             return Err(Error::invalid("load_image: no table pointer"));
         }
-        let v14 = matches!(host::detected(), gomp_plugin::libgomp::version::Detected::Known(v) if v >= Libgomp::V14);
-        let ind = if v14 && version_lib(version) >= 3 {
-            host_ind_fn_table.cast_const()
-        } else {
-            std::ptr::null()
-        };
+        let (rev_fn_table, ind) =
+            args::load_image_tables(host::libgomp(), version, rev_fn_table, host_ind_fn_table);
         let dev = Backend::device(ord)?;
         // SAFETY: libgomp passes a descriptor (contract); `ind` as checked above.
         let img = unsafe {

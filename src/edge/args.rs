@@ -1,0 +1,82 @@
+//! Arguments whose presence depends on the libgomp release that calls us. An argument
+//! an older libgomp does not pass holds whatever the caller left in its register, so
+//! the shells must neither read nor write through it: libgomp 12 calls
+//! `get_num_devices()` without the `requires` mask and `load_image` with four
+//! arguments, libgomp 13 with five (spec §1.2-§1.5, §4). Pure functions of the
+//! detected release; thread-safe.
+
+use crate::libgomp::abi::version_lib;
+use crate::libgomp::version::Libgomp;
+
+/// The `requires` mask to act on: `raw` when `libgomp` passes one, 0 for libgomp 12
+/// (which has no `requires` handling and passes no argument). `None` (no libgomp
+/// loaded, e.g. a test driving the entry points directly) takes `raw` as given.
+pub fn requires_mask(libgomp: Option<Libgomp>, raw: u32) -> u32 {
+    match libgomp {
+        Some(v) if !v.passes_requires_mask() => 0,
+        _ => raw,
+    }
+}
+
+/// The two optional tables of `load_image` that `libgomp` really passed, for an image
+/// of version word `image_version`: `rev_fn_table` (13+) and `host_ind_fn_table` (14+,
+/// and only for images that can have indirect functions, library version 3 or newer).
+/// The others come back NULL. `None` (no libgomp loaded) keeps `rev_fn_table` and
+/// drops `host_ind_fn_table`.
+pub fn load_image_tables(
+    libgomp: Option<Libgomp>,
+    image_version: u32,
+    rev_fn_table: *mut *mut u64,
+    host_ind_fn_table: *mut u64,
+) -> (*mut *mut u64, *const u64) {
+    let args = libgomp.map_or(5, Libgomp::load_image_args);
+    let rev = if args >= 5 {
+        rev_fn_table
+    } else {
+        std::ptr::null_mut()
+    };
+    let ind = if args >= 6 && version_lib(image_version) >= 3 {
+        host_ind_fn_table.cast_const()
+    } else {
+        std::ptr::null()
+    };
+    (rev, ind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Libgomp::*;
+
+    #[test]
+    fn libgomp_12_passes_no_requires_mask() {
+        // What libgomp 12 leaves in the argument register is not a mask.
+        assert_eq!(requires_mask(Some(V12), 0x20), 0);
+        assert_eq!(requires_mask(Some(V12), u32::MAX), 0);
+        for v in [V13, V14, V15, V16] {
+            assert_eq!(requires_mask(Some(v), 0x20), 0x20);
+        }
+        assert_eq!(requires_mask(None, 0x80), 0x80);
+    }
+
+    #[test]
+    fn load_image_tables_follow_the_release() {
+        let garbage_rev = 0x1234 as *mut *mut u64;
+        let garbage_ind = 0x5678 as *mut u64;
+        let t = |v, img| load_image_tables(v, img, garbage_rev, garbage_ind);
+        // libgomp 12: four arguments, neither table (GCC 12 images: version 0x10001).
+        assert_eq!(
+            t(Some(V12), 0x10001),
+            (std::ptr::null_mut(), std::ptr::null())
+        );
+        // libgomp 13: five arguments, no indirect-function table.
+        assert_eq!(t(Some(V13), 0x20001), (garbage_rev, std::ptr::null()));
+        // libgomp 14+: six, the indirect table only for version-3 images.
+        for v in [V14, V15, V16] {
+            assert_eq!(t(Some(v), 0x30001), (garbage_rev, garbage_ind.cast_const()));
+            assert_eq!(t(Some(v), 0x20001), (garbage_rev, std::ptr::null()));
+            assert_eq!(t(Some(v), 0x10001), (garbage_rev, std::ptr::null()));
+        }
+        assert_eq!(t(None, 0x30001), (garbage_rev, std::ptr::null()));
+    }
+}
