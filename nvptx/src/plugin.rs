@@ -236,6 +236,52 @@ impl gomp_plugin::OpenAcc for Nvptx {
         unsafe { exec::exec(&dev, f, devaddrs.cast(), dims, stream) }
     }
 
+    unsafe fn exec_host_block(
+        kernel: *const c_void,
+        mapnum: usize,
+        devaddrs: *const *mut c_void,
+        dims: *mut u32,
+        queue: Option<&AccQueue>,
+    ) -> Result<()> {
+        if mapnum == 0 {
+            // SAFETY: forwarded caller guarantees; no block to read.
+            return unsafe { Self::exec(kernel, std::ptr::null_mut(), dims, queue) };
+        }
+        let dev = match queue {
+            Some(q) => q.dev.clone(),
+            None => Self::current_thread_data()
+                .map(|t| t.dev.clone())
+                .ok_or_else(|| Error::invalid("openacc_exec: thread has no OpenACC device"))?,
+        };
+        dev.activate()?;
+        let bytes = mapnum * std::mem::size_of::<*mut c_void>();
+        let block = dev.alloc(bytes)?;
+        let run = || -> Result<()> {
+            match queue {
+                Some(q) => {
+                    // SAFETY: `devaddrs` is readable for `bytes` (caller) and the copy
+                    // has read it when this returns (queue copy engine).
+                    unsafe { q.host2dev(block, devaddrs.cast(), bytes) }?;
+                    // SAFETY: forwarded caller guarantees; the block holds the array.
+                    unsafe { Self::exec(kernel, block as *mut *mut c_void, dims, Some(q)) }?;
+                    // The block is freed below, so the kernel must have finished with
+                    // it: libgomp 12's async kernels wait here.
+                    q.synchronize()
+                }
+                None => {
+                    // SAFETY: as above; completed before the launch (settled).
+                    unsafe { dev.host2dev(block, devaddrs.cast(), bytes) }?;
+                    dev.settle()?;
+                    // SAFETY: forwarded caller guarantees; exec waits for the kernel.
+                    unsafe { Self::exec(kernel, block as *mut *mut c_void, dims, None) }
+                }
+            }
+        };
+        let r = run();
+        let freed = dev.free(block);
+        r.and(freed)
+    }
+
     fn thread_data(ord: c_int) -> Result<thread::ThreadData> {
         let dev = Arc::clone(device(ord)?.core());
         dev.use_openacc();

@@ -18,6 +18,13 @@ pub fn requires_mask(libgomp: Option<Libgomp>, raw: u32) -> u32 {
     }
 }
 
+/// Whether `openacc_exec`'s `devaddrs` is a host array of the `mapnum` mapped device
+/// addresses (libgomp 12) rather than the device address of that block, which libgomp
+/// 13 and later fill themselves. `None` (no libgomp loaded) takes the newer form.
+pub fn acc_devaddrs_on_host(libgomp: Option<Libgomp>) -> bool {
+    libgomp == Some(Libgomp::V12)
+}
+
 /// The two optional tables of `load_image` that `libgomp` really passed, for an image
 /// of version word `image_version`: `rev_fn_table` (13+) and `host_ind_fn_table` (14+,
 /// and only for images that can have indirect functions, library version 3 or newer).
@@ -47,6 +54,15 @@ pub fn load_image_tables(
 mod tests {
     use super::*;
     use Libgomp::*;
+
+    #[test]
+    fn libgomp_12_passes_acc_devaddrs_on_the_host() {
+        assert!(acc_devaddrs_on_host(Some(V12)));
+        for v in [V13, V14, V15, V16] {
+            assert!(!acc_devaddrs_on_host(Some(v)));
+        }
+        assert!(!acc_devaddrs_on_host(None));
+    }
 
     #[test]
     fn libgomp_12_passes_no_requires_mask() {

@@ -8,8 +8,9 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use super::Backend;
-use gomp_plugin::edge::guard;
+use gomp_plugin::edge::{args, guard};
 use gomp_plugin::libgomp::abi::{GoaccAsyncqueue, PropertyValue};
+use gomp_plugin::libgomp::host;
 use gomp_plugin::openacc::AccProperty;
 use gomp_plugin::{AccQueue, Error, OpenAcc, Result};
 use std::ffi::{c_int, c_uint, c_void};
@@ -27,7 +28,7 @@ fn queue<'a>(aq: *mut GoaccAsyncqueue) -> Result<&'a Queue> {
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
     fn_: Option<unsafe extern "C" fn(*mut c_void)>,
-    _mapnum: usize,
+    mapnum: usize,
     _hostaddrs: *mut *mut c_void,
     devaddrs: *mut *mut c_void,
     dims: *mut u32,
@@ -35,6 +36,10 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
 ) {
     guard::or_fatal("openacc_exec", || {
         let k = fn_.map_or(std::ptr::null(), |f| f as *const c_void);
+        if args::acc_devaddrs_on_host(host::libgomp()) {
+            // SAFETY: a handle from load_image and libgomp 12's host array (contract).
+            return unsafe { Backend::exec_host_block(k, mapnum, devaddrs, dims, None) };
+        }
         // SAFETY: a handle from load_image and libgomp's arrays (contract).
         unsafe { Backend::exec(k, devaddrs, dims, None) }
     })
@@ -44,7 +49,7 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
     fn_: Option<unsafe extern "C" fn(*mut c_void)>,
-    _mapnum: usize,
+    mapnum: usize,
     _hostaddrs: *mut *mut c_void,
     devaddrs: *mut *mut c_void,
     dims: *mut u32,
@@ -53,8 +58,13 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
 ) {
     guard::or_fatal("openacc_async_exec", || {
         let k = fn_.map_or(std::ptr::null(), |f| f as *const c_void);
+        let q = queue(aq)?;
+        if args::acc_devaddrs_on_host(host::libgomp()) {
+            // SAFETY: as in openacc_exec.
+            return unsafe { Backend::exec_host_block(k, mapnum, devaddrs, dims, Some(q)) };
+        }
         // SAFETY: as in openacc_exec.
-        unsafe { Backend::exec(k, devaddrs, dims, Some(queue(aq)?)) }
+        unsafe { Backend::exec(k, devaddrs, dims, Some(q)) }
     })
 }
 
