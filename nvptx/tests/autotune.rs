@@ -21,35 +21,12 @@ use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_char, c_void, CString, OsStr};
 use std::path::PathBuf;
 use support::api::*;
+use support::image::{Desc, FnEntry, PtxObj, VERSION};
 
 extern "C" {
     fn free(p: *mut c_void);
 }
 
-// The image descriptor as mkoffload lays it out (nvptx/src/image/descriptor.rs).
-#[repr(C)]
-struct PtxObj {
-    code: *const c_char,
-    size: usize,
-}
-#[repr(C)]
-struct FnEntry {
-    name: *const c_char,
-    dim: [u16; 3],
-}
-#[repr(C)]
-struct Desc {
-    ptx: *const PtxObj,
-    ptx_num: u32,
-    vars: *const *const c_char,
-    var_num: u32,
-    fns: *const FnEntry,
-    fn_num: u32,
-    ind_fn_num: u32,
-}
-
-/// libgomp 3's version word for nvptx images.
-const VERSION: u32 = 0x30001;
 /// The image's kernels (PTX names).
 const KERNELS: [&str; 2] = ["main$_omp_fn$0", "main$_omp_fn$1"];
 

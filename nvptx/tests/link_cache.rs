@@ -12,10 +12,11 @@ mod support;
 
 use gomp_plugin::cache::{entry, Key};
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
-use std::ffi::{c_char, c_int, c_void, CString, OsStr};
+use std::ffi::{c_int, c_void, CString, OsStr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use support::api::*;
+use support::image::{Desc, FnEntry, PtxObj, VERSION};
 
 extern "C" {
     fn free(p: *mut c_void);
@@ -26,31 +27,6 @@ extern "C" {
 
 /// The unprivileged user a root test run plays another user with.
 const NOBODY: u32 = 65534;
-
-// The image descriptor as mkoffload lays it out (nvptx/src/image/descriptor.rs).
-#[repr(C)]
-struct PtxObj {
-    code: *const c_char,
-    size: usize,
-}
-#[repr(C)]
-struct FnEntry {
-    name: *const c_char,
-    dim: [u16; 3],
-}
-#[repr(C)]
-struct Desc {
-    ptx: *const PtxObj,
-    ptx_num: u32,
-    vars: *const *const c_char,
-    var_num: u32,
-    fns: *const FnEntry,
-    fn_num: u32,
-    ind_fn_num: u32,
-}
-
-/// libgomp 3's version word for nvptx images.
-const VERSION: u32 = 0x30001;
 
 /// Image `v`: a "library" object and a "program" object whose text (and second
 /// kernel's name) depends on `v`, as two programs of one libgomp differ.

@@ -522,3 +522,36 @@ pub mod api {
             .into_owned()
     }
 }
+
+/// The image descriptor as mkoffload lays it out (nvptx/src/image/descriptor.rs), for
+/// tests that load images of their own. Plain data; built and read by one thread.
+pub mod image {
+    use std::ffi::c_char;
+
+    /// One PTX object: its text (NUL-terminated) and size with the NUL.
+    #[repr(C)]
+    pub struct PtxObj {
+        pub code: *const c_char,
+        pub size: usize,
+    }
+    /// One kernel: its name and OpenACC dimensions.
+    #[repr(C)]
+    pub struct FnEntry {
+        pub name: *const c_char,
+        pub dim: [u16; 3],
+    }
+    /// What `load_image` receives as `target_data`.
+    #[repr(C)]
+    pub struct Desc {
+        pub ptx: *const PtxObj,
+        pub ptx_num: u32,
+        pub vars: *const *const c_char,
+        pub var_num: u32,
+        pub fns: *const FnEntry,
+        pub fn_num: u32,
+        pub ind_fn_num: u32,
+    }
+
+    /// libgomp 3's version word for nvptx images.
+    pub const VERSION: u32 = 0x30001;
+}
