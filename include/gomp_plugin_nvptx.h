@@ -276,7 +276,7 @@ const char *GOMP_OFFLOAD_get_interop_type_desc(struct InteropObj *obj, int prop)
  * Runs an OpenACC kernel and waits for it. Errors are fatal.
  */
 void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
-                               size_t _mapnum,
+                               size_t mapnum,
                                void **_hostaddrs,
                                void **devaddrs,
                                uint32_t *dims,
@@ -286,7 +286,7 @@ void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
  * Enqueues an OpenACC kernel on `aq`. Errors are fatal.
  */
 void GOMP_OFFLOAD_openacc_async_exec(void (*fn_)(void*),
-                                     size_t _mapnum,
+                                     size_t mapnum,
                                      void **_hostaddrs,
                                      void **devaddrs,
                                      uint32_t *dims,
