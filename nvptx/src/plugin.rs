@@ -208,6 +208,19 @@ impl Plugin for Nvptx {
     }
 }
 
+/// The device of an OpenACC launch: the queue's, else the calling thread's, made
+/// current.
+fn acc_device(queue: Option<&AccQueue>) -> Result<Arc<device::Device>> {
+    let dev = match queue {
+        Some(q) => q.dev.clone(),
+        None => <Nvptx as gomp_plugin::OpenAcc>::current_thread_data()
+            .map(|t| t.dev.clone())
+            .ok_or_else(|| Error::invalid("openacc_exec: thread has no OpenACC device"))?,
+    };
+    dev.activate()?;
+    Ok(dev)
+}
+
 impl gomp_plugin::OpenAcc for Nvptx {
     type Queue = AccQueue;
     type ThreadData = thread::ThreadData;
@@ -218,13 +231,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
         dims: *mut u32,
         queue: Option<&AccQueue>,
     ) -> Result<()> {
-        let dev = match queue {
-            Some(q) => q.dev.clone(),
-            None => Self::current_thread_data()
-                .map(|t| t.dev.clone())
-                .ok_or_else(|| Error::invalid("openacc_exec: thread has no OpenACC device"))?,
-        };
-        dev.activate()?;
+        let dev = acc_device(queue)?;
         // SAFETY: handle from load_image; `dims` is libgomp's 3-entry array.
         let f =
             unsafe { target_fn(kernel) }.map_err(|_| Error::invalid("openacc_exec: no kernel"))?;
@@ -247,37 +254,26 @@ impl gomp_plugin::OpenAcc for Nvptx {
             // SAFETY: forwarded caller guarantees; no block to read.
             return unsafe { Self::exec(kernel, std::ptr::null_mut(), dims, queue) };
         }
-        let dev = match queue {
-            Some(q) => q.dev.clone(),
-            None => Self::current_thread_data()
-                .map(|t| t.dev.clone())
-                .ok_or_else(|| Error::invalid("openacc_exec: thread has no OpenACC device"))?,
-        };
-        dev.activate()?;
+        let dev = acc_device(queue)?;
         let bytes = mapnum * std::mem::size_of::<*mut c_void>();
         let block = dev.alloc(bytes)?;
-        let run = || -> Result<()> {
+        let args = block as *mut *mut c_void;
+        // SAFETY: `devaddrs` is readable for `bytes` (caller) and each copy has read it
+        // when it returns; the block holds the array for the kernel. Without a queue,
+        // exec orders the launch after the copy (a deferred copy included) and waits
+        // for the kernel; on a queue, the copy and launch are ordered on its stream and
+        // the queue is waited for, as the block is freed below.
+        let r = unsafe {
             match queue {
-                Some(q) => {
-                    // SAFETY: `devaddrs` is readable for `bytes` (caller) and the copy
-                    // has read it when this returns (queue copy engine).
-                    unsafe { q.host2dev(block, devaddrs.cast(), bytes) }?;
-                    // SAFETY: forwarded caller guarantees; the block holds the array.
-                    unsafe { Self::exec(kernel, block as *mut *mut c_void, dims, Some(q)) }?;
-                    // The block is freed below, so the kernel must have finished with
-                    // it: libgomp 12's async kernels wait here.
-                    q.synchronize()
-                }
-                None => {
-                    // SAFETY: as above; completed before the launch (settled).
-                    unsafe { dev.host2dev(block, devaddrs.cast(), bytes) }?;
-                    dev.settle()?;
-                    // SAFETY: forwarded caller guarantees; exec waits for the kernel.
-                    unsafe { Self::exec(kernel, block as *mut *mut c_void, dims, None) }
-                }
+                Some(q) => q
+                    .host2dev(block, devaddrs.cast(), bytes)
+                    .and_then(|()| Self::exec(kernel, args, dims, Some(q)))
+                    .and_then(|()| q.synchronize()),
+                None => dev
+                    .host2dev(block, devaddrs.cast(), bytes)
+                    .and_then(|()| Self::exec(kernel, args, dims, None)),
             }
         };
-        let r = run();
         let freed = dev.free(block);
         r.and(freed)
     }
