@@ -835,6 +835,13 @@ fn give_back_counters(d: c_int) -> (i64, i64, i64, i64) {
     (s.pool_trims, s.pool_released, s.frees, s.total_allocs)
 }
 
+/// A device cache of 8 MiB, and no pool warm-up: its thread's allocation and trim
+/// would move the counters the tests read at moments of their own.
+const CACHE_8M: &[(&str, &str)] = &[
+    ("GOMP_NVPTX_DEVICE_CACHE", "8m"),
+    ("GOMP_NVPTX_TUNE", "poolwarm=0"),
+];
+
 /// The free-memory property of an open device is the driver's free memory plus what
 /// the plugin holds unused (pool reserve, cached large blocks, free small blocks), and
 /// asking for it gives nothing back. With `GOMP_NVPTX_DEVICE_CACHE=8m`: a large block
@@ -927,16 +934,7 @@ fn free_memory_property_counts_the_caches_and_trims_nothing() {
         assert_closed(0);
         return;
     }
-    let Some(c) = with_stub(
-        T,
-        &[],
-        // No pool warm-up: its thread's allocation and trim would move the counters
-        // the test reads at moments of its own.
-        &[
-            ("GOMP_NVPTX_DEVICE_CACHE", "8m"),
-            ("GOMP_NVPTX_TUNE", "poolwarm=0"),
-        ],
-    ) else {
+    let Some(c) = with_stub(T, &[], CACHE_8M) else {
         return;
     };
     assert_no_errors(&c);
@@ -982,16 +980,7 @@ fn idle_stacks_beyond_the_bound_are_given_back() {
         assert_closed(0);
         return;
     }
-    let Some(c) = with_stub(
-        T,
-        &[],
-        // No pool warm-up: its thread's allocation and trim would move the counters
-        // the test reads at moments of its own.
-        &[
-            ("GOMP_NVPTX_DEVICE_CACHE", "8m"),
-            ("GOMP_NVPTX_TUNE", "poolwarm=0"),
-        ],
-    ) else {
+    let Some(c) = with_stub(T, &[], CACHE_8M) else {
         return;
     };
     assert_no_errors(&c);
