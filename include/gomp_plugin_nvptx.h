@@ -277,7 +277,7 @@ const char *GOMP_OFFLOAD_get_interop_type_desc(struct InteropObj *obj, int prop)
  */
 void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
                                size_t mapnum,
-                               void **_hostaddrs,
+                               void **hostaddrs,
                                void **devaddrs,
                                uint32_t *dims,
                                void *_targ_mem_desc);
@@ -287,7 +287,7 @@ void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
  */
 void GOMP_OFFLOAD_openacc_async_exec(void (*fn_)(void*),
                                      size_t mapnum,
-                                     void **_hostaddrs,
+                                     void **hostaddrs,
                                      void **devaddrs,
                                      uint32_t *dims,
                                      void *_targ_mem_desc,

@@ -24,23 +24,21 @@ pub trait OpenAcc: Plugin {
         dims: *mut u32,
         queue: Option<&Self::Queue>,
     ) -> Result<()>;
-    /// `openacc_exec` / `openacc_async_exec` of libgomp 12, whose `devaddrs` is a host
-    /// array of the `mapnum` mapped device addresses (13 and later pass the device
-    /// address of that block, see [`OpenAcc::exec`]). The product puts the block on the
-    /// device, runs the kernel as `exec` does and frees the block after the kernel.
-    /// Default: refused with an error.
+    /// `openacc_exec` / `openacc_async_exec` of libgomp 12, which passes the kernel's
+    /// argument array on the host (13 and later pass the device address of a block they
+    /// filled, see [`OpenAcc::exec`]). `args` is that array as the kernel must see it
+    /// (`edge::args::acc_host_block`); the product puts it on the device, runs the kernel
+    /// as `exec` does and frees the block after the kernel. Default: refused.
     ///
     /// # Safety
-    /// As [`OpenAcc::exec`]; `devaddrs` is readable for `mapnum` pointers (or unused
-    /// when `mapnum` is 0) until this returns.
+    /// As [`OpenAcc::exec`] for `kernel` and `dims`.
     unsafe fn exec_host_block(
         kernel: *const c_void,
-        mapnum: usize,
-        devaddrs: *const *mut c_void,
+        args: &[*mut c_void],
         dims: *mut u32,
         queue: Option<&Self::Queue>,
     ) -> Result<()> {
-        let _ = (kernel, mapnum, devaddrs, dims, queue);
+        let _ = (kernel, args, dims, queue);
         Err(Error::invalid(
             "OpenACC kernels of libgomp 12 are not supported by this plugin",
         ))

@@ -245,20 +245,20 @@ impl gomp_plugin::OpenAcc for Nvptx {
 
     unsafe fn exec_host_block(
         kernel: *const c_void,
-        mapnum: usize,
-        devaddrs: *const *mut c_void,
+        args: &[*mut c_void],
         dims: *mut u32,
         queue: Option<&AccQueue>,
     ) -> Result<()> {
-        if mapnum == 0 {
+        if args.is_empty() {
             // SAFETY: forwarded caller guarantees; no block to read.
             return unsafe { Self::exec(kernel, std::ptr::null_mut(), dims, queue) };
         }
         let dev = acc_device(queue)?;
-        let bytes = mapnum * std::mem::size_of::<*mut c_void>();
+        let bytes = std::mem::size_of_val(args);
         let block = dev.alloc(bytes)?;
+        let host = args.as_ptr();
         let args = block as *mut *mut c_void;
-        // SAFETY: `devaddrs` is readable for `bytes` (caller) and each copy has read it
+        // SAFETY: `host` is readable for `bytes` (a live slice) and each copy has read it
         // when it returns; the block holds the array for the kernel. Without a queue,
         // exec orders the launch after the copy (a deferred copy included) and waits
         // for the kernel; on a queue, the copy and launch are ordered on its stream and
@@ -266,11 +266,11 @@ impl gomp_plugin::OpenAcc for Nvptx {
         let r = unsafe {
             match queue {
                 Some(q) => q
-                    .host2dev(block, devaddrs.cast(), bytes)
+                    .host2dev(block, host.cast(), bytes)
                     .and_then(|()| Self::exec(kernel, args, dims, Some(q)))
                     .and_then(|()| q.synchronize()),
                 None => dev
-                    .host2dev(block, devaddrs.cast(), bytes)
+                    .host2dev(block, host.cast(), bytes)
                     .and_then(|()| Self::exec(kernel, args, dims, None)),
             }
         };

@@ -29,7 +29,7 @@ fn queue<'a>(aq: *mut GoaccAsyncqueue) -> Result<&'a Queue> {
 pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
     fn_: Option<unsafe extern "C" fn(*mut c_void)>,
     mapnum: usize,
-    _hostaddrs: *mut *mut c_void,
+    hostaddrs: *mut *mut c_void,
     devaddrs: *mut *mut c_void,
     dims: *mut u32,
     _targ_mem_desc: *mut c_void,
@@ -37,8 +37,10 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
     guard::or_fatal("openacc_exec", || {
         let k = fn_.map_or(std::ptr::null(), |f| f as *const c_void);
         if args::acc_devaddrs_on_host(host::libgomp()) {
-            // SAFETY: a handle from load_image and libgomp 12's host array (contract).
-            return unsafe { Backend::exec_host_block(k, mapnum, devaddrs, dims, None) };
+            // SAFETY: libgomp 12's host arrays of `mapnum` entries (contract).
+            let block = unsafe { args::acc_host_block(mapnum, hostaddrs, devaddrs) };
+            // SAFETY: a handle from load_image; `block` outlives the call.
+            return unsafe { Backend::exec_host_block(k, &block, dims, None) };
         }
         // SAFETY: a handle from load_image and libgomp's arrays (contract).
         unsafe { Backend::exec(k, devaddrs, dims, None) }
@@ -50,7 +52,7 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
 pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
     fn_: Option<unsafe extern "C" fn(*mut c_void)>,
     mapnum: usize,
-    _hostaddrs: *mut *mut c_void,
+    hostaddrs: *mut *mut c_void,
     devaddrs: *mut *mut c_void,
     dims: *mut u32,
     _targ_mem_desc: *mut c_void,
@@ -61,7 +63,9 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
         let q = queue(aq)?;
         if args::acc_devaddrs_on_host(host::libgomp()) {
             // SAFETY: as in openacc_exec.
-            return unsafe { Backend::exec_host_block(k, mapnum, devaddrs, dims, Some(q)) };
+            let block = unsafe { args::acc_host_block(mapnum, hostaddrs, devaddrs) };
+            // SAFETY: as in openacc_exec.
+            return unsafe { Backend::exec_host_block(k, &block, dims, Some(q)) };
         }
         // SAFETY: as in openacc_exec.
         unsafe { Backend::exec(k, devaddrs, dims, Some(q)) }
