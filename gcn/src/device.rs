@@ -15,9 +15,13 @@ use super::executable::{Image, Kernel};
 use super::launch::{Kind, CDTOR_DIMS};
 use super::memory::{self, Memory};
 use super::run::Launcher;
-use super::{agent, check_image};
-use crate::hsa::runtime::{self, Runtime};
+use crate::discovery::agent;
 use crate::hsa::sys::*;
+use crate::hsa::{
+    self,
+    runtime::{self, Runtime},
+};
+use crate::image::check_image;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use std::ffi::c_void;
@@ -49,17 +53,7 @@ impl Device {
             runtime::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
         let agent = hsa_agent_t { handle: a.handle };
         let regions = memory::find_regions(rt, agent)?;
-        let mut profile: hsa_profile_t = 0;
-        // SAFETY: out-pointer of the attribute's type (hsa_profile_t).
-        let st = unsafe {
-            (rt.hsa_agent_get_info)(
-                agent,
-                hsa_agent_info_t_HSA_AGENT_INFO_PROFILE,
-                (&mut profile as *mut hsa_profile_t).cast::<c_void>(),
-            )
-        };
-        rt.check(st, "hsa_agent_get_info(HSA_AGENT_INFO_PROFILE)")?;
-        let full = profile == hsa_profile_t_HSA_PROFILE_FULL;
+        let full = hsa::agent::profile(rt, agent)? == hsa_profile_t_HSA_PROFILE_FULL;
         log::debug!(
             "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {})",
             a.name,
@@ -128,11 +122,7 @@ impl Device {
         }
         let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
         let heap = self.launcher.new_heap()?;
-        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)
-            .inspect_err(|_| {
-                // SAFETY: the heap just allocated, used by nothing.
-                unsafe { (self.rt.hsa_memory_free)(heap as *mut c_void) };
-            })?;
+        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)?;
         log::debug!(
             "device {}: loaded image {target_data:p} for {} ({nk} kernel(s) of which {} offload function(s), {nv} variable(s)); table of {} entries",
             self.ord,
@@ -150,7 +140,7 @@ impl Device {
             }
         }
         if let Err(e) = self.run_cdtor(&img, 0) {
-            let _ = img.destroy(self.rt);
+            let _ = img.destroy();
             return Err(e);
         }
         let rev = img.rev_table.clone();
@@ -176,7 +166,7 @@ impl Device {
     /// Runs `_fini_array`, then destroys the image.
     fn destroy_image(&self, img: Image) -> Result<()> {
         let r = self.run_cdtor(&img, 1);
-        r.and(img.destroy(self.rt))
+        r.and(img.destroy())
     }
 
     /// Whether `k`'s image has a reverse-offload table (its launches may post

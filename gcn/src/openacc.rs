@@ -21,8 +21,9 @@
 
 use crate::device::Device;
 use crate::executable::{live_kernel, Kernel};
-use crate::hsa::runtime;
+use crate::hsa::queue::Queue;
 use crate::hsa::sys::*;
+use crate::hsa::{agent, region, runtime, system};
 use crate::launch::{self, Dims, Kind};
 use crate::plugin::Gcn;
 use crate::run::ASYNC_QUEUE_SIZE;
@@ -164,7 +165,7 @@ impl AccQueue {
 }
 
 /// Runs one job on a queue's thread; errors are fatal (as the stock plugin's queue).
-fn run_job(dev: &Device, q: &crate::run::Queue, job: Job) {
+fn run_job(dev: &Device, q: &Queue, job: Job) {
     let r = match job {
         Job::Launch {
             kernel,
@@ -280,7 +281,7 @@ fn exec_device(k: &Kernel) -> Result<Arc<Device>> {
     if let Some(t) = Gcn::current_thread_data() {
         return Gcn::registry().get(t.ord);
     }
-    let n = crate::agents().map_or(0, |a| a.len()) as i32;
+    let n = crate::discovery::agents().map_or(0, |a| a.len()) as i32;
     (0..n)
         .filter_map(|o| Gcn::registry().get_if_open(o))
         .find(|d| {
@@ -353,7 +354,7 @@ impl OpenAcc for Gcn {
     }
 
     fn thread_data(ord: c_int) -> Result<ThreadData> {
-        crate::agent(ord)?;
+        crate::discovery::agent(ord)?;
         Ok(ThreadData { ord })
     }
 
@@ -365,7 +366,7 @@ impl OpenAcc for Gcn {
     /// VENDOR: the agent's vendor; DRIVER: "HSA Runtime <major>.<minor>"; FREE_MEMORY
     /// and anything else: 0 (as the stock plugin).
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
-        let Ok(a) = crate::agent(ord) else {
+        let Ok(a) = crate::discovery::agent(ord) else {
             return Ok(AccProperty::None);
         };
         let rt =
@@ -374,43 +375,12 @@ impl OpenAcc for Gcn {
         Ok(match prop {
             PROP_MEMORY => {
                 let r = crate::memory::find_regions(rt, agent)?.device;
-                let mut size: usize = 0;
-                // SAFETY: HSA_REGION_INFO_SIZE is a size_t.
-                let st = unsafe {
-                    (rt.hsa_region_get_info)(
-                        r,
-                        hsa_region_info_t_HSA_REGION_INFO_SIZE,
-                        (&mut size as *mut usize).cast(),
-                    )
-                };
-                rt.check(st, "hsa_region_get_info(HSA_REGION_INFO_SIZE)")?;
-                AccProperty::Size(size)
+                AccProperty::Size(region::size(rt, r)?)
             }
             PROP_NAME => AccProperty::Str(cached(ord, prop, || Ok(a.name.clone()))?),
-            PROP_VENDOR => AccProperty::Str(cached(ord, prop, || {
-                let mut v = [0u8; 64];
-                // SAFETY: HSA_AGENT_INFO_VENDOR_NAME writes at most 64 bytes.
-                let st = unsafe {
-                    (rt.hsa_agent_get_info)(
-                        agent,
-                        hsa_agent_info_t_HSA_AGENT_INFO_VENDOR_NAME,
-                        v.as_mut_ptr().cast(),
-                    )
-                };
-                rt.check(st, "hsa_agent_get_info(HSA_AGENT_INFO_VENDOR_NAME)")?;
-                let n = v.iter().position(|&c| c == 0).unwrap_or(64);
-                Ok(String::from_utf8_lossy(&v[..n]).into_owned())
-            })?),
+            PROP_VENDOR => AccProperty::Str(cached(ord, prop, || agent::vendor_name(rt, agent))?),
             PROP_DRIVER => AccProperty::Str(cached(ord, prop, || {
-                let (mut major, mut minor) = (0u16, 0u16);
-                for (attr, v) in [
-                    (hsa_system_info_t_HSA_SYSTEM_INFO_VERSION_MAJOR, &mut major),
-                    (hsa_system_info_t_HSA_SYSTEM_INFO_VERSION_MINOR, &mut minor),
-                ] {
-                    // SAFETY: the version attributes are uint16_t.
-                    let st = unsafe { (rt.hsa_system_get_info)(attr, (v as *mut u16).cast()) };
-                    rt.check(st, "hsa_system_get_info(HSA_SYSTEM_INFO_VERSION)")?;
-                }
+                let (major, minor) = system::version(rt)?;
                 Ok(format!("HSA Runtime {major}.{minor}"))
             })?),
             PROP_FREE_MEMORY => AccProperty::None,
