@@ -4,6 +4,7 @@
 //!
 //! Thread-safety: the agent list is computed once (a `OnceCell`) and then only read.
 
+use crate::config::Config;
 use crate::hsa::sys::*;
 use crate::hsa::{agent, runtime};
 use gomp_plugin::error::{Error, Result};
@@ -78,8 +79,10 @@ pub fn devices_for(found: &[Agent], requires_mask: u32) -> (i32, String) {
 /// `get_num_devices`: the GPU agents; 0 when the runtime is missing or broken
 /// (`hsa_init` failing, e.g. without `/dev/kfd`) or has no GPU agent, with one
 /// `GOMP_DEBUG` line saying why. Never exits (GCC's plugin exits with status 1 when
-/// `hsa_init` fails).
+/// `hsa_init` fails). The settings are read first (and a bad value reported), so that
+/// a typo is seen on a machine without a GPU too.
 pub fn num_devices(requires_mask: u32) -> i32 {
+    let _ = Config::process();
     if std::env::var_os(EXPERIMENTAL_ENV).is_some() {
         log::debug!("{EXPERIMENTAL_ENV} is obsolete and ignored: every GPU agent is a device");
     }

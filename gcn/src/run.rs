@@ -190,7 +190,7 @@ pub struct Launcher {
     pub isa: String,
     /// Compute units (`HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT`, 64 if unknown).
     pub cu: u32,
-    /// The environment's settings.
+    /// The process's settings ([`Config::process`]).
     pub cfg: Config,
     /// The GCC release of the host libgomp (LDS layout).
     pub gcc: u32,
@@ -206,7 +206,7 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    /// At `init_device`: the agent's properties, the settings and the synchronous
+    /// At `init_device`: the agent's properties, the process settings and the synchronous
     /// queue (the largest the agent allows).
     pub fn open(
         rt: &'static Runtime,
@@ -233,7 +233,7 @@ impl Launcher {
             agent,
             isa: isa.to_string(),
             cu,
-            cfg: Config::from_env(),
+            cfg: Config::process().clone(),
             gcc,
             ticks_per_us: (freq / 1_000_000).max(1),
             kernarg_region: regions.kernarg,
