@@ -24,6 +24,7 @@ use crate::hsa::{
 use crate::image::check_image;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::sync::Lock;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
@@ -82,7 +83,7 @@ impl Device {
 
     /// Closes the device: destroys its images, frees the blocks still allocated.
     pub fn close(&self) -> Result<()> {
-        let images = std::mem::take(&mut *self.images.lock().unwrap_or_else(|e| e.into_inner()));
+        let images = std::mem::take(&mut *self.images.locked());
         let n = images.len();
         let mut r = Ok(());
         for img in images {
@@ -109,13 +110,7 @@ impl Device {
         // SAFETY: caller's contract.
         let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
-        if self
-            .images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|m| m.key == key)
-        {
+        if self.images.locked().iter().any(|m| m.key == key) {
             return Err(Error::invalid(format!(
                 "load_image: image {target_data:p} is already loaded"
             )));
@@ -144,10 +139,7 @@ impl Device {
             return Err(e);
         }
         let rev = img.rev_table.clone();
-        self.images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(img);
+        self.images.locked().push(img);
         Ok((table, rev))
     }
 
@@ -173,8 +165,7 @@ impl Device {
     /// reverse-offload requests).
     pub fn has_reverse_offload(&self, k: &Kernel) -> bool {
         self.images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .iter()
             .any(|i| i.rev_table.is_some() && i.kernels.iter().any(|x| std::ptr::eq(&**x, k)))
     }
@@ -182,7 +173,7 @@ impl Device {
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
     pub fn unload_image(&self, target_data: *const c_void) -> Result<()> {
         let img = {
-            let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
+            let mut imgs = self.images.locked();
             let i = imgs
                 .iter()
                 .position(|m| m.key == target_data as usize)

@@ -26,6 +26,7 @@ use crate::hsa::runtime::Runtime;
 use crate::hsa::sys::*;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::sync::Lock;
 
 /// A kernel of a loaded image; its address is the handle in libgomp's table.
 #[derive(Debug)]
@@ -57,7 +58,7 @@ static LIVE_KERNELS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::n
 /// The record stays valid only while its image stays loaded (libgomp does not unload
 /// an image while it runs one of its kernels).
 pub unsafe fn live_kernel<'a>(h: usize) -> Option<&'a Kernel> {
-    let live = LIVE_KERNELS.lock().unwrap_or_else(|e| e.into_inner());
+    let live = LIVE_KERNELS.locked();
     // SAFETY: registered addresses are boxed records of loaded images (caller).
     live.contains(&h).then(|| unsafe { &*(h as *const Kernel) })
 }
@@ -175,10 +176,7 @@ impl Image {
             .iter()
             .map(|k| &**k as *const Kernel as usize)
             .collect();
-        LIVE_KERNELS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(&handles);
+        LIVE_KERNELS.locked().extend(&handles);
         Ok(table::assemble(&handles, &vars, icvs))
     }
 
@@ -263,7 +261,7 @@ impl Image {
 
     /// The kernel records' handles, for the live registry.
     fn unregister(&self) {
-        let mut live = LIVE_KERNELS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = LIVE_KERNELS.locked();
         live.retain(|h| {
             !self
                 .kernels

@@ -31,6 +31,7 @@ use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::report;
 use gomp_plugin::openacc::AccProperty;
+use gomp_plugin::sync::{Lock, Wait};
 use gomp_plugin::{OpenAcc, Plugin};
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::sync::mpsc::{channel, Sender};
@@ -97,13 +98,13 @@ struct Progress {
 
 impl Progress {
     fn lock(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+        self.counts.locked()
     }
 
     fn wait_for(&self, upto: u64) {
         let mut c = self.lock();
         while c.1 < upto {
-            c = self.cv.wait(c).unwrap_or_else(|e| e.into_inner());
+            c = self.cv.wait_locked(c);
         }
     }
 
@@ -150,7 +151,7 @@ impl AccQueue {
 
     fn push(&self, job: Job) -> Result<()> {
         let mut c = self.progress.lock();
-        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.tx.locked();
         tx.as_ref()
             .ok_or_else(|| Error::invalid("OpenACC async queue: destroyed"))?
             .send(job)
@@ -207,8 +208,8 @@ fn run_job(dev: &Device, q: &Queue, job: Job) {
 impl gomp_plugin::AccQueue for AccQueue {
     /// Lets the queued work finish, then stops the thread and destroys the HSA queue.
     fn destroy(self) -> Result<()> {
-        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
-        if let Some((h, id)) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        drop(self.tx.locked().take());
+        if let Some((h, id)) = self.thread.locked().take() {
             if id == std::thread::current().id() {
                 return Err(Error::invalid(
                     "openacc_async_destruct: called from the queue's own callback",
@@ -286,8 +287,7 @@ fn exec_device(k: &Kernel) -> Result<Arc<Device>> {
         .filter_map(|o| Gcn::registry().get_if_open(o))
         .find(|d| {
             d.images
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .locked()
                 .iter()
                 .any(|i| i.kernels.iter().any(|x| std::ptr::eq(&**x, k)))
         })
@@ -393,7 +393,7 @@ impl OpenAcc for Gcn {
 /// (libgomp hands the pointer to the program).
 fn cached(ord: i32, prop: u32, make: impl FnOnce() -> Result<String>) -> Result<&'static CStr> {
     static CACHE: Mutex<Vec<(i32, u32, &'static CStr)>> = Mutex::new(Vec::new());
-    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = CACHE.locked();
     if let Some(&(_, _, s)) = c.iter().find(|(o, p, _)| *o == ord && *p == prop) {
         return Ok(s);
     }

@@ -39,6 +39,7 @@ use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::libgomp::target::{self, RevCall};
 use gomp_plugin::libgomp::version::{Detected, Libgomp};
+use gomp_plugin::sync::Lock;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
@@ -152,11 +153,7 @@ impl Drop for Lease<'_> {
     fn drop(&mut self) {
         self.eph.in_use.store(false, Ordering::Release);
         if let Some(b) = self.kernargs.take() {
-            self.launcher
-                .kernargs
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(b);
+            self.launcher.kernargs.locked().push(b);
         }
     }
 }
@@ -269,12 +266,7 @@ impl Launcher {
     }
 
     fn take_kernargs(&self) -> Result<Allocation> {
-        if let Some(b) = self
-            .kernargs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-        {
+        if let Some(b) = self.kernargs.locked().pop() {
             return Ok(b);
         }
         let region = self.kernarg_region.ok_or_else(|| {
@@ -284,7 +276,7 @@ impl Launcher {
     }
 
     fn take_ephemeral(&self, size: u64) -> Result<Arc<EphBlock>> {
-        let mut list = self.ephemeral.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list = self.ephemeral.locked();
         for b in list.iter() {
             if b.size >= size
                 && b.in_use
@@ -369,10 +361,7 @@ impl Launcher {
                 eph,
             }),
             Err(e) => {
-                self.kernargs
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(kernargs);
+                self.kernargs.locked().push(kernargs);
                 Err(e)
             }
         }
@@ -441,7 +430,7 @@ impl Launcher {
         async_data: usize,
         rev: bool,
     ) -> Result<()> {
-        let mut w = self.worker.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = self.worker.locked();
         if w.is_none() {
             let q = Queue::create(self.rt, self.agent, ASYNC_QUEUE_SIZE)?;
             let (tx, rx) = sync_channel::<Job>(ASYNC_QUEUE_SIZE as usize);
@@ -481,18 +470,14 @@ impl Launcher {
     /// Stops the async thread (after its pending launches), frees the kernarg and
     /// ephemeral blocks. The queues are destroyed with the launcher.
     pub fn close(&self) {
-        if let Some(w) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(w) = self.worker.locked().take() {
             drop(w.tx);
             if w.id != std::thread::current().id() {
                 let _ = w.handle.join();
             }
         }
-        drop(std::mem::take(
-            &mut *self.kernargs.lock().unwrap_or_else(|e| e.into_inner()),
-        ));
-        drop(std::mem::take(
-            &mut *self.ephemeral.lock().unwrap_or_else(|e| e.into_inner()),
-        ));
+        drop(std::mem::take(&mut *self.kernargs.locked()));
+        drop(std::mem::take(&mut *self.ephemeral.locked()));
     }
 }
 
