@@ -23,7 +23,7 @@ use crate::device::Device;
 use crate::executable::{live_kernel, Kernel};
 use crate::hsa::queue::Queue;
 use crate::hsa::sys::*;
-use crate::hsa::{agent, region, runtime, system};
+use crate::hsa::{self, region, runtime, system};
 use crate::launch::{self, Dims, Kind};
 use crate::plugin::Gcn;
 use crate::run::ASYNC_QUEUE_SIZE;
@@ -378,7 +378,9 @@ impl OpenAcc for Gcn {
                 AccProperty::Size(region::size(rt, r)?)
             }
             PROP_NAME => AccProperty::Str(cached(ord, prop, || Ok(a.name.clone()))?),
-            PROP_VENDOR => AccProperty::Str(cached(ord, prop, || agent::vendor_name(rt, agent))?),
+            PROP_VENDOR => {
+                AccProperty::Str(cached(ord, prop, || hsa::agent::vendor_name(rt, agent))?)
+            }
             PROP_DRIVER => AccProperty::Str(cached(ord, prop, || {
                 let (major, minor) = system::version(rt)?;
                 Ok(format!("HSA Runtime {major}.{minor}"))
