@@ -15,11 +15,16 @@ use super::executable::{Image, Kernel};
 use super::launch::{Kind, CDTOR_DIMS};
 use super::memory::{self, Memory};
 use super::run::Launcher;
-use super::{agent, check_image};
-use crate::hsa::runtime::{self, Runtime};
+use crate::discovery::agent;
 use crate::hsa::sys::*;
+use crate::hsa::{
+    self,
+    runtime::{self, Runtime},
+};
+use crate::image::check_image;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::sync::Lock;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
@@ -49,17 +54,7 @@ impl Device {
             runtime::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
         let agent = hsa_agent_t { handle: a.handle };
         let regions = memory::find_regions(rt, agent)?;
-        let mut profile: hsa_profile_t = 0;
-        // SAFETY: out-pointer of the attribute's type (hsa_profile_t).
-        let st = unsafe {
-            (rt.hsa_agent_get_info)(
-                agent,
-                hsa_agent_info_t_HSA_AGENT_INFO_PROFILE,
-                (&mut profile as *mut hsa_profile_t).cast::<c_void>(),
-            )
-        };
-        rt.check(st, "hsa_agent_get_info(HSA_AGENT_INFO_PROFILE)")?;
-        let full = profile == hsa_profile_t_HSA_PROFILE_FULL;
+        let full = hsa::agent::profile(rt, agent)? == hsa_profile_t_HSA_PROFILE_FULL;
         log::debug!(
             "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {})",
             a.name,
@@ -88,7 +83,7 @@ impl Device {
 
     /// Closes the device: destroys its images, frees the blocks still allocated.
     pub fn close(&self) -> Result<()> {
-        let images = std::mem::take(&mut *self.images.lock().unwrap_or_else(|e| e.into_inner()));
+        let images = std::mem::take(&mut *self.images.locked());
         let n = images.len();
         let mut r = Ok(());
         for img in images {
@@ -115,24 +110,14 @@ impl Device {
         // SAFETY: caller's contract.
         let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
-        if self
-            .images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|m| m.key == key)
-        {
+        if self.images.locked().iter().any(|m| m.key == key) {
             return Err(Error::invalid(format!(
                 "load_image: image {target_data:p} is already loaded"
             )));
         }
         let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
         let heap = self.launcher.new_heap()?;
-        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)
-            .inspect_err(|_| {
-                // SAFETY: the heap just allocated, used by nothing.
-                unsafe { (self.rt.hsa_memory_free)(heap as *mut c_void) };
-            })?;
+        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)?;
         log::debug!(
             "device {}: loaded image {target_data:p} for {} ({nk} kernel(s) of which {} offload function(s), {nv} variable(s)); table of {} entries",
             self.ord,
@@ -150,14 +135,11 @@ impl Device {
             }
         }
         if let Err(e) = self.run_cdtor(&img, 0) {
-            let _ = img.destroy(self.rt);
+            let _ = img.destroy();
             return Err(e);
         }
         let rev = img.rev_table.clone();
-        self.images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(img);
+        self.images.locked().push(img);
         Ok((table, rev))
     }
 
@@ -176,15 +158,14 @@ impl Device {
     /// Runs `_fini_array`, then destroys the image.
     fn destroy_image(&self, img: Image) -> Result<()> {
         let r = self.run_cdtor(&img, 1);
-        r.and(img.destroy(self.rt))
+        r.and(img.destroy())
     }
 
     /// Whether `k`'s image has a reverse-offload table (its launches may post
     /// reverse-offload requests).
     pub fn has_reverse_offload(&self, k: &Kernel) -> bool {
         self.images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .iter()
             .any(|i| i.rev_table.is_some() && i.kernels.iter().any(|x| std::ptr::eq(&**x, k)))
     }
@@ -192,7 +173,7 @@ impl Device {
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
     pub fn unload_image(&self, target_data: *const c_void) -> Result<()> {
         let img = {
-            let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
+            let mut imgs = self.images.locked();
             let i = imgs
                 .iter()
                 .position(|m| m.key == target_data as usize)
