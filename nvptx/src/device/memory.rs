@@ -168,19 +168,25 @@ impl Device {
     }
 
     /// `GOMP_OFFLOAD_alloc`: [`Device::alloc`], reported to an OpenACC profiler
-    /// (`acc_ev_alloc`) when one is set up for the calling thread.
+    /// (`acc_ev_alloc`) when one is set up for the calling thread. Only once OpenACC
+    /// uses the device: a thread's OpenACC constructs run after libgomp has made its
+    /// thread data there (`openacc_create_thread_data`), which says so.
     pub fn alloc_for_libgomp(&self, size: usize) -> Result<CUdeviceptr> {
         let p = self.alloc(size)?;
+        if !self.openacc_in_use() {
+            return Ok(p);
+        }
         if let Some(prof) = acc_prof::current() {
             prof.data(acc_prof::EV_ALLOC, size, p as *const c_void);
         }
         Ok(p)
     }
 
-    /// `GOMP_OFFLOAD_free`: [`Device::free`], reported as `acc_ev_free`.
+    /// `GOMP_OFFLOAD_free`: [`Device::free`], reported as `acc_ev_free` (as in
+    /// [`Device::alloc_for_libgomp`]).
     pub fn free_for_libgomp(&self, p: CUdeviceptr) -> Result<()> {
         self.free_block(p)?;
-        if p != 0 {
+        if p != 0 && self.openacc_in_use() {
             if let Some(prof) = acc_prof::current() {
                 prof.data(acc_prof::EV_FREE, usize::MAX, p as *const c_void);
             }
