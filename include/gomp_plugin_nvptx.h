@@ -176,8 +176,15 @@ void GOMP_OFFLOAD_run(int ord, void *tgt_fn, void *tgt_vars, void **args);
 /**
  * Launches an OpenMP target region without waiting (`nowait`); completion is
  * reported through `GOMP_PLUGIN_target_task_completion(async_data)`. Errors are fatal.
+ * Not offered to libgomp 12: the symbol is an indirect function (IFUNC) that
+ * resolves to NULL there, so libgomp runs `nowait` regions through `run`, as with
+ * GCC 12's own plugin (docs/plugin-abi.md §4.1).
  */
-void GOMP_OFFLOAD_async_run(int ord, void *tgt_fn, void *tgt_vars, void **args, void *async_data);
+extern void GOMP_OFFLOAD_async_run(int ord,
+                                   void *tgt_fn,
+                                   void *tgt_vars,
+                                   void **args,
+                                   void *async_data);
 
 /**
  * Managed memory on device `ord`; NULL after an error message.

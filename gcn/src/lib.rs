@@ -61,6 +61,9 @@ mod can_run_exports;
 mod openacc_exports;
 #[path = "../../src/edge/exports/openmp.rs"]
 mod openmp_exports;
+/// `GOMP_OFFLOAD_async_run`'s implementation, for tests that link this library: there
+/// the exported name denotes its IFUNC resolver (src/edge/exports/openmp.rs).
+pub use openmp_exports::async_run;
 
 #[cfg(test)]
 pub mod image_tests;
