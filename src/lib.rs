@@ -8,7 +8,7 @@
 //!   convention, one call into the product's [`Plugin`] / [`Device`];
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
-//!   [`registry`]: the open devices; [`settings`]: environment values (sizes);
+//!   [`registry`]: the open devices; [`settings`]: the reader of a backend's table of environment variables;
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
 //! - [`autotune`]: choosing a kernel's launch shape by timing its first launches (the
