@@ -1,6 +1,6 @@
 //! A pool of page-locked host memory for `page_locked_host_alloc` (libgomp 16's pinned
 //! allocator), so that `omp_alloc` on a pinned allocator does not pay a
-//! `cuMemHostAlloc` (about half a millisecond, even for 4 KiB) per request.
+//! `cuMemHostAlloc` (a slow driver call, even for 4 KiB) per request.
 //!
 //! - Small requests (up to [`SMALL_MAX`]) are rounded up to one of [`NCLASSES`] size
 //!   classes (multiples of 64 bytes, four per power of two) and carved from shared
