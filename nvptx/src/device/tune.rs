@@ -1,9 +1,9 @@
-//! `GOMP_NVPTX_TUNE`: experiment knobs for the launch shape and the JIT, read once per
-//! process (see `device::config`), and the switch of the per-kernel shape tuner. The
-//! knobs exist to measure what the plugin's choices buy (bench/device-run.sh's KNOBS);
-//! the defaults are what measured best for every kernel class of bench/kernel_bench.c.
-//! A comma-separated list of `key=value`; the keys, their values, defaults and what
-//! they set are `KEYS`, the one list of them.
+//! `GOMP_NVPTX_TUNE`: experiment knobs for the launch shape, the JIT and the copies,
+//! read once per process with every other setting (`device::config`), and the switch
+//! of the per-kernel shape tuner. The knobs exist to measure what the plugin's choices
+//! buy (bench/device-run.sh's KNOBS); the defaults are what measured best for every
+//! kernel class of bench/kernel_bench.c. A comma-separated list of `key=value`; the
+//! keys, their values, defaults and what they set are `KEYS`, the one list of them.
 //!
 //! `autotune` is not an experiment knob but the switch of a feature that is on by
 //! default. What it does shows in `GOMP_DEBUG=1` lines (`kernel NAME: autotune: chose
