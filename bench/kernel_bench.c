@@ -1,4 +1,4 @@
-/* kernel_bench.c - user-kernel benchmarks of an OpenMP offload plugin (issue 23): the
+/* kernel_bench.c - user-kernel benchmarks of an OpenMP offload plugin: the
  * speed of GCC-compiled kernels under the launch shape, JIT options and settings the
  * plugin picks.  bench/device-run.sh (step `kernels`) runs it with the stock plugin, ours
  * and ours with experiment knobs, alternating.

@@ -1,5 +1,5 @@
-! kernel_bench.f90 - the STREAM triad and dot of bench/kernel_bench.c in Fortran
-! (issue 23): gfortran's offload code for the same kernels, under each plugin.
+! kernel_bench.f90 - the STREAM triad and dot of bench/kernel_bench.c in Fortran:
+! gfortran's offload code for the same kernels, under each plugin.
 !
 ! usage: kernel_bench_f [-n EXP] [-r REPS] [--allow-host]
 !   -n EXP   arrays of 2^EXP doubles (default 25)

@@ -95,24 +95,27 @@ impl Plugin for Nvptx {
     fn num_devices(mask: u32) -> i32 {
         // Settings are read (and a bad value reported) before anything else, so that a
         // typo is seen on a machine without a GPU too.
-        let _ = (
-            crate::device::config::Config::process(),
-            crate::observe::settings(),
-        );
+        let on = &crate::device::config::Config::process().observe;
         let n = match count_devices() {
             Ok(n) => n,
             Err(e) => {
                 log::debug!("no CUDA devices: {e}");
-                info::fallback(&match driver::loaded() {
-                    None => format!("no usable CUDA driver ({e})"),
-                    Some(_) => format!("CUDA driver error ({e})"),
-                });
+                info::fallback(
+                    on,
+                    &match driver::loaded() {
+                        None => format!("no usable CUDA driver ({e})"),
+                        Some(_) => format!("CUDA driver error ({e})"),
+                    },
+                );
                 return 0;
             }
         };
         REGISTRY.ensure_len(n.max(0) as usize);
         if n == 0 {
-            info::fallback("the CUDA driver reports no device (CUDA_VISIBLE_DEVICES?)");
+            info::fallback(
+                on,
+                "the CUDA driver reports no device (CUDA_VISIBLE_DEVICES?)",
+            );
             return 0;
         }
         let usm = REQUIRES_UNIFIED_SHARED_MEMORY | REQUIRES_SELF_MAPS;
@@ -121,7 +124,7 @@ impl Plugin for Nvptx {
             log::debug!(
                 "requires mask {mask:#x}: unknown clause bits {unsupported:#x}; host fallback"
             );
-            info::fallback(&format!(
+            info::fallback(on, &format!(
                 "the program's 'requires' (mask {mask:#x}) has clauses the plugin does not know ({unsupported:#x})"
             ));
             return -1;
@@ -135,6 +138,7 @@ impl Plugin for Nvptx {
             if !pageable || libgomp().is_none_or(|v| v < Libgomp::V15) {
                 log::debug!("unified shared memory needs pageable memory access on every device");
                 info::fallback(
+                    on,
                     "'requires unified_shared_memory' or 'self_maps' needs pageable memory access on every device (and libgomp 15 or newer)",
                 );
                 return -1;

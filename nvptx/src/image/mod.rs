@@ -136,7 +136,7 @@ impl Image {
                         &how,
                     );
                 }
-                info::image(|| {
+                info::image(&dev.config.observe, || {
                     info::image_line(
                         dev.ord,
                         data as usize,
