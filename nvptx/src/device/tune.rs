@@ -17,6 +17,7 @@
 //! | `ring` | size (`0`, `4k`, `16k` ...) | 16k | copies below this size go through the thread's page-locked ring (`host/ring.rs`); 0: none |
 //! | `defer` | size (`0`, `4k`, `1m` ...) | 1m | largest host-to-device copy that returns before its DMA has ended (`device/copy_order.rs`); 0: every copy completes before returning |
 //! | `tstream` | `blocking`, `nonblocking`, `legacy` | `blocking` | the threads' streams: blocking streams with deferred copies on them, non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's legacy default stream (as the stock plugin's copies) |
+//! | `jitthreads` | 1..256 | 4 (at most the CPUs the process may use) for images of 2 MiB of PTX or more (`image::link::SPLIT_MIN_PTX`), one thread for smaller ones | threads the JIT's compiler may use for one link, for every image (`CU_JIT_SPLIT_COMPILE`, drivers of CUDA 12.9 and later; older ones compile on one thread); 1: one thread, the driver's default |
 //! | `poolwarm` | 0, 1 | 0 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`); off by default: with the pool's memory allocated before the first module is loaded, reverse offload of device-heap (device `malloc`) memory came back wrong on an H100 (tests/device/revoff_device_heap) |
 //!
 //! `autotune` is not an experiment knob but the switch of a feature that is on by
@@ -108,6 +109,9 @@ pub struct Tune {
     pub poolwarm: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
+    /// Threads of the JIT's compiler for every image (`None`: a few for large images,
+    /// one thread for the others; `image::link::split_threads`).
+    pub jitthreads: Option<u32>,
 }
 
 /// Warps per block when no `thread_limit` is given and no occupancy calculator
@@ -134,6 +138,7 @@ impl Default for Tune {
             tstream: ThreadStream::Blocking,
             poolwarm: false,
             autotune: Autotune::On,
+            jitthreads: None,
         }
     }
 }
@@ -187,6 +192,7 @@ impl Tune {
                 "carveout" => t.carveout = Some(number(v, 0, 100).map_err(bad)?),
                 "icvs" => t.icvs = number(v, 0, 1).map_err(bad)? == 1,
                 "poolwarm" => t.poolwarm = number(v, 0, 1).map_err(bad)? == 1,
+                "jitthreads" => t.jitthreads = Some(number(v, 1, 256).map_err(bad)?),
                 "bounce" => {
                     t.bounce = gomp_plugin::settings::parse_size(v)
                         .filter(|&n| n <= 16 << 20)
@@ -242,7 +248,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=1",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=1,jitthreads=4",
         )
         .unwrap();
         assert_eq!(
@@ -260,6 +266,7 @@ mod tests {
                 tstream: ThreadStream::Legacy,
                 poolwarm: true,
                 autotune: Autotune::Off,
+                jitthreads: Some(4),
             }
         );
         assert_eq!(
@@ -299,6 +306,8 @@ mod tests {
             "carveout=101",
             "icvs=2",
             "poolwarm=yes",
+            "jitthreads=0",
+            "jitthreads=257",
             "bounce=1g",
             "defer=32m",
             "ring=128k",
