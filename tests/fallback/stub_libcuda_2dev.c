@@ -75,6 +75,7 @@
  *     clock, in ns; ITEM is W=NS (blocks of W warps), *=NS (any other shape; default
  *     0) or @K=NS (the K-th launch of the process, counted from 1, whatever its
  *     shape: noise);
+ *   env STUB_LIBCUDA_DRIVER_VERSION=N: what cuDriverGetVersion says (default 12080).
  *   env STUB_LIBCUDA_REGS=N: the registers per thread of every kernel (default 32).
  *     The function attributes and the occupancy calculator answer as an H100 would for
  *     that many: 64 Ki registers per SM allocated per warp in units of 256, 64 warps
@@ -866,7 +867,8 @@ CUresult cuDriverGetVersion (int *v)
 {
   if (!v)
     return CUDA_ERROR_INVALID_VALUE;
-  *v = 12080;
+  const char *e = getenv ("STUB_LIBCUDA_DRIVER_VERSION");
+  *v = e ? atoi (e) : 12080;
   return CUDA_SUCCESS;
 }
 

@@ -96,6 +96,9 @@ pub struct Tune {
     pub poolwarm: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
+    /// Threads of the JIT's compiler for every image (`None`: a few for large images,
+    /// one thread for the others; `image::link::split_threads`).
+    pub jitthreads: Option<u32>,
 }
 
 /// Warps per block when no `thread_limit` is given and no occupancy calculator
@@ -122,6 +125,7 @@ impl Default for Tune {
             tstream: ThreadStream::Blocking,
             poolwarm: false,
             autotune: Autotune::On,
+            jitthreads: None,
         }
     }
 }
@@ -141,7 +145,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 12] = [
+static KEYS: [Entry<Parsing>; 13] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -279,6 +283,19 @@ static KEYS: [Entry<Parsing>; 12] = [
               first module is loaded, reverse offload of device-heap (device `malloc`) memory \
               came back wrong on an H100 (tests/device/revoff_device_heap)",
     },
+    Entry {
+        name: "jitthreads",
+        value: Value::Number {
+            min: 1,
+            max: 256,
+            set: |p, n| p.t.jitthreads = Some(n as u32),
+        },
+        default: "4 (at most the CPUs the process may use) for images of 2 MiB of PTX or more \
+                  (`image::link::SPLIT_MIN_PTX`), one thread for smaller ones",
+        doc: "threads the JIT's compiler may use for one link, for every image \
+              (`CU_JIT_SPLIT_COMPILE`, drivers of CUDA 12.9 and later; older ones compile on \
+              one thread); 1: one thread, the driver's default",
+    },
 ];
 
 impl Tune {
@@ -309,7 +326,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=1",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=1,jitthreads=4",
         )
         .unwrap();
         assert_eq!(
@@ -327,6 +344,7 @@ mod tests {
                 tstream: ThreadStream::Legacy,
                 poolwarm: true,
                 autotune: Autotune::Off,
+                jitthreads: Some(4),
             }
         );
         assert_eq!(
@@ -392,6 +410,8 @@ mod tests {
             "carveout=101",
             "icvs=2",
             "poolwarm=yes",
+            "jitthreads=0",
+            "jitthreads=257",
             "bounce=1g",
             "defer=32m",
             "ring=128k",
