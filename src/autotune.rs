@@ -6,8 +6,14 @@
 //! [`Trials::record`]; once a [`Decision`] is made, every later launch uses its shape.
 //!
 //! The schedule ([`Plan`], [`PLAN`] the backends' default):
-//! 1. `warmup` untimed launches of the baseline (the first launch of a kernel also pays
-//!    for loading its code): a kernel launched only that often pays nothing;
+//! 1. `warmup` untimed launches of the baseline: a kernel launched only that often in a
+//!    process is neither timed nor tried, and pays nothing. The trials cost launches of
+//!    slower shapes that only later launches repay, so a kernel is tried only once it
+//!    has been launched about as often as its trials take (at most
+//!    `probes + rounds * candidates` launches): a kernel launched a few times never
+//!    starts trials it could not finish, and one launched often loses no more than
+//!    those first launches' gain. The warm-up also takes the first launch's loading of
+//!    the code, cold caches and idle clocks out of the samples;
 //! 2. `probes` timed launches of the baseline: if their median is under `min_ns` the
 //!    kernel is too short for its shape to matter, and the baseline is kept
 //!    ([`Verdict::Short`]);
@@ -50,10 +56,13 @@ pub struct Plan {
     pub max_dirty: u32,
 }
 
-/// The backends' schedule: 1 warm-up launch, 2 probes, kernels of 100 µs and more
-/// tried, 3 samples each, a 2 % margin, a candidate 25 % slower dropped at once.
+/// The backends' schedule: 10 warm-up launches, 2 probes, kernels of 100 µs and more
+/// tried, 3 samples each, a 2 % margin, a candidate 25 % slower dropped at once. With
+/// the backends' at most four candidates the trials take at most 14 launches after the
+/// warm-up (11 with three), so a kernel launched 10 times or fewer pays nothing, and
+/// one launched 24 times settles (when no sample is thrown away).
 pub const PLAN: Plan = Plan {
-    warmup: 1,
+    warmup: 10,
     probes: 2,
     min_ns: 100_000,
     rounds: 3,
@@ -379,6 +388,9 @@ mod tests {
         seq
     }
 
+    /// [`PLAN`] with one warm-up launch: the sequences below stay short.
+    const P: Plan = Plan { warmup: 1, ..PLAN };
+
     fn by_candidate(ns: &'static [u64]) -> impl Fn(usize, usize) -> Sample {
         move |c, _| Sample::Clean(ns[c])
     }
@@ -387,7 +399,7 @@ mod tests {
 
     #[test]
     fn trial_order_and_the_winner_kept() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         let seq = drive(&mut t, 3, 16, by_candidate(&[2 * MS, MS, 2 * MS + MS / 10]));
         // Warm-up, two probes, three rounds of all three, then the winner.
         assert_eq!(seq, [0, 0, 0, 0, 1, 2, 0, 1, 2, 0, 1, 2, 1, 1, 1, 1]);
@@ -407,7 +419,7 @@ mod tests {
 
     #[test]
     fn a_clear_loser_is_tried_once() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         // Candidate 2 is 50 % slower: dropped after its first sample.
         let seq = drive(&mut t, 3, 12, by_candidate(&[2 * MS, MS, 3 * MS]));
         assert_eq!(seq, [0, 0, 0, 0, 1, 2, 0, 1, 0, 1, 1, 1]);
@@ -419,7 +431,7 @@ mod tests {
     #[test]
     fn the_baseline_stays_without_a_clear_margin() {
         // 1 % faster is within the margin.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         drive(
             &mut t,
             2,
@@ -428,7 +440,7 @@ mod tests {
         );
         assert_eq!(t.decision().unwrap().chosen, 0);
         // 3 % faster is not.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         drive(
             &mut t,
             2,
@@ -442,7 +454,7 @@ mod tests {
     fn a_noisy_sample_does_not_pick_a_loser() {
         // Candidate 1 is 5 % slower, but one of its samples (the 7th launch) is fast,
         // and one of the baseline's (the 6th) slow: the medians still see the truth.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         let seq = drive(&mut t, 2, 12, |c, n| {
             Sample::Clean(match (c, n) {
                 (1, 7) => MS / 2,
@@ -458,14 +470,14 @@ mod tests {
 
     #[test]
     fn short_kernels_are_not_tried() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         let seq = drive(&mut t, 3, 8, by_candidate(&[50_000, 10_000, 10_000]));
         assert_eq!(seq, [0; 8]);
         let d = t.decision().unwrap();
         assert_eq!((d.chosen, d.verdict), (0, Verdict::Short));
         assert_eq!(d.probe_ns, Some(50_000));
         // The candidates were never needed.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         for _ in 0..6 {
             let s = t.step(|| panic!("counted the candidates of a short kernel"));
             if s.timed() {
@@ -476,8 +488,29 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_launched_once_is_not_timed() {
+    fn the_backends_plan_tries_only_kernels_launched_more_than_ten_times() {
+        // Launched as often as the warm-up: never timed, the candidates never counted.
         let mut t = Trials::new(PLAN);
+        for _ in 0..PLAN.warmup {
+            let s = t.step(|| panic!("counted the candidates during the warm-up"));
+            assert_eq!(s.candidate, 0);
+            assert!(!s.timed());
+        }
+        assert!(t.decision().is_none());
+        // Launched more often: the trials start after the warm-up and settle within
+        // probes + rounds x candidates launches, four candidates at most.
+        for n in 1..=4 {
+            let mut t = Trials::new(PLAN);
+            let limit = (PLAN.warmup + PLAN.probes + PLAN.rounds * n as u32) as usize;
+            let seq = drive(&mut t, n, limit, |c, _| Sample::Clean(2 * MS - c as u64));
+            assert!(seq[..PLAN.warmup as usize].iter().all(|&c| c == 0));
+            assert!(t.decision().is_some(), "{n} candidate(s): {seq:?}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_launched_once_is_not_timed() {
+        let mut t = Trials::new(P);
         let s = t.step(|| panic!("the candidates are not needed yet"));
         assert_eq!(
             s,
@@ -491,12 +524,12 @@ mod tests {
 
     #[test]
     fn one_candidate_or_a_remembered_one_needs_no_trials() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         // Warm-up and probes (2 ms) happen; then one candidate alone is the decision.
         let seq = drive(&mut t, 1, 6, |_, _| Sample::Clean(2 * MS));
         assert_eq!(seq, [0; 6]);
         assert_eq!(t.decision().unwrap().verdict, Verdict::Only);
-        let mut t = Trials::decided(2, PLAN);
+        let mut t = Trials::decided(2, P);
         for _ in 0..5 {
             assert_eq!(
                 t.step(|| panic!("not needed")),
@@ -510,7 +543,7 @@ mod tests {
 
     #[test]
     fn disturbed_samples_are_repeated_then_given_up() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         // Every sample of candidate 1's first try is disturbed twice, then clean.
         let tries = std::cell::Cell::new(0);
         let seq = drive(&mut t, 2, 14, |c, _| {
@@ -524,18 +557,18 @@ mod tests {
         assert_eq!(seq[..8], [0, 0, 0, 0, 1, 1, 1, 0]);
         assert_eq!(t.decision().unwrap().chosen, 1);
         // Always disturbed: the baseline after max_dirty + 1 throw-aways.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         drive(&mut t, 2, 40, |_, _| Sample::Disturbed);
         let d = t.decision().unwrap();
         assert_eq!((d.chosen, d.verdict), (0, Verdict::Disturbed));
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         drive(&mut t, 2, 40, |_, _| Sample::Lost);
         assert_eq!(t.decision().unwrap().verdict, Verdict::Disturbed);
     }
 
     #[test]
     fn concurrent_launches_spread_over_the_candidates() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         assert!(!t.step(|| 2).timed()); // warm-up
         let (p1, p2, extra) = (t.step(|| 2), t.step(|| 2), t.step(|| 2));
         assert_eq!((p1.kind, p2.kind), (StepKind::Probe, StepKind::Probe));

@@ -10,8 +10,9 @@
 //! - Timing: two timing events around each trial launch, read after the wait every
 //!   synchronous launch makes anyway: the kernel's device time, without the host's
 //!   launch and wake-up costs. Only trial launches record them (about 11 launches per
-//!   kernel, none once a choice is made or remembered); a kernel launched once is not
-//!   timed at all. A sample during which another kernel of the device ran is thrown
+//!   kernel, none once a choice is made or remembered); a kernel's first launches, the
+//!   plan's warm-up, are not timed at all, so a kernel launched a few times pays
+//!   nothing. A sample during which another kernel of the device ran is thrown
 //!   away (`reverse::ran_alone`).
 //! - `nowait` launches (`async_run`) take the chosen shape once there is one, the
 //!   untuned shape until then; they are never timed.
