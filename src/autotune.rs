@@ -13,7 +13,10 @@
 //!    `probes + rounds * candidates` launches): a kernel launched a few times never
 //!    starts trials it could not finish, and one launched often loses no more than
 //!    those first launches' gain. The warm-up also takes the first launch's loading of
-//!    the code, cold caches and idle clocks out of the samples;
+//!    the code, cold caches and idle clocks out of the samples. The backend may hand
+//!    back each warm-up launch's host time ([`Trials::record_wall`]: a synchronous
+//!    launch and its wait, never shorter than the kernel): when their median is under
+//!    `min_ns` the kernel is short ([`Verdict::Short`]) without ever being timed;
 //! 2. `probes` timed launches of the baseline: if their median is under `min_ns` the
 //!    kernel is too short for its shape to matter, and the baseline is kept
 //!    ([`Verdict::Short`]);
@@ -83,8 +86,11 @@ pub struct Step {
 /// The part of the schedule a step belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepKind {
-    /// Not timed (warm-up, a launch beyond what the plan needs, or after the decision).
+    /// Not timed (a launch beyond what the plan needs, or after the decision).
     Untimed,
+    /// A warm-up launch: not timed by the device; its host time may be recorded
+    /// ([`Trials::record_wall`]).
+    Warmup,
     /// A timed baseline launch deciding whether to try.
     Probe,
     /// A timed launch of a candidate.
@@ -92,9 +98,9 @@ pub enum StepKind {
 }
 
 impl Step {
-    /// Whether the launch must be timed and recorded.
+    /// Whether the launch must be timed on the device and recorded.
     pub fn timed(&self) -> bool {
-        self.kind != StepKind::Untimed
+        matches!(self.kind, StepKind::Probe | StepKind::Trial)
     }
 }
 
@@ -133,6 +139,8 @@ pub struct Decision {
     pub results: Vec<Measured>,
     /// The median of the baseline's probes (ns), when they were taken.
     pub probe_ns: Option<u64>,
+    /// The median host time of the warm-up launches (ns), when recorded.
+    pub wall_ns: Option<u64>,
 }
 
 /// What the trials measured of one candidate.
@@ -153,6 +161,7 @@ pub struct Trials {
     /// Whether the candidates are known (the vectors below have one entry each).
     counted: bool,
     warmups: u32,
+    walls: Vec<u64>,
     probes: Vec<u64>,
     pending_probes: u32,
     samples: Vec<Vec<u64>>,
@@ -177,6 +186,7 @@ impl Trials {
             plan,
             counted: false,
             warmups: 0,
+            walls: Vec::new(),
             probes: Vec::new(),
             pending_probes: 0,
             samples: vec![Vec::new()],
@@ -196,6 +206,7 @@ impl Trials {
             verdict: Verdict::Tried,
             results: Vec::new(),
             probe_ns: None,
+            wall_ns: None,
         });
         t
     }
@@ -229,7 +240,10 @@ impl Trials {
         }
         if self.warmups < self.plan.warmup {
             self.warmups += 1;
-            return untimed(0);
+            return Step {
+                candidate: 0,
+                kind: StepKind::Warmup,
+            };
         }
         if (self.probes.len() as u32) < self.plan.probes {
             if self.probes.len() as u32 + self.pending_probes < self.plan.probes {
@@ -267,7 +281,7 @@ impl Trials {
     /// it had never been handed out.
     pub fn cancel(&mut self, step: Step) {
         match step.kind {
-            StepKind::Untimed => {}
+            StepKind::Untimed | StepKind::Warmup => {}
             StepKind::Probe => self.pending_probes = self.pending_probes.saturating_sub(1),
             StepKind::Trial => {
                 if let Some(p) = self.pending.get_mut(step.candidate) {
@@ -312,8 +326,25 @@ impl Trials {
                         self.decide(Verdict::Tried);
                     }
                 }
-                StepKind::Untimed => {}
+                StepKind::Untimed | StepKind::Warmup => {}
             },
+        }
+        self.decision.as_ref()
+    }
+
+    /// Records the host time of a warm-up launch (`ns`: from before the launch to the
+    /// end of its wait, at least the kernel's duration); the decision if this made it:
+    /// once the warm-up's launches are all recorded and their median is under
+    /// `min_ns`, the kernel is short. Ignored for other steps.
+    pub fn record_wall(&mut self, step: Step, ns: u64) -> Option<&Decision> {
+        if self.decision.is_some() || step.kind != StepKind::Warmup {
+            return None;
+        }
+        self.walls.push(ns);
+        if self.walls.len() as u32 >= self.plan.warmup
+            && median(&self.walls).is_some_and(|m| m < self.plan.min_ns)
+        {
+            self.decide(Verdict::Short);
         }
         self.decision.as_ref()
     }
@@ -360,6 +391,7 @@ impl Trials {
             verdict,
             results,
             probe_ns: median(&self.probes),
+            wall_ns: median(&self.walls),
         });
     }
 }
@@ -469,6 +501,43 @@ mod tests {
     }
 
     #[test]
+    fn kernels_short_on_the_host_are_never_timed() {
+        // Warm-up launches of 20 µs host time: short, decided without a probe.
+        let mut t = Trials::new(PLAN);
+        for k in 0..PLAN.warmup {
+            let s = t.step(|| panic!("counted the candidates of a short kernel"));
+            assert_eq!(s.kind, StepKind::Warmup);
+            let d = t.record_wall(s, 20_000);
+            assert_eq!(d.is_some(), k + 1 == PLAN.warmup, "launch {k}");
+        }
+        let d = t.decision().unwrap();
+        assert_eq!((d.chosen, d.verdict), (0, Verdict::Short));
+        assert_eq!((d.probe_ns, d.wall_ns), (None, Some(20_000)));
+        assert_eq!(t.step(|| panic!("not needed")).kind, StepKind::Untimed);
+        // Host times say nothing about a longer kernel (a median at or over min_ns,
+        // the first launch alone short, or not recorded): its probes follow.
+        for walls in [
+            vec![PLAN.min_ns; PLAN.warmup as usize],
+            [vec![20_000; 4], vec![200_000; 6]].concat(),
+            vec![20_000; PLAN.warmup as usize - 1],
+        ] {
+            let mut t = Trials::new(PLAN);
+            let steps: Vec<Step> = (0..PLAN.warmup).map(|_| t.step(|| 3)).collect();
+            for (s, w) in steps.iter().zip(&walls) {
+                assert!(t.record_wall(*s, *w).is_none(), "{walls:?}");
+            }
+            assert_eq!(t.step(|| 3).kind, StepKind::Probe, "{walls:?}");
+        }
+        // Only warm-up launches count.
+        let mut t = Trials::new(P);
+        let w = t.step(|| 3);
+        t.record_wall(w, 200_000);
+        let probe = t.step(|| 3);
+        assert!(t.record_wall(probe, 1).is_none());
+        assert!(t.decision().is_none());
+    }
+
+    #[test]
     fn short_kernels_are_not_tried() {
         let mut t = Trials::new(P);
         let seq = drive(&mut t, 3, 8, by_candidate(&[50_000, 10_000, 10_000]));
@@ -516,9 +585,10 @@ mod tests {
             s,
             Step {
                 candidate: 0,
-                kind: StepKind::Untimed
+                kind: StepKind::Warmup
             }
         );
+        assert!(!s.timed());
         assert!(t.decision().is_none());
     }
 
