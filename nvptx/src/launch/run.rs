@@ -18,6 +18,7 @@ use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A kernel ready to launch: its geometry and its own soft-stack block.
 pub struct Prepared<'a> {
@@ -88,7 +89,7 @@ pub unsafe fn prepare<'a>(
         Ok(s) => s,
         Err(e) => {
             if let Some(t) = trial {
-                autotune::finish(dev, f, t, false, false);
+                autotune::finish(dev, f, t, false, false, 0);
             }
             return Err(e);
         }
@@ -185,6 +186,8 @@ pub unsafe fn run(
     let started = rev.kernel_started();
     let mut timer = None;
     let trial = p.trial.take();
+    // The host time of the launch and its wait, for a warm-up launch of the tuner.
+    let wall = trial.as_ref().map(|_| Instant::now());
     let r = dev.on_stream(|s| match dev.observe() {
         None => enqueue_timed(dev, &p, s, trial.as_ref()),
         Some(o) => {
@@ -201,8 +204,9 @@ pub unsafe fn run(
     if let (Some(o), Some(t)) = (dev.observe(), timer) {
         o.finish(t);
     }
-    if let Some(t) = trial {
-        autotune::finish(dev, f, t, r.is_ok(), ran_alone(started, finished));
+    if let (Some(t), Some(w)) = (trial, wall) {
+        let wall_ns = u64::try_from(w.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        autotune::finish(dev, f, t, r.is_ok(), ran_alone(started, finished), wall_ns);
     }
     r.map_err(kernel_error)?;
     dev.stacks.release(p.stacks);
