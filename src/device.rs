@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::libgomp::abi::{version_dev, AddrPair};
+use crate::libgomp::target_args::LaunchRequest;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -23,12 +24,16 @@ pub fn check_image_version(kind: &str, max: u32, version: u32) -> Result<()> {
     Ok(())
 }
 
-/// What `load_image` built: libgomp's address table (kernels, variables, then the
-/// ICV/extra entries the contract asks for) and the reverse-offload function table
-/// (device address of the device's copy, or NULL).
-pub struct LoadedImage {
-    /// The entries, in libgomp's order; the shell copies them into a `GOMP_PLUGIN_malloc`
-    /// block that libgomp frees.
+/// What `load_image` built: the image's kernels, the rest of libgomp's address table
+/// (variables, then the ICV/extra entries the contract asks for) and the
+/// reverse-offload function table (device address of the device's copy, or NULL). The
+/// exported shell registers the kernels in the product's live set
+/// ([`crate::kernels::KernelSet`]) and puts their handles first in the table.
+pub struct LoadedImage<K> {
+    /// The offload kernels, in the host table's order.
+    pub kernels: Vec<Arc<K>>,
+    /// The entries after the kernels', in libgomp's order; the shell copies the whole
+    /// table into a `GOMP_PLUGIN_malloc` block that libgomp frees.
     pub table: Vec<AddrPair>,
     /// The value for `*rev_fn_table` (NULL when the image has no reverse-offload table).
     pub rev_fn_table: *mut u64,
@@ -37,6 +42,11 @@ pub struct LoadedImage {
 /// One open device. Shared (`Arc`) between the registry and every call in flight;
 /// closed once by [`Device::close`] when libgomp finalizes it.
 pub trait Device: Send + Sync + Sized + 'static {
+    /// A kernel of a loaded image: what `run`, `async_run` and OpenACC's `exec` launch.
+    /// Owned by `Arc`s (the image's and the framework's live set); its address is the
+    /// handle libgomp keeps.
+    type Kernel: Send + Sync + 'static;
+
     /// Makes the device ready for calls on this thread (e.g. its context current).
     /// Called by the registry on every lookup.
     fn activate(&self) -> Result<()> {
@@ -57,8 +67,9 @@ pub trait Device: Send + Sync + Sized + 'static {
         data: *const c_void,
         want_rev: bool,
         host_ind_fns: *const u64,
-    ) -> Result<LoadedImage>;
-    /// `unload_image` (the version word was checked by the caller).
+    ) -> Result<LoadedImage<Self::Kernel>>;
+    /// `unload_image` (the version word was checked by the caller; the image's kernels
+    /// are already out of the live set).
     fn unload_image(&self, data: *const c_void) -> Result<()>;
 
     /// `alloc`: device memory for libgomp.
@@ -82,31 +93,19 @@ pub trait Device: Send + Sync + Sized + 'static {
     /// `is_accessible_ptr`.
     fn is_accessible(&self, ptr: *const c_void, size: usize) -> Result<bool>;
 
-    /// `run`: an OpenMP target region, waited for.
-    ///
-    /// # Safety
-    /// `kernel` is a handle from this device's `load_image` whose image is loaded;
-    /// `args` libgomp's NULL-terminated target-argument array.
-    unsafe fn run(
-        &self,
-        _kernel: *mut c_void,
-        _vars: *mut c_void,
-        _args: *mut *mut c_void,
-    ) -> Result<()> {
+    /// `run`: an OpenMP target region, waited for: `kernel`, a kernel this device
+    /// loaded, with the launch `req` (decoded from libgomp's target arguments).
+    fn run(&self, _kernel: &Arc<Self::Kernel>, _req: &LaunchRequest) -> Result<()> {
         Err(Error::NotImplemented(
             "run: kernels cannot run on this device".into(),
         ))
     }
     /// `async_run`: as `run`, completion reported through
     /// `GOMP_PLUGIN_target_task_completion(async_data)`.
-    ///
-    /// # Safety
-    /// As [`Device::run`].
-    unsafe fn run_async(
+    fn run_async(
         self: &Arc<Self>,
-        _kernel: *mut c_void,
-        _vars: *mut c_void,
-        _args: *mut *mut c_void,
+        _kernel: &Arc<Self::Kernel>,
+        _req: &LaunchRequest,
         _async_data: *mut c_void,
     ) -> Result<()> {
         Err(Error::NotImplemented(

@@ -8,7 +8,8 @@
 //!   convention, one call into the product's [`Plugin`] / [`Device`];
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
-//!   [`registry`]: the open devices; [`settings`]: environment values (sizes);
+//!   [`registry`]: the open devices; [`kernels`]: the live kernel handles and their
+//!   one check; [`settings`]: environment values (sizes);
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
 //! - [`autotune`]: choosing a kernel's launch shape by timing its first launches (the
@@ -30,6 +31,7 @@ pub mod device;
 pub mod edge;
 pub mod error;
 pub mod idle;
+pub mod kernels;
 pub mod libgomp;
 pub mod observe;
 pub mod openacc;

@@ -3,19 +3,24 @@
 //! until `fini_device`. Closing a device that is not open is not an error (libgomp may
 //! finalize every device it knows).
 //!
+//! The registry also holds the product's live kernels ([`KernelSet`]): what
+//! `load_image` registered, until `unload_image` or `fini_device` of their device.
+//!
 //! Thread-safety: a read-mostly lock; lookups (every entry point) take it shared and
 //! clone the `Arc`, so a device stays alive while a call on it is in flight even if
 //! another thread finalizes it.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::kernels::KernelSet;
 use crate::sync::ReadWrite;
 use std::sync::{Arc, RwLock};
 
 /// The open devices of one product. A `static` of the backend; thread-safe.
-pub struct Registry<D> {
+pub struct Registry<D: Device> {
     name: &'static str,
     slots: RwLock<Vec<Option<Arc<D>>>>,
+    kernels: KernelSet<D::Kernel>,
 }
 
 impl<D: Device> Registry<D> {
@@ -24,7 +29,13 @@ impl<D: Device> Registry<D> {
         Registry {
             name,
             slots: RwLock::new(Vec::new()),
+            kernels: KernelSet::new(),
         }
+    }
+
+    /// The live kernels of every open device.
+    pub fn kernels(&self) -> &KernelSet<D::Kernel> {
+        &self.kernels
     }
 
     /// Makes room for ordinals `0..n` (never shrinks).
@@ -53,14 +64,18 @@ impl<D: Device> Registry<D> {
         Ok(())
     }
 
-    /// `fini_device`: takes `ord` out of the registry and closes it; a device that is
-    /// not open is fine. Calls in flight keep their `Arc` until they return.
+    /// `fini_device`: takes `ord` out of the registry, unregisters its kernels and
+    /// closes it; a device that is not open is fine. Calls in flight keep their `Arc`
+    /// until they return.
     pub fn close(&self, ord: i32) -> Result<()> {
         let dev = usize::try_from(ord)
             .ok()
             .and_then(|i| self.slots.write_locked().get_mut(i).and_then(Option::take));
         match dev {
-            Some(d) => d.close(),
+            Some(d) => {
+                self.kernels.remove_device(ord);
+                d.close()
+            }
             None => Ok(()),
         }
     }
@@ -110,6 +125,7 @@ mod tests {
 
     struct Fake(i32);
     impl Device for Fake {
+        type Kernel = ();
         fn close(&self) -> Result<()> {
             CLOSED.fetch_add(1, Ordering::SeqCst);
             Ok(())
@@ -120,7 +136,7 @@ mod tests {
             _: *const c_void,
             _: bool,
             _: *const u64,
-        ) -> Result<LoadedImage> {
+        ) -> Result<LoadedImage<()>> {
             unimplemented!()
         }
         fn unload_image(&self, _: *const c_void) -> Result<()> {

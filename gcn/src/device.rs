@@ -103,15 +103,17 @@ impl Device {
         r
     }
 
-    /// `load_image`: checks the image against this device, loads it, returns the table.
+    /// `load_image`: checks the image against this device, loads it, returns its
+    /// kernels, the table after their entries and the reverse-offload table.
     ///
     /// # Safety
     /// `target_data` is NULL or a `gcn_image_desc` (see `descriptor::read`).
+    #[allow(clippy::type_complexity)]
     pub unsafe fn load_image(
         &self,
         target_data: *const c_void,
         want_rev: bool,
-    ) -> Result<(Vec<AddrPair>, Option<Vec<u64>>)> {
+    ) -> Result<(Vec<Arc<Kernel>>, Vec<AddrPair>, Option<Vec<u64>>)> {
         // SAFETY: caller's contract.
         let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
@@ -138,7 +140,7 @@ impl Device {
             self.ord,
             co.target_name(),
             img.kernels.len(),
-            table.len()
+            img.kernels.len() + table.len()
         );
         for k in &img.kernels {
             if let Some(m) = &k.meta {
@@ -153,12 +155,12 @@ impl Device {
             let _ = img.destroy(self.rt);
             return Err(e);
         }
-        let rev = img.rev_table.clone();
+        let (kernels, rev) = (img.kernels.clone(), img.rev_table.clone());
         self.images
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(img);
-        Ok((table, rev))
+        Ok((kernels, table, rev))
     }
 
     /// Runs the image's `_init_array` (`which` 0) or `_fini_array` (1), if it has it.
@@ -177,16 +179,6 @@ impl Device {
     fn destroy_image(&self, img: Image) -> Result<()> {
         let r = self.run_cdtor(&img, 1);
         r.and(img.destroy(self.rt))
-    }
-
-    /// Whether `k`'s image has a reverse-offload table (its launches may post
-    /// reverse-offload requests).
-    pub fn has_reverse_offload(&self, k: &Kernel) -> bool {
-        self.images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|i| i.rev_table.is_some() && i.kernels.iter().any(|x| std::ptr::eq(&**x, k)))
     }
 
     /// `unload_image`: destroys the image libgomp knows as `target_data`.

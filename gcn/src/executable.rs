@@ -5,9 +5,10 @@
 //! Ownership: an [`Image`] belongs to its device's image list, from `load_image` to
 //! `unload_image` (or `fini_device`); it owns the executable, the reader and the bytes
 //! the reader reads (kept until the reader is destroyed, as the HSA spec requires).
-//! The kernel records are boxed so their addresses, the handles libgomp keeps, stay
-//! put. Thread-safety: immutable after loading; HSA executables and symbols may be
-//! used from any thread (HSA spec), hence the `Send`/`Sync` below.
+//! The kernel records are shared (`Arc`) with the framework's live set, which checks
+//! the handles libgomp passes back (their addresses). Thread-safety: immutable after
+//! loading; HSA executables and symbols may be used from any thread (HSA spec), hence
+//! the `Send`/`Sync` below.
 //!
 //! **Unverified on hardware**: the call sequence follows the HSA 1.1 specification
 //! (`hsa_code_object_reader_create_from_memory`, `hsa_executable_create_alt`,
@@ -24,8 +25,10 @@ use crate::hsa::sys::*;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use std::ffi::{c_void, CString};
+use std::sync::Arc;
 
-/// A kernel of a loaded image; its address is the handle in libgomp's table.
+/// A kernel of a loaded image (the backend's `gomp_plugin::Device::Kernel`); its
+/// address is the handle in libgomp's table. Usable while its image is loaded.
 #[derive(Debug)]
 pub struct Kernel {
     /// Name, e.g. `main._omp_fn.0`.
@@ -43,21 +46,9 @@ pub struct Kernel {
     pub oacc_dims: [i32; 3],
     /// Device address of its module's heap (`struct heap`).
     pub heap: u64,
-}
-
-/// The addresses of the kernel records of every loaded image: `can_run` and `run` get
-/// handles from libgomp and check them here before reading one.
-static LIVE_KERNELS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-
-/// The kernel whose handle is `h`, if an image holding it is loaded.
-///
-/// # Safety
-/// The record stays valid only while its image stays loaded (libgomp does not unload
-/// an image while it runs one of its kernels).
-pub unsafe fn live_kernel<'a>(h: usize) -> Option<&'a Kernel> {
-    let live = LIVE_KERNELS.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: registered addresses are boxed records of loaded images (caller).
-    live.contains(&h).then(|| unsafe { &*(h as *const Kernel) })
+    /// Whether its image has a reverse-offload table (its launches may post
+    /// reverse-offload requests: the console is polled more often).
+    pub reverse_offload: bool,
 }
 
 /// An image loaded on one device.
@@ -68,9 +59,9 @@ pub struct Image {
     reader: hsa_code_object_reader_t,
     _code: Vec<u8>,
     /// The offload kernels, in host-table order.
-    pub kernels: Vec<Box<Kernel>>,
+    pub kernels: Vec<Arc<Kernel>>,
     /// `_init_array` and `_fini_array`, when the image has them.
-    pub cdtors: [Option<Box<Kernel>>; 2],
+    pub cdtors: [Option<Arc<Kernel>>; 2],
     /// The module's heap (allocated by the device, freed with the image).
     pub heap: u64,
     /// The device addresses of `.offload_func_table` (reverse offload), when asked.
@@ -149,7 +140,8 @@ fn variable(
 
 impl Image {
     /// Loads the checked image `desc` (code object `co`) for `agent`, returning it and
-    /// the address table for libgomp. On an error, what was created is released.
+    /// the address table for libgomp after the kernels' entries (the kernels are
+    /// [`Image::kernels`]). On an error, what was created is released.
     pub fn load(
         rt: &'static Runtime,
         agent: hsa_agent_t,
@@ -244,7 +236,7 @@ impl Image {
                 )));
             }
         }
-        let kernel = |k: &super::descriptor::Kernel| -> Result<Box<Kernel>> {
+        let kernel = |k: &super::descriptor::Kernel| -> Result<Kernel> {
             let kd = format!("{}.kd", k.name);
             // A kernel without a descriptor (a reverse-offload region's device stub)
             // gets object 0: it is in libgomp's table but cannot be launched.
@@ -263,26 +255,38 @@ impl Image {
                     )));
                 }
             };
-            Ok(Box::new(Kernel {
+            Ok(Kernel {
                 name: k.name.clone(),
                 object,
                 meta: co.metadata(&k.name).cloned(),
                 vgprs: k.vgpr_count,
                 oacc_dims: k.oacc_dims,
                 heap: self.heap,
-            }))
+                reverse_offload: false,
+            })
         };
-        for k in table::offload_kernels(&desc.kernels) {
-            self.kernels.push(kernel(k)?);
-        }
+        let offload = table::offload_kernels(&desc.kernels)
+            .into_iter()
+            .map(kernel)
+            .collect::<Result<Vec<_>>>()?;
         for (slot, name) in self.cdtors.iter_mut().zip(table::CDTOR_KERNELS) {
             if let Some(k) = desc.kernels.iter().find(|k| k.name == name) {
-                *slot = Some(kernel(k)?);
+                *slot = Some(Arc::new(kernel(k)?));
             }
         }
         if want_rev {
-            self.rev_table = self.read_rev_table(rt, agent)?;
+            self.rev_table = self.read_rev_table(rt, agent, offload.len())?;
         }
+        let reverse_offload = self.rev_table.is_some();
+        self.kernels = offload
+            .into_iter()
+            .map(|k| {
+                Arc::new(Kernel {
+                    reverse_offload,
+                    ..k
+                })
+            })
+            .collect();
         let nvars = desc.global_variable_count as usize;
         let vars = if nvars == 0 {
             Vec::new()
@@ -304,25 +308,21 @@ impl Image {
             start: a as usize,
             end: a as usize + n as usize,
         });
-        let handles: Vec<usize> = self
-            .kernels
-            .iter()
-            .map(|k| &**k as *const Kernel as usize)
-            .collect();
-        LIVE_KERNELS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(&handles);
-        Ok(table::assemble(&handles, &vars, icvs))
+        Ok(table::assemble(&vars, icvs))
     }
 
-    /// `.offload_func_table`'s device addresses, one per offload function; `None`
-    /// when the image has no such table or it is all zero (no reverse offload).
-    fn read_rev_table(&self, rt: &Runtime, agent: hsa_agent_t) -> Result<Option<Vec<u64>>> {
+    /// `.offload_func_table`'s device addresses, one per offload function (`n`);
+    /// `None` when the image has no such table or it is all zero (no reverse offload).
+    fn read_rev_table(
+        &self,
+        rt: &Runtime,
+        agent: hsa_agent_t,
+        n: usize,
+    ) -> Result<Option<Vec<u64>>> {
         let Some((addr, _)) = variable(rt, self.exec, agent, table::FUNC_TABLE_SYMBOL)? else {
             return Ok(None);
         };
-        let mut t = vec![0u64; self.kernels.len()];
+        let mut t = vec![0u64; n];
         // SAFETY: `t` is writable for its length; `addr` is the loaded table, which
         // holds one address per offload function.
         let st = unsafe {
@@ -332,20 +332,8 @@ impl Image {
         Ok(t.iter().any(|&a| a != 0).then_some(t))
     }
 
-    /// The kernel records' handles, for the live registry.
-    fn unregister(&self) {
-        let mut live = LIVE_KERNELS.lock().unwrap_or_else(|e| e.into_inner());
-        live.retain(|h| {
-            !self
-                .kernels
-                .iter()
-                .any(|k| &**k as *const Kernel as usize == *h)
-        });
-    }
-
     /// Destroys the executable and the reader (`unload_image`, `fini_device`).
     pub fn destroy(self, rt: &Runtime) -> Result<()> {
-        self.unregister();
         let mut r = Ok(());
         if self.heap != 0 {
             // SAFETY: the heap was allocated for this image and is freed once.

@@ -8,10 +8,12 @@
 //! Thread-safety: state lives in the framework's registry and in each device.
 
 use crate::device::Device;
+use crate::executable::Kernel;
 use crate::launch::{Dims, Grid, Kind};
 use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::libgomp::abi::*;
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::registry::Registry;
 use gomp_plugin::{Plugin, Result};
@@ -55,18 +57,17 @@ impl Plugin for Gcn {
     /// True for a kernel of a loaded image whose explicit kernel arguments fit the
     /// protocol (one pointer); false otherwise (libgomp then runs the region on the
     /// host).
-    fn can_run(kernel: *mut c_void) -> bool {
-        // SAFETY: only a registered handle is read (see `live_kernel`).
-        unsafe { crate::executable::live_kernel(kernel as usize) }.is_some_and(|k| {
-            k.object != 0
-                && k.meta
-                    .as_ref()
-                    .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
-        })
+    fn can_run(k: &Kernel) -> bool {
+        k.object != 0
+            && k.meta
+                .as_ref()
+                .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
     }
 }
 
 impl gomp_plugin::Device for Device {
+    type Kernel = Kernel;
+
     fn close(&self) -> Result<()> {
         Device::close(self)
     }
@@ -81,9 +82,9 @@ impl gomp_plugin::Device for Device {
         data: *const c_void,
         want_rev: bool,
         _host_ind_fns: *const u64,
-    ) -> Result<LoadedImage> {
+    ) -> Result<LoadedImage<Kernel>> {
         // SAFETY: libgomp passes mkoffload's descriptor (caller).
-        let (table, rev) = unsafe { Device::load_image(self, data, want_rev)? };
+        let (kernels, table, rev) = unsafe { Device::load_image(self, data, want_rev)? };
         let rev_fn_table = match rev {
             None => std::ptr::null_mut(),
             Some(t) => {
@@ -94,6 +95,7 @@ impl gomp_plugin::Device for Device {
             }
         };
         Ok(LoadedImage {
+            kernels,
             table,
             rev_fn_table,
         })
@@ -135,29 +137,19 @@ impl gomp_plugin::Device for Device {
     }
 
     /// Runs an OpenMP target region and waits for it (docs/gcn-launch.md §3-§4): the
-    /// grid from `args`, the launch, the console drain, the exit/abort decoding.
-    unsafe fn run(
-        &self,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: only a registered handle is read.
-        let k = unsafe { crate::executable::live_kernel(kernel as usize) }.ok_or_else(|| {
-            gomp_plugin::Error::invalid(format!("run: unknown kernel {kernel:p}"))
-        })?;
-        // SAFETY: libgomp's argument array (caller).
-        let Some(dims) = (unsafe { self.grid(args) }) else {
+    /// grid from the request, the launch, the console drain, the exit/abort decoding.
+    fn run(&self, k: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {
+        let Some(dims) = self.grid(req) else {
             return Ok(());
         };
         let e = self.launcher.launch(
             self.ord,
             None,
             k,
-            vars as u64,
+            req.vars,
             dims,
             Kind::OpenMp,
-            self.has_reverse_offload(k),
+            k.reverse_offload,
         )?;
         self.launcher.finish(e);
         Ok(())
@@ -165,49 +157,31 @@ impl gomp_plugin::Device for Device {
 
     /// Queues the region on the device's async thread; libgomp hears of its end
     /// through `GOMP_PLUGIN_target_task_completion(async_data)`.
-    unsafe fn run_async(
+    fn run_async(
         self: &Arc<Self>,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
+        k: &Arc<Kernel>,
+        req: &LaunchRequest,
         async_data: *mut c_void,
     ) -> Result<()> {
-        // SAFETY: only a registered handle is read.
-        let k = unsafe { crate::executable::live_kernel(kernel as usize) }.ok_or_else(|| {
-            gomp_plugin::Error::invalid(format!("async_run: unknown kernel {kernel:p}"))
-        })?;
-        // SAFETY: libgomp's argument array (caller).
-        let Some(dims) = (unsafe { self.grid(args) }) else {
+        let Some(dims) = self.grid(req) else {
             // A skipped kernel: complete at once (the stock plugin never completes it).
             gomp_plugin::libgomp::target::task_completion(async_data as usize);
             return Ok(());
         };
-        let rev = self.has_reverse_offload(k);
-        self.launcher.launch_async(
-            self.ord,
-            kernel as usize,
-            vars as u64,
-            dims,
-            async_data as usize,
-            rev,
-        )
+        self.launcher
+            .launch_async(self.ord, Arc::clone(k), req.vars, dims, async_data as usize)
     }
 }
 
 impl Device {
-    /// The grid of an OpenMP launch from libgomp's target arguments; `None`: skip.
-    ///
-    /// # Safety
-    /// `args` is libgomp's NULL-terminated array (or NULL).
-    unsafe fn grid(&self, args: *mut *mut c_void) -> Option<Dims> {
+    /// The grid of an OpenMP launch request; `None`: skip.
+    fn grid(&self, req: &LaunchRequest) -> Option<Dims> {
         let l = &self.launcher;
-        match crate::launch::parse_target_args(
-            // SAFETY: caller's contract.
-            unsafe { gomp_plugin::libgomp::target_args::decode_ptr(args) },
+        match crate::launch::omp_grid(
+            req,
             l.cu,
             self.name == "gfx900",
             l.cfg.num_threads.is_some(),
-            crate::run::read_attrs,
         ) {
             Grid::Run(d) => Some(d),
             Grid::Default(d) => {

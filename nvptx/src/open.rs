@@ -14,6 +14,7 @@ use crate::launch::reverse::{self, Reverse};
 use crate::launch::run;
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 use gomp_plugin::sync::Lock;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
@@ -122,17 +123,9 @@ impl OpenDevice {
     }
 }
 
-/// The kernel behind a handle libgomp passes back (`run`, `async_run`, OpenACC `exec`).
-///
-/// # Safety
-/// `kernel` must be a kernel handle that `load_image` returned (a `TargetFn`), whose
-/// image is still loaded; it stays alive while the image is.
-pub unsafe fn target_fn<'a>(kernel: *const c_void) -> Result<&'a TargetFn> {
-    // SAFETY: caller's guarantee (see above).
-    unsafe { kernel.cast::<TargetFn>().as_ref() }.ok_or_else(|| Error::invalid("no kernel"))
-}
-
 impl gomp_plugin::Device for OpenDevice {
+    type Kernel = TargetFn;
+
     fn activate(&self) -> Result<()> {
         self.core.activate()
     }
@@ -147,7 +140,7 @@ impl gomp_plugin::Device for OpenDevice {
         data: *const c_void,
         want_rev: bool,
         host_ind_fns: *const u64,
-    ) -> Result<LoadedImage> {
+    ) -> Result<LoadedImage<TargetFn>> {
         let dev = &self.core;
         // SAFETY: forwarded caller guarantees.
         let (img, table) = self.entry("load_image", || unsafe {
@@ -172,10 +165,12 @@ impl gomp_plugin::Device for OpenDevice {
             dev.ord,
             img.key,
             img.fns.len(),
-            table.len() - img.fns.len() - 1
+            table.len() - 1
         );
+        let kernels = img.fns.clone();
         self.images.locked().push(img);
         Ok(LoadedImage {
+            kernels,
             table,
             rev_fn_table,
         })
@@ -233,34 +228,23 @@ impl gomp_plugin::Device for OpenDevice {
         Ok(self.core.is_accessible(ptr as usize, size))
     }
 
-    unsafe fn run(
-        &self,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: forwarded caller guarantees (a live handle, libgomp's argument array).
-        self.entry("run", || unsafe {
-            run::run(&self.core, &self.reverse, target_fn(kernel)?, vars, args)
-        })
+    fn run(&self, kernel: &Arc<TargetFn>, req: &LaunchRequest) -> Result<()> {
+        self.entry("run", || run::run(&self.core, &self.reverse, kernel, req))
     }
 
-    unsafe fn run_async(
+    fn run_async(
         self: &Arc<Self>,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
+        kernel: &Arc<TargetFn>,
+        req: &LaunchRequest,
         async_data: *mut c_void,
     ) -> Result<()> {
-        // SAFETY: as in `run`.
-        self.entry("async_run", || unsafe {
+        self.entry("async_run", || {
             run::run_async(
                 &self.core,
                 &self.async_queue,
                 &self.reverse,
-                target_fn(kernel)?,
-                vars,
-                args,
+                kernel,
+                req,
                 async_data,
             )
         })

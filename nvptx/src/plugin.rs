@@ -11,15 +11,17 @@ use crate::cuda::safe::query;
 use crate::cuda::{driver, sys::*};
 use crate::device;
 use crate::host::ranges as host_ranges;
+use crate::image::TargetFn;
 use crate::interop;
 use crate::observe::info;
-use crate::open::{target_fn, OpenDevice};
+use crate::open::OpenDevice;
 use crate::openacc::{exec, property, queue::AccQueue, thread};
+use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::interop::{InteropObj, Value};
 use gomp_plugin::libgomp::version::{Detected, Libgomp};
-use gomp_plugin::openacc::AccProperty;
+use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::rect::Rect;
 use gomp_plugin::registry::Registry;
 use gomp_plugin::{Error, Plugin, Result};
@@ -225,57 +227,55 @@ impl gomp_plugin::OpenAcc for Nvptx {
     type Queue = AccQueue;
     type ThreadData = thread::ThreadData;
 
-    unsafe fn exec(
-        kernel: *const c_void,
-        devaddrs: *mut *mut c_void,
-        dims: *mut u32,
+    fn exec(
+        kernel: Live<'_, TargetFn>,
+        launch: &AccLaunch,
         queue: Option<&AccQueue>,
-    ) -> Result<()> {
+    ) -> Result<Option<[u32; 3]>> {
         let dev = acc_device(queue)?;
-        // SAFETY: handle from load_image; `dims` is libgomp's 3-entry array.
-        let f =
-            unsafe { target_fn(kernel) }.map_err(|_| Error::invalid("openacc_exec: no kernel"))?;
         let stream = match queue {
             Some(q) => Some(q.ordered_stream()?),
             None => None,
         };
-        // SAFETY: as above.
-        unsafe { exec::exec(&dev, f, devaddrs.cast(), dims, stream) }
+        exec::exec(&dev, kernel.kernel, launch, stream).map(Some)
     }
 
     unsafe fn exec_host_block(
-        kernel: *const c_void,
+        kernel: Live<'_, TargetFn>,
         mapnum: usize,
-        devaddrs: *const *mut c_void,
-        dims: *mut u32,
+        host_block: *const *mut c_void,
+        launch: &AccLaunch,
         queue: Option<&AccQueue>,
-    ) -> Result<()> {
+    ) -> Result<Option<[u32; 3]>> {
+        let on_device = |devaddrs: CUdeviceptr| AccLaunch {
+            devaddrs,
+            ..*launch
+        };
         if mapnum == 0 {
-            // SAFETY: forwarded caller guarantees; no block to read.
-            return unsafe { Self::exec(kernel, std::ptr::null_mut(), dims, queue) };
+            return Self::exec(kernel, &on_device(0), queue);
         }
         let dev = acc_device(queue)?;
         let bytes = mapnum * std::mem::size_of::<*mut c_void>();
         let block = dev.alloc(bytes)?;
-        let args = block as *mut *mut c_void;
-        // SAFETY: `devaddrs` is readable for `bytes` (caller) and each copy has read it
-        // when it returns; the block holds the array for the kernel. Without a queue,
-        // exec orders the launch after the copy (a deferred copy included) and waits
-        // for the kernel; on a queue, the copy and launch are ordered on its stream and
-        // the queue is waited for, as the block is freed below.
+        let launch = on_device(block);
+        // SAFETY: `host_block` is readable for `bytes` (caller) and each copy has read
+        // it when it returns; the block holds the array for the kernel. Without a
+        // queue, exec orders the launch after the copy (a deferred copy included) and
+        // waits for the kernel; on a queue, the copy and launch are ordered on its
+        // stream and the queue is waited for, as the block is freed below.
         let r = unsafe {
             match queue {
                 Some(q) => q
-                    .host2dev(block, devaddrs.cast(), bytes)
-                    .and_then(|()| Self::exec(kernel, args, dims, Some(q)))
-                    .and_then(|()| q.synchronize()),
+                    .host2dev(block, host_block.cast(), bytes)
+                    .and_then(|()| Self::exec(kernel, &launch, Some(q)))
+                    .and_then(|d| q.synchronize().map(|()| d)),
                 None => dev
-                    .host2dev(block, devaddrs.cast(), bytes)
-                    .and_then(|()| Self::exec(kernel, args, dims, None)),
+                    .host2dev(block, host_block.cast(), bytes)
+                    .and_then(|()| Self::exec(kernel, &launch, None)),
             }
         };
         let freed = dev.free(block);
-        r.and(freed)
+        r.and_then(|d| freed.map(|()| d))
     }
 
     fn thread_data(ord: c_int) -> Result<thread::ThreadData> {
