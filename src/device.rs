@@ -1,9 +1,13 @@
-//! One open device of a product: the [`Device`] trait and what `load_image` returns.
-//! The framework's registry owns each device (`Arc`); the exported shells call it.
+//! One open device of a product, in two parts: the [`Device`] trait (the opened
+//! device: images, kernels, launches, close) and the [`DeviceCore`] trait (the part
+//! that owns the device's context and memory, which the memory entry points reach
+//! directly); and what `load_image` returns. The framework's registry owns each device
+//! (`Arc`); the exported shells call it.
 //!
 //! Threading: libgomp calls a device from any host thread, concurrently (OpenMP
 //! `nowait`, several host threads); implementations are `Send + Sync` and lock inside.
 
+use crate::blocks::DevPtr;
 use crate::error::{Error, Result};
 use crate::libgomp::abi::{version_dev, AddrPair};
 use crate::libgomp::target_args::LaunchRequest;
@@ -39,19 +43,64 @@ pub struct LoadedImage<K> {
     pub rev_fn_table: *mut u64,
 }
 
-/// One open device. Shared (`Arc`) between the registry and every call in flight;
-/// closed once by [`Device::close`] when libgomp finalizes it.
-pub trait Device: Send + Sync + Sized + 'static {
-    /// A kernel of a loaded image: what `run`, `async_run` and OpenACC's `exec` launch.
-    /// Owned by `Arc`s (the image's and the framework's live set); its address is the
-    /// handle libgomp keeps.
-    type Kernel: Send + Sync + 'static;
-
+/// The core of one open device: what makes it current on a thread and its memory and
+/// copies, the entry points libgomp's memory calls reach directly (`alloc`, `free`,
+/// the copies, `memset`, `is_accessible_ptr`, managed memory). Device addresses are
+/// [`DevPtr`]s. Owned by the opened device ([`Device::core`]) and, where the backend
+/// shares it, by its threads and queues; thread-safe.
+pub trait DeviceCore: Send + Sync + 'static {
     /// Makes the device ready for calls on this thread (e.g. its context current).
     /// Called by the registry on every lookup.
     fn activate(&self) -> Result<()> {
         Ok(())
     }
+    /// `alloc`: device memory for libgomp.
+    fn alloc(&self, size: usize) -> Result<DevPtr>;
+    /// `free` (NULL, 0, is accepted).
+    fn free(&self, p: DevPtr) -> Result<()>;
+    /// `dev2host`.
+    ///
+    /// # Safety
+    /// `dst` is a host buffer of `n` writable bytes.
+    unsafe fn dev2host(&self, dst: *mut c_void, src: DevPtr, n: usize) -> Result<()>;
+    /// `host2dev`.
+    ///
+    /// # Safety
+    /// `src` is a host buffer of `n` readable bytes.
+    unsafe fn host2dev(&self, dst: DevPtr, src: *const c_void, n: usize) -> Result<()>;
+    /// `dev2dev`.
+    fn dev2dev(&self, dst: DevPtr, src: DevPtr, n: usize) -> Result<()>;
+    /// `memset`: `n` bytes at `p` to the low byte of `val`.
+    fn memset(&self, p: DevPtr, val: c_int, n: usize) -> Result<()>;
+    /// `is_accessible_ptr`: whether the device can access all of `[p, p+size)`.
+    fn is_accessible(&self, p: usize, size: usize) -> bool;
+    /// `managed_alloc`.
+    fn managed_alloc(&self, _size: usize) -> Result<DevPtr> {
+        Err(Error::NotImplemented(
+            "managed_alloc: managed memory is not implemented".into(),
+        ))
+    }
+    /// `managed_free`.
+    fn managed_free(&self, _p: DevPtr) -> Result<()> {
+        Err(Error::NotImplemented(
+            "managed_free: managed memory is not implemented".into(),
+        ))
+    }
+}
+
+/// One opened device: its images and kernels, its launches and its close. Shared
+/// (`Arc`) between the registry and every call in flight; closed once by
+/// [`Device::close`] when libgomp finalizes it.
+pub trait Device: Send + Sync + Sized + 'static {
+    /// The device's core (context, memory, copies).
+    type Core: DeviceCore;
+    /// A kernel of a loaded image: what `run`, `async_run` and OpenACC's `exec` launch.
+    /// Owned by `Arc`s (the image's and the framework's live set); its address is the
+    /// handle libgomp keeps.
+    type Kernel: Send + Sync + 'static;
+
+    /// The device's core.
+    fn core(&self) -> &Self::Core;
     /// `fini_device`: unloads images, frees memory, stops helpers.
     fn close(&self) -> Result<()>;
 
@@ -72,27 +121,6 @@ pub trait Device: Send + Sync + Sized + 'static {
     /// are already out of the live set).
     fn unload_image(&self, data: *const c_void) -> Result<()>;
 
-    /// `alloc`: device memory for libgomp.
-    fn alloc(&self, size: usize) -> Result<*mut c_void>;
-    /// `free`.
-    fn free(&self, ptr: *mut c_void) -> Result<()>;
-    /// `dev2host`.
-    ///
-    /// # Safety
-    /// `dst` is a host buffer of `n` writable bytes.
-    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
-    /// `host2dev`.
-    ///
-    /// # Safety
-    /// `src` is a host buffer of `n` readable bytes.
-    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
-    /// `dev2dev`.
-    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()>;
-    /// `memset`: `n` bytes at `ptr` to the low byte of `val`.
-    fn memset(&self, ptr: *mut c_void, val: c_int, n: usize) -> Result<()>;
-    /// `is_accessible_ptr`.
-    fn is_accessible(&self, ptr: *const c_void, size: usize) -> Result<bool>;
-
     /// `run`: an OpenMP target region, waited for: `kernel`, a kernel this device
     /// loaded, with the launch `req` (decoded from libgomp's target arguments).
     fn run(&self, _kernel: &Arc<Self::Kernel>, _req: &LaunchRequest) -> Result<()> {
@@ -110,18 +138,6 @@ pub trait Device: Send + Sync + Sized + 'static {
     ) -> Result<()> {
         Err(Error::NotImplemented(
             "async_run: kernels cannot run on this device".into(),
-        ))
-    }
-    /// `managed_alloc`.
-    fn managed_alloc(&self, _size: usize) -> Result<*mut c_void> {
-        Err(Error::NotImplemented(
-            "managed_alloc: managed memory is not implemented".into(),
-        ))
-    }
-    /// `managed_free`.
-    fn managed_free(&self, _ptr: *mut c_void) -> Result<()> {
-        Err(Error::NotImplemented(
-            "managed_free: managed memory is not implemented".into(),
         ))
     }
 }

@@ -42,7 +42,7 @@ pub mod settings;
 pub mod symbols;
 pub mod sync;
 
-pub use device::Device;
+pub use device::{Device, DeviceCore};
 pub use error::{Error, Result};
 pub use openacc::{AccQueue, OpenAcc};
 pub use plugin::Plugin;

@@ -10,7 +10,7 @@
 //! clone the `Arc`, so a device stays alive while a call on it is in flight even if
 //! another thread finalizes it.
 
-use crate::device::Device;
+use crate::device::{Device, DeviceCore};
 use crate::error::{Error, Result};
 use crate::kernels::KernelSet;
 use crate::sync::ReadWrite;
@@ -85,7 +85,7 @@ impl<D: Device> Registry<D> {
         let d = self
             .get_if_open(ord)
             .ok_or_else(|| Error::invalid(format!("{} device {ord} is not open", self.name)))?;
-        d.activate()?;
+        d.core().activate()?;
         Ok(d)
     }
 
@@ -109,7 +109,7 @@ impl<D: Device> Registry<D> {
             .next()
             .cloned()
             .ok_or_else(|| Error::invalid(format!("no {} device is open", self.name)))?;
-        d.activate()?;
+        d.core().activate()?;
         Ok(d)
     }
 }
@@ -117,6 +117,7 @@ impl<D: Device> Registry<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blocks::DevPtr;
     use crate::device::LoadedImage;
     use std::ffi::{c_int, c_void};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -124,8 +125,35 @@ mod tests {
     static CLOSED: AtomicUsize = AtomicUsize::new(0);
 
     struct Fake(i32);
+    impl DeviceCore for Fake {
+        fn alloc(&self, _: usize) -> Result<DevPtr> {
+            Ok(0)
+        }
+        fn free(&self, _: DevPtr) -> Result<()> {
+            Ok(())
+        }
+        unsafe fn dev2host(&self, _: *mut c_void, _: DevPtr, _: usize) -> Result<()> {
+            Ok(())
+        }
+        unsafe fn host2dev(&self, _: DevPtr, _: *const c_void, _: usize) -> Result<()> {
+            Ok(())
+        }
+        fn dev2dev(&self, _: DevPtr, _: DevPtr, _: usize) -> Result<()> {
+            Ok(())
+        }
+        fn memset(&self, _: DevPtr, _: c_int, _: usize) -> Result<()> {
+            Ok(())
+        }
+        fn is_accessible(&self, _: usize, _: usize) -> bool {
+            false
+        }
+    }
     impl Device for Fake {
         type Kernel = ();
+        type Core = Fake;
+        fn core(&self) -> &Fake {
+            self
+        }
         fn close(&self) -> Result<()> {
             CLOSED.fetch_add(1, Ordering::SeqCst);
             Ok(())
@@ -141,27 +169,6 @@ mod tests {
         }
         fn unload_image(&self, _: *const c_void) -> Result<()> {
             Ok(())
-        }
-        fn alloc(&self, _: usize) -> Result<*mut c_void> {
-            Ok(std::ptr::null_mut())
-        }
-        fn free(&self, _: *mut c_void) -> Result<()> {
-            Ok(())
-        }
-        unsafe fn dev2host(&self, _: *mut c_void, _: *const c_void, _: usize) -> Result<()> {
-            Ok(())
-        }
-        unsafe fn host2dev(&self, _: *mut c_void, _: *const c_void, _: usize) -> Result<()> {
-            Ok(())
-        }
-        fn dev2dev(&self, _: *mut c_void, _: *const c_void, _: usize) -> Result<()> {
-            Ok(())
-        }
-        fn memset(&self, _: *mut c_void, _: c_int, _: usize) -> Result<()> {
-            Ok(())
-        }
-        fn is_accessible(&self, _: *const c_void, _: usize) -> Result<bool> {
-            Ok(false)
         }
     }
 

@@ -4,6 +4,10 @@
 //! `unload_image` and `fini_device` run `_fini_array` and destroy the image;
 //! `fini_device` also stops the async thread and frees the blocks libgomp left.
 //!
+//! [`Device`] is the opened device and implements `gomp_plugin::Device` (images,
+//! kernels, launches, close); its core is its [`Memory`], which implements
+//! `gomp_plugin::DeviceCore` (the memory entry points reach it directly).
+//!
 //! Ownership: the framework's registry owns each [`Device`] (`Arc`, so a call that
 //! got one keeps it alive while another thread closes it); a device owns its memory
 //! and images. Thread-safety: each device's image list is behind a mutex; libgomp also
@@ -12,14 +16,15 @@
 //! **Unverified on hardware** (see `memory.rs`, `executable.rs`).
 
 use super::executable::{Image, Kernel};
-use super::launch::{Kind, CDTOR_DIMS};
+use super::launch::{Dims, Grid, Kind, CDTOR_DIMS};
 use super::memory::{self, Memory};
 use super::run::Launcher;
 use super::{agent, check_image};
 use crate::hsa::runtime::{self, Runtime};
 use crate::hsa::sys::*;
+use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
-use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
@@ -86,8 +91,56 @@ impl Device {
         })
     }
 
+    /// Runs the image's `_init_array` (`which` 0) or `_fini_array` (1), if it has it.
+    fn run_cdtor(&self, img: &Image, which: usize) -> Result<()> {
+        let Some(k) = &img.cdtors[which] else {
+            return Ok(());
+        };
+        let e = self
+            .launcher
+            .launch(self.ord, None, k, 0, CDTOR_DIMS, Kind::Cdtor, false)?;
+        self.launcher.finish(e);
+        Ok(())
+    }
+
+    /// Runs `_fini_array`, then destroys the image.
+    fn destroy_image(&self, img: Image) -> Result<()> {
+        let r = self.run_cdtor(&img, 1);
+        r.and(img.destroy(self.rt))
+    }
+
+    /// The grid of an OpenMP launch request; `None`: skip.
+    fn grid(&self, req: &LaunchRequest) -> Option<Dims> {
+        let l = &self.launcher;
+        match crate::launch::omp_grid(
+            req,
+            l.cu,
+            self.name == "gfx900",
+            l.cfg.num_threads.is_some(),
+        ) {
+            Grid::Run(d) => Some(d),
+            Grid::Default(d) => {
+                log::debug!(
+                    "device {}: no launch geometry in the target arguments; using 1 team of 1 thread",
+                    self.ord
+                );
+                Some(d)
+            }
+            Grid::Skip => None,
+        }
+    }
+}
+
+impl gomp_plugin::Device for Device {
+    type Kernel = Kernel;
+    type Core = Memory;
+
+    fn core(&self) -> &Memory {
+        &self.memory
+    }
+
     /// Closes the device: destroys its images, frees the blocks still allocated.
-    pub fn close(&self) -> Result<()> {
+    fn close(&self) -> Result<()> {
         let images = std::mem::take(&mut *self.images.lock().unwrap_or_else(|e| e.into_inner()));
         let n = images.len();
         let mut r = Ok(());
@@ -103,17 +156,18 @@ impl Device {
         r
     }
 
-    /// `load_image`: checks the image against this device, loads it, returns its
-    /// kernels, the table after their entries and the reverse-offload table.
-    ///
-    /// # Safety
-    /// `target_data` is NULL or a `gcn_image_desc` (see `descriptor::read`).
-    #[allow(clippy::type_complexity)]
-    pub unsafe fn load_image(
-        &self,
+    /// Checks the image against this device (descriptor, code object, kernel
+    /// descriptors, target), loads it into an HSA executable, runs its constructors;
+    /// when libgomp asks (the program requires reverse offload), the reverse-offload
+    /// table is a copy of the image's `.offload_func_table` (NULL when it has none or
+    /// it is all zero).
+    unsafe fn load_image(
+        self: &Arc<Self>,
+        _version: u32,
         target_data: *const c_void,
         want_rev: bool,
-    ) -> Result<(Vec<Arc<Kernel>>, Vec<AddrPair>, Option<Vec<u64>>)> {
+        _host_ind_fns: *const u64,
+    ) -> Result<LoadedImage<Kernel>> {
         // SAFETY: caller's contract.
         let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
@@ -155,34 +209,29 @@ impl Device {
             let _ = img.destroy(self.rt);
             return Err(e);
         }
-        let (kernels, rev) = (img.kernels.clone(), img.rev_table.clone());
+        let kernels = img.kernels.clone();
+        let rev_fn_table = match &img.rev_table {
+            None => std::ptr::null_mut(),
+            Some(t) => {
+                let p = gomp_plugin::libgomp::report::malloc(t.len() * 8).cast::<u64>();
+                // SAFETY: `p` has room for the entries; libgomp frees it.
+                unsafe { std::ptr::copy_nonoverlapping(t.as_ptr(), p, t.len()) };
+                p
+            }
+        };
         self.images
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(img);
-        Ok((kernels, table, rev))
-    }
-
-    /// Runs the image's `_init_array` (`which` 0) or `_fini_array` (1), if it has it.
-    fn run_cdtor(&self, img: &Image, which: usize) -> Result<()> {
-        let Some(k) = &img.cdtors[which] else {
-            return Ok(());
-        };
-        let e = self
-            .launcher
-            .launch(self.ord, None, k, 0, CDTOR_DIMS, Kind::Cdtor, false)?;
-        self.launcher.finish(e);
-        Ok(())
-    }
-
-    /// Runs `_fini_array`, then destroys the image.
-    fn destroy_image(&self, img: Image) -> Result<()> {
-        let r = self.run_cdtor(&img, 1);
-        r.and(img.destroy(self.rt))
+        Ok(LoadedImage {
+            kernels,
+            table,
+            rev_fn_table,
+        })
     }
 
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
-    pub fn unload_image(&self, target_data: *const c_void) -> Result<()> {
+    fn unload_image(&self, target_data: *const c_void) -> Result<()> {
         let img = {
             let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
             let i = imgs
@@ -194,5 +243,41 @@ impl Device {
             imgs.remove(i)
         };
         self.destroy_image(img)
+    }
+
+    /// Runs an OpenMP target region and waits for it (docs/gcn-launch.md §3-§4): the
+    /// grid from the request, the launch, the console drain, the exit/abort decoding.
+    fn run(&self, k: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {
+        let Some(dims) = self.grid(req) else {
+            return Ok(());
+        };
+        let e = self.launcher.launch(
+            self.ord,
+            None,
+            k,
+            req.vars,
+            dims,
+            Kind::OpenMp,
+            k.reverse_offload,
+        )?;
+        self.launcher.finish(e);
+        Ok(())
+    }
+
+    /// Queues the region on the device's async thread; libgomp hears of its end
+    /// through `GOMP_PLUGIN_target_task_completion(async_data)`.
+    fn run_async(
+        self: &Arc<Self>,
+        k: &Arc<Kernel>,
+        req: &LaunchRequest,
+        async_data: *mut c_void,
+    ) -> Result<()> {
+        let Some(dims) = self.grid(req) else {
+            // A skipped kernel: complete at once (the stock plugin never completes it).
+            gomp_plugin::libgomp::target::task_completion(async_data as usize);
+            return Ok(());
+        };
+        self.launcher
+            .launch_async(self.ord, Arc::clone(k), req.vars, dims, async_data as usize)
     }
 }

@@ -20,7 +20,8 @@ use crate::hsa::runtime::Runtime;
 use crate::hsa::sys::*;
 use gomp_plugin::blocks::{check_copy, Blocks, DevPtr};
 use gomp_plugin::error::{Error, Result};
-use std::ffi::c_void;
+use gomp_plugin::DeviceCore;
+use std::ffi::{c_int, c_void};
 
 /// The regions of an agent the plugin uses.
 #[derive(Debug, Clone, Copy)]
@@ -147,9 +148,31 @@ impl Memory {
         }
     }
 
+    /// Frees every block still live (at device close); returns how many there were.
+    pub fn release_all(&self) -> usize {
+        let live = self.blocks.take_all();
+        for &p in &live {
+            // SAFETY: each came from hsa_memory_allocate and left the registry above.
+            let _ = unsafe { (self.rt.hsa_memory_free)(p as *mut c_void) };
+        }
+        live.len()
+    }
+
+    fn copy(&self, dst: *mut c_void, src: *const c_void, n: usize, what: &str) -> Result<()> {
+        // SAFETY: the callers checked the addresses; the runtime copies `n` bytes and
+        // returns when done.
+        let st = unsafe { (self.rt.hsa_memory_copy)(dst, src, n) };
+        self.rt
+            .check(st, &format!("hsa_memory_copy ({what}, {n} bytes)"))
+    }
+}
+
+/// libgomp's memory entry points on this device (the exported shells call them
+/// directly: `Memory` is the gcn device's core).
+impl DeviceCore for Memory {
     /// Allocates `size` device bytes (at least 1, so size 0 gives a distinct block, as
     /// the nvptx side does).
-    pub fn alloc(&self, size: usize) -> Result<DevPtr> {
+    fn alloc(&self, size: usize) -> Result<DevPtr> {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the region belongs to this device's agent.
         let st = unsafe { (self.rt.hsa_memory_allocate)(self.regions.device, size.max(1), &mut p) };
@@ -176,7 +199,7 @@ impl Memory {
 
     /// Frees a block from [`Memory::alloc`]; NULL is accepted and ignored; an address
     /// that does not start a live block is "invalid device address".
-    pub fn free(&self, p: DevPtr) -> Result<()> {
+    fn free(&self, p: DevPtr) -> Result<()> {
         if p == 0 {
             return Ok(());
         }
@@ -188,29 +211,11 @@ impl Memory {
         self.rt.check(st, "hsa_memory_free")
     }
 
-    /// Frees every block still live (at device close); returns how many there were.
-    pub fn release_all(&self) -> usize {
-        let live = self.blocks.take_all();
-        for &p in &live {
-            // SAFETY: each came from hsa_memory_allocate and left the registry above.
-            let _ = unsafe { (self.rt.hsa_memory_free)(p as *mut c_void) };
-        }
-        live.len()
-    }
-
-    fn copy(&self, dst: *mut c_void, src: *const c_void, n: usize, what: &str) -> Result<()> {
-        // SAFETY: the callers checked the addresses; the runtime copies `n` bytes and
-        // returns when done.
-        let st = unsafe { (self.rt.hsa_memory_copy)(dst, src, n) };
-        self.rt
-            .check(st, &format!("hsa_memory_copy ({what}, {n} bytes)"))
-    }
-
     /// Copies `n` bytes from host `src` to device `dst`.
     ///
     /// # Safety
     /// `src` must be readable for `n` bytes.
-    pub unsafe fn host2dev(&self, dst: DevPtr, src: *const c_void, n: usize) -> Result<()> {
+    unsafe fn host2dev(&self, dst: DevPtr, src: *const c_void, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -223,7 +228,7 @@ impl Memory {
     ///
     /// # Safety
     /// `dst` must be writable for `n` bytes.
-    pub unsafe fn dev2host(&self, dst: *mut c_void, src: DevPtr, n: usize) -> Result<()> {
+    unsafe fn dev2host(&self, dst: *mut c_void, src: DevPtr, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -233,7 +238,7 @@ impl Memory {
     }
 
     /// Copies `n` bytes between two device addresses.
-    pub fn dev2dev(&self, dst: DevPtr, src: DevPtr, n: usize) -> Result<()> {
+    fn dev2dev(&self, dst: DevPtr, src: DevPtr, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -251,7 +256,7 @@ impl Memory {
     }
 
     /// Sets `n` device bytes at `p` to the low byte of `val`.
-    pub fn memset(&self, p: DevPtr, val: i32, n: usize) -> Result<()> {
+    fn memset(&self, p: DevPtr, val: c_int, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -277,7 +282,7 @@ impl Memory {
     /// `is_accessible_ptr`: whether the device can access `[p, p+size)`: memory this
     /// plugin allocated on it, or any memory when the agent has the full profile (HSA
     /// 1.x: full-profile agents access all host memory). Anything else: false.
-    pub fn is_accessible(&self, p: usize, size: usize) -> bool {
+    fn is_accessible(&self, p: usize, size: usize) -> bool {
         if p == 0 || size == 0 || p.checked_add(size).is_none() {
             return false;
         }

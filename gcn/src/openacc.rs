@@ -31,7 +31,7 @@ use gomp_plugin::error::{Error, Result};
 use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
-use gomp_plugin::{OpenAcc, Plugin};
+use gomp_plugin::{DeviceCore, OpenAcc, Plugin};
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};

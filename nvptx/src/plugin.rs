@@ -24,6 +24,7 @@ use gomp_plugin::libgomp::version::{Detected, Libgomp};
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::rect::Rect;
 use gomp_plugin::registry::Registry;
+use gomp_plugin::DeviceCore;
 use gomp_plugin::{Error, Plugin, Result};
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
@@ -158,7 +159,7 @@ impl Plugin for Nvptx {
 
     /// From the first open device's pinned pool.
     fn page_locked_host_alloc(size: usize) -> Result<Option<*mut c_void>> {
-        REGISTRY.any()?.core().pinned_alloc(size)
+        REGISTRY.any()?.shared().pinned_alloc(size)
     }
 
     /// Back to the pinned pool of the device that allocated `p` (found through the
@@ -168,14 +169,14 @@ impl Plugin for Nvptx {
             return Ok(());
         }
         match host_ranges::global().find(p).map(|r| r.origin) {
-            Some(host_ranges::Origin::Pool(ord)) => device(ord)?.core().pinned_free(p),
-            _ => REGISTRY.any()?.core().pinned_free(p),
+            Some(host_ranges::Origin::Pool(ord)) => device(ord)?.shared().pinned_free(p),
+            _ => REGISTRY.any()?.shared().pinned_free(p),
         }
     }
 
     unsafe fn copy_rect(r: &Rect) -> Result<()> {
         let dev = device(r.device())?;
-        let dev = dev.core();
+        let dev = dev.shared();
         // SAFETY: the host sides are valid for the block (caller).
         unsafe {
             match r.depth {
@@ -195,13 +196,13 @@ impl Plugin for Nvptx {
         // SAFETY: forwarded caller guarantee.
         unsafe {
             device(ord)?
-                .core()
+                .shared()
                 .interop(obj, flag, targetsync, prefer_type)
         }
     }
 
     fn interop_property(obj: &InteropObj, prop: c_int) -> Result<Value> {
-        let (dev, ctx) = device(obj.device_num)?.core().interop_handles();
+        let (dev, ctx) = device(obj.device_num)?.shared().interop_handles();
         Ok(interop::property(obj, prop, dev, ctx))
     }
 
@@ -279,13 +280,13 @@ impl gomp_plugin::OpenAcc for Nvptx {
     }
 
     fn thread_data(ord: c_int) -> Result<thread::ThreadData> {
-        let dev = Arc::clone(device(ord)?.core());
+        let dev = Arc::clone(device(ord)?.shared());
         dev.use_openacc();
         Ok(thread::ThreadData { dev })
     }
 
     fn queue(ord: c_int) -> Result<AccQueue> {
-        AccQueue::create(Arc::clone(device(ord)?.core()))
+        AccQueue::create(Arc::clone(device(ord)?.shared()))
     }
 
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
@@ -293,7 +294,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
             // The free memory of an open device is what the program can still
             // allocate: the driver's free memory and what the plugin's caches hold.
             match property::get(ord, prop, || {
-                device_if_open(ord).map(|d| d.core().held_unused())
+                device_if_open(ord).map(|d| d.shared().held_unused())
             })? {
                 property::Value::Size(n) => AccProperty::Size(n),
                 property::Value::Str(s) => AccProperty::Str(s),

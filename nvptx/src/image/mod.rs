@@ -28,6 +28,7 @@ use descriptor::{Descriptor, RawDescriptor};
 use gomp_plugin::cache::Key;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::DeviceCore;
 use launch_facts::{Resident, TeamIcvs, Tuning};
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;

@@ -9,13 +9,14 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use super::Backend;
+use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::device::check_image_version;
 use gomp_plugin::edge::{args, guard, handshake};
 use gomp_plugin::libgomp::abi::AddrPair;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 use gomp_plugin::libgomp::{host, report};
 use gomp_plugin::rect::{Rect, Side};
-use gomp_plugin::{Device, Error, Plugin, Result};
+use gomp_plugin::{Device, DeviceCore, Error, Plugin, Result};
 use std::ffi::{c_char, c_int, c_void};
 
 /// The plugin's `GOMP_VERSION` for the libgomp that loaded us; 0 (which libgomp
@@ -162,14 +163,16 @@ pub extern "C" fn GOMP_OFFLOAD_unload_image(
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_alloc(ord: c_int, size: usize) -> *mut c_void {
     guard::result("alloc", std::ptr::null_mut(), || {
-        Device::alloc(&*Backend::device(ord)?, size)
+        Ok(DeviceCore::alloc(Device::core(&*Backend::device(ord)?), size)? as *mut c_void)
     })
 }
 
 /// Frees device memory (NULL is accepted).
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_free(ord: c_int, ptr: *mut c_void) -> bool {
-    guard::ok("free", || Device::free(&*Backend::device(ord)?, ptr))
+    guard::ok("free", || {
+        DeviceCore::free(Device::core(&*Backend::device(ord)?), ptr as DevPtr)
+    })
 }
 
 /// Copies device to host.
@@ -182,7 +185,7 @@ pub extern "C" fn GOMP_OFFLOAD_dev2host(
 ) -> bool {
     // SAFETY: libgomp passes a host buffer of `n` bytes.
     guard::ok("dev2host", || unsafe {
-        Device::dev2host(&*Backend::device(ord)?, dst, src, n)
+        DeviceCore::dev2host(Device::core(&*Backend::device(ord)?), dst, src as DevPtr, n)
     })
 }
 
@@ -196,7 +199,7 @@ pub extern "C" fn GOMP_OFFLOAD_host2dev(
 ) -> bool {
     // SAFETY: libgomp passes a host buffer of `n` bytes.
     guard::ok("host2dev", || unsafe {
-        Device::host2dev(&*Backend::device(ord)?, dst, src, n)
+        DeviceCore::host2dev(Device::core(&*Backend::device(ord)?), dst as DevPtr, src, n)
     })
 }
 
@@ -209,7 +212,12 @@ pub extern "C" fn GOMP_OFFLOAD_dev2dev(
     n: usize,
 ) -> bool {
     guard::ok("dev2dev", || {
-        Device::dev2dev(&*Backend::device(ord)?, dst, src, n)
+        DeviceCore::dev2dev(
+            Device::core(&*Backend::device(ord)?),
+            dst as DevPtr,
+            src as DevPtr,
+            n,
+        )
     })
 }
 
@@ -217,7 +225,7 @@ pub extern "C" fn GOMP_OFFLOAD_dev2dev(
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_memset(ord: c_int, ptr: *mut c_void, val: c_int, n: usize) -> bool {
     guard::ok("memset", || {
-        Device::memset(&*Backend::device(ord)?, ptr, val, n)
+        DeviceCore::memset(Device::core(&*Backend::device(ord)?), ptr as DevPtr, val, n)
     })
 }
 
@@ -298,7 +306,7 @@ pub extern "C" fn GOMP_OFFLOAD_async_run(
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_managed_alloc(ord: c_int, size: usize) -> *mut c_void {
     guard::result("managed_alloc", std::ptr::null_mut(), || {
-        Device::managed_alloc(&*Backend::device(ord)?, size)
+        Ok(DeviceCore::managed_alloc(Device::core(&*Backend::device(ord)?), size)? as *mut c_void)
     })
 }
 
@@ -306,7 +314,7 @@ pub extern "C" fn GOMP_OFFLOAD_managed_alloc(ord: c_int, size: usize) -> *mut c_
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_managed_free(ord: c_int, ptr: *mut c_void) -> bool {
     guard::ok("managed_free", || {
-        Device::managed_free(&*Backend::device(ord)?, ptr)
+        DeviceCore::managed_free(Device::core(&*Backend::device(ord)?), ptr as DevPtr)
     })
 }
 
@@ -319,7 +327,10 @@ pub extern "C" fn GOMP_OFFLOAD_is_accessible_ptr(
     size: usize,
 ) -> c_int {
     guard::result("is_accessible_ptr", 0, || {
-        Ok(Device::is_accessible(&*Backend::device(ord)?, ptr, size)? as c_int)
+        Ok(
+            DeviceCore::is_accessible(Device::core(&*Backend::device(ord)?), ptr as usize, size)
+                as c_int,
+        )
     })
 }
 
