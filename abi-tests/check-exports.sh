@@ -23,7 +23,8 @@
 #   own API is prefixed gomp_nvptx_ and clashes with nothing the stock plugin exports;
 #   the required entry points of spec section 1.2 (always: version ...
 #   host2dev; OpenMP on libgomp 16: run, dev2dev, memset) are exported, and the stock
-#   plugins export them too (cross-check of the lists below); no GOMP_OFFLOAD_* symbol
+#   plugins export them too (cross-check of the lists below); GOMP_OFFLOAD_async_run is
+#   an indirect function (its resolver hides it from libgomp 12); no GOMP_OFFLOAD_* symbol
 #   carries a symbol version; abi-tests/prototypes.c compiles against
 #   include/gomp_plugin_nvptx.h; the header is what include/generate.sh produces.
 # Informational: stock GCC 16 / GCC 14 exports we do not implement yet.
@@ -68,9 +69,12 @@ detail() { sed 's/^/        /'; }    # indent a list under the line above
 prefixed() { for n in $1; do echo "GOMP_OFFLOAD_$n"; done | sort -u; }
 
 # Defined global (GLOBAL/WEAK/UNIQUE) dynamic symbols, as readelf prints them
-# (binutils >= 2.35 appends @VERSION / @@VERSION to versioned ones).
+# (binutils >= 2.35 appends @VERSION / @@VERSION to versioned ones). An indirect function
+# (GOMP_OFFLOAD_async_run) in an object without the GNU OS ABI has the type
+# "<OS specific>: 10", two words more than any other type: made one word first.
 dynsyms_raw() {
   readelf --dyn-syms -W "$1" 2>/dev/null | awk '
+    { sub(/<OS specific>: [0-9]+/, "OS_SPECIFIC") }
     $1 ~ /^[0-9]+:$/ && NF >= 8 && $7 != "UND" &&
     ($5 == "GLOBAL" || $5 == "WEAK" || $5 == "UNIQUE" || $5 == "GNU_UNIQUE") { print $8 }' | sort -u
 }
@@ -218,6 +222,18 @@ required "OpenMP entry points libgomp 16 requires" "$OPENMP16" "$tmp/ours" ours
 # Cross-check the lists above against what GCC's own plugins export.
 [ -n "$stock16" ] && required "required entry points of libgomp 16" "$ALWAYS $OPENMP16" "$tmp/stock16" "stock GCC 16"
 [ -n "$stock14" ] && required "required entry points of libgomp 14" "$ALWAYS $OPENMP14" "$tmp/stock14" "stock GCC 14"
+
+# --- async_run is an indirect function ------------------------------------------------------
+# Its symbol's code is the resolver that answers NULL under libgomp 12 (docs/plugin-abi.md
+# §4.1); were it a plain function, libgomp would call the resolver as async_run and no
+# 'target nowait' region would ever run. readelf names the type IFUNC in an object with
+# the GNU OS ABI and "<OS specific>: 10" (STT_GNU_IFUNC) otherwise.
+if readelf --dyn-syms -W "$ours" | grep -Eq '(IFUNC|<OS specific>: 10) +GLOBAL +DEFAULT +[0-9]+ GOMP_OFFLOAD_async_run$'; then
+  pass "GOMP_OFFLOAD_async_run is an indirect function (STT_GNU_IFUNC; not offered to libgomp 12)"
+else
+  fail "GOMP_OFFLOAD_async_run is not an indirect function:"
+  readelf --dyn-syms -W "$ours" | grep 'GOMP_OFFLOAD_async_run' | detail
+fi
 
 # --- symbol versions -----------------------------------------------------------------------
 grep '^GOMP_OFFLOAD_.*@' "$tmp/ours_raw" > "$tmp/versioned"

@@ -22,7 +22,7 @@ for b in offload_bench region_bench revoff_bench tune_bench; do
 done
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenacc -foffload=nvptx-none acc_bench.c -o acc_bench"
 cp "$WORK/bench/acc_bench" .carry/
-# The kernel benchmark (issue 23): its n-body calls sqrt, hence libm for the device too.
+# The kernel benchmark: its n-body calls sqrt, hence libm for the device too.
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none -foffload-options=-lm kernel_bench.c -o kernel_bench -lm"
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gfortran-16 -O2 -fopenmp -foffload=nvptx-none kernel_bench.f90 -o kernel_bench_f"
 cp "$WORK/bench/kernel_bench" "$WORK/bench/kernel_bench_f" .carry/

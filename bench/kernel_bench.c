@@ -1,4 +1,4 @@
-/* kernel_bench.c - user-kernel benchmarks of an OpenMP offload plugin (issue 23): the
+/* kernel_bench.c - user-kernel benchmarks of an OpenMP offload plugin: the
  * speed of GCC-compiled kernels under the launch shape, JIT options and settings the
  * plugin picks.  bench/device-run.sh (step `kernels`) runs it with the stock plugin, ours
  * and ours with experiment knobs, alternating.
@@ -32,7 +32,8 @@
  *   metric kernel_on_gpu 1|0 bool          whether target regions ran on the device
  * Before each kernel a line "# kernel NAME" (stdout unbuffered when GOMP_DEBUG is set,
  * so the plugin's launch lines on stderr follow the kernel they belong to) and after it
- * "# NAME: median/min us". Every result is checked against the host (the inputs are
+ * "# NAME: median M us, mean A us, min T us, R reps" (the mean counts every timed
+ * launch alike: what a run of REPS launches costs). Every result is checked against the host (the inputs are
  * chosen so that the sums are exact in any order); a wrong one prints "ERROR ..." and
  * the program exits 1, as it does when regions run on the host without --allow-host. */
 #include <math.h>
@@ -290,8 +291,12 @@ static double timed (const char *name, void (*fn) (void), void (*before) (void))
       if (i >= WARMUP)
         t[i - WARMUP] = omp_get_wtime () - t0;
     }
+  double sum = 0;
+  for (int i = 0; i < REPS; i++)
+    sum += t[i];
   double med = median (t, REPS);
-  printf ("# %s: median %.1f us, min %.1f us, %d reps\n", name, med * 1e6, t[0] * 1e6, REPS);
+  printf ("# %s: median %.1f us, mean %.1f us, min %.1f us, %d reps\n", name, med * 1e6,
+          sum / REPS * 1e6, t[0] * 1e6, REPS);
   free (t);
   return med;
 }

@@ -1,5 +1,5 @@
-! kernel_bench.f90 - the STREAM triad and dot of bench/kernel_bench.c in Fortran
-! (issue 23): gfortran's offload code for the same kernels, under each plugin.
+! kernel_bench.f90 - the STREAM triad and dot of bench/kernel_bench.c in Fortran:
+! gfortran's offload code for the same kernels, under each plugin.
 !
 ! usage: kernel_bench_f [-n EXP] [-r REPS] [--allow-host]
 !   -n EXP   arrays of 2^EXP doubles (default 25)
@@ -10,7 +10,8 @@
 !   metric kernel_f_triad[_simd] VALUE GB/s   c = a + q*b, 24 bytes per element
 !   metric kernel_f_dot[_simd] VALUE GB/s     sum a*b, 16 bytes per element
 !   metric kernel_f_on_gpu 1|0 bool           whether target regions ran on the device
-! "# kernel NAME" before each kernel. Results are checked (exact by construction);
+! "# kernel NAME" before each kernel, "# f_NAME: median M us, mean A us, min T us, R reps"
+! after it (the mean counts every timed launch alike). Results are checked (exact by construction);
 ! a wrong one prints "ERROR ..." and the program stops with exit status 1, as it does
 ! when regions run on the host without --allow-host.
 module kb
@@ -122,12 +123,13 @@ contains
     character(*), intent(in) :: name
     integer, intent(in) :: n
     real(dp), intent(in) :: med, t(n)
-    character(32) :: v1, v2, v3
+    character(32) :: v1, v2, v3, v4
     write (v1, '(f20.1)') med * 1e6_dp
     write (v2, '(f20.1)') t(1) * 1e6_dp
     write (v3, '(i0)') n
-    write (*, '(a)') '# f_' // name // ': median ' // trim(adjustl(v1)) // ' us, min ' // &
-      trim(adjustl(v2)) // ' us, ' // trim(v3) // ' reps'
+    write (v4, '(f20.1)') sum(t) / n * 1e6_dp
+    write (*, '(a)') '# f_' // name // ': median ' // trim(adjustl(v1)) // ' us, mean ' // &
+      trim(adjustl(v4)) // ' us, min ' // trim(adjustl(v2)) // ' us, ' // trim(v3) // ' reps'
   end subroutine
 end module kb
 

@@ -3,16 +3,24 @@
  * (autotune=fresh: trials in this process), off (autotune=0) and under the stock plugin,
  * alternating, and compare.
  *
- * usage: tune_bench [-l LAUNCHES] [--allow-host]
+ * usage: tune_bench [-l LAUNCHES] [-k LIST] [--allow-host]
  *   -l LAUNCHES  launches of each loop kernel and of the reduction (default 100)
+ *   -k LIST      only these of tiny, tiny_simd, tiny_teams, short, mid, once, reduce
+ *                (comma-separated; default all), e.g. -k tiny_teams: a loop alone
  *
  * Each kernel is its own function (its own kernel, tuned on its own), a plain
  * `target teams distribute parallel for` (one lane per warp: the kind whose launch shape
  * matters most), launched without clauses on arrays mapped once:
- *   metric tune_loop_short us   total host time of LAUNCHES synchronous launches of a
- *                               triad over 2^16 doubles (a few us each: too short to
- *                               try other shapes; the tuner times it twice)
- *   metric tune_loop_mid us     the same over 2^21 doubles (0.1-0.3 ms each: tried)
+ *   metric tune_loop_tiny us    total host time of LAUNCHES synchronous launches of a
+ *                               triad over 2^12 doubles
+ *   metric tune_loop_tiny_simd us  the same, `... parallel for simd`
+ *   metric tune_loop_tiny_teams us  the same, `target teams distribute` (no `parallel`:
+ *                               one thread per team)
+ *   metric tune_loop_short us   the same over 2^16 doubles
+ *   metric tune_loop_mid us     the same over 2^21 doubles
+ *   (GCC's plain kernels start a thread pool in every team, so a kernel's time grows
+ *   with its teams whatever its size: whether a kernel is under the tuner's 0.1 ms, and
+ *   only timed twice, or tried, shows in GOMP_DEBUG=1's `autotune:` lines)
  *   metric tune_once us         one launch of a triad over 2^21 doubles that runs once
  *   metric tune_reduce_distinct count  distinct results among LAUNCHES launches of a
  *                               sum reduction over 2^24 doubles whose sum is not exact
@@ -28,11 +36,39 @@
 #include "gpu_probe.h"
 
 #define Q 3.0
+#define NT (1u << 12)
 #define NS (1u << 16)
 #define NM (1u << 21)
 #define NR (1u << 24)
 
 static double *A, *B, *C, *R;
+
+static void k_tiny (void)
+{
+  double *a = A, *b = B, *c = C;
+  size_t n = NT;
+#pragma omp target teams distribute parallel for map(alloc: a[0:n], b[0:n], c[0:n])
+  for (size_t i = 0; i < n; i++)
+    c[i] = a[i] + Q * b[i];
+}
+
+static void k_tiny_simd (void)
+{
+  double *a = A, *b = B, *c = C;
+  size_t n = NT;
+#pragma omp target teams distribute parallel for simd map(alloc: a[0:n], b[0:n], c[0:n])
+  for (size_t i = 0; i < n; i++)
+    c[i] = a[i] + Q * b[i];
+}
+
+static void k_tiny_teams (void)
+{
+  double *a = A, *b = B, *c = C;
+  size_t n = NT;
+#pragma omp target teams distribute map(alloc: a[0:n], b[0:n], c[0:n])
+  for (size_t i = 0; i < n; i++)
+    c[i] = a[i] + Q * b[i];
+}
 
 static void k_short (void)
 {
@@ -84,6 +120,27 @@ static void check (const char *what, size_t n, const double *x, const double *y)
       }
 }
 
+/* Sets c[0:n] to -1 on the device, so that a check sees what the next kernel wrote. */
+static void poison (size_t n)
+{
+  double *c = C;
+  for (size_t i = 0; i < n; i++)
+    c[i] = -1.0;
+#pragma omp target update to(c[0:n])
+}
+
+/* Whether NAME is in the comma-separated LIST (all names when LIST is NULL). */
+static int chosen (const char *list, const char *name)
+{
+  if (!list)
+    return 1;
+  size_t n = strlen (name);
+  for (const char *p = list; *p; p += strcspn (p, ",") + (p[strcspn (p, ",")] == ','))
+    if (strcspn (p, ",") == n && !strncmp (p, name, n))
+      return 1;
+  return 0;
+}
+
 /* Total seconds of `launches` calls of `fn`. */
 static double loop (void (*fn) (void), int launches)
 {
@@ -96,14 +153,17 @@ static double loop (void (*fn) (void), int launches)
 int main (int argc, char **argv)
 {
   int launches = 100, allow_host = 0;
+  const char *only = NULL;
   for (int i = 1; i < argc; i++)
     if (!strcmp (argv[i], "-l") && i + 1 < argc)
       launches = atoi (argv[++i]);
+    else if (!strcmp (argv[i], "-k") && i + 1 < argc)
+      only = argv[++i];
     else if (!strcmp (argv[i], "--allow-host"))
       allow_host = 1;
     else
       {
-        fprintf (stderr, "usage: tune_bench [-l LAUNCHES] [--allow-host]\n");
+        fprintf (stderr, "usage: tune_bench [-l LAUNCHES] [-k LIST] [--allow-host]\n");
         return 2;
       }
   if (launches < 1)
@@ -132,15 +192,32 @@ int main (int argc, char **argv)
   double *a = A, *b = B, *c = C, *r = R;
 #pragma omp target enter data map(to: a[0:NM], b[0:NM], c[0:NM], r[0:NR])
 
-  double t = loop (k_short, launches);
-  check ("short", NS, A, B);
-  printf ("metric tune_loop_short %.1f us\n", t * 1e6);
-  t = loop (k_mid, launches);
-  check ("mid", NM, A, B);
-  printf ("metric tune_loop_mid %.1f us\n", t * 1e6);
-  t = loop (k_once, 1);
-  check ("once", NM, B, A);
-  printf ("metric tune_once %.1f us\n", t * 1e6);
+  static const struct
+  {
+    const char *name;
+    void (*fn) (void);
+    size_t n;
+    int once;
+  } loops[] = {
+    { "tiny", k_tiny, NT, 0 },   { "tiny_simd", k_tiny_simd, NT, 0 },
+    { "tiny_teams", k_tiny_teams, NT, 0 }, { "short", k_short, NS, 0 },
+    { "mid", k_mid, NM, 0 },     { "once", k_once, NM, 1 },
+  };
+  for (size_t k = 0; k < sizeof loops / sizeof *loops; k++)
+    {
+      if (!chosen (only, loops[k].name))
+        continue;
+      poison (loops[k].n);
+      double t = loop (loops[k].fn, loops[k].once ? 1 : launches);
+      if (loops[k].once)
+        check (loops[k].name, loops[k].n, B, A);
+      else
+        check (loops[k].name, loops[k].n, A, B);
+      printf ("metric tune_%s%s %.1f us\n", loops[k].once ? "" : "loop_", loops[k].name,
+              t * 1e6);
+    }
+  if (!chosen (only, "reduce"))
+    return 0;
 
   double *sums = malloc (launches * sizeof *sums);
   int distinct = 0;

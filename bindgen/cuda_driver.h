@@ -89,6 +89,7 @@ typedef int CUjit_option;
 #define CU_JIT_OPTIMIZATION_LEVEL 7
 #define CU_JIT_LOG_VERBOSE 12
 #define CU_JIT_CACHE_MODE 14
+#define CU_JIT_SPLIT_COMPILE 34
 
 /* CUjit_cacheMode */
 #define CU_JIT_CACHE_OPTION_CG 1

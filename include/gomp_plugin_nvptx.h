@@ -176,8 +176,15 @@ void GOMP_OFFLOAD_run(int ord, void *tgt_fn, void *tgt_vars, void **args);
 /**
  * Launches an OpenMP target region without waiting (`nowait`); completion is
  * reported through `GOMP_PLUGIN_target_task_completion(async_data)`. Errors are fatal.
+ * Not offered to libgomp 12: the symbol is an indirect function (IFUNC) that
+ * resolves to NULL there, so libgomp runs `nowait` regions through `run`, as with
+ * GCC 12's own plugin (docs/plugin-abi.md §4.1).
  */
-void GOMP_OFFLOAD_async_run(int ord, void *tgt_fn, void *tgt_vars, void **args, void *async_data);
+extern void GOMP_OFFLOAD_async_run(int ord,
+                                   void *tgt_fn,
+                                   void *tgt_vars,
+                                   void **args,
+                                   void *async_data);
 
 /**
  * Managed memory on device `ord`; NULL after an error message.
@@ -277,7 +284,7 @@ const char *GOMP_OFFLOAD_get_interop_type_desc(struct InteropObj *obj, int prop)
  */
 void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
                                size_t mapnum,
-                               void **_hostaddrs,
+                               void **hostaddrs,
                                void **devaddrs,
                                uint32_t *dims,
                                void *_targ_mem_desc);
@@ -287,7 +294,7 @@ void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
  */
 void GOMP_OFFLOAD_openacc_async_exec(void (*fn_)(void*),
                                      size_t mapnum,
-                                     void **_hostaddrs,
+                                     void **hostaddrs,
                                      void **devaddrs,
                                      uint32_t *dims,
                                      void *_targ_mem_desc,

@@ -6,8 +6,17 @@
 //! [`Trials::record`]; once a [`Decision`] is made, every later launch uses its shape.
 //!
 //! The schedule ([`Plan`], [`PLAN`] the backends' default):
-//! 1. `warmup` untimed launches of the baseline (the first launch of a kernel also pays
-//!    for loading its code): a kernel launched only that often pays nothing;
+//! 1. `warmup` untimed launches of the baseline: a kernel launched only that often in a
+//!    process is neither timed nor tried, and pays nothing. The trials cost launches of
+//!    slower shapes that only later launches repay, so a kernel is tried only once it
+//!    has been launched about as often as its trials take (at most
+//!    `probes + rounds * candidates` launches): a kernel launched a few times never
+//!    starts trials it could not finish, and one launched often loses no more than
+//!    those first launches' gain. The warm-up also takes the first launch's loading of
+//!    the code, cold caches and idle clocks out of the samples. The backend may hand
+//!    back each warm-up launch's host time ([`Trials::record_wall`]: a synchronous
+//!    launch and its wait, never shorter than the kernel): when their median is under
+//!    `min_ns` the kernel is short ([`Verdict::Short`]) without ever being timed;
 //! 2. `probes` timed launches of the baseline: if their median is under `min_ns` the
 //!    kernel is too short for its shape to matter, and the baseline is kept
 //!    ([`Verdict::Short`]);
@@ -50,10 +59,13 @@ pub struct Plan {
     pub max_dirty: u32,
 }
 
-/// The backends' schedule: 1 warm-up launch, 2 probes, kernels of 100 µs and more
-/// tried, 3 samples each, a 2 % margin, a candidate 25 % slower dropped at once.
+/// The backends' schedule: 10 warm-up launches, 2 probes, kernels of 100 µs and more
+/// tried, 3 samples each, a 2 % margin, a candidate 25 % slower dropped at once. With
+/// the backends' at most four candidates the trials take at most 14 launches after the
+/// warm-up (11 with three), so a kernel launched 10 times or fewer pays nothing, and
+/// one launched 24 times settles (when no sample is thrown away).
 pub const PLAN: Plan = Plan {
-    warmup: 1,
+    warmup: 10,
     probes: 2,
     min_ns: 100_000,
     rounds: 3,
@@ -74,8 +86,11 @@ pub struct Step {
 /// The part of the schedule a step belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepKind {
-    /// Not timed (warm-up, a launch beyond what the plan needs, or after the decision).
+    /// Not timed (a launch beyond what the plan needs, or after the decision).
     Untimed,
+    /// A warm-up launch: not timed by the device; its host time may be recorded
+    /// ([`Trials::record_wall`]).
+    Warmup,
     /// A timed baseline launch deciding whether to try.
     Probe,
     /// A timed launch of a candidate.
@@ -83,9 +98,9 @@ pub enum StepKind {
 }
 
 impl Step {
-    /// Whether the launch must be timed and recorded.
+    /// Whether the launch must be timed on the device and recorded.
     pub fn timed(&self) -> bool {
-        self.kind != StepKind::Untimed
+        matches!(self.kind, StepKind::Probe | StepKind::Trial)
     }
 }
 
@@ -124,6 +139,8 @@ pub struct Decision {
     pub results: Vec<Measured>,
     /// The median of the baseline's probes (ns), when they were taken.
     pub probe_ns: Option<u64>,
+    /// The median host time of the warm-up launches (ns), when recorded.
+    pub wall_ns: Option<u64>,
 }
 
 /// What the trials measured of one candidate.
@@ -144,6 +161,7 @@ pub struct Trials {
     /// Whether the candidates are known (the vectors below have one entry each).
     counted: bool,
     warmups: u32,
+    walls: Vec<u64>,
     probes: Vec<u64>,
     pending_probes: u32,
     samples: Vec<Vec<u64>>,
@@ -168,6 +186,7 @@ impl Trials {
             plan,
             counted: false,
             warmups: 0,
+            walls: Vec::new(),
             probes: Vec::new(),
             pending_probes: 0,
             samples: vec![Vec::new()],
@@ -187,6 +206,7 @@ impl Trials {
             verdict: Verdict::Tried,
             results: Vec::new(),
             probe_ns: None,
+            wall_ns: None,
         });
         t
     }
@@ -220,7 +240,10 @@ impl Trials {
         }
         if self.warmups < self.plan.warmup {
             self.warmups += 1;
-            return untimed(0);
+            return Step {
+                candidate: 0,
+                kind: StepKind::Warmup,
+            };
         }
         if (self.probes.len() as u32) < self.plan.probes {
             if self.probes.len() as u32 + self.pending_probes < self.plan.probes {
@@ -258,7 +281,7 @@ impl Trials {
     /// it had never been handed out.
     pub fn cancel(&mut self, step: Step) {
         match step.kind {
-            StepKind::Untimed => {}
+            StepKind::Untimed | StepKind::Warmup => {}
             StepKind::Probe => self.pending_probes = self.pending_probes.saturating_sub(1),
             StepKind::Trial => {
                 if let Some(p) = self.pending.get_mut(step.candidate) {
@@ -303,8 +326,25 @@ impl Trials {
                         self.decide(Verdict::Tried);
                     }
                 }
-                StepKind::Untimed => {}
+                StepKind::Untimed | StepKind::Warmup => {}
             },
+        }
+        self.decision.as_ref()
+    }
+
+    /// Records the host time of a warm-up launch (`ns`: from before the launch to the
+    /// end of its wait, at least the kernel's duration); the decision if this made it:
+    /// once the warm-up's launches are all recorded and their median is under
+    /// `min_ns`, the kernel is short. Ignored for other steps.
+    pub fn record_wall(&mut self, step: Step, ns: u64) -> Option<&Decision> {
+        if self.decision.is_some() || step.kind != StepKind::Warmup {
+            return None;
+        }
+        self.walls.push(ns);
+        if self.walls.len() as u32 >= self.plan.warmup
+            && median(&self.walls).is_some_and(|m| m < self.plan.min_ns)
+        {
+            self.decide(Verdict::Short);
         }
         self.decision.as_ref()
     }
@@ -351,6 +391,7 @@ impl Trials {
             verdict,
             results,
             probe_ns: median(&self.probes),
+            wall_ns: median(&self.walls),
         });
     }
 }
@@ -379,6 +420,9 @@ mod tests {
         seq
     }
 
+    /// [`PLAN`] with one warm-up launch: the sequences below stay short.
+    const P: Plan = Plan { warmup: 1, ..PLAN };
+
     fn by_candidate(ns: &'static [u64]) -> impl Fn(usize, usize) -> Sample {
         move |c, _| Sample::Clean(ns[c])
     }
@@ -387,7 +431,7 @@ mod tests {
 
     #[test]
     fn trial_order_and_the_winner_kept() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         let seq = drive(&mut t, 3, 16, by_candidate(&[2 * MS, MS, 2 * MS + MS / 10]));
         // Warm-up, two probes, three rounds of all three, then the winner.
         assert_eq!(seq, [0, 0, 0, 0, 1, 2, 0, 1, 2, 0, 1, 2, 1, 1, 1, 1]);
@@ -407,7 +451,7 @@ mod tests {
 
     #[test]
     fn a_clear_loser_is_tried_once() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         // Candidate 2 is 50 % slower: dropped after its first sample.
         let seq = drive(&mut t, 3, 12, by_candidate(&[2 * MS, MS, 3 * MS]));
         assert_eq!(seq, [0, 0, 0, 0, 1, 2, 0, 1, 0, 1, 1, 1]);
@@ -419,7 +463,7 @@ mod tests {
     #[test]
     fn the_baseline_stays_without_a_clear_margin() {
         // 1 % faster is within the margin.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         drive(
             &mut t,
             2,
@@ -428,7 +472,7 @@ mod tests {
         );
         assert_eq!(t.decision().unwrap().chosen, 0);
         // 3 % faster is not.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         drive(
             &mut t,
             2,
@@ -442,7 +486,7 @@ mod tests {
     fn a_noisy_sample_does_not_pick_a_loser() {
         // Candidate 1 is 5 % slower, but one of its samples (the 7th launch) is fast,
         // and one of the baseline's (the 6th) slow: the medians still see the truth.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         let seq = drive(&mut t, 2, 12, |c, n| {
             Sample::Clean(match (c, n) {
                 (1, 7) => MS / 2,
@@ -457,15 +501,52 @@ mod tests {
     }
 
     #[test]
-    fn short_kernels_are_not_tried() {
+    fn kernels_short_on_the_host_are_never_timed() {
+        // Warm-up launches of 20 µs host time: short, decided without a probe.
         let mut t = Trials::new(PLAN);
+        for k in 0..PLAN.warmup {
+            let s = t.step(|| panic!("counted the candidates of a short kernel"));
+            assert_eq!(s.kind, StepKind::Warmup);
+            let d = t.record_wall(s, 20_000);
+            assert_eq!(d.is_some(), k + 1 == PLAN.warmup, "launch {k}");
+        }
+        let d = t.decision().unwrap();
+        assert_eq!((d.chosen, d.verdict), (0, Verdict::Short));
+        assert_eq!((d.probe_ns, d.wall_ns), (None, Some(20_000)));
+        assert_eq!(t.step(|| panic!("not needed")).kind, StepKind::Untimed);
+        // Host times say nothing about a longer kernel (a median at or over min_ns,
+        // the first launch alone short, or not recorded): its probes follow.
+        for walls in [
+            vec![PLAN.min_ns; PLAN.warmup as usize],
+            [vec![20_000; 4], vec![200_000; 6]].concat(),
+            vec![20_000; PLAN.warmup as usize - 1],
+        ] {
+            let mut t = Trials::new(PLAN);
+            let steps: Vec<Step> = (0..PLAN.warmup).map(|_| t.step(|| 3)).collect();
+            for (s, w) in steps.iter().zip(&walls) {
+                assert!(t.record_wall(*s, *w).is_none(), "{walls:?}");
+            }
+            assert_eq!(t.step(|| 3).kind, StepKind::Probe, "{walls:?}");
+        }
+        // Only warm-up launches count.
+        let mut t = Trials::new(P);
+        let w = t.step(|| 3);
+        t.record_wall(w, 200_000);
+        let probe = t.step(|| 3);
+        assert!(t.record_wall(probe, 1).is_none());
+        assert!(t.decision().is_none());
+    }
+
+    #[test]
+    fn short_kernels_are_not_tried() {
+        let mut t = Trials::new(P);
         let seq = drive(&mut t, 3, 8, by_candidate(&[50_000, 10_000, 10_000]));
         assert_eq!(seq, [0; 8]);
         let d = t.decision().unwrap();
         assert_eq!((d.chosen, d.verdict), (0, Verdict::Short));
         assert_eq!(d.probe_ns, Some(50_000));
         // The candidates were never needed.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         for _ in 0..6 {
             let s = t.step(|| panic!("counted the candidates of a short kernel"));
             if s.timed() {
@@ -476,27 +557,49 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_launched_once_is_not_timed() {
+    fn the_backends_plan_tries_only_kernels_launched_more_than_ten_times() {
+        // Launched as often as the warm-up: never timed, the candidates never counted.
         let mut t = Trials::new(PLAN);
+        for _ in 0..PLAN.warmup {
+            let s = t.step(|| panic!("counted the candidates during the warm-up"));
+            assert_eq!(s.candidate, 0);
+            assert!(!s.timed());
+        }
+        assert!(t.decision().is_none());
+        // Launched more often: the trials start after the warm-up and settle within
+        // probes + rounds x candidates launches, four candidates at most.
+        for n in 1..=4 {
+            let mut t = Trials::new(PLAN);
+            let limit = (PLAN.warmup + PLAN.probes + PLAN.rounds * n as u32) as usize;
+            let seq = drive(&mut t, n, limit, |c, _| Sample::Clean(2 * MS - c as u64));
+            assert!(seq[..PLAN.warmup as usize].iter().all(|&c| c == 0));
+            assert!(t.decision().is_some(), "{n} candidate(s): {seq:?}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_launched_once_is_not_timed() {
+        let mut t = Trials::new(P);
         let s = t.step(|| panic!("the candidates are not needed yet"));
         assert_eq!(
             s,
             Step {
                 candidate: 0,
-                kind: StepKind::Untimed
+                kind: StepKind::Warmup
             }
         );
+        assert!(!s.timed());
         assert!(t.decision().is_none());
     }
 
     #[test]
     fn one_candidate_or_a_remembered_one_needs_no_trials() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         // Warm-up and probes (2 ms) happen; then one candidate alone is the decision.
         let seq = drive(&mut t, 1, 6, |_, _| Sample::Clean(2 * MS));
         assert_eq!(seq, [0; 6]);
         assert_eq!(t.decision().unwrap().verdict, Verdict::Only);
-        let mut t = Trials::decided(2, PLAN);
+        let mut t = Trials::decided(2, P);
         for _ in 0..5 {
             assert_eq!(
                 t.step(|| panic!("not needed")),
@@ -510,7 +613,7 @@ mod tests {
 
     #[test]
     fn disturbed_samples_are_repeated_then_given_up() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         // Every sample of candidate 1's first try is disturbed twice, then clean.
         let tries = std::cell::Cell::new(0);
         let seq = drive(&mut t, 2, 14, |c, _| {
@@ -524,18 +627,18 @@ mod tests {
         assert_eq!(seq[..8], [0, 0, 0, 0, 1, 1, 1, 0]);
         assert_eq!(t.decision().unwrap().chosen, 1);
         // Always disturbed: the baseline after max_dirty + 1 throw-aways.
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         drive(&mut t, 2, 40, |_, _| Sample::Disturbed);
         let d = t.decision().unwrap();
         assert_eq!((d.chosen, d.verdict), (0, Verdict::Disturbed));
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         drive(&mut t, 2, 40, |_, _| Sample::Lost);
         assert_eq!(t.decision().unwrap().verdict, Verdict::Disturbed);
     }
 
     #[test]
     fn concurrent_launches_spread_over_the_candidates() {
-        let mut t = Trials::new(PLAN);
+        let mut t = Trials::new(P);
         assert!(!t.step(|| 2).timed()); // warm-up
         let (p1, p2, extra) = (t.step(|| 2), t.step(|| 2), t.step(|| 2));
         assert_eq!((p1.kind, p2.kind), (StepKind::Probe, StepKind::Probe));

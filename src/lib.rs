@@ -9,13 +9,14 @@
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
 //!   [`registry`]: the open devices; [`kernels`]: the live kernel handles and their
-//!   one check; [`settings`]: environment values (sizes);
+//!   one check; [`settings`]: the reader of a backend's table of environment variables;
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
 //! - [`autotune`]: choosing a kernel's launch shape by timing its first launches (the
 //!   decision logic, pure);
 //! - [`error`]: the one error type (no vendor types in it); [`blocks`]: the registry of
-//!   device blocks handed out by `alloc`; [`symbols`]: the run-time symbol-table macro
+//!   device blocks handed out by `alloc`; [`free_lists`]: generation-tagged free lists
+//!   of blocks carved from chunks (the small-block caches); [`symbols`]: the run-time symbol-table macro
 //!   with which each backend declares its driver's entry points; [`idle`]: work done
 //!   once a cache has been idle (the process-wide trimmer thread); [`sync`]: locking
 //!   that takes a poisoned lock as it is.
@@ -30,6 +31,7 @@ pub mod cache;
 pub mod device;
 pub mod edge;
 pub mod error;
+pub mod free_lists;
 pub mod idle;
 pub mod kernels;
 pub mod libgomp;

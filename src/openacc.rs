@@ -52,23 +52,19 @@ pub trait OpenAcc: Plugin {
         launch: &AccLaunch,
         queue: Option<&Self::Queue>,
     ) -> Result<Option<[u32; 3]>>;
-    /// `openacc_exec` / `openacc_async_exec` of libgomp 12, whose `devaddrs` is a host
-    /// array of the `mapnum` mapped device addresses (13 and later pass the device
-    /// address of that block, see [`OpenAcc::exec`]; `launch.devaddrs` is unused). The
-    /// product puts the block on the device, runs the kernel as `exec` does and frees
-    /// the block after the kernel. Default: refused with an error.
-    ///
-    /// # Safety
-    /// `host_block` is readable for `mapnum` pointers (or unused when `mapnum` is 0)
-    /// until this returns.
-    unsafe fn exec_host_block(
+    /// `openacc_exec` / `openacc_async_exec` of libgomp 12, which passes the kernel's
+    /// argument array on the host (13 and later pass the device address of a block they
+    /// filled, see [`OpenAcc::exec`]; `launch.devaddrs` is unused). `args` is that array
+    /// as the kernel must see it (`edge::args::acc_host_block`); the product puts it on
+    /// the device, runs the kernel as `exec` does and frees the block after the kernel.
+    /// Default: refused with an error.
+    fn exec_host_block(
         kernel: Live<'_, KernelOf<Self>>,
-        mapnum: usize,
-        host_block: *const *mut c_void,
+        args: &[*mut c_void],
         launch: &AccLaunch,
         queue: Option<&Self::Queue>,
     ) -> Result<Option<[u32; 3]>> {
-        let _ = (kernel, mapnum, host_block, launch, queue);
+        let _ = (kernel, args, launch, queue);
         Err(Error::invalid(
             "OpenACC kernels of libgomp 12 are not supported by this plugin",
         ))

@@ -1,6 +1,147 @@
-//! Settings as the environment writes them, shared by every backend: byte counts with
-//! binary suffixes. A backend reads its variables through these, reports a bad value with
-//! a `libgomp:` message and keeps its default. Plain functions, no state.
+//! Settings as the environment writes them, shared by every backend: one reader over a
+//! table of entries. A backend lists its variables once, each as an [`Entry`] (name,
+//! value syntax with its bounds, default, doc line), and reads them all at one moment
+//! with [`read`]; a bad value is reported as `Invalid value 'V' for NAME (WHY); using
+//! the default (DEFAULT)` (a `libgomp:` warning in production) and the setting keeps its
+//! default. The same entries describe the keys of a `key=value,...` list
+//! ([`apply_list`]). Plain data and functions, no state.
+
+use std::path::PathBuf;
+
+/// How one setting's value is written and where it goes: `set` stores the parsed value
+/// in the backend's settings `S`. Plain data (function pointers).
+pub enum Value<S> {
+    /// A byte count ([`parse_size`]) within `min..=max`.
+    Bytes {
+        /// Least value accepted.
+        min: usize,
+        /// Greatest value accepted.
+        max: usize,
+        /// Stores the value.
+        set: fn(&mut S, usize),
+    },
+    /// A decimal whole number within `min..=max`.
+    Number {
+        /// Least value accepted.
+        min: usize,
+        /// Greatest value accepted.
+        max: usize,
+        /// Stores the value.
+        set: fn(&mut S, usize),
+    },
+    /// A switch: `1`/`0`, `yes`/`no`, `on`/`off`, `true`/`false` (any case).
+    Flag(fn(&mut S, bool)),
+    /// A file name (anything but blank).
+    Path(fn(&mut S, PathBuf)),
+    /// One of a few words; `set` gets the index of the one written.
+    Word(&'static [&'static str], fn(&mut S, usize)),
+    /// Any other syntax: the parser stores the value or says what it expected.
+    Parsed(fn(&mut S, &str) -> Result<(), String>),
+}
+
+/// One setting: a variable of the environment, or a key of a `key=value` list. Plain
+/// data; backends keep theirs in a `static` table.
+pub struct Entry<S> {
+    /// The variable (or key).
+    pub name: &'static str,
+    /// Its syntax, bounds and destination.
+    pub value: Value<S>,
+    /// Its default, as the warning for a bad value names it.
+    pub default: &'static str,
+    /// What it sets, one line.
+    pub doc: &'static str,
+}
+
+/// A switch's value, if `v` is one.
+fn flag(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "yes" | "on" | "true" => Some(true),
+        "0" | "no" | "off" | "false" => Some(false),
+        _ => None,
+    }
+}
+
+impl<S> Value<S> {
+    /// What a value must be, as a warning says it.
+    pub fn expected(&self) -> String {
+        match self {
+            Value::Bytes { min, max, .. } => format!("{min}..{max} bytes"),
+            Value::Number { min, max, .. } => format!("a number in {min}..{max}"),
+            Value::Flag(_) => "1 or 0".into(),
+            Value::Path(_) => "a file name".into(),
+            Value::Word(words, _) => words.join(", "),
+            Value::Parsed(_) => "a valid value".into(),
+        }
+    }
+
+    /// Stores `v` in `s`, or says why it cannot (`s` is then unchanged).
+    pub fn apply(&self, s: &mut S, v: &str) -> Result<(), String> {
+        let bad = || Err(format!("expected {}", self.expected()));
+        match self {
+            Value::Bytes { min, max, set } => match parse_size(v) {
+                Some(n) if (*min..=*max).contains(&n) => set(s, n),
+                _ => return bad(),
+            },
+            Value::Number { min, max, set } => match v.trim().parse::<usize>() {
+                Ok(n) if (*min..=*max).contains(&n) => set(s, n),
+                _ => return bad(),
+            },
+            Value::Flag(set) => match flag(v) {
+                Some(b) => set(s, b),
+                None => return bad(),
+            },
+            Value::Path(set) if !v.trim().is_empty() => set(s, v.into()),
+            Value::Path(_) => return bad(),
+            Value::Word(words, set) => match words.iter().position(|w| *w == v.trim()) {
+                Some(i) => set(s, i),
+                None => return bad(),
+            },
+            Value::Parsed(parse) => return parse(s, v),
+        }
+        Ok(())
+    }
+}
+
+/// Reads every variable of `table` through `get` (the environment in production) into
+/// `s`, which holds the defaults: a variable that is unset keeps its default, a bad
+/// value is reported through `warn` and keeps it too.
+pub fn read<S>(
+    table: &[Entry<S>],
+    s: &mut S,
+    get: &impl Fn(&str) -> Option<String>,
+    warn: &impl Fn(&str),
+) {
+    for e in table {
+        if let Some(v) = get(e.name) {
+            if let Err(why) = e.value.apply(s, &v) {
+                warn(&format!(
+                    "Invalid value '{v}' for {} ({why}); using the default ({})",
+                    e.name, e.default
+                ));
+            }
+        }
+    }
+}
+
+/// Applies a comma-separated list of `key=value` items (the keys are the entries'
+/// names) to `s`, in order; the first bad item ends it with an error naming the item
+/// (`s` may then hold the items before it).
+pub fn apply_list<S>(table: &[Entry<S>], list: &str, s: &mut S) -> Result<(), String> {
+    for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| format!("'{item}' is not key=value"))?;
+        let k = k.trim();
+        let e = table
+            .iter()
+            .find(|e| e.name == k)
+            .ok_or_else(|| format!("unknown key '{k}'"))?;
+        e.value
+            .apply(s, v)
+            .map_err(|why| format!("{k}: '{v}' is not valid ({why})"))?;
+    }
+    Ok(())
+}
 
 /// Parses a byte count: decimal or `0x` hex, optional `k`/`m`/`g` suffix (binary).
 pub fn parse_size(s: &str) -> Option<usize> {
@@ -20,7 +161,8 @@ pub fn parse_size(s: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::*;
+    use std::cell::RefCell;
 
     #[test]
     fn sizes() {
@@ -41,6 +183,171 @@ mod tests {
             "18446744073709551615g",
         ] {
             assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[derive(Debug, Default, PartialEq)]
+    struct S {
+        bytes: usize,
+        count: usize,
+        on: bool,
+        file: Option<PathBuf>,
+        word: usize,
+        text: String,
+    }
+
+    static TABLE: [Entry<S>; 6] = [
+        Entry {
+            name: "B",
+            value: Value::Bytes {
+                min: 16,
+                max: 1 << 20,
+                set: |s, n| s.bytes = n,
+            },
+            default: "0",
+            doc: "bytes",
+        },
+        Entry {
+            name: "N",
+            value: Value::Number {
+                min: 1,
+                max: 8,
+                set: |s, n| s.count = n,
+            },
+            default: "0",
+            doc: "a count",
+        },
+        Entry {
+            name: "F",
+            value: Value::Flag(|s, b| s.on = b),
+            default: "off",
+            doc: "a switch",
+        },
+        Entry {
+            name: "P",
+            value: Value::Path(|s, p| s.file = Some(p)),
+            default: "none",
+            doc: "a file",
+        },
+        Entry {
+            name: "W",
+            value: Value::Word(&["ca", "cg"], |s, i| s.word = i + 1),
+            default: "none",
+            doc: "a word",
+        },
+        Entry {
+            name: "T",
+            value: Value::Parsed(|s, v| match v {
+                "ok" => {
+                    s.text = v.into();
+                    Ok(())
+                }
+                _ => Err("not ok".into()),
+            }),
+            default: "empty",
+            doc: "its own syntax",
+        },
+    ];
+
+    fn read_env(pairs: &[(&str, &str)]) -> (S, Vec<String>) {
+        let warned = RefCell::new(Vec::new());
+        let mut s = S::default();
+        read(
+            &TABLE,
+            &mut s,
+            &|k| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            },
+            &|w| warned.borrow_mut().push(w.to_string()),
+        );
+        (s, warned.into_inner())
+    }
+
+    #[test]
+    fn every_kind_reads_its_syntax() {
+        let (s, w) = read_env(&[]);
+        assert_eq!(s, S::default());
+        assert!(w.is_empty());
+        let (s, w) = read_env(&[
+            ("B", "1m"),
+            ("N", " 8 "),
+            ("F", "Yes"),
+            ("P", "/t.json"),
+            ("W", "cg"),
+            ("T", "ok"),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            s,
+            S {
+                bytes: 1 << 20,
+                count: 8,
+                on: true,
+                file: Some("/t.json".into()),
+                word: 2,
+                text: "ok".into(),
+            }
+        );
+        let (_, w) = read_env(&[("B", "16"), ("N", "1"), ("F", "off")]);
+        assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn every_bad_value_is_reported_and_keeps_the_default() {
+        for (name, bad) in [
+            ("B", "15"),
+            ("B", "1025k"),
+            ("B", "lots"),
+            ("N", "0"),
+            ("N", "9"),
+            ("N", "-1"),
+            ("F", "maybe"),
+            ("F", ""),
+            ("P", "  "),
+            ("W", "cs"),
+            ("T", "no"),
+        ] {
+            let (s, w) = read_env(&[(name, bad)]);
+            assert_eq!(s, S::default(), "{name}={bad}");
+            assert_eq!(w.len(), 1, "{name}={bad}: {w:?}");
+            assert!(
+                w[0].starts_with(&format!("Invalid value '{bad}' for {name} ("))
+                    && w[0].contains("; using the default ("),
+                "{w:?}"
+            );
+        }
+        let (_, w) = read_env(&[("B", "1")]);
+        assert_eq!(
+            w,
+            ["Invalid value '1' for B (expected 16..1048576 bytes); using the default (0)"]
+        );
+        let (_, w) = read_env(&[("T", "x")]);
+        assert_eq!(
+            w,
+            ["Invalid value 'x' for T (not ok); using the default (empty)"]
+        );
+    }
+
+    #[test]
+    fn lists_of_keys() {
+        let mut s = S::default();
+        assert_eq!(apply_list(&TABLE, "", &mut s), Ok(()));
+        assert_eq!(apply_list(&TABLE, " N=3, W=ca,,F=1 ", &mut s), Ok(()));
+        assert_eq!((s.count, s.word, s.on), (3, 1, true));
+        for (bad, why) in [
+            ("N", "'N' is not key=value"),
+            ("X=1", "unknown key 'X'"),
+            ("N=9", "N: '9' is not valid (expected a number in 1..8)"),
+            ("W=x", "W: 'x' is not valid (expected ca, cg)"),
+        ] {
+            assert_eq!(
+                apply_list(&TABLE, bad, &mut S::default()),
+                Err(why.into()),
+                "{bad}"
+            );
         }
     }
 }

@@ -5,7 +5,13 @@
 # scripts/toolchain/mkroot.sh on first use. Without a GPU each run falls back to the
 # host: the checks are that libgomp loads our plugin, the plugin names the libgomp
 # release, the result is right, and what OMP_TARGET_OFFLOAD=mandatory does without a
-# device (libgomp 14: an error; libgomp 12: still a fallback).
+# device (libgomp 14: an error; libgomp 12: still a fallback). Then `target nowait` in
+# task contexts (tests/fallback/nowait_task.c, the shapes of GCC 12's task-7.c and
+# task-8.c) on the two-device stand-in libcuda (tests/fallback/stub_libcuda_2dev.c):
+# every region launched on the stand-in device and the program ends normally; under
+# libgomp 12 through run only (async_run resolves to NULL there, docs/plugin-abi.md
+# §4.1), under libgomp 14 through async_run too. With OMP_TARGET_OFFLOAD=disabled the
+# same program shows libgomp 12's own defect (it aborts; libgomp 14 does not).
 #
 # usage: tests/distro_gcc.sh [ROOT...]          (ROOT: bookworm, trixie; default both)
 #        tests/distro_gcc.sh --pack DIR [ROOT...]
@@ -36,6 +42,12 @@ PLUGIN=$PWD/target/plugin/nvptx/libgomp-plugin-nvptx.so.1
 [ -f "$PLUGIN" ] || { echo "distro_gcc.sh: $PLUGIN missing (run scripts/build)" >&2; exit 2; }
 MA=usr/lib/x86_64-linux-gnu
 pass=0 fail=0
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+# The stand-in libcuda with two devices: every driver entry point the plugin binds.
+grep -rh --include=*.rs -o '^ *cu[A-Za-z0-9_]* = "cu[A-Za-z0-9_]*"' nvptx/src | sed 's/.*"\(.*\)"/STUB(\1)/' | sort -u > "$T/stub_names.h"
+STANDIN=$T/libcuda-2dev.so
+cc -shared -fPIC -pthread -I"$T" tests/fallback/stub_libcuda_2dev.c tests/fallback/stub_libcuda_rest.c \
+  -o "$STANDIN" || { echo "distro_gcc.sh: building the stand-in libcuda failed" >&2; exit 1; }
 ok() { echo "PASS: $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL: $1"; shift; printf '%s\n' "$@" | sed 's/^/    /' | tail -25; fail=$((fail + 1)); }
 
@@ -48,11 +60,12 @@ for root in "${roots[@]}"; do
       { bad "$root: making the root (log: $log)" "$(tail -5 "$log")"; continue; }
   fi
   mkdir -p "$WORK/distro-$root"
-  cp examples/saxpy.c "$WORK/distro-$root/"
+  cp examples/saxpy.c tests/fallback/nowait_task.c "$WORK/distro-$root/"
   # As a user of that release would: its gcc-N and gcc-N-offload-nvptx, nothing else.
   if ! out=$(scripts/toolchain/inroot.sh "$root" sh -c \
-       "cd /w/distro-$root && gcc-$V -O2 -fopenmp -foffload=nvptx-none saxpy.c -o saxpy -lm" 2>&1); then
-    bad "$root: gcc-$V -fopenmp -foffload=nvptx-none saxpy.c" "$out"; continue
+       "cd /w/distro-$root && gcc-$V -O2 -fopenmp -foffload=nvptx-none saxpy.c -o saxpy -lm &&
+        gcc-$V -O2 -fopenmp -foffload=nvptx-none nowait_task.c -o nowait_task" 2>&1); then
+    bad "$root: gcc-$V -fopenmp -foffload=nvptx-none saxpy.c nowait_task.c" "$out"; continue
   fi
   if [ -n "$pack" ]; then
     D=$pack/$root; rm -rf "$D"; mkdir -p "$D/lib" "$D/stock"
@@ -96,6 +109,32 @@ for root in "${roots[@]}"; do
     ok "$root: OMP_TARGET_OFFLOAD=mandatory without any device: libgomp $V still falls back (as documented)"
   else
     bad "$root: OMP_TARGET_OFFLOAD=mandatory under libgomp $V (exit $rc)" "$out"
+  fi
+  # target nowait in tasks, on the stand-in device; the trace's host spans tell run
+  # from async_run.
+  nowait() {  # nowait ENV...: nowait_task with the root's loader and libraries
+    env "$@" "$R/lib64/ld-linux-x86-64.so.2" --library-path \
+      "$(dirname "$PLUGIN"):$R/$MA:$R/lib/x86_64-linux-gnu" "$WORK/distro-$root/nowait_task" 2>&1
+  }
+  rm -f "$T/trace.json"
+  out=$(nowait GOMP_DEBUG=1 GOMP_PLUGIN_RS_LIBCUDA="$STANDIN" GOMP_NVPTX_TRACE="$T/trace.json"); rc=$?
+  launches=$(grep -c 'kernel [^ ]*_omp_fn[^ ]*: launch ' <<< "$out")
+  runs=$(grep -o '"name":"run"' "$T/trace.json" 2>/dev/null | wc -l)
+  asyncs=$(grep -o '"name":"async_run"' "$T/trace.json" 2>/dev/null | wc -l)
+  what="exit $rc, $launches launch(es), trace: $runs run, $asyncs async_run"
+  if [ "$rc" = 0 ] && grep -q '^nowait_task: 4 regions done$' <<< "$out" && [ "$launches" = 4 ] &&
+     [ $((runs + asyncs)) = 4 ] &&
+     if [ "$V" = 12 ]; then [ "$asyncs" = 0 ] && grep -q 'libgomp 12: async_run not offered' <<< "$out"
+     else [ "$asyncs" -ge 1 ] && ! grep -q 'async_run not offered' <<< "$out"; fi; then
+    ok "$root: target nowait in tasks outside parallel (task-7/task-8 shapes), 4 regions on the stand-in device ($what)"
+  else
+    bad "$root: target nowait in tasks on the stand-in device ($what)" "$out"
+  fi
+  out=$(nowait OMP_TARGET_OFFLOAD=disabled); rc=$?
+  if { [ "$V" = 12 ] && [ "$rc" = 134 ]; } || { [ "$V" != 12 ] && [ "$rc" = 0 ]; }; then
+    ok "$root: the same program on the host without any plugin: libgomp $V's own behaviour (exit $rc)"
+  else
+    bad "$root: nowait_task with OMP_TARGET_OFFLOAD=disabled under libgomp $V (exit $rc)" "$out"
   fi
 done
 echo "$pass passed, $fail failed"

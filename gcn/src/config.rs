@@ -1,7 +1,7 @@
 //! The environment variables of GCC's gcn plugin that shape a launch
-//! (docs/gcn-launch.md, "Environment variables"), read once per device at
-//! `init_device` (after mkoffload's constructor set `GCN_STACK_SIZE` from
-//! `-mstack-size`). Validated like the nvptx plugin's: a bad value is reported with a
+//! (docs/gcn-launch.md, "Environment variables"), read once per process at the
+//! plugin's first use, `get_num_devices` ([`Config::process`]; libgomp calls it after
+//! mkoffload's constructor set `GCN_STACK_SIZE` from `-mstack-size`). Validated like the nvptx plugin's: a bad value is reported with a
 //! `libgomp:` message and the default is used (the stock plugin reads them with
 //! `atoi`/`atol` and takes garbage as 0). As in the stock plugin, 0 means unset for
 //! every setting but `GOMP_GCN_LOWLAT_POOL` (whose 0 is clamped to the smallest pool).
@@ -18,7 +18,7 @@ pub const DEFAULT_TEAM_ARENA: u32 = 64 << 10;
 /// Default stack per wavefront (`GCN_STACK_SIZE`): 32 KiB.
 pub const DEFAULT_STACK: u32 = 32 << 10;
 
-/// The settings of one device.
+/// The settings of the process. Plain data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `GCN_DEBUG` (any value): the stock plugin's stderr diagnostics; here it only
@@ -101,6 +101,14 @@ impl Config {
             |k| std::env::var(k).ok(),
             gomp_plugin::libgomp::report::error,
         )
+    }
+
+    /// The settings of this process: the environment read once, at the plugin's first
+    /// use (`get_num_devices`, as the nvptx plugin reads its own), so a bad value is
+    /// reported once, even on a machine without a GPU. Thread-safe.
+    pub fn process() -> &'static Config {
+        static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
+        CONFIG.get_or_init(Config::from_env)
     }
 }
 

@@ -19,12 +19,17 @@ use super::executable::{Image, Kernel};
 use super::launch::{Dims, Grid, Kind, CDTOR_DIMS};
 use super::memory::{self, Memory};
 use super::run::Launcher;
-use super::{agent, check_image};
-use crate::hsa::runtime::{self, Runtime};
+use crate::discovery::agent;
 use crate::hsa::sys::*;
+use crate::hsa::{
+    self,
+    runtime::{self, Runtime},
+};
+use crate::image::check_image;
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::target_args::LaunchRequest;
+use gomp_plugin::sync::Lock;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
@@ -54,17 +59,7 @@ impl Device {
             runtime::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
         let agent = hsa_agent_t { handle: a.handle };
         let regions = memory::find_regions(rt, agent)?;
-        let mut profile: hsa_profile_t = 0;
-        // SAFETY: out-pointer of the attribute's type (hsa_profile_t).
-        let st = unsafe {
-            (rt.hsa_agent_get_info)(
-                agent,
-                hsa_agent_info_t_HSA_AGENT_INFO_PROFILE,
-                (&mut profile as *mut hsa_profile_t).cast::<c_void>(),
-            )
-        };
-        rt.check(st, "hsa_agent_get_info(HSA_AGENT_INFO_PROFILE)")?;
-        let full = profile == hsa_profile_t_HSA_PROFILE_FULL;
+        let full = hsa::agent::profile(rt, agent)? == hsa_profile_t_HSA_PROFILE_FULL;
         log::debug!(
             "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {})",
             a.name,
@@ -106,7 +101,7 @@ impl Device {
     /// Runs `_fini_array`, then destroys the image.
     fn destroy_image(&self, img: Image) -> Result<()> {
         let r = self.run_cdtor(&img, 1);
-        r.and(img.destroy(self.rt))
+        r.and(img.destroy())
     }
 
     /// The grid of an OpenMP launch request; `None`: skip.
@@ -141,7 +136,7 @@ impl gomp_plugin::Device for Device {
 
     /// Closes the device: destroys its images, frees the blocks still allocated.
     fn close(&self) -> Result<()> {
-        let images = std::mem::take(&mut *self.images.lock().unwrap_or_else(|e| e.into_inner()));
+        let images = std::mem::take(&mut *self.images.locked());
         let n = images.len();
         let mut r = Ok(());
         for img in images {
@@ -171,24 +166,14 @@ impl gomp_plugin::Device for Device {
         // SAFETY: caller's contract.
         let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
-        if self
-            .images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|m| m.key == key)
-        {
+        if self.images.locked().iter().any(|m| m.key == key) {
             return Err(Error::invalid(format!(
                 "load_image: image {target_data:p} is already loaded"
             )));
         }
         let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
         let heap = self.launcher.new_heap()?;
-        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)
-            .inspect_err(|_| {
-                // SAFETY: the heap just allocated, used by nothing.
-                unsafe { (self.rt.hsa_memory_free)(heap as *mut c_void) };
-            })?;
+        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)?;
         log::debug!(
             "device {}: loaded image {target_data:p} for {} ({nk} kernel(s) of which {} offload function(s), {nv} variable(s)); table of {} entries",
             self.ord,
@@ -206,7 +191,7 @@ impl gomp_plugin::Device for Device {
             }
         }
         if let Err(e) = self.run_cdtor(&img, 0) {
-            let _ = img.destroy(self.rt);
+            let _ = img.destroy();
             return Err(e);
         }
         let kernels = img.kernels.clone();
@@ -219,10 +204,7 @@ impl gomp_plugin::Device for Device {
                 p
             }
         };
-        self.images
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(img);
+        self.images.locked().push(img);
         Ok(LoadedImage {
             kernels,
             table,
@@ -233,7 +215,7 @@ impl gomp_plugin::Device for Device {
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
     fn unload_image(&self, target_data: *const c_void) -> Result<()> {
         let img = {
-            let mut imgs = self.images.lock().unwrap_or_else(|e| e.into_inner());
+            let mut imgs = self.images.locked();
             let i = imgs
                 .iter()
                 .position(|m| m.key == target_data as usize)

@@ -168,10 +168,10 @@ fn descriptor_is_read_and_checked_like_libgomp_passes_it() {
     assert_eq!(d.kernels[2].name, "main._omp_fn.0");
     assert_eq!(d.kernels[2].vgpr_count, 48);
     // SAFETY: as above.
-    let (_, co) = unsafe { super::check_image(p, Some("gfx90a")) }.unwrap();
+    let (_, co) = unsafe { crate::image::check_image(p, Some("gfx90a")) }.unwrap();
     assert_eq!(co.target, Some("gfx90a"));
     // SAFETY: as above.
-    let e = unsafe { super::check_image(p, Some("gfx1100")) }
+    let e = unsafe { crate::image::check_image(p, Some("gfx1100")) }
         .unwrap_err()
         .to_string();
     assert_eq!(e, "gcn image is for gfx90a, the device is gfx1100");
@@ -202,7 +202,7 @@ fn descriptor_is_read_and_checked_like_libgomp_passes_it() {
 
 #[test]
 fn device_count_policy() {
-    use super::{devices_for, Agent};
+    use crate::discovery::{devices_for, Agent};
     let a = [Agent {
         handle: 1,
         name: "gfx90a".into(),

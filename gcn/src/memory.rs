@@ -16,6 +16,8 @@
 //! accepts ordinary (pageable, unregistered) host memory is what ROCm documents for its
 //! runtime, not something this project could check.
 
+use crate::hsa::memory::{self, Allocation};
+use crate::hsa::region;
 use crate::hsa::runtime::Runtime;
 use crate::hsa::sys::*;
 use gomp_plugin::blocks::{check_copy, Blocks, DevPtr};
@@ -33,49 +35,6 @@ pub struct Regions {
     pub kernarg: Option<hsa_region_t>,
     /// Global, fine-grained, not kernarg: host-coherent memory, if the agent has one.
     pub fine: Option<hsa_region_t>,
-}
-
-/// The global-segment flags of a region if it is global and runtime-allocatable, else
-/// `None`.
-fn global_flags(rt: &Runtime, r: hsa_region_t) -> Option<u32> {
-    let mut seg: hsa_region_segment_t = 0;
-    let mut flags: u32 = 0;
-    let mut alloc = false;
-    // SAFETY: out-pointers of the attributes' types (an enum, a u32 bit set, a bool).
-    let ok = unsafe {
-        (rt.hsa_region_get_info)(
-            r,
-            hsa_region_info_t_HSA_REGION_INFO_SEGMENT,
-            (&mut seg as *mut hsa_region_segment_t).cast(),
-        ) == hsa_status_t_HSA_STATUS_SUCCESS
-            && (rt.hsa_region_get_info)(
-                r,
-                hsa_region_info_t_HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED,
-                (&mut alloc as *mut bool).cast(),
-            ) == hsa_status_t_HSA_STATUS_SUCCESS
-    };
-    if !ok || seg != hsa_region_segment_t_HSA_REGION_SEGMENT_GLOBAL || !alloc {
-        return None;
-    }
-    // SAFETY: as above.
-    let st = unsafe {
-        (rt.hsa_region_get_info)(
-            r,
-            hsa_region_info_t_HSA_REGION_INFO_GLOBAL_FLAGS,
-            (&mut flags as *mut u32).cast(),
-        )
-    };
-    (st == hsa_status_t_HSA_STATUS_SUCCESS).then_some(flags)
-}
-
-unsafe extern "C" fn collect(r: hsa_region_t, data: *mut c_void) -> hsa_status_t {
-    // SAFETY: `data` is the `(&Runtime, Vec<(region, flags)>)` of `find_regions`, live
-    // for the whole iteration and used by this thread only.
-    let (rt, out) = unsafe { &mut *(data as *mut (&Runtime, Vec<(hsa_region_t, u32)>)) };
-    if let Some(f) = global_flags(rt, r) {
-        out.push((r, f));
-    }
-    hsa_status_t_HSA_STATUS_SUCCESS
 }
 
 /// Picks the regions from `(region, global flags)` pairs. Pure.
@@ -102,18 +61,12 @@ pub fn pick(found: &[(hsa_region_t, u32)]) -> Result<Regions> {
 }
 
 /// Finds the agent's regions (`hsa_agent_iterate_regions`).
-pub fn find_regions(rt: &'static Runtime, agent: hsa_agent_t) -> Result<Regions> {
-    let mut data: (&Runtime, Vec<(hsa_region_t, u32)>) = (rt, Vec::new());
-    // SAFETY: `collect` matches the callback type and uses `data` only during the call.
-    let st = unsafe {
-        (rt.hsa_agent_iterate_regions)(
-            agent,
-            Some(collect),
-            (&mut data as *mut (&Runtime, Vec<(hsa_region_t, u32)>)).cast(),
-        )
-    };
-    rt.check(st, "hsa_agent_iterate_regions")?;
-    pick(&data.1)
+pub fn find_regions(rt: &Runtime, agent: hsa_agent_t) -> Result<Regions> {
+    let found: Vec<(hsa_region_t, u32)> = region::all(rt, agent)?
+        .into_iter()
+        .filter_map(|r| region::global_flags(rt, r).map(|f| (r, f)))
+        .collect();
+    pick(&found)
 }
 
 /// Largest host buffer a memset copies from, bytes.
@@ -152,18 +105,24 @@ impl Memory {
     pub fn release_all(&self) -> usize {
         let live = self.blocks.take_all();
         for &p in &live {
-            // SAFETY: each came from hsa_memory_allocate and left the registry above.
-            let _ = unsafe { (self.rt.hsa_memory_free)(p as *mut c_void) };
+            // SAFETY: each came from `Allocation::into_raw` and left the registry above.
+            let _ = unsafe { Allocation::from_raw(self.rt, p as *mut c_void) }.free();
         }
         live.len()
     }
 
     fn copy(&self, dst: *mut c_void, src: *const c_void, n: usize, what: &str) -> Result<()> {
-        // SAFETY: the callers checked the addresses; the runtime copies `n` bytes and
-        // returns when done.
-        let st = unsafe { (self.rt.hsa_memory_copy)(dst, src, n) };
-        self.rt
-            .check(st, &format!("hsa_memory_copy ({what}, {n} bytes)"))
+        // SAFETY: the callers checked the device side against the live blocks and hold
+        // the host side's guarantee.
+        unsafe {
+            memory::copy(
+                self.rt,
+                dst,
+                src,
+                n,
+                &format!("hsa_memory_copy ({what}, {n} bytes)"),
+            )
+        }
     }
 }
 
@@ -173,28 +132,16 @@ impl DeviceCore for Memory {
     /// Allocates `size` device bytes (at least 1, so size 0 gives a distinct block, as
     /// the nvptx side does).
     fn alloc(&self, size: usize) -> Result<DevPtr> {
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; the region belongs to this device's agent.
-        let st = unsafe { (self.rt.hsa_memory_allocate)(self.regions.device, size.max(1), &mut p) };
-        self.rt
-            .check(st, &format!("hsa_memory_allocate of {size} bytes"))?;
-        if p.is_null() {
-            return Err(Error::Invalid(format!(
-                "hsa_memory_allocate of {size} bytes returned NULL"
-            )));
-        }
-        if self.rt.has("hsa_memory_assign_agent") {
-            // SAFETY: a block just allocated; the agent gets read-write access.
-            let st =
-                unsafe { (self.rt.hsa_memory_assign_agent)(p, self.agent, crate::run::ACCESS_RW) };
-            if let Err(e) = self.rt.check(st, "hsa_memory_assign_agent") {
-                // SAFETY: the block just allocated, not handed out.
-                unsafe { (self.rt.hsa_memory_free)(p) };
-                return Err(e);
-            }
-        }
-        self.blocks.insert(p as DevPtr, size);
-        Ok(p as DevPtr)
+        let block = Allocation::new(
+            self.rt,
+            self.regions.device,
+            size,
+            &format!("hsa_memory_allocate of {size} bytes"),
+        )?;
+        block.assign_rw(self.agent)?;
+        let p = block.into_raw() as DevPtr;
+        self.blocks.insert(p, size);
+        Ok(p)
     }
 
     /// Frees a block from [`Memory::alloc`]; NULL is accepted and ignored; an address
@@ -206,9 +153,9 @@ impl DeviceCore for Memory {
         self.blocks
             .remove(p)
             .map_err(|_| Error::invalid(format!("invalid device address {p:#x}")))?;
-        // SAFETY: `p` came from hsa_memory_allocate and is freed once (just removed).
-        let st = unsafe { (self.rt.hsa_memory_free)(p as *mut c_void) };
-        self.rt.check(st, "hsa_memory_free")
+        // SAFETY: `p` came from `Allocation::into_raw` in `alloc` and just left the
+        // registry: this is its only owner.
+        unsafe { Allocation::from_raw(self.rt, p as *mut c_void) }.free()
     }
 
     /// Copies `n` bytes from host `src` to device `dst`.

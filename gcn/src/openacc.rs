@@ -21,8 +21,9 @@
 
 use crate::device::Device;
 use crate::executable::Kernel;
-use crate::hsa::runtime;
+use crate::hsa::queue::Queue;
 use crate::hsa::sys::*;
+use crate::hsa::{self, region, runtime, system};
 use crate::launch::{self, Dims, Kind};
 use crate::plugin::Gcn;
 use crate::run::ASYNC_QUEUE_SIZE;
@@ -31,6 +32,7 @@ use gomp_plugin::error::{Error, Result};
 use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
+use gomp_plugin::sync::{Lock, Wait};
 use gomp_plugin::{DeviceCore, OpenAcc, Plugin};
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::sync::mpsc::{channel, Sender};
@@ -96,13 +98,13 @@ struct Progress {
 
 impl Progress {
     fn lock(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+        self.counts.locked()
     }
 
     fn wait_for(&self, upto: u64) {
         let mut c = self.lock();
         while c.1 < upto {
-            c = self.cv.wait(c).unwrap_or_else(|e| e.into_inner());
+            c = self.cv.wait_locked(c);
         }
     }
 
@@ -149,7 +151,7 @@ impl AccQueue {
 
     fn push(&self, job: Job) -> Result<()> {
         let mut c = self.progress.lock();
-        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.tx.locked();
         tx.as_ref()
             .ok_or_else(|| Error::invalid("OpenACC async queue: destroyed"))?
             .send(job)
@@ -164,7 +166,7 @@ impl AccQueue {
 }
 
 /// Runs one job on a queue's thread; errors are fatal (as the stock plugin's queue).
-fn run_job(dev: &Device, q: &crate::run::Queue, job: Job) {
+fn run_job(dev: &Device, q: &Queue, job: Job) {
     let r = match job {
         Job::Launch { kernel, vars, dims } => {
             let rev = kernel.reverse_offload;
@@ -199,8 +201,8 @@ fn run_job(dev: &Device, q: &crate::run::Queue, job: Job) {
 impl gomp_plugin::AccQueue for AccQueue {
     /// Lets the queued work finish, then stops the thread and destroys the HSA queue.
     fn destroy(self) -> Result<()> {
-        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
-        if let Some((h, id)) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        drop(self.tx.locked().take());
+        if let Some((h, id)) = self.thread.locked().take() {
             if id == std::thread::current().id() {
                 return Err(Error::invalid(
                     "openacc_async_destruct: called from the queue's own callback",
@@ -324,7 +326,7 @@ impl OpenAcc for Gcn {
     }
 
     fn thread_data(ord: c_int) -> Result<ThreadData> {
-        crate::agent(ord)?;
+        crate::discovery::agent(ord)?;
         Ok(ThreadData { ord })
     }
 
@@ -336,7 +338,7 @@ impl OpenAcc for Gcn {
     /// VENDOR: the agent's vendor; DRIVER: "HSA Runtime <major>.<minor>"; FREE_MEMORY
     /// and anything else: 0 (as the stock plugin).
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
-        let Ok(a) = crate::agent(ord) else {
+        let Ok(a) = crate::discovery::agent(ord) else {
             return Ok(AccProperty::None);
         };
         let rt =
@@ -345,43 +347,14 @@ impl OpenAcc for Gcn {
         Ok(match prop {
             PROP_MEMORY => {
                 let r = crate::memory::find_regions(rt, agent)?.device;
-                let mut size: usize = 0;
-                // SAFETY: HSA_REGION_INFO_SIZE is a size_t.
-                let st = unsafe {
-                    (rt.hsa_region_get_info)(
-                        r,
-                        hsa_region_info_t_HSA_REGION_INFO_SIZE,
-                        (&mut size as *mut usize).cast(),
-                    )
-                };
-                rt.check(st, "hsa_region_get_info(HSA_REGION_INFO_SIZE)")?;
-                AccProperty::Size(size)
+                AccProperty::Size(region::size(rt, r)?)
             }
             PROP_NAME => AccProperty::Str(cached(ord, prop, || Ok(a.name.clone()))?),
-            PROP_VENDOR => AccProperty::Str(cached(ord, prop, || {
-                let mut v = [0u8; 64];
-                // SAFETY: HSA_AGENT_INFO_VENDOR_NAME writes at most 64 bytes.
-                let st = unsafe {
-                    (rt.hsa_agent_get_info)(
-                        agent,
-                        hsa_agent_info_t_HSA_AGENT_INFO_VENDOR_NAME,
-                        v.as_mut_ptr().cast(),
-                    )
-                };
-                rt.check(st, "hsa_agent_get_info(HSA_AGENT_INFO_VENDOR_NAME)")?;
-                let n = v.iter().position(|&c| c == 0).unwrap_or(64);
-                Ok(String::from_utf8_lossy(&v[..n]).into_owned())
-            })?),
+            PROP_VENDOR => {
+                AccProperty::Str(cached(ord, prop, || hsa::agent::vendor_name(rt, agent))?)
+            }
             PROP_DRIVER => AccProperty::Str(cached(ord, prop, || {
-                let (mut major, mut minor) = (0u16, 0u16);
-                for (attr, v) in [
-                    (hsa_system_info_t_HSA_SYSTEM_INFO_VERSION_MAJOR, &mut major),
-                    (hsa_system_info_t_HSA_SYSTEM_INFO_VERSION_MINOR, &mut minor),
-                ] {
-                    // SAFETY: the version attributes are uint16_t.
-                    let st = unsafe { (rt.hsa_system_get_info)(attr, (v as *mut u16).cast()) };
-                    rt.check(st, "hsa_system_get_info(HSA_SYSTEM_INFO_VERSION)")?;
-                }
+                let (major, minor) = system::version(rt)?;
                 Ok(format!("HSA Runtime {major}.{minor}"))
             })?),
             PROP_FREE_MEMORY => AccProperty::None,
@@ -394,7 +367,7 @@ impl OpenAcc for Gcn {
 /// (libgomp hands the pointer to the program).
 fn cached(ord: i32, prop: u32, make: impl FnOnce() -> Result<String>) -> Result<&'static CStr> {
     static CACHE: Mutex<Vec<(i32, u32, &'static CStr)>> = Mutex::new(Vec::new());
-    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = CACHE.locked();
     if let Some(&(_, _, s)) = c.iter().find(|(o, p, _)| *o == ord && *p == prop) {
         return Ok(s);
     }

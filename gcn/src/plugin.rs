@@ -43,7 +43,11 @@ impl Plugin for Gcn {
     /// The GPU agents; 0 without a working HSA runtime or GPU agent, with a `GOMP_DEBUG`
     /// line saying why.
     fn num_devices(requires_mask: u32) -> i32 {
-        crate::num_devices(requires_mask)
+        let n = crate::discovery::num_devices(requires_mask);
+        if n > 0 {
+            REGISTRY.ensure_len(n as usize);
+        }
+        n
     }
 
     fn open(ord: i32) -> Result<Device> {

@@ -21,13 +21,6 @@ use support::api::*;
 
 extern "C" {
     fn GOMP_OFFLOAD_can_run(tgt_fn: *mut c_void) -> bool;
-    fn GOMP_OFFLOAD_async_run(
-        ord: c_int,
-        tgt_fn: *mut c_void,
-        tgt_vars: *mut c_void,
-        args: *mut *mut c_void,
-        async_data: *mut c_void,
-    );
     #[link_name = "free"]
     fn libc_free(p: *mut c_void);
     // OpenACC (the kernel handle is passed where libgomp passes its `fn`).
@@ -314,10 +307,9 @@ fn child() {
             let s = open(false);
             let mut a = args(2, 4);
             for i in 1..=5usize {
-                // SAFETY: as in run; async_data is an opaque value for libgomp.
-                unsafe {
-                    GOMP_OFFLOAD_async_run(0, s.kernel, s.vars, a.as_mut_ptr().cast(), i as _)
-                };
+                // GOMP_OFFLOAD_async_run's implementation (within this link the exported
+                // name is its IFUNC resolver); async_data is an opaque value for libgomp.
+                gomp_plugin_gcn::async_run(0, s.kernel, s.vars, a.as_mut_ptr().cast(), i as _);
             }
             let t0 = std::time::Instant::now();
             while read(gomp_sym::<c_int>("gcn_completion_count")) < 5 {

@@ -35,5 +35,8 @@ mod openacc_cuda_exports;
 mod openacc_exports;
 #[path = "../../src/edge/exports/openmp.rs"]
 mod openmp_exports;
+/// `GOMP_OFFLOAD_async_run`'s implementation, for tests that link this library: there
+/// the exported name denotes its IFUNC resolver (src/edge/exports/openmp.rs).
+pub use openmp_exports::async_run;
 #[path = "../../src/edge/exports/page_locked.rs"]
 mod page_locked_exports;

@@ -98,24 +98,27 @@ impl Plugin for Nvptx {
     fn num_devices(mask: u32) -> i32 {
         // Settings are read (and a bad value reported) before anything else, so that a
         // typo is seen on a machine without a GPU too.
-        let _ = (
-            crate::device::config::Config::process(),
-            crate::observe::settings(),
-        );
+        let on = &crate::device::config::Config::process().observe;
         let n = match count_devices() {
             Ok(n) => n,
             Err(e) => {
                 log::debug!("no CUDA devices: {e}");
-                info::fallback(&match driver::loaded() {
-                    None => format!("no usable CUDA driver ({e})"),
-                    Some(_) => format!("CUDA driver error ({e})"),
-                });
+                info::fallback(
+                    on,
+                    &match driver::loaded() {
+                        None => format!("no usable CUDA driver ({e})"),
+                        Some(_) => format!("CUDA driver error ({e})"),
+                    },
+                );
                 return 0;
             }
         };
         REGISTRY.ensure_len(n.max(0) as usize);
         if n == 0 {
-            info::fallback("the CUDA driver reports no device (CUDA_VISIBLE_DEVICES?)");
+            info::fallback(
+                on,
+                "the CUDA driver reports no device (CUDA_VISIBLE_DEVICES?)",
+            );
             return 0;
         }
         let usm = REQUIRES_UNIFIED_SHARED_MEMORY | REQUIRES_SELF_MAPS;
@@ -124,7 +127,7 @@ impl Plugin for Nvptx {
             log::debug!(
                 "requires mask {mask:#x}: unknown clause bits {unsupported:#x}; host fallback"
             );
-            info::fallback(&format!(
+            info::fallback(on, &format!(
                 "the program's 'requires' (mask {mask:#x}) has clauses the plugin does not know ({unsupported:#x})"
             ));
             return -1;
@@ -138,6 +141,7 @@ impl Plugin for Nvptx {
             if !pageable || libgomp().is_none_or(|v| v < Libgomp::V15) {
                 log::debug!("unified shared memory needs pageable memory access on every device");
                 info::fallback(
+                    on,
                     "'requires unified_shared_memory' or 'self_maps' needs pageable memory access on every device (and libgomp 15 or newer)",
                 );
                 return -1;
@@ -241,10 +245,9 @@ impl gomp_plugin::OpenAcc for Nvptx {
         exec::exec(&dev, kernel.kernel, launch, stream).map(Some)
     }
 
-    unsafe fn exec_host_block(
+    fn exec_host_block(
         kernel: Live<'_, TargetFn>,
-        mapnum: usize,
-        host_block: *const *mut c_void,
+        args: &[*mut c_void],
         launch: &AccLaunch,
         queue: Option<&AccQueue>,
     ) -> Result<Option<[u32; 3]>> {
@@ -252,26 +255,27 @@ impl gomp_plugin::OpenAcc for Nvptx {
             devaddrs,
             ..*launch
         };
-        if mapnum == 0 {
+        if args.is_empty() {
             return Self::exec(kernel, &on_device(0), queue);
         }
         let dev = acc_device(queue)?;
-        let bytes = mapnum * std::mem::size_of::<*mut c_void>();
+        let bytes = std::mem::size_of_val(args);
         let block = dev.alloc(bytes)?;
         let launch = on_device(block);
-        // SAFETY: `host_block` is readable for `bytes` (caller) and each copy has read
-        // it when it returns; the block holds the array for the kernel. Without a
-        // queue, exec orders the launch after the copy (a deferred copy included) and
-        // waits for the kernel; on a queue, the copy and launch are ordered on its
-        // stream and the queue is waited for, as the block is freed below.
+        let host = args.as_ptr();
+        // SAFETY: `host` is readable for `bytes` (a live slice) and each copy has read it
+        // when it returns; the block holds the array for the kernel. Without a queue,
+        // exec orders the launch after the copy (a deferred copy included) and waits
+        // for the kernel; on a queue, the copy and launch are ordered on its stream and
+        // the queue is waited for, as the block is freed below.
         let r = unsafe {
             match queue {
                 Some(q) => q
-                    .host2dev(block, host_block.cast(), bytes)
+                    .host2dev(block, host.cast(), bytes)
                     .and_then(|()| Self::exec(kernel, &launch, Some(q)))
                     .and_then(|d| q.synchronize().map(|()| d)),
                 None => dev
-                    .host2dev(block, host_block.cast(), bytes)
+                    .host2dev(block, host.cast(), bytes)
                     .and_then(|()| Self::exec(kernel, &launch, None)),
             }
         };

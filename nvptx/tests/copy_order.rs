@@ -20,13 +20,6 @@ use std::ffi::{c_char, c_int, c_void, OsStr};
 use support::api::*;
 
 extern "C" {
-    fn GOMP_OFFLOAD_async_run(
-        ord: c_int,
-        tgt_fn: *mut c_void,
-        tgt_vars: *mut c_void,
-        args: *mut *mut c_void,
-        async_data: *mut c_void,
-    );
     fn GOMP_OFFLOAD_interop(
         obj: *mut InteropObj,
         ord: c_int,
@@ -363,17 +356,16 @@ fn deferred_copy_then_async_run() {
         assert!(pending() > 0);
         let (n0, _) = snapshot(0);
         let mut args: [*mut c_void; 1] = [std::ptr::null_mut()];
-        // SAFETY: a kernel handle, a NULL-terminated argument array; no libgomp is
-        // loaded, so the completion is reported to nobody.
-        unsafe {
-            GOMP_OFFLOAD_async_run(
-                0,
-                k.snapshot as *mut c_void,
-                p as *mut c_void,
-                args.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
+        // GOMP_OFFLOAD_async_run's implementation (within this link the exported name
+        // is its IFUNC resolver) with a kernel handle and a NULL-terminated argument
+        // array; no libgomp is loaded, so the completion is reported to nobody.
+        gomp_plugin_nvptx::async_run(
+            0,
+            k.snapshot as *mut c_void,
+            p as *mut c_void,
+            args.as_mut_ptr(),
+            std::ptr::null_mut(),
+        );
         let t0 = std::time::Instant::now();
         while snapshot(0).0 == n0 {
             assert!(t0.elapsed().as_secs() < 20, "the async launch never ran");

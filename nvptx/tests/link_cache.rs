@@ -5,13 +5,13 @@
 //! the driver did (links, module loads, refused images), the `GOMP_NVPTX_INFO` line of
 //! each image, the `GOMP_DEBUG` lines, and the cache directory: hit, miss, corrupt and
 //! truncated entries, an entry the driver refuses, both switches that turn the cache
-//! off, a read-only directory, two processes storing the same entry at once, entries
+//! off, the compiler's threads (`CU_JIT_SPLIT_COMPILE`) and a driver refusing them, a read-only directory, two processes storing the same entry at once, entries
 //! and directories another user could have written, and the size bound.
 
 mod support;
 
 use gomp_plugin::cache::{entry, Key};
-use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
+use gomp_plugin_nvptx::image::link; // the rlib also holds the exported shells
 use std::ffi::{c_int, c_void, CString, OsStr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -29,7 +29,8 @@ extern "C" {
 const NOBODY: u32 = 65534;
 
 /// Image `v`: a "library" object and a "program" object whose text (and second
-/// kernel's name) depends on `v`, as two programs of one libgomp differ.
+/// kernel's name) depends on `v`, as two programs of one libgomp differ. A `v` starting
+/// with "big" has a program object of [`link::SPLIT_MIN_PTX`] bytes (comment lines).
 struct Image {
     _texts: Vec<CString>,
     _names: Vec<CString>,
@@ -48,7 +49,12 @@ fn image(v: &str) -> Image {
         CString::new(format!(
             "// program {v}\n.version 7.0\n.target sm_52\n.address_size 64\n\
              .visible .entry main$_omp_fn$0 ()\n{{\n\tret;\n}}\n\
-             .visible .entry prog_{v} ()\n{{\n\tret;\n}}\n"
+             .visible .entry prog_{v} ()\n{{\n\tret;\n}}\n{}",
+            if v.starts_with("big") {
+                "// padding\n".repeat(link::SPLIT_MIN_PTX / 11)
+            } else {
+                String::new()
+            }
         ))
         .unwrap(),
     ];
@@ -98,6 +104,8 @@ struct JitStats {
     loads: i64,
     live_modules: i64,
     refused_images: i64,
+    split: i64,
+    refused_links: i64,
 }
 
 fn jit_stats() -> JitStats {
@@ -171,6 +179,9 @@ fn child() {
         "every image's module loaded once: {s:?}"
     );
     assert_eq!(s.live_modules, 0, "{s:?}");
+    // The stand-in's record of the last link made (0 when none was).
+    assert_eq!(s.split, want("LC_SPLIT"), "compiler threads: {s:?}");
+    assert_eq!(s.refused_links, want("LC_REFUSED_LINKS"), "{s:?}");
     // SAFETY: plain call.
     assert!(unsafe { GOMP_OFFLOAD_fini_device(0) });
 }
@@ -577,4 +588,52 @@ fn size_bound() {
     let c = env.run("d", 1, tiny);
     c.assert_stderr("is larger than the cache's bound (100 bytes)");
     info_says(&c, "not stored");
+}
+
+/// Drivers of CUDA 12.9 and later are asked to compile large images on several threads
+/// (`CU_JIT_SPLIT_COMPILE`: a few, at most the CPUs), and every image on `jitthreads`
+/// threads when that is set; older ones are not asked; the threads are part of the
+/// key; a driver that refuses the option links on one thread.
+#[test]
+fn compiler_threads() {
+    if support::is_child("compiler_threads") {
+        return child();
+    }
+    let Some(env) = Env::new("compiler_threads") else {
+        return;
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let auto = match cpus.min(link::DEFAULT_SPLIT_THREADS as usize) {
+        1 => "0".to_string(),
+        n => n.to_string(),
+    };
+    let v13 = ("STUB_LIBCUDA_DRIVER_VERSION", "13000");
+    // The stand-in's default release (12.8): never the option, not even asked for.
+    env.run("a", 1, &[("LC_SPLIT", "0")]);
+    env.run("a", 0, &[("GOMP_NVPTX_TUNE", "jitthreads=3")]);
+    env.run("big1", 1, &[("LC_SPLIT", "0")]);
+    // 13.0 (another driver in the key): a small image on one thread, a large one on
+    // a few (at most the CPUs).
+    env.run("a", 1, &[v13, ("LC_SPLIT", "0")]);
+    env.run("big1", 1, &[v13, ("LC_SPLIT", &auto)]);
+    env.run("a,big1", 0, &[v13]);
+    // The knob, for any image (its threads are in the key); 1: the option not passed.
+    let knob = ("GOMP_NVPTX_TUNE", "jitthreads=3");
+    info_says(&env.run("a", 1, &[v13, knob, ("LC_SPLIT", "3")]), "miss");
+    env.run("a", 0, &[v13, knob]);
+    env.run("a", 0, &[v13, ("GOMP_NVPTX_TUNE", "jitthreads=1")]);
+    assert_eq!(env.entries().len(), 5, "{:?}", env.entries());
+    // A driver that refuses the option: linked without it, said with GOMP_DEBUG.
+    let c = env.run(
+        "b",
+        1,
+        &[
+            v13,
+            ("GOMP_NVPTX_TUNE", "jitthreads=2"),
+            ("STUB_LIBCUDA_REFUSE_SPLIT", "1"),
+            ("LC_REFUSED_LINKS", "1"),
+        ],
+    );
+    info_says(&c, "miss");
+    c.assert_stderr("JIT link with CU_JIT_SPLIT_COMPILE refused");
 }

@@ -174,7 +174,7 @@ fn hit_cost() {
         cc: (9, 0),
         driver: link_cache::driver_identity(13000),
     };
-    let options = value_options(None, &Tune::default());
+    let options = value_options(None, &Tune::default(), 0);
     let cubin: Vec<u8> = (0..CUBIN as u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();

@@ -21,7 +21,7 @@
 # (GCC 13 defaults to sm_30 and drops their offload code otherwise). Ubuntu's gcc-13 needs
 # -foffload-options=-fcf-protection=none (its default -fcf-protection=full breaks nvptx lto1)
 # and -fno-stack-protector (its default -fstack-protector-strong, recorded in the LTO code, leaves
-# references to __stack_chk_guard in the PTX, which the JIT rejects: session 3, run 5).
+# references to __stack_chk_guard in the PTX, which the JIT rejects).
 # Flags as libgomp's own harness adds them: see compile1.sh below.
 # A program gcc-13 cannot compile is skipped (compat13/skipped.txt).
 #

@@ -1,6 +1,6 @@
 #!/bin/bash
 # sanitize.sh - on the GPU machine: upstream libgomp tests under compute-sanitizer's
-# memcheck with our plugin (issue 12). The tests run as in scripts/device/suite.sh, each
+# memcheck with our plugin. The tests run as in scripts/device/suite.sh, each
 # inside `compute-sanitizer --tool memcheck --error-exitcode 97`, through the current
 # scripts/toolchain/run-tests.sh (its RUN_WRAPPER), copied over the bundle's.
 #

@@ -7,6 +7,7 @@
 
 use crate::libgomp::abi::version_lib;
 use crate::libgomp::version::Libgomp;
+use std::ffi::c_void;
 
 /// The `requires` mask to act on: `raw` when `libgomp` passes one, 0 for libgomp 12
 /// (which has no `requires` handling and passes no argument). `None` (no libgomp
@@ -23,6 +24,40 @@ pub fn requires_mask(libgomp: Option<Libgomp>, raw: u32) -> u32 {
 /// 13 and later fill themselves. `None` (no libgomp loaded) takes the newer form.
 pub fn acc_devaddrs_on_host(libgomp: Option<Libgomp>) -> bool {
     libgomp == Some(Libgomp::V12)
+}
+
+/// The kernel's argument array for libgomp 12's `openacc_exec`, from its host arrays of
+/// `mapnum` entries: each mapped device address, or the host address where libgomp left
+/// the device address 0 (data that is not on the device, such as a `no_create` of
+/// absent data, is reached through its host address, as the stock plugin of that
+/// release does). Empty when `mapnum` is 0.
+///
+/// # Safety
+/// When `mapnum` is non-zero, `hostaddrs` and `devaddrs` are each readable for `mapnum`
+/// pointers (libgomp's contract).
+pub unsafe fn acc_host_block(
+    mapnum: usize,
+    hostaddrs: *const *mut c_void,
+    devaddrs: *const *mut c_void,
+) -> Vec<*mut c_void> {
+    if mapnum == 0 || devaddrs.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: readable for `mapnum` entries (caller).
+    let dev = unsafe { std::slice::from_raw_parts(devaddrs, mapnum) };
+    let host = if hostaddrs.is_null() {
+        None
+    } else {
+        // SAFETY: as above.
+        Some(unsafe { std::slice::from_raw_parts(hostaddrs, mapnum) })
+    };
+    dev.iter()
+        .enumerate()
+        .map(|(i, &d)| match (d.is_null(), host) {
+            (true, Some(h)) => h[i],
+            _ => d,
+        })
+        .collect()
 }
 
 /// The two optional tables of `load_image` that `libgomp` really passed, for an image
@@ -62,6 +97,22 @@ mod tests {
             assert!(!acc_devaddrs_on_host(Some(v)));
         }
         assert!(!acc_devaddrs_on_host(None));
+    }
+
+    #[test]
+    fn libgomp_12_block_takes_the_host_address_where_the_device_address_is_null() {
+        let mut a = 1u8;
+        let mut b = 2u8;
+        let host = [
+            &mut a as *mut u8 as *mut c_void,
+            &mut b as *mut u8 as *mut c_void,
+        ];
+        let dev = [std::ptr::null_mut(), 0x7000usize as *mut c_void];
+        // SAFETY: both arrays hold 2 entries.
+        let block = unsafe { acc_host_block(2, host.as_ptr(), dev.as_ptr()) };
+        assert_eq!(block, vec![host[0], dev[1]]);
+        // SAFETY: mapnum 0 reads nothing.
+        assert!(unsafe { acc_host_block(0, std::ptr::null(), std::ptr::null()) }.is_empty());
     }
 
     #[test]

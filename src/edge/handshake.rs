@@ -2,7 +2,7 @@
 //! say which libgomp loaded the plugin, and answer the plugin version that libgomp
 //! expects, or 0 (a version mismatch to libgomp) after saying why. Thread-safe.
 
-use crate::libgomp::version::Detected;
+use crate::libgomp::version::{Detected, Libgomp};
 use crate::libgomp::{host, logger, report};
 use crate::plugin::Plugin;
 
@@ -11,6 +11,16 @@ use crate::plugin::Plugin;
 /// but no devices, so libgomp falls back to the host without an error message.
 pub fn serves<P: Plugin>() -> bool {
     host::libgomp().is_some_and(|v| v >= P::OLDEST_LIBGOMP)
+}
+
+/// Whether `GOMP_OFFLOAD_async_run` is offered to the libgomp that loaded us: not to
+/// libgomp 12 (see [`Libgomp::takes_async_run`]). libgomp calls `GOMP_OFFLOAD_version`,
+/// which detects the release, before it looks the entry point up; before any detection
+/// (a program linked with a product's library, resolved by the loader at start-up) it
+/// is offered. Lock-free and allocation-free: called from the IFUNC resolver of
+/// `GOMP_OFFLOAD_async_run` (src/edge/exports/openmp.rs).
+pub fn offers_async_run() -> bool {
+    host::libgomp_if_detected().is_none_or(Libgomp::takes_async_run)
 }
 
 /// The `GOMP_VERSION` to answer for product `P`.
@@ -30,6 +40,13 @@ pub fn version<P: Plugin>() -> u32 {
                     "the {} plugin supports libgomp {} and newer, not {}: 0 devices",
                     P::NAME,
                     P::OLDEST_LIBGOMP.gcc(),
+                    v.gcc()
+                );
+            } else if !v.takes_async_run() {
+                log::debug!(
+                    "libgomp {}: async_run not offered (its asynchronous target path \
+                     aborts in an undeferred task outside parallel); 'target nowait' \
+                     regions run to completion through run",
                     v.gcc()
                 );
             }

@@ -158,6 +158,18 @@ pub fn detected() -> Detected {
     host().map_or(Detected::NotLoaded, |h| h.detected.clone())
 }
 
+/// The supported release that loaded us if detection has already run (it runs on the
+/// first use of [`host`], at the latest in `GOMP_OFFLOAD_version`, libgomp's first
+/// call); `None` before that, or when none is loaded or it is refused. Never detects:
+/// only an atomic read, so it may be called where nothing else may, such as an IFUNC
+/// resolver that the dynamic loader runs while it relocates a program.
+pub fn libgomp_if_detected() -> Option<Libgomp> {
+    match Lazy::get(&HOST)?.as_ref()?.detected {
+        Detected::Known(v) => Some(v),
+        _ => None,
+    }
+}
+
 /// The supported release that loaded us; `None` when none is loaded or it is refused.
 pub fn libgomp() -> Option<Libgomp> {
     match detected() {

@@ -58,6 +58,18 @@ impl Libgomp {
         self == Libgomp::V12
     }
 
+    /// Whether this libgomp may be offered `GOMP_OFFLOAD_async_run` (13+). libgomp 12
+    /// runs a `target nowait` through the plugin's `async_run` whenever the plugin has
+    /// one, and on that path it frees the encountering task when that task is an
+    /// undeferred one outside any parallel region (a `task` with no team, e.g. task-7.c
+    /// and task-8.c of its testsuite), whose storage is not its to free: the program
+    /// aborts in `GOMP_target_ext` before the plugin is called. Without `async_run`
+    /// libgomp 12 runs such regions synchronously through `run`, as with GCC 12's own
+    /// nvptx plugin, which has none (docs/plugin-abi.md §4.1).
+    pub fn takes_async_run(self) -> bool {
+        self >= Libgomp::V13
+    }
+
     /// The GCC major release.
     pub fn gcc(self) -> u32 {
         match self {
@@ -204,6 +216,10 @@ mod tests {
             [4, 5, 6, 6, 6]
         );
         assert!(V12.trailing_entry_is_device_num());
+        assert_eq!(
+            [V12, V13, V14, V15, V16].map(Libgomp::takes_async_run),
+            [false, true, true, true, true]
+        );
         assert!(!V13.trailing_entry_is_device_num());
         assert_eq!(V12.gcc(), 12);
     }

@@ -1,4 +1,4 @@
-/* acc_free_memory.c - OpenACC free-memory property around acc_malloc/acc_free (issue 21).
+/* acc_free_memory.c - OpenACC free-memory property around acc_malloc/acc_free.
  * Built with -fopenacc by tests/device/build.sh (acc_* names), run on the GPU by
  * tests/device/run.sh with each plugin.
  *

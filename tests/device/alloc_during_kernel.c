@@ -1,6 +1,6 @@
 /* alloc_during_kernel.c - device memory is allocated and freed while a kernel runs,
  * from a reverse-offload handler called by that kernel and from a second host thread,
- * and nothing deadlocks (issue 8). Built by tests/device/build.sh, run on the GPU by
+ * and nothing deadlocks. Built by tests/device/build.sh, run on the GPU by
  * tests/device/run.sh with each plugin under a timeout.
  *
  * The kernel calls back to the host K times; each handler allocates, writes through

@@ -1,5 +1,5 @@
 /* bad_images.c - corrupt and incomplete offload images given to the plugin's
- * GOMP_OFFLOAD_load_image on a real device (issue 12). Loads libgomp.so.1 (for the
+ * GOMP_OFFLOAD_load_image on a real device. Loads libgomp.so.1 (for the
  * GOMP_PLUGIN_* functions the plugin calls) and the plugin found on the library path,
  * opens device 0 and checks that each bad image is refused with libgomp's convention
  * (-1 and a libgomp: message), that a good image then loads and unloads, and that the

@@ -1,7 +1,7 @@
 /* env_garbage.c - offload work of every kind the plugin's settings shape (maps, a
  * nowait region, omp_target_alloc, a large copy that goes through staging, a reverse
  * offload), run with garbage in every environment variable the plugin reads
- * (env_garbage.env; issue 12). Expected (env_garbage.expect): correct results, exit 0,
+ * (env_garbage.env). Expected (env_garbage.expect): correct results, exit 0,
  * a libgomp: warning naming each variable, defaults used. */
 #include <omp.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* host_lock.c - the plugin's own page-locking API (gomp_nvptx_host_lock/unlock) and the
- * pinned pool on the GPU (issue 9). Built by tests/device/build.sh, run on the GPU by
+ * pinned pool on the GPU. Built by tests/device/build.sh, run on the GPU by
  * tests/device/run.sh with each plugin. The stock plugin has no such API, so with it
  * only the pinned-allocator part runs, and it is expected to fail there: its
  * page_locked_host_alloc makes no context current, so pinned omp_alloc on an OpenMP

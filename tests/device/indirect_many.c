@@ -1,5 +1,5 @@
 /* indirect_many.c - 400 'declare target indirect' functions, each called through a
- * host function pointer inside target regions, every result checked (issue 4).
+ * host function pointer inside target regions, every result checked.
  *
  * With a GCC 16 image the plugin must hand the device a complete hash table of the
  * (host address, device address) pairs through __gomp_indirect_addr_hmap. 400 keys in

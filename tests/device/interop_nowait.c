@@ -1,4 +1,4 @@
-/* interop_nowait.c - `target nowait` ordered by an interop object's dependences (issue 21).
+/* interop_nowait.c - `target nowait` ordered by an interop object's dependences.
  * Built by tests/device/build.sh, run on the GPU by tests/device/run.sh with each plugin.
  *
  * Each variant: the host sets A[i] = i; then

@@ -1,5 +1,5 @@
 /* omp_pool_reclaim.c - a large allocation needing memory that freed blocks left in the
- * plugin's caches still hold (issue 21).  Built by tests/device/build.sh, run on the GPU
+ * plugin's caches still hold.  Built by tests/device/build.sh, run on the GPU
  * by tests/device/run.sh with each plugin.
  *
  * OpenMP has no free-memory query (GCC 16 neither), so what a program can observe is

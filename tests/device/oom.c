@@ -1,4 +1,4 @@
-/* oom.c - device memory exhaustion (issue 12). omp_target_alloc beyond the device's
+/* oom.c - device memory exhaustion. omp_target_alloc beyond the device's
  * memory must return NULL (libgomp's convention, with the plugin's libgomp: message)
  * and leave the device usable; a mapping larger than the device then takes libgomp's
  * fatal path: exit status 1 and an out-of-memory message (oom.expect), no crash.

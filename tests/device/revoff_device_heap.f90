@@ -1,6 +1,6 @@
 ! revoff_device_heap.f90 - reverse offload maps allocatables that the kernel
 ! allocated itself (device-side malloc) to the host and back: the driver's copy
-! functions refuse such memory, the plugin copies it with a kernel (issue 6; the
+! functions refuse such memory, the plugin copies it with a kernel (the
 ! upstream libgomp.fortran/reverse-offload-5.f90 is XFAIL for nvptx because of it).
 ! Prints "OK" or stops with a non-zero code.
 program revoff_device_heap

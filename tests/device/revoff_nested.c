@@ -1,7 +1,7 @@
 /* revoff_nested.c - a reverse-offload host function that itself launches a target
  * region (with a map) on the device whose kernel is waiting for it, and requests
  * from several concurrently running kernels (`target nowait`): nothing deadlocks and
- * every result is right (issue 6). Strictly, OpenMP forbids constructs inside an
+ * every result is right. Strictly, OpenMP forbids constructs inside an
  * ancestor region; a runtime should still not hang. Built by tests/device/build.sh,
  * run by tests/device/run.sh under a timeout. Prints "OK ..." or "FAIL ..." (exit 1). */
 #include <omp.h>

@@ -1,4 +1,4 @@
-/* stress.c - storms against one device (issue 12), each result checked, and device
+/* stress.c - storms against one device, each result checked, and device
  * memory compared between a warm-up round and a second identical round (a leak or an
  * unbounded cache shows up as growth). Built by tests/device/build.sh, run on the GPU
  * by tests/device/run.sh with each plugin under its timeout.

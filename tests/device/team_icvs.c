@@ -1,4 +1,4 @@
-/* team_icvs.c - the device's team ICVs size the launch (issue 23): with
+/* team_icvs.c - the device's team ICVs size the launch: with
  * OMP_NUM_TEAMS_DEV=3000 and OMP_TEAMS_THREAD_LIMIT_DEV=16 (team_icvs.env), a `target
  * teams` region without clauses has 3000 teams (more than fit on the GPU at once) of 16
  * threads, as OpenMP says and as GCC's device runtime gives when the grid is at least

@@ -1,4 +1,4 @@
-/* trap_abort.c - a target region that calls abort() (issue 12: a kernel that traps).
+/* trap_abort.c - a target region that calls abort() (a kernel that traps).
  * Expected (trap_abort.expect): libgomp's fatal path, exit status 1, and a libgomp:
  * message naming the launch failure and its likely cause, as stock prints it; no hang,
  * no crash of the plugin itself. */

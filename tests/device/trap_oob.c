@@ -1,4 +1,4 @@
-/* trap_oob.c - a target region that stores through a wild device pointer (issue 12: an
+/* trap_oob.c - a target region that stores through a wild device pointer (an
  * out-of-bounds access). Expected (trap_oob.expect): exit status 1 with a libgomp:
  * message naming CUDA's illegal-address error; no hang, no crash of the plugin. */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-! trap_stop.f90 - `error stop` inside a target region (issue 12: a kernel that traps
+! trap_stop.f90 - `error stop` inside a target region (a kernel that traps
 ! through Fortran's stop). Expected (trap_stop.expect): the device's "ERROR STOP 7" text,
 ! then libgomp's fatal path with exit status 1; no hang, no crash of the plugin.
 program trap_stop

@@ -72,9 +72,10 @@
  *
  * Launch times and registers (the launch-shape tuner's tests, nvptx/tests/autotune.rs):
  *   env STUB_LIBCUDA_KERNEL_NS="ITEM,ITEM...": how long a launch takes on the virtual
- *     clock, in ns; ITEM is W=NS (blocks of W warps), *=NS (any other shape; default
+ *     clock, in ns (and on the host's clock: the launch sleeps that long when it runs); ITEM is W=NS (blocks of W warps), *=NS (any other shape; default
  *     0) or @K=NS (the K-th launch of the process, counted from 1, whatever its
  *     shape: noise);
+ *   env STUB_LIBCUDA_DRIVER_VERSION=N: what cuDriverGetVersion says (default 12080).
  *   env STUB_LIBCUDA_REGS=N: the registers per thread of every kernel (default 32).
  *     The function attributes and the occupancy calculator answer as an H100 would for
  *     that many: 64 Ki registers per SM allocated per warp in units of 256, 64 warps
@@ -98,12 +99,14 @@
  *        [-DSTUB_SEPARATE_JIT, with stub_libcuda_jit.c] */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -675,6 +678,13 @@ static void run_op (struct handle *s, struct op *o, uint64_t pos)
       break;
     case OP_LAUNCH:
       vclock_ns += o->ns;
+      if (o->ns)
+        {
+          /* As long on the host's clock: a synchronous launch waits at least that. */
+          struct timespec ts = { (time_t) (o->ns / 1000000000u), (long) (o->ns % 1000000000u) };
+          while (nanosleep (&ts, &ts) != 0 && errno == EINTR)
+            ;
+        }
       run_kernel (s, o, pos);
       break;
     case OP_NOP:
@@ -866,7 +876,8 @@ CUresult cuDriverGetVersion (int *v)
 {
   if (!v)
     return CUDA_ERROR_INVALID_VALUE;
-  *v = 12080;
+  const char *e = getenv ("STUB_LIBCUDA_DRIVER_VERSION");
+  *v = e ? atoi (e) : 12080;
   return CUDA_SUCCESS;
 }
 

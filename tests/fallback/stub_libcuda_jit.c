@@ -13,7 +13,11 @@
  * Every call needs a current context (cuCtxGetCurrent of stub_libcuda_2dev.c).
  *
  * Counters for the tests: stub_libcuda_jit_stats (links created, inputs added, links
- * completed, modules loaded, modules alive, images refused).
+ * completed, modules loaded, modules alive, images refused; the CU_JIT_SPLIT_COMPILE
+ * value of the last link created, 0 without it; links refused).
+ *
+ * env STUB_LIBCUDA_REFUSE_SPLIT=1: cuLinkCreate refuses CU_JIT_SPLIT_COMPILE with
+ * CUDA_ERROR_INVALID_VALUE, as a driver that does not know the option would.
  *
  * env STUB_LIBCUDA_LINK_BARRIER=PATH:N: cuLinkComplete waits (up to 20 s) until N
  * processes have reached it (each creates PATH.<pid>), so that N processes finish
@@ -52,7 +56,11 @@ struct stub_libcuda_jit_stats {
   int64_t loads;          /* cuModuleLoadData that succeeded */
   int64_t live_modules;
   int64_t refused_images; /* cuModuleLoadData of something not a stand-in cubin */
+  int64_t split;          /* CU_JIT_SPLIT_COMPILE of the last link created, 0: none */
+  int64_t refused_links;  /* cuLinkCreate refused (STUB_LIBCUDA_REFUSE_SPLIT) */
 };
+
+#define JIT_SPLIT_COMPILE 34
 
 struct link {
   char *names;       /* "name\n" per kernel */
@@ -96,12 +104,27 @@ CUresult cuLinkCreate_v2 (unsigned nopt, int *opts, void **vals, void **state)
     return INVALID_VALUE;
   if (!have_ctx ())
     return INVALID_CONTEXT;
+  int64_t split = 0;
+  for (unsigned i = 0; i < nopt; i++)
+    if (opts[i] == JIT_SPLIT_COMPILE)
+      {
+        const char *r = getenv ("STUB_LIBCUDA_REFUSE_SPLIT");
+        if (r && strcmp (r, "1") == 0)
+          {
+            pthread_mutex_lock (&jit_lock);
+            jit.refused_links++;
+            pthread_mutex_unlock (&jit_lock);
+            return INVALID_VALUE;
+          }
+        split = (int64_t) (uintptr_t) vals[i];
+      }
   struct link *l = calloc (1, sizeof *l);
   l->fnv = 0xcbf29ce484222325ULL;
   l->names = strdup ("");
   *state = l;
   pthread_mutex_lock (&jit_lock);
   jit.links++;
+  jit.split = split;
   pthread_mutex_unlock (&jit_lock);
   return OK;
 }

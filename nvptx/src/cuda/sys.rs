@@ -57,6 +57,7 @@ pub const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: i32 = 6;
 pub const CU_JIT_OPTIMIZATION_LEVEL: i32 = 7;
 pub const CU_JIT_LOG_VERBOSE: i32 = 12;
 pub const CU_JIT_CACHE_MODE: i32 = 14;
+pub const CU_JIT_SPLIT_COMPILE: i32 = 34;
 pub const CU_JIT_CACHE_OPTION_CG: i32 = 1;
 pub const CU_JIT_CACHE_OPTION_CA: i32 = 2;
 pub const CU_JIT_INPUT_PTX: i32 = 1;

@@ -1,30 +1,24 @@
-//! Environment variables the nvptx plugin reads, parsed and validated. Garbage never
-//! crashes: the plugin warns (`libgomp: ...`) and uses the default.
+//! The nvptx plugin's settings: every environment variable it reads, listed once in
+//! [`VARIABLES`] (name, syntax and bounds, default, what it sets) and read together, at
+//! one moment: the plugin's first use (`get_num_devices`), through
+//! [`Config::process`], so a bad value is reported once, even on a machine without a
+//! GPU. Garbage never crashes: the plugin warns (`libgomp: Invalid value ...`) and uses
+//! the default. A new setting is a field of [`Config`] and a row of [`VARIABLES`]; the
+//! README's table of variables lists those meant for users.
 //!
-//! | variable | meaning | default |
-//! |---|---|---|
-//! | `GOMP_NVPTX_JIT` | `-O0`..`-O4`: PTX JIT optimisation level | driver default |
-//! | `GOMP_NVPTX_LOWLAT_POOL` | bytes of dynamic shared memory per team for `omp_low_lat_mem_space` | 8192 |
-//! | `GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE` | CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`) | driver default |
-//! | `GOMP_NVPTX_SOFT_STACK_SIZE` | OpenMP soft stack per warp, bytes | 131072 |
-//! | `GOMP_NVPTX_HEAP_SIZE` | device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes | driver default (8 MiB) |
-//! | `GOMP_REVERSE_OFFLOAD_THREADS` | most reverse-offload host functions running at once (1–1024) | 8 |
-//! | `GOMP_NVPTX_DEVICE_CACHE` | device memory kept per device for reuse once freed, bytes | 256 MiB |
-//! | `GOMP_NVPTX_PINNED_CACHE` | page-locked host memory kept per device for reuse once freed, bytes | 256 MiB |
-//! | `GOMP_NVPTX_LINK_CACHE` | `0`: no linked-image cache (also off with `CUDA_CACHE_DISABLE=1`) | 1 |
-//! | `GOMP_NVPTX_LINK_CACHE_SIZE` | most bytes the linked-image cache keeps (0: off) | 256 MiB |
-//!
-//! Experiment knobs of the launch shape and the JIT: `GOMP_NVPTX_TUNE` ([`Tune`]).
-//!
-//! Not for users (an experiment knob, deliberately left out of the README):
-//! `GOMP_NVPTX_STAGING="threads,chunk_bytes,buffers"` shapes the staging engine of large
-//! pageable copies ([`StagingParams`]; default: 3 lanes per 4 processors, at most 12, `4m`, 2).
+//! `GOMP_NVPTX_TUNE`'s keys are a table of their own (`crate::device::tune`'s `KEYS`).
+//! `GOMP_NVPTX_STAGING` is an experiment knob, not for users (left out of the README).
+//! Read beside them, at the same moment, for what they say about the driver's caches:
+//! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.
 
 use crate::device::tune::Tune;
 use crate::host::staging::StagingParams;
 use crate::image::link_cache;
+use crate::observe::{info, Switches};
+use gomp_plugin::settings::{read, Entry, Value};
 
-/// Parsed settings. Plain data, read once per device initialisation.
+/// Parsed settings. Plain data, read once per process ([`Config::process`]); each
+/// device keeps a copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// `CU_JIT_OPTIMIZATION_LEVEL`, if requested.
@@ -41,7 +35,7 @@ pub struct Config {
     pub reverse_offload_threads: usize,
     /// Shape of the staging engine for large pageable copies.
     pub staging: StagingParams,
-    /// `GOMP_NVPTX_TUNE`: experiment knobs of the launch shape and the JIT.
+    /// `GOMP_NVPTX_TUNE`: experiment knobs of the launch shape, the JIT and the copies.
     pub tune: Tune,
     /// Most bytes of freed device memory kept for reuse per device (see
     /// `crate::device::memory`).
@@ -49,8 +43,16 @@ pub struct Config {
     /// Most bytes of freed page-locked host memory kept for reuse per device (see
     /// `crate::host::pinned_pool`).
     pub pinned_cache: usize,
-    /// The linked-image cache (`GOMP_NVPTX_LINK_CACHE*`, `CUDA_CACHE_*`).
+    /// `GOMP_NVPTX_LINK_CACHE`: whether the linked-image cache may be used.
+    link_cache_on: bool,
+    /// `GOMP_NVPTX_LINK_CACHE_SIZE`.
+    link_cache_limit: u64,
+    /// The linked-image cache: the two above and the driver's cache variables.
     pub link_cache: link_cache::Setting,
+    /// `GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`, `GOMP_NVPTX_TRACE`.
+    pub observe: Switches,
+    /// The driver's JIT cache, as the info line says it ([`info::jit_cache`]).
+    pub jit_cache: String,
 }
 
 /// Default `GOMP_NVPTX_LOWLAT_POOL` (as GCC's plugin).
@@ -68,19 +70,146 @@ pub const DEFAULT_PINNED_CACHE: usize = 256 << 20;
 
 pub use gomp_plugin::settings::parse_size;
 
-/// The byte-count variables and their accepted ranges (inclusive). A value outside its
-/// range is reported and replaced by the default, like one that does not parse.
-pub const SIZE_BOUNDS: [(&str, usize, usize); 7] = [
-    ("GOMP_NVPTX_LOWLAT_POOL", 0, 1 << 20),
-    ("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", 0, 1 << 30),
-    // Below 1 KiB per warp not even GCC's device runtime's own frames fit.
-    ("GOMP_NVPTX_SOFT_STACK_SIZE", 1024, 1 << 30),
-    ("GOMP_NVPTX_HEAP_SIZE", 0, 1 << 40),
-    // The cache bounds: 0 keeps nothing (turns the linked-image cache off); 1 TiB is
-    // beyond any GPU's or host's memory, so a larger value is a typo.
-    ("GOMP_NVPTX_DEVICE_CACHE", 0, 1 << 40),
-    ("GOMP_NVPTX_PINNED_CACHE", 0, 1 << 40),
-    ("GOMP_NVPTX_LINK_CACHE_SIZE", 0, 1 << 40),
+/// Every variable the plugin reads, with its syntax and bounds (inclusive), its default
+/// and what it sets. A value that does not parse or lies outside its bounds is reported
+/// and the default kept. The cache bounds: 0 keeps nothing; 1 TiB is beyond any GPU's
+/// or host's memory, so a larger value is a typo.
+pub static VARIABLES: [Entry<Config>; 15] = [
+    Entry {
+        name: "GOMP_NVPTX_JIT",
+        value: Value::Parsed(|c, v| {
+            c.jit_opt_level = parse_jit(v)?;
+            Ok(())
+        }),
+        default: "the driver's",
+        doc: "`-O0`..`-O4`: the PTX JIT's optimisation level (`CU_JIT_OPTIMIZATION_LEVEL`)",
+    },
+    Entry {
+        name: "GOMP_NVPTX_LOWLAT_POOL",
+        value: Value::Bytes {
+            min: 0,
+            max: 1 << 20,
+            set: |c, n| c.lowlat_pool = n,
+        },
+        default: "8192",
+        doc: "bytes of dynamic shared memory per team for `omp_low_lat_mem_space`",
+    },
+    Entry {
+        name: "GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE",
+        value: Value::Bytes {
+            min: 0,
+            max: 1 << 30,
+            // 0 asks for the driver's default, as unset does.
+            set: |c, n| c.native_stack = (n > 0).then_some(n),
+        },
+        default: "the driver's",
+        doc: "CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`), bytes",
+    },
+    Entry {
+        name: "GOMP_NVPTX_SOFT_STACK_SIZE",
+        value: Value::Bytes {
+            // Below 1 KiB per warp not even GCC's device runtime's own frames fit.
+            min: 1024,
+            max: 1 << 30,
+            set: |c, n| c.soft_stack = n.next_multiple_of(16),
+        },
+        default: "131072",
+        doc: "OpenMP soft stack per warp, bytes, rounded up to 16",
+    },
+    Entry {
+        name: "GOMP_NVPTX_HEAP_SIZE",
+        value: Value::Bytes {
+            min: 0,
+            max: 1 << 40,
+            set: |c, n| c.heap = (n > 0).then_some(n),
+        },
+        default: "the driver's",
+        doc: "device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes",
+    },
+    Entry {
+        name: "GOMP_REVERSE_OFFLOAD_THREADS",
+        value: Value::Number {
+            min: 1,
+            max: 1024,
+            set: |c, n| c.reverse_offload_threads = n,
+        },
+        default: "8",
+        doc: "most reverse-offload host functions running at once, all devices together",
+    },
+    Entry {
+        name: "GOMP_NVPTX_STAGING",
+        value: Value::Parsed(|c, v| {
+            c.staging = StagingParams::parse(v)?;
+            Ok(())
+        }),
+        default: "3 lanes per 4 processors, at most 12, of 2 buffers of 4 MiB",
+        doc: "`threads,chunk_bytes,buffers`: the staging engine of large pageable copies \
+              ([`StagingParams`]); an experiment knob",
+    },
+    Entry {
+        name: "GOMP_NVPTX_TUNE",
+        value: Value::Parsed(|c, v| {
+            c.tune = Tune::parse(v)?;
+            Ok(())
+        }),
+        default: "no knobs",
+        doc: "`key=value,...`: experiment knobs of the launch shape, the JIT and the copies, \
+              and the switch of the per-kernel shape tuner (`crate::device::tune`'s `KEYS`)",
+    },
+    Entry {
+        name: "GOMP_NVPTX_DEVICE_CACHE",
+        value: Value::Bytes {
+            min: 0,
+            max: 1 << 40,
+            set: |c, n| c.device_cache = n,
+        },
+        default: "256 MiB",
+        doc: "device memory kept per device for reuse once freed, bytes",
+    },
+    Entry {
+        name: "GOMP_NVPTX_PINNED_CACHE",
+        value: Value::Bytes {
+            min: 0,
+            max: 1 << 40,
+            set: |c, n| c.pinned_cache = n,
+        },
+        default: "256 MiB",
+        doc: "page-locked host memory kept per device for reuse once freed, bytes",
+    },
+    Entry {
+        name: "GOMP_NVPTX_LINK_CACHE",
+        value: Value::Word(&["0", "1"], |c, i| c.link_cache_on = i == 1),
+        default: "1",
+        doc: "`0`: no linked-image cache (also off with `CUDA_CACHE_DISABLE=1`)",
+    },
+    Entry {
+        name: "GOMP_NVPTX_LINK_CACHE_SIZE",
+        value: Value::Bytes {
+            min: 0,
+            max: 1 << 40,
+            set: |c, n| c.link_cache_limit = n as u64,
+        },
+        default: "256 MiB",
+        doc: "most bytes the linked-image cache keeps (0: off)",
+    },
+    Entry {
+        name: "GOMP_NVPTX_INFO",
+        value: Value::Flag(|c, b| c.observe.info = b),
+        default: "off",
+        doc: "a line per device opened, per image loaded, and when the program runs on the host",
+    },
+    Entry {
+        name: "GOMP_NVPTX_PROFILE",
+        value: Value::Flag(|c, b| c.observe.profile = b),
+        default: "off",
+        doc: "a table of kernels, copies, allocations and JIT links at exit",
+    },
+    Entry {
+        name: "GOMP_NVPTX_TRACE",
+        value: Value::Path(|c, p| c.observe.trace = Some(p)),
+        default: "off",
+        doc: "a Chrome trace-event file written at exit",
+    },
 ];
 
 /// Parses `GOMP_NVPTX_JIT`: space-separated options, of which only `-O0`..`-O4` exist.
@@ -89,101 +218,37 @@ pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
     for opt in s.split_whitespace() {
         match opt.strip_prefix("-O").and_then(|l| l.parse::<u32>().ok()) {
             Some(l) if l <= 4 && opt.len() == 3 => level = Some(l),
-            _ => {
-                return Err(format!(
-                    "Error parsing GOMP_NVPTX_JIT: unknown option '{opt}'"
-                ))
-            }
+            _ => return Err(format!("unknown option '{opt}'")),
         }
     }
     Ok(level)
 }
 
-/// The value of `name` read through `get` and parsed by `parse`; unset, or garbage
-/// (reported through `warn`, ending "using the {fallback}"), gives `T::default()`.
-fn parsed<T: Default>(
-    get: &impl Fn(&str) -> Option<String>,
-    warn: &impl Fn(&str),
-    name: &str,
-    parse: impl Fn(&str) -> Result<T, String>,
-    fallback: &str,
-) -> T {
-    get(name)
-        .and_then(|v| {
-            parse(&v)
-                .map_err(|e| {
-                    warn(&format!(
-                        "Invalid value '{v}' for {name} ({e}); using the {fallback}"
-                    ))
-                })
-                .ok()
-        })
-        .unwrap_or_default()
-}
-
 impl Config {
     /// Reads the settings through `get` (the environment in production), reporting each
-    /// bad value through `warn` and falling back to its default.
+    /// bad value through `warn` and keeping its default.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
-        // A byte count within its variable's bounds (SIZE_BOUNDS), or `None` after a
-        // warning naming the bounds.
-        let size = |name: &str, default: &str| -> Option<usize> {
-            let v = get(name)?;
-            let &(_, min, max) = SIZE_BOUNDS.iter().find(|(n, _, _)| *n == name)?;
-            match parse_size(&v) {
-                Some(n) if (min..=max).contains(&n) => Some(n),
-                _ => {
-                    warn(&format!(
-                        "Invalid value '{v}' for {name} (expected {min}..{max} bytes); \
-                         using the default ({default})"
-                    ));
-                    None
-                }
-            }
+        let mut c = Config {
+            jit_opt_level: None,
+            lowlat_pool: DEFAULT_LOWLAT_POOL,
+            native_stack: None,
+            soft_stack: DEFAULT_SOFT_STACK,
+            heap: None,
+            reverse_offload_threads: DEFAULT_REVERSE_OFFLOAD_THREADS,
+            staging: StagingParams::default(),
+            tune: Tune::default(),
+            device_cache: DEFAULT_DEVICE_CACHE,
+            pinned_cache: DEFAULT_PINNED_CACHE,
+            link_cache_on: true,
+            link_cache_limit: link_cache::DEFAULT_LIMIT,
+            link_cache: link_cache::Setting::Off(String::new()),
+            observe: Switches::default(),
+            jit_cache: String::new(),
         };
-        let jit_opt_level =
-            get("GOMP_NVPTX_JIT").and_then(|v| parse_jit(&v).map_err(|e| warn(&e)).ok().flatten());
-        Config {
-            jit_opt_level,
-            lowlat_pool: size("GOMP_NVPTX_LOWLAT_POOL", "8192").unwrap_or(DEFAULT_LOWLAT_POOL),
-            // 0 asks for the driver's default, as unset does.
-            native_stack: size("GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE", "the driver's")
-                .filter(|&n| n > 0),
-            soft_stack: size("GOMP_NVPTX_SOFT_STACK_SIZE", "131072")
-                .map(|n| n.next_multiple_of(16))
-                .unwrap_or(DEFAULT_SOFT_STACK),
-            heap: size("GOMP_NVPTX_HEAP_SIZE", "the driver's").filter(|&n| n > 0),
-            reverse_offload_threads: get("GOMP_REVERSE_OFFLOAD_THREADS")
-                .and_then(|v| match v.trim().parse::<usize>() {
-                    Ok(n) if (1..=1024).contains(&n) => Some(n),
-                    _ => {
-                        warn(&format!(
-                            "Invalid value '{v}' for GOMP_REVERSE_OFFLOAD_THREADS; \
-                             using the default ({DEFAULT_REVERSE_OFFLOAD_THREADS})"
-                        ));
-                        None
-                    }
-                })
-                .unwrap_or(DEFAULT_REVERSE_OFFLOAD_THREADS),
-            staging: parsed(
-                &get,
-                &warn,
-                "GOMP_NVPTX_STAGING",
-                StagingParams::parse,
-                "default",
-            ),
-            tune: parsed(&get, &warn, "GOMP_NVPTX_TUNE", Tune::parse, "defaults"),
-            device_cache: size("GOMP_NVPTX_DEVICE_CACHE", "256 MiB")
-                .unwrap_or(DEFAULT_DEVICE_CACHE),
-            pinned_cache: size("GOMP_NVPTX_PINNED_CACHE", "256 MiB")
-                .unwrap_or(DEFAULT_PINNED_CACHE),
-            link_cache: link_cache::Setting::from_lookup(
-                &get,
-                &warn,
-                size("GOMP_NVPTX_LINK_CACHE_SIZE", "256 MiB")
-                    .map_or(link_cache::DEFAULT_LIMIT, |n| n as u64),
-            ),
-        }
+        read(&VARIABLES, &mut c, &get, &warn);
+        c.link_cache = link_cache::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
+        c.jit_cache = info::jit_cache(&get);
+        c
     }
 
     /// Reads the process environment; warnings go to libgomp's error stream.
@@ -195,8 +260,7 @@ impl Config {
     }
 
     /// The settings of this process: the environment read once, at the plugin's first
-    /// use (`get_num_devices`), so a bad value is reported once, even on a machine
-    /// without a GPU. Thread-safe.
+    /// use (`get_num_devices`). Thread-safe.
     pub fn process() -> &'static Config {
         static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
         CONFIG.get_or_init(Config::from_env)
@@ -244,6 +308,8 @@ mod tests {
         assert_eq!(c.staging, StagingParams::default());
         assert_eq!(c.device_cache, DEFAULT_DEVICE_CACHE);
         assert_eq!(c.pinned_cache, DEFAULT_PINNED_CACHE);
+        assert_eq!(c.observe, Switches::default());
+        assert!(!c.observe.recording());
         assert!(w.is_empty());
         let (c, w) = cfg(&[
             ("GOMP_NVPTX_LOWLAT_POOL", "lots"),
@@ -258,9 +324,21 @@ mod tests {
             ("GOMP_NVPTX_PINNED_CACHE", "2048g"),
             ("GOMP_NVPTX_LINK_CACHE", "2"),
             ("GOMP_NVPTX_LINK_CACHE_SIZE", "big"),
+            ("GOMP_NVPTX_INFO", "maybe"),
+            ("GOMP_NVPTX_PROFILE", "2"),
+            ("GOMP_NVPTX_TRACE", ""),
         ]);
         assert_eq!(c, cfg(&[]).0);
-        assert_eq!(w.len(), 12, "{w:?}");
+        assert_eq!(w.len(), VARIABLES.len(), "{w:?}");
+        for v in &VARIABLES {
+            assert!(
+                w.iter().any(|m| m.starts_with("Invalid value '")
+                    && m.contains(&format!("' for {} (", v.name))
+                    && m.ends_with(&format!("; using the default ({})", v.default))),
+                "{}: {w:?}",
+                v.name
+            );
+        }
         assert!(
             w.contains(
                 &"Invalid value '-5' for GOMP_NVPTX_DEVICE_CACHE (expected 0..1099511627776 bytes); \
@@ -270,19 +348,16 @@ mod tests {
             "{w:?}"
         );
         assert!(
-            w.iter()
-                .any(|m| m.starts_with("Invalid value 'big' for GOMP_NVPTX_LINK_CACHE_SIZE")),
+            w.contains(
+                &"Invalid value '-O9' for GOMP_NVPTX_JIT (unknown option '-O9'); \
+                  using the default (the driver's)"
+                    .to_string()
+            ),
             "{w:?}"
         );
         assert!(
             w.iter()
-                .any(|m| m.starts_with("Invalid value '2048g' for GOMP_NVPTX_PINNED_CACHE")),
-            "{w:?}"
-        );
-        assert!(
-            w.iter().any(|m| m
-                .starts_with("Invalid value 'warps=99' for GOMP_NVPTX_TUNE (warps: ")
-                && m.ends_with("; using the defaults")),
+                .any(|m| m.starts_with("Invalid value 'warps=99' for GOMP_NVPTX_TUNE (warps: ")),
             "{w:?}"
         );
         for bad in ["-1", "1025", "many", ""] {
@@ -301,8 +376,11 @@ mod tests {
             ("GOMP_NVPTX_TUNE", "warps=16,bounce=0"),
             ("GOMP_NVPTX_DEVICE_CACHE", "0"),
             ("GOMP_NVPTX_PINNED_CACHE", "1g"),
+            ("GOMP_NVPTX_INFO", "1"),
+            ("GOMP_NVPTX_PROFILE", "yes"),
+            ("GOMP_NVPTX_TRACE", "/tmp/x.json"),
         ]);
-        assert!(w.is_empty());
+        assert!(w.is_empty(), "{w:?}");
         assert_eq!((c.device_cache, c.pinned_cache), (0, 1 << 30));
         assert_eq!(c.tune.warps, Some(16));
         assert_eq!(c.tune.bounce, 0);
@@ -320,12 +398,30 @@ mod tests {
         assert_eq!(c.jit_opt_level, Some(1));
         assert_eq!(c.soft_stack, 65552);
         assert_eq!(c.native_stack, Some(4096));
+        assert_eq!(
+            c.observe,
+            Switches {
+                info: true,
+                profile: true,
+                trace: Some("/tmp/x.json".into()),
+            }
+        );
+        let (c, w) = cfg(&[("GOMP_NVPTX_PROFILE", "0"), ("GOMP_NVPTX_TRACE", "t.json")]);
+        assert!(w.is_empty() && !c.observe.profile && c.observe.recording());
     }
 
     #[test]
     fn every_size_bound_is_enforced_and_reported() {
         let defaults = cfg(&[]).0;
-        for (name, min, max) in SIZE_BOUNDS {
+        let sizes: Vec<_> = VARIABLES
+            .iter()
+            .filter_map(|v| match v.value {
+                Value::Bytes { min, max, .. } => Some((v.name, min, max)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sizes.len(), 7, "{sizes:?}");
+        for (name, min, max) in sizes {
             // Accepted at both ends, without a word.
             for ok in [min, max] {
                 let (_, w) = cfg(&[(name, &ok.to_string())]);
@@ -361,7 +457,7 @@ mod tests {
             link_cache::Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into())
         );
         assert_eq!(w.len(), 1, "{w:?}");
-        // The link cache's bound reaches its setting.
+        // The link cache's switch and bound reach its setting.
         let (c, w) = cfg(&[("HOME", "/h"), ("GOMP_NVPTX_LINK_CACHE_SIZE", "1m")]);
         assert!(w.is_empty(), "{w:?}");
         assert!(
@@ -369,11 +465,49 @@ mod tests {
             "{:?}",
             c.link_cache
         );
+        let (c, w) = cfg(&[("HOME", "/h"), ("GOMP_NVPTX_LINK_CACHE", "yes")]);
+        assert!(matches!(c.link_cache, link_cache::Setting::On { .. }));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("Invalid value 'yes' for GOMP_NVPTX_LINK_CACHE (expected 0, 1)"));
         let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1024")]);
         assert!(w.is_empty());
         assert_eq!(c.reverse_offload_threads, 1024);
         let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1")]);
         assert!(w.is_empty());
         assert_eq!(c.reverse_offload_threads, 1);
+    }
+
+    #[test]
+    fn the_driver_caches_are_read_at_the_same_moment() {
+        let (c, _) = cfg(&[("CUDA_CACHE_PATH", "/c"), ("HOME", "/h")]);
+        assert_eq!(c.jit_cache, "JIT cache /c (CUDA_CACHE_PATH)");
+        assert!(
+            matches!(&c.link_cache, link_cache::Setting::On { dir, .. } if dir.starts_with("/c")),
+            "{:?}",
+            c.link_cache
+        );
+        let (c, _) = cfg(&[("CUDA_CACHE_DISABLE", "1"), ("HOME", "/h")]);
+        assert!(c.jit_cache.contains("disabled"), "{}", c.jit_cache);
+        assert_eq!(
+            c.link_cache,
+            link_cache::Setting::Off("CUDA_CACHE_DISABLE=1".into())
+        );
+    }
+
+    #[test]
+    fn every_variable_is_named_once_and_documented() {
+        let readme = include_str!("../../../README.md");
+        for (i, v) in VARIABLES.iter().enumerate() {
+            assert!(!v.doc.is_empty() && !v.default.is_empty(), "{}", v.name);
+            assert!(
+                VARIABLES[..i].iter().all(|o| o.name != v.name),
+                "{} twice",
+                v.name
+            );
+            // The README's table lists every variable meant for users.
+            if v.name != "GOMP_NVPTX_STAGING" {
+                assert!(readme.contains(&format!("`{}`", v.name)), "{}", v.name);
+            }
+        }
     }
 }

@@ -31,6 +31,10 @@
 //!
 //! Threading: shared by all threads of the device; a lock-free check when nothing is
 //! dirty, else a short lock (driver calls that only queue work are made under it).
+//!
+//! A cleared entry keeps its stream's event for that stream's next deferred copy (no
+//! round trip through the device's event pool per copy); [`CopyOrder::settle`] gives
+//! the events of cleared entries back to the pool.
 
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::safe::{OwnedEvent, Stream};
@@ -53,6 +57,23 @@ struct Dirty {
 struct Entries {
     list: Vec<Dirty>,
     seq: u64,
+    /// Events of cleared entries, for the next new entry (at most [`SPARE`]).
+    spare: Vec<OwnedEvent>,
+}
+
+/// Most events kept in [`Entries::spare`]; more go back to the device's pool.
+const SPARE: usize = 8;
+
+impl Entries {
+    /// Drops entry `i` (its copy is complete or reported), keeping its event.
+    fn clear(&mut self, i: usize, events: &EventPool) {
+        let d = self.list.swap_remove(i);
+        if self.spare.len() < SPARE {
+            self.spare.push(d.event);
+        } else {
+            events.release(d.event);
+        }
+    }
 }
 
 /// Most entries a [`Waited`] remembers; the rest are cleared later by `order`'s queries.
@@ -86,12 +107,15 @@ impl Waited {
 pub struct CopyOrder {
     /// Entries in `entries` (read without the lock: 0 = nothing to order after).
     dirty: AtomicUsize,
+    /// Events in `Entries::spare` (read without the lock by `settle`).
+    kept: AtomicUsize,
     entries: Mutex<Entries>,
 }
 
 impl CopyOrder {
     fn publish(&self, e: &Entries) {
         self.dirty.store(e.list.len(), Ordering::Release);
+        self.kept.store(e.spare.len(), Ordering::Relaxed);
     }
 
     /// True when no deferred copy may be in flight.
@@ -109,7 +133,10 @@ impl CopyOrder {
         let i = match e.list.iter().position(|d| d.stream == s) {
             Some(i) => i,
             None => {
-                let event = events.acquire()?;
+                let event = match e.spare.pop() {
+                    Some(ev) => ev,
+                    None => events.acquire()?,
+                };
                 e.list.push(Dirty {
                     stream: s,
                     event,
@@ -158,10 +185,7 @@ impl CopyOrder {
             }
             // Event and streams of the device's context.
             match d.event.handle().query() {
-                Ok(()) => {
-                    let d = e.list.swap_remove(i);
-                    events.release(d.event);
-                }
+                Ok(()) => e.clear(i, events),
                 Err(x) if x.code == CUDA_ERROR_NOT_READY => {
                     if let Err(x) = d.event.handle().wait_on(target) {
                         err = Some(x);
@@ -172,8 +196,7 @@ impl CopyOrder {
                 }
                 Err(x) => {
                     // Reported here, once: the entry goes.
-                    let d = e.list.swap_remove(i);
-                    events.release(d.event);
+                    e.clear(i, events);
                     err = Some(x);
                     break;
                 }
@@ -198,8 +221,7 @@ impl CopyOrder {
         let mut i = 0;
         while i < e.list.len() {
             if w.has(e.list[i].stream, e.list[i].seq) {
-                let d = e.list.swap_remove(i);
-                events.release(d.event);
+                e.clear(i, events);
             } else {
                 i += 1;
             }
@@ -209,9 +231,10 @@ impl CopyOrder {
 
     /// Waits on the host for every deferred copy queued so far, then clears their
     /// entries; the first failure is returned. Entries stay visible to other threads
-    /// until their copies are known complete.
+    /// until their copies are known complete. The kept events of cleared entries go
+    /// back to `events` (so that the device's close destroys them with the pool's).
     pub fn settle(&self, events: &EventPool) -> Result<()> {
-        if self.is_clear() {
+        if self.is_clear() && self.kept.load(Ordering::Relaxed) == 0 {
             return Ok(());
         }
         let mut w = Vec::new();
@@ -239,6 +262,9 @@ impl CopyOrder {
             } else {
                 i += 1;
             }
+        }
+        for ev in e.spare.drain(..) {
+            events.release(ev);
         }
         self.publish(&e);
         first.map_or(Ok(()), |x| Err(x.into()))

@@ -30,11 +30,16 @@ impl DeviceCore for Device {
     }
 
     /// [`Device::alloc`], reported to an OpenACC profiler (`acc_ev_alloc`) when one is
-    /// set up for the calling thread.
+    /// set up for the calling thread. Only once OpenACC uses the device: a thread's
+    /// OpenACC constructs run after libgomp has made its thread data there
+    /// (`openacc_create_thread_data`), which says so.
     #[inline]
     fn alloc(&self, size: usize) -> Result<DevPtr> {
         self.entry("alloc", || {
             let p = Device::alloc(self, size)?;
+            if !self.openacc_in_use() {
+                return Ok(p);
+            }
             if let Some(prof) = acc_prof::current() {
                 prof.data(acc_prof::EV_ALLOC, size, p as *const c_void);
             }
@@ -43,12 +48,12 @@ impl DeviceCore for Device {
     }
 
     /// Frees a block of [`Device::alloc`] (within the caches' bound), reported as
-    /// `acc_ev_free`.
+    /// `acc_ev_free` (as in `alloc`).
     #[inline]
     fn free(&self, p: DevPtr) -> Result<()> {
         self.entry("free", || {
             self.free_block(p)?;
-            if p != 0 {
+            if p != 0 && self.openacc_in_use() {
                 if let Some(prof) = acc_prof::current() {
                     prof.data(acc_prof::EV_FREE, usize::MAX, p as *const c_void);
                 }

@@ -205,8 +205,8 @@ impl Device {
         make_current(ctx)?;
         let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
         let pool = Pool::create(cu_dev, pools)?;
-        let observe = DeviceObserve::open(ord, &props.name);
         let config = Config::process().clone();
+        let observe = DeviceObserve::open(ord, &props.name, &config.observe);
         let tstream = config.tune.tstream;
         let dev = Device {
             ord,
@@ -286,6 +286,7 @@ impl Device {
             }
         );
         info::opened(
+            &self.config.observe,
             &info::Opened {
                 ord: self.ord,
                 name: &self.props.name,
@@ -296,6 +297,7 @@ impl Device {
                 heap: self.config.heap,
                 pool: self.pool.is_some(),
             },
+            &self.config.jit_cache,
             &crate::image::link_cache::describe(&self.config.link_cache),
         );
     }

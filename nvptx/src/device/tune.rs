@@ -1,23 +1,9 @@
-//! `GOMP_NVPTX_TUNE`: experiment knobs for the launch shape and the JIT, read once per
-//! process (see `device::config`), and the switch of the per-kernel shape tuner. The
-//! knobs exist to measure what the plugin's choices buy (bench/device-run.sh's KNOBS);
-//! the defaults are what measured best for every kernel class of bench/kernel_bench.c.
-//! A comma-separated list of `key=value`:
-//!
-//! | key | values | default | what |
-//! |---|---|---|---|
-//! | `autotune` | `0`, `1`, `fresh` | 1, or 0 when `warps` or `teams` is given | per-kernel launch-shape tuning (`launch::autotune`): off; on, starting from a choice remembered from an earlier run; on, trying again and replacing the remembered choice |
-//! | `warps` | `occupancy`, 1..32 | 8 | warps per team when neither `thread_limit` nor `OMP_TEAMS_THREAD_LIMIT` gives one: that number, or the count that keeps the most warps resident per SM (the occupancy calculator; nearest to 8 among equals; 8 where the driver has no calculator) |
-//! | `teams` | `occupancy`, `regs`, `Kx` (K = 1..64), N | `occupancy` | teams when neither `num_teams` nor `OMP_NUM_TEAMS` gives them: the occupancy calculator's resident blocks, the register estimate (GCC's plugin), K times the resident blocks, or N |
-//! | `maxrreg` | 16..255 | none | JIT register cap per thread (`CU_JIT_MAX_REGISTERS`) |
-//! | `dlcm` | `ca`, `cg` | driver | JIT default global-load cache mode (`CU_JIT_CACHE_MODE`) |
-//! | `carveout` | 0..100 | driver | preferred shared-memory carveout, percent (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`) |
-//! | `icvs` | 0, 1 | 1 | size the launch by the device's `OMP_NUM_TEAMS`/`OMP_TEAMS_THREAD_LIMIT` ICVs |
-//! | `bounce` | size (`0`, `64k`, `1m` ...) | 1m | largest pageable copy (from 16 KiB) made through a page-locked bounce buffer; 0: none |
-//! | `ring` | size (`0`, `4k`, `16k` ...) | 16k | copies below this size go through the thread's page-locked ring (`host/ring.rs`); 0: none |
-//! | `defer` | size (`0`, `4k`, `1m` ...) | 1m | largest host-to-device copy that returns before its DMA has ended (`device/copy_order.rs`); 0: every copy completes before returning |
-//! | `tstream` | `blocking`, `nonblocking`, `legacy` | `blocking` | the threads' streams: blocking streams with deferred copies on them, non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's legacy default stream (as the stock plugin's copies) |
-//! | `poolwarm` | 0, 1 | 0 | make the memory pool's first allocation on a thread of its own at device open (`memory/pool.rs`); off by default: with the pool's memory allocated before the first module is loaded, reverse offload of device-heap (device `malloc`) memory came back wrong on an H100 (tests/device/revoff_device_heap) |
+//! `GOMP_NVPTX_TUNE`: experiment knobs for the launch shape, the JIT and the copies,
+//! read once per process with every other setting (`device::config`), and the switch
+//! of the per-kernel shape tuner. The knobs exist to measure what the plugin's choices
+//! buy (bench/device-run.sh's KNOBS); the defaults are what measured best for every
+//! kernel class of bench/kernel_bench.c. A comma-separated list of `key=value`; the
+//! keys, their values, defaults and what they set are `KEYS`, the one list of them.
 //!
 //! `autotune` is not an experiment knob but the switch of a feature that is on by
 //! default. What it does shows in `GOMP_DEBUG=1` lines (`kernel NAME: autotune: chose
@@ -30,6 +16,8 @@
 //! kernel's row). With `autotune=0` the launch lines are as without the tuner.
 //!
 //! Owned by the process-wide `Config`; plain data, `Sync`.
+
+use gomp_plugin::settings::{apply_list, Entry, Value};
 
 /// How many teams to launch when neither the clause nor the ICV says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +96,9 @@ pub struct Tune {
     pub poolwarm: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
+    /// Threads of the JIT's compiler for every image (`None`: a few for large images,
+    /// one thread for the others; `image::link::split_threads`).
+    pub jitthreads: Option<u32>,
 }
 
 /// Warps per block when no `thread_limit` is given and no occupancy calculator
@@ -134,103 +125,196 @@ impl Default for Tune {
             tstream: ThreadStream::Blocking,
             poolwarm: false,
             autotune: Autotune::On,
+            jitthreads: None,
         }
     }
 }
 
-fn number(v: &str, lo: u32, hi: u32) -> Result<u32, String> {
-    match v.parse::<u32>() {
-        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-        _ => Err(format!("'{v}' is not a number in {lo}..={hi}")),
-    }
+/// What [`KEYS`] fill: the knobs, and what decides `autotune` when it is not given.
+struct Parsing {
+    t: Tune,
+    fixed_shape: bool,
+    autotune: Option<Autotune>,
 }
+
+fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (lo..=hi).contains(n))
+}
+
+/// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
+static KEYS: [Entry<Parsing>; 13] = [
+    Entry {
+        name: "autotune",
+        value: Value::Word(&["0", "1", "fresh"], |p, i| {
+            p.autotune = Some([Autotune::Off, Autotune::On, Autotune::Fresh][i])
+        }),
+        default: "1, or 0 when `warps` or `teams` is given",
+        doc: "per-kernel launch-shape tuning (`launch::autotune`): off; on, starting from a \
+              choice remembered from an earlier run; on, trying again and replacing the \
+              remembered choice",
+    },
+    Entry {
+        name: "warps",
+        value: Value::Parsed(|p, v| {
+            p.fixed_shape = true;
+            p.t.warps = match v.trim() {
+                "occupancy" => None,
+                _ => Some(number(v, 1, 32).ok_or("expected occupancy or 1..32")?),
+            };
+            Ok(())
+        }),
+        default: "8",
+        doc: "warps per team when neither `thread_limit` nor `OMP_TEAMS_THREAD_LIMIT` gives \
+              one: that number, or (`occupancy`) the count that keeps the most warps resident \
+              per SM (the occupancy calculator; nearest to 8 among equals; 8 where the driver \
+              has no calculator)",
+    },
+    Entry {
+        name: "teams",
+        value: Value::Parsed(|p, v| {
+            p.fixed_shape = true;
+            let bad = "expected occupancy, regs, Kx (K = 1..64) or 1..1048576";
+            p.t.teams = match v.trim() {
+                "occupancy" => Teams::Occupancy,
+                "regs" => Teams::Regs,
+                v => match v.strip_suffix('x') {
+                    Some(k) => Teams::Times(number(k, 1, 64).ok_or(bad)?),
+                    None => Teams::Fixed(number(v, 1, 1 << 20).ok_or(bad)?),
+                },
+            };
+            Ok(())
+        }),
+        default: "occupancy",
+        doc: "teams when neither `num_teams` nor `OMP_NUM_TEAMS` gives them: the occupancy \
+              calculator's resident blocks, the register estimate (`regs`, GCC's plugin), K \
+              times the resident blocks, or N",
+    },
+    Entry {
+        name: "maxrreg",
+        value: Value::Number {
+            min: 16,
+            max: 255,
+            set: |p, n| p.t.maxrreg = Some(n as u32),
+        },
+        default: "none",
+        doc: "JIT register cap per thread (`CU_JIT_MAX_REGISTERS`)",
+    },
+    Entry {
+        name: "dlcm",
+        value: Value::Word(&["ca", "cg"], |p, i| {
+            p.t.dlcm = Some([CacheMode::Ca, CacheMode::Cg][i])
+        }),
+        default: "the driver's",
+        doc: "JIT default global-load cache mode (`CU_JIT_CACHE_MODE`)",
+    },
+    Entry {
+        name: "carveout",
+        value: Value::Number {
+            min: 0,
+            max: 100,
+            set: |p, n| p.t.carveout = Some(n as u32),
+        },
+        default: "the driver's",
+        doc: "preferred shared-memory carveout, percent \
+              (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`)",
+    },
+    Entry {
+        name: "icvs",
+        value: Value::Word(&["0", "1"], |p, i| p.t.icvs = i == 1),
+        default: "1",
+        doc: "size the launch by the device's `OMP_NUM_TEAMS`/`OMP_TEAMS_THREAD_LIMIT` ICVs",
+    },
+    Entry {
+        name: "bounce",
+        value: Value::Bytes {
+            min: 0,
+            max: 16 << 20,
+            set: |p, n| p.t.bounce = n,
+        },
+        default: "1m",
+        doc: "largest pageable copy (from 16 KiB) made through a page-locked bounce buffer; \
+              0: none",
+    },
+    Entry {
+        name: "ring",
+        value: Value::Bytes {
+            min: 0,
+            max: 64 << 10,
+            set: |p, n| p.t.ring = n,
+        },
+        default: "16k",
+        doc: "copies below this size go through the thread's page-locked ring \
+              (`host/ring.rs`); 0: none",
+    },
+    Entry {
+        name: "defer",
+        value: Value::Bytes {
+            min: 0,
+            max: 16 << 20,
+            set: |p, n| p.t.defer = n,
+        },
+        default: "1m",
+        doc: "largest host-to-device copy that returns before its DMA has ended \
+              (`device/copy_order.rs`); 0: every copy completes before returning",
+    },
+    Entry {
+        name: "tstream",
+        value: Value::Word(&["blocking", "nonblocking", "legacy"], |p, i| {
+            p.t.tstream = [
+                ThreadStream::Blocking,
+                ThreadStream::NonBlocking,
+                ThreadStream::Legacy,
+            ][i]
+        }),
+        default: "blocking",
+        doc: "the threads' streams: blocking streams with deferred copies on them, \
+              non-blocking ones likewise, or non-blocking ones with deferred copies on CUDA's \
+              legacy default stream (as the stock plugin's copies)",
+    },
+    Entry {
+        name: "poolwarm",
+        value: Value::Word(&["0", "1"], |p, i| p.t.poolwarm = i == 1),
+        default: "0",
+        doc: "make the memory pool's first allocation on a thread of its own at device open \
+              (`memory/pool.rs`); off by default: with the pool's memory allocated before the \
+              first module is loaded, reverse offload of device-heap (device `malloc`) memory \
+              came back wrong on an H100 (tests/device/revoff_device_heap)",
+    },
+    Entry {
+        name: "jitthreads",
+        value: Value::Number {
+            min: 1,
+            max: 256,
+            set: |p, n| p.t.jitthreads = Some(n as u32),
+        },
+        default: "4 (at most the CPUs the process may use) for images of 2 MiB of PTX or more \
+                  (`image::link::SPLIT_MIN_PTX`), one thread for smaller ones",
+        doc: "threads the JIT's compiler may use for one link, for every image \
+              (`CU_JIT_SPLIT_COMPILE`, drivers of CUDA 12.9 and later; older ones compile on \
+              one thread); 1: one thread, the driver's default",
+    },
+];
 
 impl Tune {
-    /// Parses `GOMP_NVPTX_TUNE`'s value; an error names the first bad item. A `warps` or
-    /// `teams` knob fixes the shape: it turns the tuner off unless `autotune` is given.
+    /// Parses `GOMP_NVPTX_TUNE`'s value (`KEYS`); an error names the first bad item. A
+    /// `warps` or `teams` knob fixes the shape: it turns the tuner off unless `autotune`
+    /// is given.
     pub fn parse(s: &str) -> Result<Tune, String> {
-        let mut t = Tune::default();
-        let mut fixed_shape = false;
-        let mut autotune = None;
-        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (k, v) = item
-                .split_once('=')
-                .ok_or_else(|| format!("'{item}' is not key=value"))?;
-            let bad = |e: String| format!("{k}: {e}");
-            match k.trim() {
-                "warps" => {
-                    fixed_shape = true;
-                    t.warps = match v {
-                        "occupancy" => None,
-                        _ => Some(number(v, 1, 32).map_err(bad)?),
-                    }
-                }
-                "teams" => {
-                    fixed_shape = true;
-                    t.teams = match v {
-                        "occupancy" => Teams::Occupancy,
-                        "regs" => Teams::Regs,
-                        _ => match v.strip_suffix('x') {
-                            Some(k) => Teams::Times(number(k, 1, 64).map_err(bad)?),
-                            None => Teams::Fixed(number(v, 1, 1 << 20).map_err(bad)?),
-                        },
-                    }
-                }
-                "maxrreg" => t.maxrreg = Some(number(v, 16, 255).map_err(bad)?),
-                "dlcm" => {
-                    t.dlcm = Some(match v {
-                        "ca" => CacheMode::Ca,
-                        "cg" => CacheMode::Cg,
-                        _ => return Err(bad(format!("'{v}' is not ca or cg"))),
-                    })
-                }
-                "carveout" => t.carveout = Some(number(v, 0, 100).map_err(bad)?),
-                "icvs" => t.icvs = number(v, 0, 1).map_err(bad)? == 1,
-                "poolwarm" => t.poolwarm = number(v, 0, 1).map_err(bad)? == 1,
-                "bounce" => {
-                    t.bounce = gomp_plugin::settings::parse_size(v)
-                        .filter(|&n| n <= 16 << 20)
-                        .ok_or_else(|| bad(format!("'{v}' is not a size up to 16m")))?
-                }
-                "ring" => {
-                    t.ring = gomp_plugin::settings::parse_size(v)
-                        .filter(|&n| n <= 64 << 10)
-                        .ok_or_else(|| bad(format!("'{v}' is not a size up to 64k")))?
-                }
-                "defer" => {
-                    t.defer = gomp_plugin::settings::parse_size(v)
-                        .filter(|&n| n <= 16 << 20)
-                        .ok_or_else(|| bad(format!("'{v}' is not a size up to 16m")))?
-                }
-                "tstream" => {
-                    t.tstream = match v {
-                        "blocking" => ThreadStream::Blocking,
-                        "nonblocking" => ThreadStream::NonBlocking,
-                        "legacy" => ThreadStream::Legacy,
-                        _ => {
-                            return Err(bad(format!(
-                                "'{v}' is not blocking, nonblocking or legacy"
-                            )))
-                        }
-                    }
-                }
-                "autotune" => {
-                    autotune = Some(match v {
-                        "0" => Autotune::Off,
-                        "1" => Autotune::On,
-                        "fresh" => Autotune::Fresh,
-                        _ => return Err(bad(format!("'{v}' is not 0, 1 or fresh"))),
-                    })
-                }
-                _ => return Err(format!("unknown key '{k}'")),
-            }
-        }
-        t.autotune = autotune.unwrap_or(if fixed_shape {
+        let mut p = Parsing {
+            t: Tune::default(),
+            fixed_shape: false,
+            autotune: None,
+        };
+        apply_list(&KEYS, s, &mut p)?;
+        p.t.autotune = p.autotune.unwrap_or(if p.fixed_shape {
             Autotune::Off
         } else {
             Autotune::On
         });
-        Ok(t)
+        Ok(p.t)
     }
 }
 
@@ -242,7 +326,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=1",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=1,jitthreads=4",
         )
         .unwrap();
         assert_eq!(
@@ -260,6 +344,7 @@ mod tests {
                 tstream: ThreadStream::Legacy,
                 poolwarm: true,
                 autotune: Autotune::Off,
+                jitthreads: Some(4),
             }
         );
         assert_eq!(
@@ -288,6 +373,32 @@ mod tests {
     }
 
     #[test]
+    fn every_bound_is_enforced() {
+        for k in &KEYS {
+            assert!(!k.doc.is_empty() && !k.default.is_empty(), "{}", k.name);
+            let (min, max) = match k.value {
+                Value::Bytes { min, max, .. } | Value::Number { min, max, .. } => (min, max),
+                _ => continue,
+            };
+            let name = k.name;
+            for ok in [min, max] {
+                assert!(Tune::parse(&format!("{name}={ok}")).is_ok(), "{name}={ok}");
+            }
+            let mut bad = vec![max + 1];
+            if min > 0 {
+                bad.push(min - 1);
+            }
+            for b in bad {
+                let e = Tune::parse(&format!("{name}={b}")).unwrap_err();
+                assert!(
+                    e.starts_with(&format!("{name}: '{b}' is not valid (")),
+                    "{e}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn refuses_garbage() {
         for bad in [
             "warps=0",
@@ -299,6 +410,8 @@ mod tests {
             "carveout=101",
             "icvs=2",
             "poolwarm=yes",
+            "jitthreads=0",
+            "jitthreads=257",
             "bounce=1g",
             "defer=32m",
             "ring=128k",

@@ -1,6 +1,6 @@
 //! A pool of page-locked host memory for `page_locked_host_alloc` (libgomp 16's pinned
 //! allocator), so that `omp_alloc` on a pinned allocator does not pay a
-//! `cuMemHostAlloc` (about half a millisecond, even for 4 KiB) per request.
+//! `cuMemHostAlloc` (a slow driver call, even for 4 KiB) per request.
 //!
 //! - Small requests (up to [`SMALL_MAX`]) are rounded up to one of [`NCLASSES`] size
 //!   classes (multiples of 64 bytes, four per power of two) and carved from shared
@@ -17,15 +17,14 @@
 //!   memory, everything unused is given back and the allocation retried; at
 //!   [`PinnedPool::destroy`] (device close) everything goes back.
 //!
-//! Free-list entries carry their chunk's slot and generation: a chunk given back bumps
-//! its slot's generation, which makes its entries stale; they are dropped when met, and
-//! the lists are compacted when stale entries outnumber the live ones, so giving a
-//! chunk back costs no scan of the lists.
+//! The free lists are the framework's [`FreeLists`]: giving a chunk back costs no scan
+//! of the lists.
 //!
 //! The memory comes from a [`ChunkSource`] (the CUDA driver in production, `std::alloc`
 //! in the unit tests), so the bookkeeping is tested without a GPU.
 
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::free_lists::FreeLists;
 use gomp_plugin::sync::Lock;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -88,63 +87,44 @@ enum Live {
     Large(usize),
 }
 
-/// A free small block: its address, its chunk's slot and that slot's generation.
-#[derive(Clone, Copy)]
-struct Entry {
-    p: usize,
-    slot: u32,
-    gen: u32,
-}
-
-#[derive(Default)]
-struct Slot {
+/// A chunk of small blocks.
+struct Chunk {
     base: usize,
     /// Blocks handed out.
     live: usize,
     /// Blocks carved from the chunk so far (each is live or in a free list).
     carved: usize,
-    /// Bumped when the chunk is given back: its entries are stale.
-    gen: u32,
-    in_use: bool,
 }
 
 const NO_SLOT: u32 = u32::MAX;
 
 struct State {
-    free: Vec<Vec<Entry>>,
+    /// Free small blocks by class, and the chunks.
+    free: FreeLists<usize, Chunk>,
     /// The chunk being carved: next free byte, end, slot.
     bump: (usize, usize, u32),
-    slots: Vec<Slot>,
-    spare: Vec<u32>,
     live: HashMap<usize, Live>,
     cached: BTreeMap<usize, Vec<usize>>,
     cached_bytes: usize,
     /// Bytes of chunks with no live block.
     empty_bytes: usize,
-    /// Entries in the free lists, and how many of them are stale.
-    entries: usize,
-    stale: usize,
 }
 
 impl State {
     fn new() -> State {
         State {
-            free: vec![Vec::new(); NCLASSES],
+            free: FreeLists::default(),
             bump: (0, 0, NO_SLOT),
-            slots: Vec::new(),
-            spare: Vec::new(),
             live: HashMap::new(),
             cached: BTreeMap::new(),
             cached_bytes: 0,
             empty_bytes: 0,
-            entries: 0,
-            stale: 0,
         }
     }
 
     /// Marks a block of chunk `slot` handed out.
     fn hand_out(&mut self, slot: u32) {
-        let s = &mut self.slots[slot as usize];
+        let s = self.free.chunk_mut(slot);
         s.live += 1;
         if s.live == 1 {
             self.empty_bytes -= CHUNK;
@@ -153,34 +133,19 @@ impl State {
 
     #[inline]
     fn take_small(&mut self, c: usize) -> Option<(usize, u32)> {
-        while let Some(e) = self.free[c].pop() {
-            self.entries -= 1;
-            let s = &mut self.slots[e.slot as usize];
-            if !s.in_use || s.gen != e.gen {
-                self.stale -= 1;
-                continue;
-            }
-            s.live += 1;
-            if s.live == 1 {
-                self.empty_bytes -= CHUNK;
-            }
-            return Some((e.p, e.slot));
+        if let Some((p, slot)) = self.free.pop(c) {
+            self.hand_out(slot);
+            return Some((p, slot));
         }
         let (at, end, slot) = self.bump;
         let size = class_size(c);
         if slot != NO_SLOT && end - at >= size {
             self.bump.0 = at + size;
-            self.slots[slot as usize].carved += 1;
+            self.free.chunk_mut(slot).carved += 1;
             self.hand_out(slot);
             return Some((at, slot));
         }
         None
-    }
-
-    fn push_free(&mut self, c: usize, p: usize, slot: u32) {
-        let gen = self.slots[slot as usize].gen;
-        self.free[c].push(Entry { p, slot, gen });
-        self.entries += 1;
     }
 
     /// Hands the rest of the current chunk to the free lists (largest classes first)
@@ -195,19 +160,15 @@ impl State {
                     c
                 }
             });
-            self.push_free(c, at, old);
-            self.slots[old as usize].carved += 1;
+            self.free.push(c, at, old);
+            self.free.chunk_mut(old).carved += 1;
             at += class_size(c);
         }
-        let slot = self.spare.pop().unwrap_or_else(|| {
-            self.slots.push(Slot::default());
-            (self.slots.len() - 1) as u32
+        let slot = self.free.open(Chunk {
+            base: chunk,
+            live: 0,
+            carved: 0,
         });
-        let s = &mut self.slots[slot as usize];
-        s.base = chunk;
-        s.live = 0;
-        s.carved = 0;
-        s.in_use = true;
         self.empty_bytes += CHUNK;
         self.bump = (chunk, chunk + CHUNK, slot);
     }
@@ -215,32 +176,17 @@ impl State {
     /// Forgets chunk `slot` (no live block) and returns its address: its entries
     /// become stale.
     fn remove_chunk(&mut self, slot: u32) -> usize {
-        let s = &mut self.slots[slot as usize];
-        s.in_use = false;
-        s.gen = s.gen.wrapping_add(1);
-        let (base, carved) = (s.base, s.carved);
-        self.spare.push(slot);
+        let carved = self.free.chunk(slot).carved;
+        let base = self.free.close(slot, carved).base;
         self.empty_bytes -= CHUNK;
-        self.stale += carved;
         if self.bump.2 == slot {
             self.bump = (0, 0, NO_SLOT);
-        }
-        if self.stale > self.entries / 2 {
-            let slots = &self.slots;
-            for list in &mut self.free {
-                list.retain(|e| {
-                    let s = &slots[e.slot as usize];
-                    s.in_use && s.gen == e.gen
-                });
-            }
-            self.entries -= self.stale;
-            self.stale = 0;
         }
         base
     }
 
     fn chunks(&self) -> usize {
-        self.slots.iter().filter(|s| s.in_use).count()
+        self.free.held()
     }
 }
 
@@ -339,9 +285,7 @@ impl<S: ChunkSource> PinnedPool<S> {
                 .into_iter()
                 .flat_map(|(b, ps)| ps.into_iter().map(move |p| (p, b)))
                 .collect();
-            let empty: Vec<u32> = (0..st.slots.len() as u32)
-                .filter(|&i| st.slots[i as usize].in_use && st.slots[i as usize].live == 0)
-                .collect();
+            let empty = st.free.held_where(|c| c.live == 0);
             out.extend(empty.into_iter().map(|i| (st.remove_chunk(i), CHUNK)));
             out
         };
@@ -370,11 +314,10 @@ impl<S: ChunkSource> PinnedPool<S> {
         let mut st = self.state.locked();
         let out: Vec<(usize, usize)> = match st.live.remove(&p) {
             Some(Live::Small { class, slot }) => {
-                let s = &mut st.slots[slot as usize];
+                let s = st.free.chunk_mut(slot);
                 s.live -= 1;
-                let (gen, live) = (s.gen, s.live);
-                st.free[class].push(Entry { p, slot, gen });
-                st.entries += 1;
+                let live = s.live;
+                st.free.push(class, p, slot);
                 if live > 0 {
                     return Ok(());
                 }
@@ -475,11 +418,7 @@ impl<S: ChunkSource> PinnedPool<S> {
             .cached
             .into_iter()
             .flat_map(|(b, ps)| ps.into_iter().map(move |p| (p, b)));
-        let chunks = st
-            .slots
-            .into_iter()
-            .filter(|s| s.in_use)
-            .map(|s| (s.base, CHUNK));
+        let chunks = st.free.into_held().map(|c| (c.base, CHUNK));
         let all: Vec<_> = large.chain(cached).chain(chunks).collect();
         self.give_back(&all)
     }

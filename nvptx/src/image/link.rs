@@ -13,11 +13,63 @@ fn log_text(buf: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..end]).trim_end().to_string()
 }
 
+/// The first driver (`cuDriverGetVersion`) that knows `CU_JIT_SPLIT_COMPILE`.
+pub const SPLIT_COMPILE_SINCE: i32 = 12090;
+
+/// The PTX of an image (all its objects) from which the JIT's compiler runs on several
+/// threads by default. A program's own PTX of this size compiles for tens of seconds on
+/// one thread; the PTX of a small program (libgomp's objects, about 0.7 MB, and a few
+/// kernels) in well under one, where threads would gain little. Splitting the
+/// compilation changes the code the compiler makes a little (it optimizes the parts
+/// apart), so small images keep exactly the code of the driver's default.
+pub const SPLIT_MIN_PTX: usize = 2 << 20;
+
+/// The compiler's threads for a large image by default (fewer where the process may
+/// run on fewer CPUs). Only part of a link runs in parallel, so more threads shorten a
+/// compile that has the host to itself a little more, but add compiler work that takes
+/// cores from the other processes of a busy host (a test suite running many programs
+/// at once, MPI ranks starting together).
+pub const DEFAULT_SPLIT_THREADS: u32 = 4;
+
+/// How many threads the JIT's compiler may use for one link (`CU_JIT_SPLIT_COMPILE`;
+/// the compiler splits the PTX by function and optimizes the parts on that many
+/// threads): `knob` (`GOMP_NVPTX_TUNE=jitthreads=N`) for every image; else, for an image
+/// of at least [`SPLIT_MIN_PTX`] bytes of PTX (`ptx_bytes`), [`DEFAULT_SPLIT_THREADS`]
+/// or `cpus`, the CPUs the process may run on, if fewer. 0 (the option is not passed)
+/// for one thread, a smaller image without the knob, or a `driver` older than
+/// [`SPLIT_COMPILE_SINCE`]. Pure.
+pub fn split_threads(knob: Option<u32>, cpus: usize, driver: i32, ptx_bytes: usize) -> u32 {
+    let n = match knob {
+        Some(n) => n,
+        None if ptx_bytes >= SPLIT_MIN_PTX => {
+            DEFAULT_SPLIT_THREADS.min(cpus.min(u32::MAX as usize) as u32)
+        }
+        None => 0,
+    };
+    if driver < SPLIT_COMPILE_SINCE || n <= 1 {
+        0
+    } else {
+        n
+    }
+}
+
+/// [`split_threads`] for an image of `ptx_bytes` in this process: its knob, the CPUs it
+/// may run on, the driver.
+pub fn process_split_threads(tune: &Tune, driver: i32, ptx_bytes: usize) -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    split_threads(tune.jitthreads, cpus, driver, ptx_bytes)
+}
+
 /// The JIT options that decide the link's output, as (option, value) pairs in the
 /// order they are passed: `opt_level` is `GOMP_NVPTX_JIT`'s `-O` level; `tune` may cap
-/// registers and set the cache mode. (The log buffers, which do not change the output,
-/// are added by [`link_ptx`].) Pure.
-pub fn value_options(opt_level: Option<u32>, tune: &Tune) -> Vec<(CUjit_option, usize)> {
+/// registers and set the cache mode; `split` is the compiler's threads
+/// ([`split_threads`]; 0: not passed). (The log buffers, which do not change the
+/// output, are added by [`link_ptx`].) Pure.
+pub fn value_options(
+    opt_level: Option<u32>,
+    tune: &Tune,
+    split: u32,
+) -> Vec<(CUjit_option, usize)> {
     let mut v = Vec::new();
     if let Some(l) = opt_level {
         v.push((CU_JIT_OPTIMIZATION_LEVEL, l as usize));
@@ -33,6 +85,9 @@ pub fn value_options(opt_level: Option<u32>, tune: &Tune) -> Vec<(CUjit_option, 
                 CacheMode::Ca => CU_JIT_CACHE_OPTION_CA,
             } as usize,
         ));
+    }
+    if split > 1 {
+        v.push((CU_JIT_SPLIT_COMPILE, split as usize));
     }
     v
 }
@@ -77,7 +132,23 @@ pub fn link_ptx<T: AsRef<[u8]>>(
     let start = std::time::Instant::now();
     // SAFETY: option arrays of equal length; the log buffers outlive the link state
     // (dropped, destroying it, at the end of this function).
-    let mut state = unsafe { LinkState::create(&mut opts, &mut vals) }?;
+    let mut state = match unsafe { LinkState::create(&mut opts, &mut vals) } {
+        Err(e) if opts.contains(&CU_JIT_SPLIT_COMPILE) => {
+            // A driver that claims the option's release but refuses it: one thread.
+            log::debug!("JIT link with CU_JIT_SPLIT_COMPILE refused ({e}); linking without");
+            let keep = |o: &CUjit_option| *o != CU_JIT_SPLIT_COMPILE;
+            let mut vals: Vec<*mut c_void> = opts
+                .iter()
+                .zip(&vals)
+                .filter(|(o, _)| keep(o))
+                .map(|(_, &v)| v)
+                .collect();
+            opts.retain(keep);
+            // SAFETY: as above, with the one option left out of both arrays.
+            unsafe { LinkState::create(&mut opts, &mut vals) }?
+        }
+        r => r?,
+    };
     let result = (|| -> Result<Linked> {
         for (i, code) in ptx.iter().enumerate() {
             // `code` is a live NUL-terminated buffer of `code.len()` bytes.
@@ -118,15 +189,41 @@ mod tests {
 
     #[test]
     fn options_follow_the_settings() {
-        assert!(value_options(None, &Tune::default()).is_empty());
+        assert!(value_options(None, &Tune::default(), 0).is_empty());
         let t = Tune::parse("maxrreg=64,dlcm=cg").expect("tune");
         assert_eq!(
-            value_options(Some(3), &t),
+            value_options(Some(3), &t, 16),
             [
                 (CU_JIT_OPTIMIZATION_LEVEL, 3),
                 (CU_JIT_MAX_REGISTERS, 64),
-                (CU_JIT_CACHE_MODE, CU_JIT_CACHE_OPTION_CG as usize)
+                (CU_JIT_CACHE_MODE, CU_JIT_CACHE_OPTION_CG as usize),
+                (CU_JIT_SPLIT_COMPILE, 16)
             ]
         );
+    }
+
+    #[test]
+    fn compiler_threads() {
+        let big = SPLIT_MIN_PTX;
+        // A large image: the default threads, or the CPUs if fewer, on drivers that
+        // know the option.
+        assert_eq!(split_threads(None, 16, 13000, big), DEFAULT_SPLIT_THREADS);
+        assert_eq!(split_threads(None, 16, SPLIT_COMPILE_SINCE, 5 << 20), 4);
+        assert_eq!(split_threads(None, 3, 13000, big), 3);
+        // A smaller one: the driver's single thread.
+        assert_eq!(split_threads(None, 16, 13000, big - 1), 0);
+        // The knob wins, for any image; 1 means the driver's single thread.
+        assert_eq!(split_threads(Some(4), 16, 13000, big), 4);
+        assert_eq!(split_threads(Some(4), 16, 13000, 100), 4);
+        assert_eq!(split_threads(Some(1), 16, 13000, big), 0);
+        assert_eq!(split_threads(Some(64), 2, 13000, 100), 64);
+        // One CPU, or an older driver: not passed.
+        assert_eq!(split_threads(None, 1, 13000, big), 0);
+        assert_eq!(split_threads(None, 16, 12080, big), 0);
+        assert_eq!(split_threads(Some(8), 16, 12080, big), 0);
+        let t = Tune::parse("jitthreads=3").expect("tune");
+        assert_eq!(process_split_threads(&t, 13000, 100), 3);
+        assert_eq!(process_split_threads(&t, 12000, big), 0);
+        assert_eq!(process_split_threads(&Tune::default(), 13000, 100), 0);
     }
 }

@@ -55,26 +55,12 @@ pub enum Setting {
 }
 
 impl Setting {
-    /// Reads `GOMP_NVPTX_LINK_CACHE`, `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`,
-    /// `XDG_CACHE_HOME` and `HOME` through `get`, reporting a bad value through `warn`
-    /// (it then counts as unset); `limit` is `GOMP_NVPTX_LINK_CACHE_SIZE`, read and
-    /// checked against its bounds with the other byte counts (`crate::device::config`).
-    /// Pure.
-    pub fn from_lookup(
-        get: &impl Fn(&str) -> Option<String>,
-        warn: &impl Fn(&str),
-        limit: u64,
-    ) -> Setting {
-        let on = match get("GOMP_NVPTX_LINK_CACHE").as_deref().map(str::trim) {
-            None | Some("1") => true,
-            Some("0") => false,
-            Some(v) => {
-                warn(&format!(
-                    "Invalid value '{v}' for GOMP_NVPTX_LINK_CACHE (0 or 1); using the default (1)"
-                ));
-                true
-            }
-        };
+    /// The cache setting from `GOMP_NVPTX_LINK_CACHE` (`on`) and
+    /// `GOMP_NVPTX_LINK_CACHE_SIZE` (`limit`), both read and checked with the other
+    /// settings (`crate::device::config`), and from `CUDA_CACHE_DISABLE`,
+    /// `CUDA_CACHE_PATH`, `XDG_CACHE_HOME` and `HOME`, read through `get` at the same
+    /// moment. Pure.
+    pub fn resolve(on: bool, limit: u64, get: &impl Fn(&str) -> Option<String>) -> Setting {
         if !on {
             return Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into());
         }
@@ -276,25 +262,18 @@ pub fn load<T: AsRef<[u8]>>(
 mod tests {
     use super::*;
     use crate::cuda::sys::*;
-    use std::cell::RefCell;
 
-    fn setting(pairs: &[(&str, &str)]) -> (Setting, Vec<String>) {
-        setting_limit(pairs, DEFAULT_LIMIT)
+    fn setting(pairs: &[(&str, &str)]) -> Setting {
+        setting_limit(pairs, true, DEFAULT_LIMIT)
     }
 
-    fn setting_limit(pairs: &[(&str, &str)], limit: u64) -> (Setting, Vec<String>) {
-        let warnings = RefCell::new(Vec::new());
-        let s = Setting::from_lookup(
-            &|k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            },
-            &|w: &str| warnings.borrow_mut().push(w.to_string()),
-            limit,
-        );
-        (s, warnings.into_inner())
+    fn setting_limit(pairs: &[(&str, &str)], on: bool, limit: u64) -> Setting {
+        Setting::resolve(on, limit, &|k: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
     }
 
     fn on(dir: &str, limit: u64) -> Setting {
@@ -308,38 +287,34 @@ mod tests {
     fn settings() {
         let home = ("HOME", "/h");
         assert_eq!(
-            setting(&[home]).0,
+            setting(&[home]),
             on("/h/.cache/gomp-plugin-rs", DEFAULT_LIMIT)
         );
         assert_eq!(
-            setting(&[home, ("CUDA_CACHE_PATH", "/cc"), ("XDG_CACHE_HOME", "/x")]).0,
+            setting(&[home, ("CUDA_CACHE_PATH", "/cc"), ("XDG_CACHE_HOME", "/x")]),
             on("/cc/gomp-plugin-rs", DEFAULT_LIMIT)
         );
         assert_eq!(
-            setting_limit(&[home, ("XDG_CACHE_HOME", "/x")], 1 << 20).0,
+            setting_limit(&[home, ("XDG_CACHE_HOME", "/x")], true, 1 << 20),
             on("/x/gomp-plugin-rs", 1 << 20)
         );
         assert_eq!(
-            setting(&[home, ("CUDA_CACHE_DISABLE", "1")]).0,
+            setting(&[home, ("CUDA_CACHE_DISABLE", "1")]),
             Setting::Off("CUDA_CACHE_DISABLE=1".into())
         );
         assert_eq!(
-            setting(&[home, ("CUDA_CACHE_DISABLE", "0")]).0,
+            setting(&[home, ("CUDA_CACHE_DISABLE", "0")]),
             on("/h/.cache/gomp-plugin-rs", DEFAULT_LIMIT)
         );
         assert_eq!(
-            setting(&[home, ("GOMP_NVPTX_LINK_CACHE", "0")]).0,
+            setting_limit(&[home], false, DEFAULT_LIMIT),
             Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into())
         );
         assert_eq!(
-            setting_limit(&[home], 0).0,
+            setting_limit(&[home], true, 0),
             Setting::Off("GOMP_NVPTX_LINK_CACHE_SIZE=0".into())
         );
-        assert!(matches!(setting(&[]).0, Setting::Off(w) if w.starts_with("no cache directory")));
-        let (s, w) = setting(&[home, ("GOMP_NVPTX_LINK_CACHE", "yes")]);
-        assert_eq!(s, on("/h/.cache/gomp-plugin-rs", DEFAULT_LIMIT));
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].starts_with("Invalid value 'yes' for GOMP_NVPTX_LINK_CACHE"));
+        assert!(matches!(setting(&[]), Setting::Off(w) if w.starts_with("no cache directory")));
     }
 
     #[test]

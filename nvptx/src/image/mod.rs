@@ -112,13 +112,16 @@ impl Image {
         let t0 = dev.observe().map(|_| crate::observe::now());
         let start = std::time::Instant::now();
         let setting = &dev.config.link_cache;
-        let options = link::value_options(dev.config.jit_opt_level, &dev.config.tune);
+        let driver = query::driver_version().unwrap_or(0);
+        let ptx_bytes = desc.ptx.iter().map(|p| p.len()).sum();
+        let split = link::process_split_threads(&dev.config.tune, driver, ptx_bytes);
+        let options = link::value_options(dev.config.jit_opt_level, &dev.config.tune, split);
         let (module, how, image_key) = link_cache::load(
             &desc.ptx,
             &options,
             || link_cache::Target {
                 cc: dev.props.cc,
-                driver: link_cache::driver_identity(query::driver_version().unwrap_or(0)),
+                driver: link_cache::driver_identity(driver),
             },
             link_cache::store(setting),
         )?;
@@ -146,7 +149,7 @@ impl Image {
                         &how,
                     );
                 }
-                info::image(|| {
+                info::image(&dev.config.observe, || {
                     info::image_line(
                         dev.ord,
                         data as usize,

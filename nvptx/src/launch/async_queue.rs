@@ -21,6 +21,7 @@ use crate::memory::stacks::StackBlock;
 use crate::observe::Timer;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
+use gomp_plugin::sync::{Lock, Wait};
 use gomp_plugin::DeviceCore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,15 +55,15 @@ struct StackBudget {
 
 impl StackBudget {
     fn reserve(&self, bytes: usize) {
-        let mut used = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut used = self.in_flight.locked();
         while *used > 0 && *used + bytes > STACK_BUDGET {
-            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+            used = self.freed.wait_locked(used);
         }
         *used += bytes;
     }
 
     fn unreserve(&self, bytes: usize) {
-        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner()) -= bytes;
+        *self.in_flight.locked() -= bytes;
         self.freed.notify_all();
     }
 }
@@ -81,7 +82,7 @@ pub struct AsyncQueue {
 impl AsyncQueue {
     /// The next async stream, round robin (created on first use).
     pub fn stream(&self) -> Result<Stream> {
-        let mut v = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v = self.streams.locked();
         if v.len() < ASYNC_STREAMS {
             v.push(OwnedStream::non_blocking()?);
         }
@@ -98,25 +99,21 @@ impl AsyncQueue {
     /// destroys the async streams. (The device's idle events go right after, in the
     /// open device's `close`.)
     pub fn shutdown(&self) {
-        let w = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let w = self.worker.locked().take();
         if let Some((tx, handle)) = w {
             drop(tx);
             let _ = handle.join();
         }
         // The streams are idle after the drain above: destroyed as they are dropped.
-        drop(std::mem::take(
-            &mut *self.streams.lock().unwrap_or_else(|e| e.into_inner()),
-        ));
+        drop(std::mem::take(&mut *self.streams.locked()));
     }
 
     /// Leaves the completion thread and the async streams as they are until the process
     /// ends: neither stopped nor destroyed, also when the queue is dropped (a device
     /// finalized while a kernel waits for a reverse-offload answer).
     pub fn leave_to_exit(&self) {
-        std::mem::forget(self.worker.lock().unwrap_or_else(|e| e.into_inner()).take());
-        std::mem::forget(std::mem::take(
-            &mut *self.streams.lock().unwrap_or_else(|e| e.into_inner()),
-        ));
+        std::mem::forget(self.worker.locked().take());
+        std::mem::forget(std::mem::take(&mut *self.streams.locked()));
     }
 }
 
@@ -141,7 +138,7 @@ pub fn submit(
         async_data,
         timer,
     };
-    let mut w = q.worker.lock().unwrap_or_else(|e| e.into_inner());
+    let mut w = q.worker.locked();
     if w.is_none() {
         let (tx, rx) = channel();
         let d = Arc::clone(dev);

@@ -10,8 +10,11 @@
 //! - Timing: two timing events around each trial launch, read after the wait every
 //!   synchronous launch makes anyway: the kernel's device time, without the host's
 //!   launch and wake-up costs. Only trial launches record them (about 11 launches per
-//!   kernel, none once a choice is made or remembered); a kernel launched once is not
-//!   timed at all. A sample during which another kernel of the device ran is thrown
+//!   kernel, none once a choice is made or remembered); a kernel's first launches, the
+//!   plan's warm-up, are not timed on the device: the host's clock read around a
+//!   synchronous warm-up launch and its wait (`std::time::Instant`, no driver call)
+//!   marks a kernel whose launches complete within the plan's `min_ns` as short
+//!   without any timing event, and a kernel launched a few times pays nothing. A sample during which another kernel of the device ran is thrown
 //!   away (`reverse::ran_alone`).
 //! - `nowait` launches (`async_run`) take the chosen shape once there is one, the
 //!   untuned shape until then; they are never timed.
@@ -34,7 +37,7 @@ use crate::image::link_cache;
 use crate::image::TargetFn;
 use crate::launch::choice_cache::{self, KeyFacts};
 use crate::launch::geometry::{Geometry, Requested};
-use gomp_plugin::autotune::{Decision, Sample, Step, Trials, Verdict, PLAN};
+use gomp_plugin::autotune::{Decision, Sample, Step, StepKind, Trials, Verdict, PLAN};
 use gomp_plugin::cache::{Key, Lookup, Store};
 
 /// Whether a launch may be tuned: tuning on, neither clause given, no team ICV that
@@ -113,11 +116,18 @@ fn describe(cands: &[Candidate], d: &Decision) -> String {
     let c = show(&cands[d.chosen]);
     match d.verdict {
         Verdict::Only => format!("{c}: no other shape to try"),
-        Verdict::Short => format!(
-            "kept {c} untried: {} per launch, under {}",
-            d.probe_ns.map_or("?".into(), ms),
-            ms(PLAN.min_ns)
-        ),
+        Verdict::Short => match (d.probe_ns, d.wall_ns) {
+            (None, Some(w)) => format!(
+                "kept {c} untried: {} per synchronous launch on the host, under {}",
+                ms(w),
+                ms(PLAN.min_ns)
+            ),
+            (p, _) => format!(
+                "kept {c} untried: {} per launch, under {}",
+                p.map_or("?".into(), ms),
+                ms(PLAN.min_ns)
+            ),
+        },
         Verdict::Disturbed => {
             format!("kept {c}: other kernels ran alongside its trials")
         }
@@ -126,29 +136,35 @@ fn describe(cands: &[Candidate], d: &Decision) -> String {
     }
 }
 
-/// A trial launch: its step and the timing events recorded around the kernel.
+/// A launch the trials measure: a trial (or probe), with the timing events recorded
+/// around the kernel, or a warm-up launch, measured by the caller on the host's clock.
 pub struct Trial {
     step: Step,
     label: String,
-    start: OwnedEvent,
-    end: OwnedEvent,
+    /// Start and end events; `None` for a warm-up launch.
+    events: Option<(OwnedEvent, OwnedEvent)>,
 }
 
 impl Trial {
     /// Records the start event on `s`, before the kernel.
     pub fn begin(&self, s: Stream) {
-        // A failed record shows as a lost sample.
-        let _ = self.start.handle().record(s);
+        if let Some((start, _)) = &self.events {
+            // A failed record shows as a lost sample.
+            let _ = start.handle().record(s);
+        }
     }
 
     /// Records the end event on `s`, after the kernel.
     pub fn end(&self, s: Stream) {
-        let _ = self.end.handle().record(s);
+        if let Some((_, end)) = &self.events {
+            let _ = end.handle().record(s);
+        }
     }
 
-    /// For the launch line: which candidate this launch tries.
-    pub fn label(&self) -> &str {
-        &self.label
+    /// For the launch line: which candidate this launch tries (`None` for a warm-up
+    /// launch).
+    pub fn label(&self) -> Option<&str> {
+        self.events.as_ref().map(|_| self.label.as_str())
     }
 }
 
@@ -281,6 +297,14 @@ pub fn pick(
         return (geometry(&t.candidates[d.chosen]), None);
     }
     let c = &t.candidates[step.candidate];
+    if step.kind == StepKind::Warmup {
+        let warmup = Trial {
+            step,
+            label: String::new(),
+            events: None,
+        };
+        return (geometry(c), Some(warmup));
+    }
     if !step.timed() {
         return (geometry(c), None);
     }
@@ -290,8 +314,7 @@ pub fn pick(
             Some(Trial {
                 step,
                 label: c.label.clone(),
-                start,
-                end,
+                events: Some((start, end)),
             }),
         ),
         _ => {
@@ -302,11 +325,26 @@ pub fn pick(
     }
 }
 
-/// The trial `t` of `f` has completed (its stream was waited for): `ok` whether the
-/// launch succeeded, `alone` whether no other kernel ran meanwhile. Records its
-/// duration and, when that decides, keeps the choice.
-pub fn finish(dev: &Device, f: &TargetFn, t: Trial, ok: bool, alone: bool) {
-    let sample = match t.start.handle().elapsed_ms(t.end.handle()) {
+/// The launch `t` of `f` has completed (its stream was waited for): `ok` whether the
+/// launch succeeded, `alone` whether no other kernel ran meanwhile, `wall_ns` the host
+/// time from before the launch to the end of the wait. Records its duration (a
+/// trial's from its events, a warm-up launch's `wall_ns` when it succeeded) and, when
+/// that decides, keeps the choice.
+pub fn finish(dev: &Device, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_ns: u64) {
+    let Some((start, end)) = &t.events else {
+        if !ok {
+            return;
+        }
+        let mut guard = f.tuning.tuner();
+        let Some(tuner) = guard.as_mut() else {
+            return;
+        };
+        if let Some(d) = tuner.trials.record_wall(t.step, wall_ns).cloned() {
+            settle(dev, f, tuner, &d);
+        }
+        return;
+    };
+    let sample = match start.handle().elapsed_ms(end.handle()) {
         _ if !ok => Sample::Lost,
         Ok(ms) if alone => Sample::Clean((f64::from(ms) * 1e6) as u64),
         Ok(_) => Sample::Disturbed,
@@ -350,8 +388,8 @@ fn settle(dev: &Device, f: &TargetFn, t: &Tuner, d: &Decision) {
 
 /// For the launch line of a tuned launch: what the tuner made of it.
 pub fn launch_note(f: &TargetFn, trial: Option<&Trial>) -> String {
-    match (trial, f.tuning.chosen()) {
-        (Some(t), _) => format!("; autotune: trial of {}", t.label()),
+    match (trial.and_then(Trial::label), f.tuning.chosen()) {
+        (Some(label), _) => format!("; autotune: trial of {label}"),
         (None, Some(c)) => format!("; autotune: {}", c.label),
         (None, None) => "; autotune: untuned until the trials".into(),
     }
@@ -509,6 +547,16 @@ mod tests {
         assert_eq!(
             describe(&c, t.decision().unwrap()),
             "kept warps=8 396x256 untried: 0.020 ms per launch, under 0.100 ms"
+        );
+        let mut t = Trials::new(PLAN);
+        while t.decision().is_none() {
+            let s = t.step(|| 3);
+            t.record_wall(s, 30_000);
+        }
+        assert_eq!(
+            describe(&c, t.decision().unwrap()),
+            "kept warps=8 396x256 untried: 0.030 ms per synchronous launch on the host, under \
+             0.100 ms"
         );
     }
 }

@@ -24,6 +24,7 @@ use crate::image::Image;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::libgomp::target::{self, RevCall};
+use gomp_plugin::sync::{Lock, Wait};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -43,17 +44,17 @@ static LIMIT: once_cell::sync::OnceCell<Limit> = once_cell::sync::OnceCell::new(
 
 impl Limit {
     fn enter(&self) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.locked();
         while st.0 >= self.max {
             st.1 += 1;
-            st = self.freed.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self.freed.wait_locked(st);
             st.1 -= 1;
         }
         st.0 += 1;
     }
 
     fn leave(&self) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.locked();
         st.0 -= 1;
         // Waking costs a system call, so only when someone waits.
         if st.1 > 0 {
@@ -167,7 +168,7 @@ impl Service {
         // the service thread really sleeps; between back-to-back kernels it spins on.
         let before = self.active.fetch_add(STARTED + 1, Ordering::SeqCst);
         if before & IN_FLIGHT == 0 && self.sleeping.load(Ordering::SeqCst) {
-            let _g = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            let _g = self.parked.locked();
             self.wake.notify_all();
         }
         before
@@ -211,17 +212,17 @@ impl Reverse {
         let sv = &self.service;
         sv.stop.store(true, Ordering::Release);
         {
-            let _g = sv.parked.lock().unwrap_or_else(|e| e.into_inner());
+            let _g = sv.parked.locked();
             sv.wake.notify_all();
         }
-        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(t) = self.thread.locked().take() {
             // A host function that exits the program finalizes from this very thread.
             if t.thread().id() != std::thread::current().id() {
                 let _ = t.join();
             }
         }
         // The thread using the mailbox has ended: freed as it is dropped.
-        drop(sv.mailbox.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(sv.mailbox.locked().take());
     }
 }
 
@@ -268,7 +269,7 @@ pub fn setup(dev: &Arc<Device>, rev: &Reverse, img: &Image, num_funcs: usize) ->
 }
 
 fn ensure_mailbox(dev: &Arc<Device>, r: &Reverse) -> Result<usize> {
-    let mut mb = r.service.mailbox.lock().unwrap_or_else(|e| e.into_inner());
+    let mut mb = r.service.mailbox.locked();
     if let Some(p) = mb.as_ref() {
         return Ok(p.as_ptr() as usize);
     }
@@ -288,7 +289,7 @@ fn ensure_mailbox(dev: &Arc<Device>, r: &Reverse) -> Result<usize> {
         .map_err(|e| {
             gomp_plugin::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
         })?;
-    *r.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+    *r.thread.locked() = Some(handle);
     Ok(p as usize)
 }
 
@@ -340,11 +341,11 @@ fn serve(dev: &Device, r: &Service, mailbox: usize) {
             continue;
         }
         quiet = 0;
-        let g = r.parked.lock().unwrap_or_else(|e| e.into_inner());
+        let g = r.parked.locked();
         r.sleeping.store(true, Ordering::SeqCst);
         if r.in_flight() == 0 && !r.stop.load(Ordering::Acquire) {
             // The timeout also covers kernels that request before being counted.
-            let _ = r.wake.wait_timeout(g, Duration::from_millis(2));
+            let _ = r.wake.wait_timeout_locked(g, Duration::from_millis(2));
         }
         r.sleeping.store(false, Ordering::SeqCst);
     }

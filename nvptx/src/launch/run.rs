@@ -19,6 +19,7 @@ use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 use std::ffi::c_void;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A kernel ready to launch: its geometry and its own soft-stack block.
 pub struct Prepared<'a> {
@@ -84,7 +85,7 @@ pub fn prepare<'a>(
         Ok(s) => s,
         Err(e) => {
             if let Some(t) = trial {
-                autotune::finish(dev, f, t, false, false);
+                autotune::finish(dev, f, t, false, false, 0);
             }
             return Err(e);
         }
@@ -170,6 +171,8 @@ pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Resu
     let started = rev.kernel_started();
     let mut timer = None;
     let trial = p.trial.take();
+    // The host time of the launch and its wait, for a warm-up launch of the tuner.
+    let wall = trial.as_ref().map(|_| Instant::now());
     let r = dev.on_stream(|s| match dev.observe() {
         None => enqueue_timed(dev, &p, s, trial.as_ref()),
         Some(o) => {
@@ -186,8 +189,9 @@ pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Resu
     if let (Some(o), Some(t)) = (dev.observe(), timer) {
         o.finish(t);
     }
-    if let Some(t) = trial {
-        autotune::finish(dev, f, t, r.is_ok(), ran_alone(started, finished));
+    if let (Some(t), Some(w)) = (trial, wall) {
+        let wall_ns = u64::try_from(w.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        autotune::finish(dev, f, t, r.is_ok(), ran_alone(started, finished), wall_ns);
     }
     r.map_err(kernel_error)?;
     dev.stacks.release(p.stacks);

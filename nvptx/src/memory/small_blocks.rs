@@ -10,13 +10,12 @@
 //! block keeps) to [`MAX_SMALL`]. A block is reused as soon as it is freed: libgomp
 //! frees blocks only after the work using them has completed.
 //!
-//! Free-list entries carry their chunk's slot and generation: a chunk handed back bumps
-//! its slot's generation, which makes its entries stale; they are dropped when met, and
-//! the lists are compacted when stale entries outnumber the live ones, so handing a
-//! chunk back costs no scan of the lists.
+//! The free lists are the framework's [`FreeLists`]: handing a chunk back costs no
+//! scan of the lists.
 
 use crate::cuda::sys::CUdeviceptr;
 use gomp_plugin::error::Result;
+use gomp_plugin::free_lists::FreeLists;
 use gomp_plugin::sync::Lock;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +24,6 @@ use std::sync::Mutex;
 /// Largest request served from the cache.
 pub const MAX_SMALL: usize = 64 << 10;
 const MIN_SHIFT: u32 = 8;
-const CLASSES: usize = (MAX_SMALL.trailing_zeros() - MIN_SHIFT + 1) as usize;
 /// Smallest chunk carved into blocks.
 const MIN_CHUNK: usize = 64 << 10;
 /// Blocks per chunk for the largest classes.
@@ -48,34 +46,19 @@ fn chunk_bytes(class: usize) -> usize {
     (class_bytes(class) * BLOCKS_PER_CHUNK).max(MIN_CHUNK)
 }
 
-/// A free block: its address, its chunk's slot and that slot's generation.
-#[derive(Clone, Copy)]
-struct Entry {
-    p: CUdeviceptr,
-    slot: u32,
-    gen: u32,
-}
-
-#[derive(Default)]
-struct Slot {
+/// A chunk of blocks of one class.
+struct Chunk {
     base: CUdeviceptr,
     class: usize,
     /// Blocks handed out.
     live: usize,
-    /// Bumped when the chunk is handed back: its entries are stale.
-    gen: u32,
-    in_use: bool,
 }
 
 #[derive(Default)]
 struct State {
-    free: [Vec<Entry>; CLASSES],
-    slots: Vec<Slot>,
-    spare: Vec<u32>,
+    /// Free blocks by class, and the chunks.
+    free: FreeLists<CUdeviceptr, Chunk>,
     by_base: BTreeMap<CUdeviceptr, u32>,
-    /// Entries of handed-back chunks still in the lists.
-    stale: usize,
-    entries: usize,
     /// Bytes of free blocks (of live chunks).
     free_bytes: usize,
     /// Bytes of chunks with no live block.
@@ -84,70 +67,40 @@ struct State {
 
 impl State {
     fn pop(&mut self, class: usize) -> Option<CUdeviceptr> {
-        while let Some(e) = self.free[class].pop() {
-            self.entries -= 1;
-            let s = &mut self.slots[e.slot as usize];
-            if !s.in_use || s.gen != e.gen {
-                self.stale -= 1;
-                continue;
-            }
-            s.live += 1;
-            if s.live == 1 {
-                self.empty_bytes -= chunk_bytes(class);
-            }
-            self.free_bytes -= class_bytes(class);
-            return Some(e.p);
+        let (p, slot) = self.free.pop(class)?;
+        let s = self.free.chunk_mut(slot);
+        s.live += 1;
+        if s.live == 1 {
+            self.empty_bytes -= chunk_bytes(class);
         }
-        None
+        self.free_bytes -= class_bytes(class);
+        Some(p)
     }
 
     /// Registers a fresh chunk of `class` at `base` whose first block is handed out.
     fn add_chunk(&mut self, class: usize, base: CUdeviceptr) {
-        let slot = self.spare.pop().unwrap_or_else(|| {
-            self.slots.push(Slot::default());
-            (self.slots.len() - 1) as u32
+        let slot = self.free.open(Chunk {
+            base,
+            class,
+            live: 1,
         });
-        let s = &mut self.slots[slot as usize];
-        s.base = base;
-        s.class = class;
-        s.live = 1;
-        s.in_use = true;
-        let gen = s.gen;
         self.by_base.insert(base, slot);
         let block = class_bytes(class);
         let n = chunk_bytes(class) / block;
-        self.free[class].extend((1..n).rev().map(|i| Entry {
-            p: base + (i * block) as u64,
-            slot,
-            gen,
-        }));
-        self.entries += n - 1;
+        for i in (1..n).rev() {
+            self.free.push(class, base + (i * block) as u64, slot);
+        }
         self.free_bytes += (n - 1) * block;
     }
 
     /// Forgets chunk `slot` (no live block): its entries become stale.
     fn remove_chunk(&mut self, slot: u32) -> CUdeviceptr {
-        let s = &mut self.slots[slot as usize];
-        let (base, class) = (s.base, s.class);
-        s.in_use = false;
-        s.gen = s.gen.wrapping_add(1);
-        self.by_base.remove(&base);
-        self.spare.push(slot);
+        let class = self.free.chunk(slot).class;
         let bytes = chunk_bytes(class);
-        self.stale += bytes / class_bytes(class);
+        let base = self.free.close(slot, bytes / class_bytes(class)).base;
+        self.by_base.remove(&base);
         self.empty_bytes -= bytes;
         self.free_bytes -= bytes;
-        if self.stale > self.entries / 2 {
-            let slots = &self.slots;
-            for list in &mut self.free {
-                list.retain(|e| {
-                    let s = &slots[e.slot as usize];
-                    s.in_use && s.gen == e.gen
-                });
-            }
-            self.entries -= self.stale;
-            self.stale = 0;
-        }
         base
     }
 }
@@ -209,12 +162,11 @@ impl SmallBlocks {
             // Not from a chunk (cannot happen for a block `take` handed out).
             return Given::NotSmall;
         };
-        let s = &mut st.slots[slot as usize];
-        debug_assert!(s.in_use && s.class == class && p - s.base < chunk_bytes(class) as u64);
+        let s = st.free.chunk_mut(slot);
+        debug_assert!(s.class == class && p - s.base < chunk_bytes(class) as u64);
         s.live -= 1;
-        let (gen, empty) = (s.gen, s.live == 0);
-        st.free[class].push(Entry { p, slot, gen });
-        st.entries += 1;
+        let empty = s.live == 0;
+        st.free.push(class, p, slot);
         st.free_bytes += class_bytes(class);
         let mut out = Given::Kept;
         if empty {
@@ -240,9 +192,7 @@ impl SmallBlocks {
     /// Hands back every chunk with no live block (on out-of-memory); the caller frees them.
     pub fn drain_empty(&self) -> Vec<CUdeviceptr> {
         let mut st = self.state.locked();
-        let empty: Vec<u32> = (0..st.slots.len() as u32)
-            .filter(|&i| st.slots[i as usize].in_use && st.slots[i as usize].live == 0)
-            .collect();
+        let empty = st.free.held_where(|c| c.live == 0);
         let out = empty.into_iter().map(|i| st.remove_chunk(i)).collect();
         self.empty.store(st.empty_bytes, Ordering::Relaxed);
         out
@@ -260,6 +210,9 @@ impl SmallBlocks {
 mod tests {
     use super::*;
     use std::cell::Cell;
+
+    /// The number of classes.
+    const CLASSES: usize = (MAX_SMALL.trailing_zeros() - MIN_SHIFT + 1) as usize;
 
     #[test]
     fn classes() {

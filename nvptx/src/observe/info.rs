@@ -3,6 +3,7 @@
 //! `GOMP_DEBUG`). A libgomp the plugin refuses is already said unconditionally by the
 //! version handshake, so it has no info line of its own.
 
+use super::Switches;
 use gomp_plugin::libgomp::{host, report};
 
 /// Facts of an opened device, as [`opened`] prints them.
@@ -63,11 +64,11 @@ pub fn opened_line(o: &Opened<'_>, libgomp: &str, cache: &str) -> String {
     )
 }
 
-/// Prints the device line when `GOMP_NVPTX_INFO` is on; `link_cache` describes the
-/// linked-image cache.
-pub fn opened(o: &Opened<'_>, link_cache: &str) {
-    if super::settings().info {
-        let cache = format!("{}; {link_cache}", jit_cache(|k| std::env::var(k).ok()));
+/// Prints the device line when `GOMP_NVPTX_INFO` is on; `jit_cache` ([`jit_cache`]) and
+/// `link_cache` describe the driver's JIT cache and the linked-image cache.
+pub fn opened(on: &Switches, o: &Opened<'_>, jit_cache: &str, link_cache: &str) {
+    if on.info {
+        let cache = format!("{jit_cache}; {link_cache}");
         report::error(&opened_line(o, &host::detected().to_string(), &cache));
     }
 }
@@ -90,15 +91,15 @@ pub fn image_line(
 }
 
 /// Prints [`image_line`] when `GOMP_NVPTX_INFO` is on.
-pub fn image(line: impl FnOnce() -> String) {
-    if super::settings().info {
+pub fn image(on: &Switches, line: impl FnOnce() -> String) {
+    if on.info {
         report::error(&line());
     }
 }
 
 /// Prints why the program runs on the host when `GOMP_NVPTX_INFO` is on.
-pub fn fallback(why: &str) {
-    if super::settings().info {
+pub fn fallback(on: &Switches, why: &str) {
+    if on.info {
         report::error(&format!(
             "nvptx info: gomp-plugin-rs {}: no offloading to NVIDIA GPUs, the program runs on the host: {why}",
             env!("CARGO_PKG_VERSION")

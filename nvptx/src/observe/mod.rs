@@ -7,7 +7,8 @@
 //! launch waits for its stream, the completion thread for `nowait` launches) or, for
 //! OpenACC queue launches, when later found complete, never by waiting.
 //!
-//! Off means off: the variables are read once; a device opened with both recording
+//! Off means off: the switches ([`Switches`]) are read once, with every other setting
+//! (`crate::device::config`), and handed in; a device opened with both recording
 //! switches off gets no [`DeviceObserve`], and every hook is one check of the core's
 //! `observe` field (`None`).
 //!
@@ -26,18 +27,19 @@ use crate::cuda::safe::{OwnedEvent, Stream};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::observe::profile::{CopyDir, CopyMem, JitStats, Profile};
-use gomp_plugin::observe::switch::{parse_flag, parse_path};
 use gomp_plugin::observe::trace::{self, Span, Trace};
 use gomp_plugin::sync::Lock;
-use once_cell::sync::{Lazy, OnceCell};
+use once_cell::sync::OnceCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-/// The observability settings, read once per process.
+/// The observability switches of the process (`GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`,
+/// `GOMP_NVPTX_TRACE`), read with every other setting (`crate::device::config`) and
+/// handed to this module's entry points. Plain data.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Settings {
+pub struct Switches {
     /// `GOMP_NVPTX_INFO`: info lines.
     pub info: bool,
     /// `GOMP_NVPTX_PROFILE`: the table at exit.
@@ -46,41 +48,11 @@ pub struct Settings {
     pub trace: Option<PathBuf>,
 }
 
-impl Settings {
-    /// Reads the settings through `get`, reporting bad values through `warn` (the
-    /// variable then counts as unset).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Settings {
-        let flag = |name: &str| {
-            get(name).is_some_and(|v| {
-                parse_flag(name, &v).unwrap_or_else(|e| {
-                    warn(&e);
-                    false
-                })
-            })
-        };
-        Settings {
-            info: flag("GOMP_NVPTX_INFO"),
-            profile: flag("GOMP_NVPTX_PROFILE"),
-            trace: get("GOMP_NVPTX_TRACE").and_then(|v| {
-                parse_path("GOMP_NVPTX_TRACE", &v)
-                    .map_err(|e| warn(&e))
-                    .ok()
-            }),
-        }
-    }
-
+impl Switches {
     /// Whether anything is recorded (profile or trace).
     pub fn recording(&self) -> bool {
         self.profile || self.trace.is_some()
     }
-}
-
-static SETTINGS: OnceCell<Settings> = OnceCell::new();
-
-/// The settings of this process (the environment, read on first use; warnings go to
-/// libgomp's error stream).
-pub fn settings() -> &'static Settings {
-    SETTINGS.get_or_init(|| Settings::from_lookup(|k| std::env::var(k).ok(), report::error))
 }
 
 /// The process-wide recorders (only created when a recording switch is on).
@@ -91,14 +63,9 @@ struct Recorders {
     devices: Mutex<Vec<Weak<DeviceObserve>>>,
 }
 
-static RECORDERS: Lazy<Recorders> = Lazy::new(|| {
-    let s = settings();
-    Recorders {
-        profile: s.profile.then(Profile::default),
-        trace: s.trace.clone().map(|p| (Trace::default(), p)),
-        devices: Mutex::default(),
-    }
-});
+/// Made by the first device opened with a recording switch on, from the switches of
+/// the process.
+static RECORDERS: OnceCell<Recorders> = OnceCell::new();
 
 /// Host spans go to process track 0, a device's to track `ord + 1`.
 const HOST_PID: u32 = 0;
@@ -120,6 +87,8 @@ pub struct Timer {
 /// left to process exit.
 pub struct DeviceObserve {
     ord: i32,
+    /// The process's recorders.
+    rec: &'static Recorders,
     /// A timing event recorded and completed at open, and the trace time (µs) at
     /// which it completed: device times are placed relative to it.
     epoch: Mutex<Option<(OwnedEvent, f64)>>,
@@ -137,14 +106,18 @@ extern "C" {
 }
 
 impl DeviceObserve {
-    /// A recorder for device `ord` named `name`, or `None` when nothing is recorded.
-    /// The caller records the epoch ([`DeviceObserve::record_epoch`]) once a stream is
-    /// at hand.
-    pub fn open(ord: i32, name: &str) -> Option<Arc<DeviceObserve>> {
-        if !settings().recording() {
+    /// A recorder for device `ord` named `name`, or `None` when `switches` record
+    /// nothing. The caller records the epoch ([`DeviceObserve::record_epoch`]) once a
+    /// stream is at hand.
+    pub fn open(ord: i32, name: &str, switches: &Switches) -> Option<Arc<DeviceObserve>> {
+        if !switches.recording() {
             return None;
         }
-        let rec = &*RECORDERS;
+        let rec = RECORDERS.get_or_init(|| Recorders {
+            profile: switches.profile.then(Profile::default),
+            trace: switches.trace.clone().map(|p| (Trace::default(), p)),
+            devices: Mutex::default(),
+        });
         static HOOK: std::sync::Once = std::sync::Once::new();
         HOOK.call_once(|| {
             // SAFETY: registering a plain function; the library is never unloaded.
@@ -158,6 +131,7 @@ impl DeviceObserve {
         }
         let d = Arc::new(DeviceObserve {
             ord,
+            rec,
             epoch: Mutex::new(None),
             idle: Mutex::default(),
             tracks: Mutex::default(),
@@ -198,7 +172,7 @@ impl DeviceObserve {
     /// not timed).
     pub fn start(&self, s: Stream, name: &str, shape: String) -> Option<Timer> {
         let name = display_name(name);
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.kernel(&name, &shape, None);
         }
         let (start, end) = (self.event()?, self.event()?);
@@ -215,7 +189,7 @@ impl DeviceObserve {
     /// The launch shape chosen for kernel `name` (PTX name) and what its trials
     /// measured, for the table.
     pub fn tuning(&self, name: &str, text: &str) {
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.kernel_tuning(&display_name(name), text);
         }
     }
@@ -230,7 +204,7 @@ impl DeviceObserve {
         let n = m.len() as u32 + 1;
         let tid = *m.entry(stream).or_insert(n);
         if tid == n {
-            if let Some((t, _)) = &RECORDERS.trace {
+            if let Some((t, _)) = &self.rec.trace {
                 let what = if stream == 0 {
                     "legacy default stream".to_string()
                 } else {
@@ -256,10 +230,10 @@ impl DeviceObserve {
         let (s, e) = (t.start.handle(), t.end.handle());
         if let Ok(ms) = s.elapsed_ms(e) {
             let ns = (f64::from(ms) * 1e6) as u64;
-            if let Some(p) = &RECORDERS.profile {
+            if let Some(p) = &self.rec.profile {
                 p.kernel_time(&t.name, ns);
             }
-            if let Some((tr, _)) = &RECORDERS.trace {
+            if let Some((tr, _)) = &self.rec.trace {
                 let at = self.epoch.locked().as_ref().and_then(|(ep, t0)| {
                     ep.handle()
                         .elapsed_ms(s)
@@ -294,17 +268,17 @@ impl DeviceObserve {
 
     /// A host span of entry point `name` that started at `t0` (trace µs).
     pub fn entry(&self, name: &'static str, t0: f64) {
-        host_span(name, "entry", t0, vec![("device", self.ord.to_string())]);
+        self.host_span(name, "entry", t0, vec![("device", self.ord.to_string())]);
     }
 
     /// A synchronous copy of `bytes` that started at `t0` (trace µs).
     pub fn copy(&self, dir: CopyDir, mem: CopyMem, bytes: usize, t0: f64) {
         let t1 = trace::now_us();
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.copy(dir, mem, bytes as u64, ((t1 - t0) * 1e3) as u64);
         }
-        if RECORDERS.trace.is_some() {
-            host_span(
+        if self.rec.trace.is_some() {
+            self.host_span(
                 &format!("{} {}", dir.label(), mem.label()),
                 "copy",
                 t0,
@@ -318,21 +292,21 @@ impl DeviceObserve {
 
     /// An allocation of `bytes` handed to the program.
     pub fn alloc(&self, bytes: usize) {
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.alloc(bytes as u64);
         }
     }
 
     /// A driver or pool allocation made to serve the program's.
     pub fn driver_alloc(&self) {
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.driver_alloc();
         }
     }
 
     /// A block of `bytes` freed by the program.
     pub fn free(&self, bytes: usize) {
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.free(bytes as u64);
         }
     }
@@ -342,7 +316,7 @@ impl DeviceObserve {
     /// whole load ending now (trace µs).
     pub fn jit(&self, image: usize, objects: usize, kernels: usize, t0: f64, t1: f64, how: &str) {
         let t2 = trace::now_us();
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.jit(JitStats {
                 image: format!("{image:#x} (device {})", self.ord),
                 objects,
@@ -352,7 +326,7 @@ impl DeviceObserve {
                 how: how.to_string(),
             });
         }
-        host_span_to(
+        self.host_span_to(
             "JIT link",
             "jit",
             t0,
@@ -363,15 +337,43 @@ impl DeviceObserve {
 
     /// A reverse-offload request served in `ns` on the host.
     pub fn reverse(&self, ns: u64) {
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.reverse(ns);
         }
     }
 
     /// An OpenACC queue created.
     pub fn acc_queue(&self) {
-        if let Some(p) = &RECORDERS.profile {
+        if let Some(p) = &self.rec.profile {
             p.acc_queue();
+        }
+    }
+
+    fn host_span(&self, name: &str, cat: &'static str, t0: f64, args: Vec<(&'static str, String)>) {
+        self.host_span_to(name, cat, t0, trace::now_us(), args)
+    }
+
+    /// A host span from `t0` to `t1` (trace µs) on the calling thread's track.
+    fn host_span_to(
+        &self,
+        name: &str,
+        cat: &'static str,
+        t0: f64,
+        t1: f64,
+        args: Vec<(&'static str, String)>,
+    ) {
+        if let Some((t, _)) = &self.rec.trace {
+            let tid = trace::host_tid();
+            t.name_thread(HOST_PID, tid, &format!("host thread {tid}"));
+            t.span(Span {
+                name: name.to_string(),
+                cat,
+                ts: t0,
+                dur: t1 - t0,
+                pid: HOST_PID,
+                tid,
+                args,
+            });
         }
     }
 
@@ -383,33 +385,6 @@ impl DeviceObserve {
         drop(std::mem::take(&mut *self.deferred.locked()));
         drop(std::mem::take(&mut *self.idle.locked()));
         drop(self.epoch.locked().take());
-    }
-}
-
-fn host_span(name: &str, cat: &'static str, t0: f64, args: Vec<(&'static str, String)>) {
-    host_span_to(name, cat, t0, trace::now_us(), args)
-}
-
-/// A host span from `t0` to `t1` (trace µs) on the calling thread's track.
-fn host_span_to(
-    name: &str,
-    cat: &'static str,
-    t0: f64,
-    t1: f64,
-    args: Vec<(&'static str, String)>,
-) {
-    if let Some((t, _)) = &RECORDERS.trace {
-        let tid = trace::host_tid();
-        t.name_thread(HOST_PID, tid, &format!("host thread {tid}"));
-        t.span(Span {
-            name: name.to_string(),
-            cat,
-            ts: t0,
-            dur: t1 - t0,
-            pid: HOST_PID,
-            tid,
-            args,
-        });
     }
 }
 
@@ -426,7 +401,9 @@ pub extern "C" fn at_exit() {
     if DONE.swap(true, Ordering::AcqRel) {
         return;
     }
-    let rec = &*RECORDERS;
+    let Some(rec) = RECORDERS.get() else {
+        return;
+    };
     for d in rec.devices.locked().iter().filter_map(Weak::upgrade) {
         if !d.closed.load(Ordering::Acquire) {
             d.harvest();
@@ -464,52 +441,10 @@ pub fn display_name(ptx_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
-
-    fn settings(pairs: &[(&str, &str)]) -> (Settings, Vec<String>) {
-        let w = RefCell::new(Vec::new());
-        let s = Settings::from_lookup(
-            |k| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            },
-            |m| w.borrow_mut().push(m.to_string()),
-        );
-        (s, w.into_inner())
-    }
 
     #[test]
     fn kernel_names_get_their_dots_back() {
         assert_eq!(display_name("kernel_a$_omp_fn$0"), "kernel_a._omp_fn.0");
         assert_eq!(display_name("main"), "main");
-    }
-
-    #[test]
-    fn switches() {
-        let (s, w) = settings(&[]);
-        assert_eq!(s, Settings::default());
-        assert!(!s.recording() && w.is_empty());
-        let (s, w) = settings(&[
-            ("GOMP_NVPTX_INFO", "1"),
-            ("GOMP_NVPTX_PROFILE", "yes"),
-            ("GOMP_NVPTX_TRACE", "/tmp/x.json"),
-        ]);
-        assert!(s.info && s.profile && s.recording() && w.is_empty());
-        assert_eq!(
-            s.trace.as_deref(),
-            Some(std::path::Path::new("/tmp/x.json"))
-        );
-        let (s, w) = settings(&[
-            ("GOMP_NVPTX_INFO", "maybe"),
-            ("GOMP_NVPTX_PROFILE", "2"),
-            ("GOMP_NVPTX_TRACE", ""),
-        ]);
-        assert_eq!(s, Settings::default());
-        assert_eq!(w.len(), 3, "{w:?}");
-        assert!(w.iter().all(|m| m.starts_with("Invalid value")), "{w:?}");
-        let (s, _) = settings(&[("GOMP_NVPTX_PROFILE", "0"), ("GOMP_NVPTX_TRACE", "t.json")]);
-        assert!(!s.profile && s.recording());
     }
 }

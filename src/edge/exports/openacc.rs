@@ -25,12 +25,14 @@ fn queue<'a>(aq: *mut GoaccAsyncqueue) -> Result<&'a Queue> {
 }
 
 /// `openacc_exec` and `openacc_async_exec` (with `queue`): the kernel handle checked
-/// once, libgomp's arguments decoded once, the dimensions launched written back when
-/// the backend reports them.
+/// once, libgomp's arguments decoded once (under libgomp 12, the kernel's argument
+/// array built from its host arrays), the dimensions launched written back when the
+/// backend reports them.
 fn exec(
     what: &str,
     fn_: Option<unsafe extern "C" fn(*mut c_void)>,
     mapnum: usize,
+    hostaddrs: *mut *mut c_void,
     devaddrs: *mut *mut c_void,
     dims: *mut u32,
     queue: Option<&Queue>,
@@ -43,8 +45,9 @@ fn exec(
     };
     let launched = Backend::registry().kernels().with_known(what, h, |k| {
         if args::acc_devaddrs_on_host(host::libgomp()) {
-            // SAFETY: libgomp 12's host array of `mapnum` addresses (contract).
-            unsafe { Backend::exec_host_block(k, mapnum, devaddrs, &launch, queue) }
+            // SAFETY: libgomp 12's host arrays of `mapnum` entries (contract).
+            let block = unsafe { args::acc_host_block(mapnum, hostaddrs, devaddrs) };
+            Backend::exec_host_block(k, &block, &launch, queue)
         } else {
             Backend::exec(k, &launch, queue)
         }
@@ -61,13 +64,13 @@ fn exec(
 pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
     fn_: Option<unsafe extern "C" fn(*mut c_void)>,
     mapnum: usize,
-    _hostaddrs: *mut *mut c_void,
+    hostaddrs: *mut *mut c_void,
     devaddrs: *mut *mut c_void,
     dims: *mut u32,
     _targ_mem_desc: *mut c_void,
 ) {
     guard::or_fatal("openacc_exec", || {
-        exec("openacc_exec", fn_, mapnum, devaddrs, dims, None)
+        exec("openacc_exec", fn_, mapnum, hostaddrs, devaddrs, dims, None)
     })
 }
 
@@ -76,7 +79,7 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
 pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
     fn_: Option<unsafe extern "C" fn(*mut c_void)>,
     mapnum: usize,
-    _hostaddrs: *mut *mut c_void,
+    hostaddrs: *mut *mut c_void,
     devaddrs: *mut *mut c_void,
     dims: *mut u32,
     _targ_mem_desc: *mut c_void,
@@ -84,7 +87,15 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
 ) {
     guard::or_fatal("openacc_async_exec", || {
         let q = queue(aq)?;
-        exec("openacc_async_exec", fn_, mapnum, devaddrs, dims, Some(q))
+        exec(
+            "openacc_async_exec",
+            fn_,
+            mapnum,
+            hostaddrs,
+            devaddrs,
+            dims,
+            Some(q),
+        )
     })
 }
 

@@ -279,10 +279,59 @@ pub extern "C" fn GOMP_OFFLOAD_run(
     })
 }
 
-/// Launches an OpenMP target region without waiting (`nowait`); completion is
-/// reported through `GOMP_PLUGIN_target_task_completion(async_data)`. Errors are fatal.
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_async_run(
+// Declared, not called, here: the declaration is what include/generate.sh puts in the
+// C header; the definition is the indirect function below.
+#[allow(dead_code)]
+extern "C" {
+    /// Launches an OpenMP target region without waiting (`nowait`); completion is
+    /// reported through `GOMP_PLUGIN_target_task_completion(async_data)`. Errors are fatal.
+    /// Not offered to libgomp 12: the symbol is an indirect function (IFUNC) that
+    /// resolves to NULL there, so libgomp runs `nowait` regions through `run`, as with
+    /// GCC 12's own plugin (docs/plugin-abi.md §4.1).
+    pub fn GOMP_OFFLOAD_async_run(
+        ord: c_int,
+        tgt_fn: *mut c_void,
+        tgt_vars: *mut c_void,
+        args: *mut *mut c_void,
+        async_data: *mut c_void,
+    );
+}
+
+/// The resolver of `GOMP_OFFLOAD_async_run`, which is a GNU indirect function: the
+/// symbol's value is this function (exported under that name like every entry point)
+/// and its type STT_GNU_IFUNC. The dynamic loader calls it when the symbol is looked up
+/// (libgomp's dlsym, after `GOMP_OFFLOAD_version`) and hands out the address it
+/// returns: [`async_run`], or NULL where the libgomp that loaded us must not be offered
+/// one (`handshake::offers_async_run`); glibc's dlsym then answers NULL, which libgomp
+/// takes for an absent optional entry point. The loader may run it before the
+/// program's libraries are initialised, so it only reads an atomic and calls nothing
+/// that could allocate, lock or unwind. Within one link (a test linking the library)
+/// the name denotes this resolver, not the entry point: call [`async_run`] there.
+///
+/// cbindgen:ignore
+#[export_name = "GOMP_OFFLOAD_async_run"]
+extern "C" fn resolve_async_run() -> *const c_void {
+    // SAFETY: an assembler directive, no instruction: it makes the symbol of this very
+    // function an indirect function (the assembler keeps that type over the function
+    // type the compiler gives it). Written inside the function so that it always lands
+    // in the object file that defines the symbol, whatever the code-generation units.
+    unsafe {
+        std::arch::asm!(
+            ".type GOMP_OFFLOAD_async_run, @gnu_indirect_function",
+            options(nomem, nostack, preserves_flags)
+        )
+    };
+    if handshake::offers_async_run() {
+        async_run as *const c_void
+    } else {
+        std::ptr::null()
+    }
+}
+
+/// `GOMP_OFFLOAD_async_run` itself (the contract above), for every libgomp but 12.
+/// Public for the product's tests, which link the library and cannot reach it by the
+/// exported name (see [`resolve_async_run`]).
+pub extern "C" fn async_run(
     ord: c_int,
     tgt_fn: *mut c_void,
     tgt_vars: *mut c_void,

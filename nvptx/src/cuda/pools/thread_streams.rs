@@ -18,7 +18,7 @@
 use crate::cuda::safe::{OwnedStream, Stream};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::sync::Lock;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -95,6 +95,8 @@ struct Cache(Vec<Cached>);
 
 impl Drop for Cache {
     fn drop(&mut self) {
+        // The lanes go back below: the last-used entry must not hand one out again.
+        let _ = LAST.try_with(|l| l.set((0, 0)));
         for c in self.0.drain(..) {
             if let Some(home) = c.home.upgrade() {
                 home.give_back(c.lane);
@@ -105,6 +107,10 @@ impl Drop for Cache {
 
 thread_local! {
     static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
+    /// The calling thread's last used entry of `CACHE` (open id, lane address), for
+    /// the common case of one device: a plain value with no destructor, so reading it
+    /// needs no lazy registration and no borrow. Id 0 (never an open's): none.
+    static LAST: Cell<(u64, usize)> = const { Cell::new((0, 0)) };
 }
 
 /// The per-thread lanes of one open device. Owned by the device core; `Sync`.
@@ -138,8 +144,17 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
         self.flags & crate::cuda::sys::CU_STREAM_NON_BLOCKING as u32 == 0
     }
 
+    #[inline]
     fn cached(&self) -> Option<usize> {
-        CACHE
+        match LAST.try_with(Cell::get) {
+            Ok((id, lane)) if id == self.id => Some(lane),
+            _ => self.cached_slow(),
+        }
+    }
+
+    /// [`Self::cached`] past the last-used entry; makes the entry found the last used.
+    fn cached_slow(&self) -> Option<usize> {
+        let lane = CACHE
             .try_with(|c| {
                 c.borrow()
                     .0
@@ -148,7 +163,9 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
                     .map(|e| e.lane)
             })
             .ok()
-            .flatten()
+            .flatten()?;
+        let _ = LAST.try_with(|l| l.set((self.id, lane)));
+        Some(lane)
     }
 
     /// The calling thread's lane (the device's context is current). The reference is

@@ -1,0 +1,109 @@
+//! Finding the devices: the HSA runtime loaded, its GPU agents listed once per
+//! process, and what `get_num_devices` reports for them under libgomp's `requires`
+//! mask. A GPU agent is a device; devices are numbered in the runtime's agent order.
+//!
+//! Thread-safety: the agent list is computed once (a `OnceCell`) and then only read.
+
+use crate::config::Config;
+use crate::hsa::sys::*;
+use crate::hsa::{agent, runtime};
+use gomp_plugin::error::{Error, Result};
+use gomp_plugin::libgomp::abi::*;
+use once_cell::sync::OnceCell;
+
+/// Obsolete: once made the plugin report the GPU agents it found although it could not
+/// run kernels. Every GPU agent is a device now; the variable is accepted and ignored
+/// (a `GOMP_DEBUG` line says so).
+pub const EXPERIMENTAL_ENV: &str = "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL";
+
+/// One GPU agent. Plain data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    /// The runtime's opaque handle.
+    pub handle: u64,
+    /// `HSA_AGENT_INFO_NAME`, e.g. "gfx90a".
+    pub name: String,
+}
+
+static AGENTS: OnceCell<std::result::Result<Vec<Agent>, String>> = OnceCell::new();
+
+/// The GPU agents of the runtime (an agent whose type cannot be read is skipped, one
+/// whose name cannot be read is called "?").
+fn discover() -> std::result::Result<Vec<Agent>, String> {
+    let rt = runtime::load()?;
+    let all = agent::all(rt).map_err(|e| e.to_string())?;
+    Ok(all
+        .into_iter()
+        .filter(|&a| {
+            agent::device_type(rt, a).is_ok_and(|t| t == hsa_device_type_t_HSA_DEVICE_TYPE_GPU)
+        })
+        .map(|a| Agent {
+            handle: a.handle,
+            name: agent::name(rt, a).unwrap_or_else(|_| "?".into()),
+        })
+        .collect())
+}
+
+/// The GPU agents, found once per process; an error says why there are none usable.
+pub fn agents() -> std::result::Result<&'static [Agent], &'static str> {
+    AGENTS
+        .get_or_init(discover)
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(String::as_str)
+}
+
+/// What [`num_devices`] reports for the agents found under `requires_mask`; the text
+/// is the `GOMP_DEBUG` line. Reverse offload is supported; unified addresses, unified
+/// shared memory and self maps are not (0 devices). Pure.
+pub fn devices_for(found: &[Agent], requires_mask: u32) -> (i32, String) {
+    let names: Vec<&str> = found.iter().map(|a| a.name.as_str()).collect();
+    if found.is_empty() {
+        return (0, "HSA runtime loaded, but no GPU agent: 0 devices".into());
+    }
+    let unsupported = requires_mask
+        & (REQUIRES_UNIFIED_ADDRESS | REQUIRES_UNIFIED_SHARED_MEMORY | REQUIRES_SELF_MAPS);
+    if unsupported != 0 {
+        return (0, format!("GPU agents {names:?}, but the program requires {unsupported:#x}, which this plugin does not support: 0 devices"));
+    }
+    (
+        found.len() as i32,
+        format!(
+            "{} GPU agent(s) {names:?}: {} device(s)",
+            found.len(),
+            found.len()
+        ),
+    )
+}
+
+/// `get_num_devices`: the GPU agents; 0 when the runtime is missing or broken
+/// (`hsa_init` failing, e.g. without `/dev/kfd`) or has no GPU agent, with one
+/// `GOMP_DEBUG` line saying why. Never exits (GCC's plugin exits with status 1 when
+/// `hsa_init` fails). The settings are read first (and a bad value reported), so that
+/// a typo is seen on a machine without a GPU too.
+pub fn num_devices(requires_mask: u32) -> i32 {
+    let _ = Config::process();
+    if std::env::var_os(EXPERIMENTAL_ENV).is_some() {
+        log::debug!("{EXPERIMENTAL_ENV} is obsolete and ignored: every GPU agent is a device");
+    }
+    match agents() {
+        Err(e) => {
+            log::debug!("no HSA devices: {e}");
+            0
+        }
+        Ok(found) => {
+            let (n, why) = devices_for(found, requires_mask);
+            log::debug!("{why}");
+            n
+        }
+    }
+}
+
+/// The agent of device number `ord`.
+pub fn agent(ord: i32) -> Result<&'static Agent> {
+    let found = agents().map_err(|e| Error::invalid(format!("no gcn device {ord}: {e}")))?;
+    usize::try_from(ord)
+        .ok()
+        .and_then(|i| found.get(i))
+        .ok_or_else(|| Error::invalid(format!("no gcn device {ord} (there are {})", found.len())))
+}
