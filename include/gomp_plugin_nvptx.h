@@ -134,7 +134,7 @@ int GOMP_OFFLOAD_load_image(int ord,
                             uint64_t *host_ind_fn_table);
 
 /**
- * Unloads an image.
+ * Unloads an image; its kernel handles are refused from then on.
  */
 bool GOMP_OFFLOAD_unload_image(int ord, uint32_t version, const void *target_data);
 

@@ -8,7 +8,8 @@
 //!   convention, one call into the product's [`Plugin`] / [`Device`];
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
-//!   [`registry`]: the open devices; [`settings`]: the reader of a backend's table of environment variables;
+//!   [`registry`]: the open devices; [`kernels`]: the live kernel handles and their
+//!   one check; [`settings`]: the reader of a backend's table of environment variables;
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
 //! - [`autotune`]: choosing a kernel's launch shape by timing its first launches (the
@@ -32,6 +33,7 @@ pub mod edge;
 pub mod error;
 pub mod free_lists;
 pub mod idle;
+pub mod kernels;
 pub mod libgomp;
 pub mod observe;
 pub mod openacc;
@@ -42,7 +44,7 @@ pub mod settings;
 pub mod symbols;
 pub mod sync;
 
-pub use device::Device;
+pub use device::{Device, DeviceCore};
 pub use error::{Error, Result};
 pub use openacc::{AccQueue, OpenAcc};
 pub use plugin::Plugin;

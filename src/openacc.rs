@@ -2,9 +2,40 @@
 //! properties, the CUDA-interop calls) and its async queue, [`AccQueue`]. Only products
 //! whose `get_caps` offers OpenACC implement it and export `src/edge/exports/openacc.rs`.
 
+use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::kernels::Live;
 use crate::plugin::Plugin;
 use std::ffi::{c_int, c_void};
+
+/// The kernel type of product `P`.
+pub type KernelOf<P> = <<P as Plugin>::Device as Device>::Kernel;
+
+/// One OpenACC launch as libgomp asked for it (`openacc_exec`, `openacc_async_exec`),
+/// decoded once by the exported shell. A plain value, `Send`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccLaunch {
+    /// Device address of the block of mapped-variable addresses (0 when nothing is
+    /// mapped), the kernel's one argument.
+    pub devaddrs: u64,
+    /// Gangs, workers, vector length asked for (0: the product chooses; libgomp's
+    /// `dims`, all 0 when it passes none).
+    pub dims: [u32; 3],
+}
+
+impl AccLaunch {
+    /// Reads libgomp's `dims` (NULL: all 0).
+    ///
+    /// # Safety
+    /// `dims` is NULL or points to 3 readable `u32`.
+    pub unsafe fn dims(dims: *const u32) -> [u32; 3] {
+        if dims.is_null() {
+            return [0; 3];
+        }
+        // SAFETY: caller's guarantee.
+        unsafe { [*dims, *dims.add(1), *dims.add(2)] }
+    }
+}
 
 /// The OpenACC side of a product (`get_caps` includes `GOMP_OFFLOAD_CAP_OPENACC_200`).
 pub trait OpenAcc: Plugin {
@@ -13,32 +44,27 @@ pub trait OpenAcc: Plugin {
     /// Per-thread data (`create_thread_data`, a leaked `Box`).
     type ThreadData: Send + 'static;
 
-    /// `openacc_exec` / `openacc_async_exec` (with `queue`).
-    ///
-    /// # Safety
-    /// `kernel` is a handle from `load_image`; `devaddrs` the mapped addresses; `dims`
-    /// libgomp's 3-entry array.
-    unsafe fn exec(
-        kernel: *const c_void,
-        devaddrs: *mut *mut c_void,
-        dims: *mut u32,
+    /// `openacc_exec` / `openacc_async_exec` (with `queue`): `kernel` (a live kernel
+    /// and the device that loaded it) with `launch`. Returns the dimensions launched
+    /// when libgomp's `dims` array is to be updated with them.
+    fn exec(
+        kernel: Live<'_, KernelOf<Self>>,
+        launch: &AccLaunch,
         queue: Option<&Self::Queue>,
-    ) -> Result<()>;
+    ) -> Result<Option<[u32; 3]>>;
     /// `openacc_exec` / `openacc_async_exec` of libgomp 12, which passes the kernel's
     /// argument array on the host (13 and later pass the device address of a block they
-    /// filled, see [`OpenAcc::exec`]). `args` is that array as the kernel must see it
-    /// (`edge::args::acc_host_block`); the product puts it on the device, runs the kernel
-    /// as `exec` does and frees the block after the kernel. Default: refused.
-    ///
-    /// # Safety
-    /// As [`OpenAcc::exec`] for `kernel` and `dims`.
-    unsafe fn exec_host_block(
-        kernel: *const c_void,
+    /// filled, see [`OpenAcc::exec`]; `launch.devaddrs` is unused). `args` is that array
+    /// as the kernel must see it (`edge::args::acc_host_block`); the product puts it on
+    /// the device, runs the kernel as `exec` does and frees the block after the kernel.
+    /// Default: refused with an error.
+    fn exec_host_block(
+        kernel: Live<'_, KernelOf<Self>>,
         args: &[*mut c_void],
-        dims: *mut u32,
+        launch: &AccLaunch,
         queue: Option<&Self::Queue>,
-    ) -> Result<()> {
-        let _ = (kernel, args, dims, queue);
+    ) -> Result<Option<[u32; 3]>> {
+        let _ = (kernel, args, launch, queue);
         Err(Error::invalid(
             "OpenACC kernels of libgomp 12 are not supported by this plugin",
         ))

@@ -60,8 +60,9 @@ pub trait Plugin: 'static {
     fn device(ord: i32) -> Result<Arc<Self::Device>> {
         Self::registry().get(ord)
     }
-    /// `can_run`: whether a kernel handle from `load_image` can run on the device.
-    fn can_run(_kernel: *mut c_void) -> bool {
+    /// `can_run`: whether a live kernel can run on its device (false: libgomp runs the
+    /// region on the host).
+    fn can_run(_kernel: &<Self::Device as Device>::Kernel) -> bool {
         true
     }
     /// `page_locked_host_alloc`: page-locked host memory, `None` when out of memory.

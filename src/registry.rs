@@ -3,19 +3,24 @@
 //! until `fini_device`. Closing a device that is not open is not an error (libgomp may
 //! finalize every device it knows).
 //!
+//! The registry also holds the product's live kernels ([`KernelSet`]): what
+//! `load_image` registered, until `unload_image` or `fini_device` of their device.
+//!
 //! Thread-safety: a read-mostly lock; lookups (every entry point) take it shared and
 //! clone the `Arc`, so a device stays alive while a call on it is in flight even if
 //! another thread finalizes it.
 
-use crate::device::Device;
+use crate::device::{Device, DeviceCore};
 use crate::error::{Error, Result};
+use crate::kernels::KernelSet;
 use crate::sync::ReadWrite;
 use std::sync::{Arc, RwLock};
 
 /// The open devices of one product. A `static` of the backend; thread-safe.
-pub struct Registry<D> {
+pub struct Registry<D: Device> {
     name: &'static str,
     slots: RwLock<Vec<Option<Arc<D>>>>,
+    kernels: KernelSet<D::Kernel>,
 }
 
 impl<D: Device> Registry<D> {
@@ -24,7 +29,13 @@ impl<D: Device> Registry<D> {
         Registry {
             name,
             slots: RwLock::new(Vec::new()),
+            kernels: KernelSet::new(),
         }
+    }
+
+    /// The live kernels of every open device.
+    pub fn kernels(&self) -> &KernelSet<D::Kernel> {
+        &self.kernels
     }
 
     /// Makes room for ordinals `0..n` (never shrinks).
@@ -53,14 +64,18 @@ impl<D: Device> Registry<D> {
         Ok(())
     }
 
-    /// `fini_device`: takes `ord` out of the registry and closes it; a device that is
-    /// not open is fine. Calls in flight keep their `Arc` until they return.
+    /// `fini_device`: takes `ord` out of the registry, unregisters its kernels and
+    /// closes it; a device that is not open is fine. Calls in flight keep their `Arc`
+    /// until they return.
     pub fn close(&self, ord: i32) -> Result<()> {
         let dev = usize::try_from(ord)
             .ok()
             .and_then(|i| self.slots.write_locked().get_mut(i).and_then(Option::take));
         match dev {
-            Some(d) => d.close(),
+            Some(d) => {
+                self.kernels.remove_device(ord);
+                d.close()
+            }
             None => Ok(()),
         }
     }
@@ -70,7 +85,7 @@ impl<D: Device> Registry<D> {
         let d = self
             .get_if_open(ord)
             .ok_or_else(|| Error::invalid(format!("{} device {ord} is not open", self.name)))?;
-        d.activate()?;
+        d.core().activate()?;
         Ok(d)
     }
 
@@ -94,7 +109,7 @@ impl<D: Device> Registry<D> {
             .next()
             .cloned()
             .ok_or_else(|| Error::invalid(format!("no {} device is open", self.name)))?;
-        d.activate()?;
+        d.core().activate()?;
         Ok(d)
     }
 }
@@ -102,6 +117,7 @@ impl<D: Device> Registry<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blocks::DevPtr;
     use crate::device::LoadedImage;
     use std::ffi::{c_int, c_void};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -109,7 +125,35 @@ mod tests {
     static CLOSED: AtomicUsize = AtomicUsize::new(0);
 
     struct Fake(i32);
+    impl DeviceCore for Fake {
+        fn alloc(&self, _: usize) -> Result<DevPtr> {
+            Ok(0)
+        }
+        fn free(&self, _: DevPtr) -> Result<()> {
+            Ok(())
+        }
+        unsafe fn dev2host(&self, _: *mut c_void, _: DevPtr, _: usize) -> Result<()> {
+            Ok(())
+        }
+        unsafe fn host2dev(&self, _: DevPtr, _: *const c_void, _: usize) -> Result<()> {
+            Ok(())
+        }
+        fn dev2dev(&self, _: DevPtr, _: DevPtr, _: usize) -> Result<()> {
+            Ok(())
+        }
+        fn memset(&self, _: DevPtr, _: c_int, _: usize) -> Result<()> {
+            Ok(())
+        }
+        fn is_accessible(&self, _: usize, _: usize) -> bool {
+            false
+        }
+    }
     impl Device for Fake {
+        type Kernel = ();
+        type Core = Fake;
+        fn core(&self) -> &Fake {
+            self
+        }
         fn close(&self) -> Result<()> {
             CLOSED.fetch_add(1, Ordering::SeqCst);
             Ok(())
@@ -120,32 +164,11 @@ mod tests {
             _: *const c_void,
             _: bool,
             _: *const u64,
-        ) -> Result<LoadedImage> {
+        ) -> Result<LoadedImage<()>> {
             unimplemented!()
         }
         fn unload_image(&self, _: *const c_void) -> Result<()> {
             Ok(())
-        }
-        fn alloc(&self, _: usize) -> Result<*mut c_void> {
-            Ok(std::ptr::null_mut())
-        }
-        fn free(&self, _: *mut c_void) -> Result<()> {
-            Ok(())
-        }
-        unsafe fn dev2host(&self, _: *mut c_void, _: *const c_void, _: usize) -> Result<()> {
-            Ok(())
-        }
-        unsafe fn host2dev(&self, _: *mut c_void, _: *const c_void, _: usize) -> Result<()> {
-            Ok(())
-        }
-        fn dev2dev(&self, _: *mut c_void, _: *const c_void, _: usize) -> Result<()> {
-            Ok(())
-        }
-        fn memset(&self, _: *mut c_void, _: c_int, _: usize) -> Result<()> {
-            Ok(())
-        }
-        fn is_accessible(&self, _: *const c_void, _: usize) -> Result<bool> {
-            Ok(false)
         }
     }
 

@@ -2,9 +2,19 @@
 //! device/kernel limits: never panics; the geometry always stays within the limits.
 #![no_main]
 use gomp_plugin_nvptx::device::tune::Tune;
-use gomp_plugin_nvptx::launch::geometry::{decode_args, geometry, teams, warps, Limits, MAX_WARPS};
+use gomp_plugin::libgomp::abi::TARGET_TYPE_NVIDIA_PTX;
+use gomp_plugin::libgomp::target_args::{decode, KernelAttributes, LaunchRequest};
+use gomp_plugin_nvptx::launch::geometry::{geometry, teams, warps, Limits, MAX_WARPS, Requested};
 use libfuzzer_sys::fuzz_target;
-use std::ffi::c_void;
+
+/// What nvptx reads of the framework's decoding of `words` (no attribute block is read:
+/// the reader answers an empty one).
+fn requested(words: &[usize]) -> Requested {
+    let r = LaunchRequest::from_args(0, decode(words.iter().copied()), TARGET_TYPE_NVIDIA_PTX as usize, |_| {
+        KernelAttributes::default()
+    });
+    Requested::from(&r)
+}
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 16 {
@@ -25,25 +35,20 @@ fuzz_target!(|data: &[u8]| {
         },
         _ => Tune::parse("warps=32,teams=4x").unwrap(),
     };
-    // The rest: little-endian words; the array is NULL-terminated as libgomp's is, and
-    // a SUBSEQUENT_PARAM id at the end gets a value word so the contract holds.
-    let mut words: Vec<*mut c_void> = data[8..]
+    // The rest: little-endian words, NULL-terminated as libgomp's array is.
+    let mut words: Vec<usize> = data[8..]
         .chunks(8)
         .map(|c| {
             let mut b = [0u8; 8];
             b[..c.len()].copy_from_slice(c);
-            usize::from_le_bytes(b) as *mut c_void
+            usize::from_le_bytes(b)
         })
-        .take_while(|w| !w.is_null())
+        .take_while(|&w| w != 0)
         .collect();
-    words.push(1usize as *mut c_void);
-    words.push(std::ptr::null_mut());
-    // SAFETY: NULL-terminated, and every id word (even a value word read as an id) is
-    // followed by at least one more word before the terminator or is the terminator.
-    let req = unsafe { decode_args(words.as_ptr()) };
+    words.push(0);
+    let req = requested(&words);
     // The second half of the same words read as the device's team ICVs.
-    // SAFETY: a suffix of the array above, which keeps its guarantee.
-    let icv = unsafe { decode_args(words.as_ptr().add(words.len() / 2)) };
+    let icv = requested(&words[words.len() / 2..]);
     let g = geometry(req, icv, &tune, lim);
     assert!(g.warps >= 1 && g.warps <= MAX_WARPS as u32);
     assert!(g.teams >= 1);

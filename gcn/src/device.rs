@@ -4,6 +4,10 @@
 //! `unload_image` and `fini_device` run `_fini_array` and destroy the image;
 //! `fini_device` also stops the async thread and frees the blocks libgomp left.
 //!
+//! [`Device`] is the opened device and implements `gomp_plugin::Device` (images,
+//! kernels, launches, close); its core is its [`Memory`], which implements
+//! `gomp_plugin::DeviceCore` (the memory entry points reach it directly).
+//!
 //! Ownership: the framework's registry owns each [`Device`] (`Arc`, so a call that
 //! got one keeps it alive while another thread closes it); a device owns its memory
 //! and images. Thread-safety: each device's image list is behind a mutex; libgomp also
@@ -12,7 +16,7 @@
 //! **Unverified on hardware** (see `memory.rs`, `executable.rs`).
 
 use super::executable::{Image, Kernel};
-use super::launch::{Kind, CDTOR_DIMS};
+use super::launch::{Dims, Grid, Kind, CDTOR_DIMS};
 use super::memory::{self, Memory};
 use super::run::Launcher;
 use crate::discovery::agent;
@@ -22,8 +26,9 @@ use crate::hsa::{
     runtime::{self, Runtime},
 };
 use crate::image::check_image;
+use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
-use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 use gomp_plugin::sync::Lock;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -81,68 +86,6 @@ impl Device {
         })
     }
 
-    /// Closes the device: destroys its images, frees the blocks still allocated.
-    pub fn close(&self) -> Result<()> {
-        let images = std::mem::take(&mut *self.images.locked());
-        let n = images.len();
-        let mut r = Ok(());
-        for img in images {
-            r = r.and(self.destroy_image(img));
-        }
-        self.launcher.close();
-        let blocks = self.memory.release_all();
-        log::debug!(
-            "device {}: closed ({n} image(s) unloaded, {blocks} block(s) freed)",
-            self.ord
-        );
-        r
-    }
-
-    /// `load_image`: checks the image against this device, loads it, returns the table.
-    ///
-    /// # Safety
-    /// `target_data` is NULL or a `gcn_image_desc` (see `descriptor::read`).
-    pub unsafe fn load_image(
-        &self,
-        target_data: *const c_void,
-        want_rev: bool,
-    ) -> Result<(Vec<AddrPair>, Option<Vec<u64>>)> {
-        // SAFETY: caller's contract.
-        let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
-        let key = target_data as usize;
-        if self.images.locked().iter().any(|m| m.key == key) {
-            return Err(Error::invalid(format!(
-                "load_image: image {target_data:p} is already loaded"
-            )));
-        }
-        let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
-        let heap = self.launcher.new_heap()?;
-        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)?;
-        log::debug!(
-            "device {}: loaded image {target_data:p} for {} ({nk} kernel(s) of which {} offload function(s), {nv} variable(s)); table of {} entries",
-            self.ord,
-            co.target_name(),
-            img.kernels.len(),
-            table.len()
-        );
-        for k in &img.kernels {
-            if let Some(m) = &k.meta {
-                log::debug!(
-                    "  kernel {}: object {:#x}, kernargs {} bytes (align {}), group {} bytes, private {} bytes, wavefront {}",
-                    k.name, k.object, m.kernarg_segment_size, m.kernarg_segment_align,
-                    m.group_segment_fixed_size, m.private_segment_fixed_size, m.wavefront_size
-                );
-            }
-        }
-        if let Err(e) = self.run_cdtor(&img, 0) {
-            let _ = img.destroy();
-            return Err(e);
-        }
-        let rev = img.rev_table.clone();
-        self.images.locked().push(img);
-        Ok((table, rev))
-    }
-
     /// Runs the image's `_init_array` (`which` 0) or `_fini_array` (1), if it has it.
     fn run_cdtor(&self, img: &Image, which: usize) -> Result<()> {
         let Some(k) = &img.cdtors[which] else {
@@ -161,17 +104,116 @@ impl Device {
         r.and(img.destroy())
     }
 
-    /// Whether `k`'s image has a reverse-offload table (its launches may post
-    /// reverse-offload requests).
-    pub fn has_reverse_offload(&self, k: &Kernel) -> bool {
-        self.images
-            .locked()
-            .iter()
-            .any(|i| i.rev_table.is_some() && i.kernels.iter().any(|x| std::ptr::eq(&**x, k)))
+    /// The grid of an OpenMP launch request; `None`: skip.
+    fn grid(&self, req: &LaunchRequest) -> Option<Dims> {
+        let l = &self.launcher;
+        match crate::launch::omp_grid(
+            req,
+            l.cu,
+            self.name == "gfx900",
+            l.cfg.num_threads.is_some(),
+        ) {
+            Grid::Run(d) => Some(d),
+            Grid::Default(d) => {
+                log::debug!(
+                    "device {}: no launch geometry in the target arguments; using 1 team of 1 thread",
+                    self.ord
+                );
+                Some(d)
+            }
+            Grid::Skip => None,
+        }
+    }
+}
+
+impl gomp_plugin::Device for Device {
+    type Kernel = Kernel;
+    type Core = Memory;
+
+    fn core(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// Closes the device: destroys its images, frees the blocks still allocated.
+    fn close(&self) -> Result<()> {
+        let images = std::mem::take(&mut *self.images.locked());
+        let n = images.len();
+        let mut r = Ok(());
+        for img in images {
+            r = r.and(self.destroy_image(img));
+        }
+        self.launcher.close();
+        let blocks = self.memory.release_all();
+        log::debug!(
+            "device {}: closed ({n} image(s) unloaded, {blocks} block(s) freed)",
+            self.ord
+        );
+        r
+    }
+
+    /// Checks the image against this device (descriptor, code object, kernel
+    /// descriptors, target), loads it into an HSA executable, runs its constructors;
+    /// when libgomp asks (the program requires reverse offload), the reverse-offload
+    /// table is a copy of the image's `.offload_func_table` (NULL when it has none or
+    /// it is all zero).
+    unsafe fn load_image(
+        self: &Arc<Self>,
+        _version: u32,
+        target_data: *const c_void,
+        want_rev: bool,
+        _host_ind_fns: *const u64,
+    ) -> Result<LoadedImage<Kernel>> {
+        // SAFETY: caller's contract.
+        let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
+        let key = target_data as usize;
+        if self.images.locked().iter().any(|m| m.key == key) {
+            return Err(Error::invalid(format!(
+                "load_image: image {target_data:p} is already loaded"
+            )));
+        }
+        let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
+        let heap = self.launcher.new_heap()?;
+        let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)?;
+        log::debug!(
+            "device {}: loaded image {target_data:p} for {} ({nk} kernel(s) of which {} offload function(s), {nv} variable(s)); table of {} entries",
+            self.ord,
+            co.target_name(),
+            img.kernels.len(),
+            img.kernels.len() + table.len()
+        );
+        for k in &img.kernels {
+            if let Some(m) = &k.meta {
+                log::debug!(
+                    "  kernel {}: object {:#x}, kernargs {} bytes (align {}), group {} bytes, private {} bytes, wavefront {}",
+                    k.name, k.object, m.kernarg_segment_size, m.kernarg_segment_align,
+                    m.group_segment_fixed_size, m.private_segment_fixed_size, m.wavefront_size
+                );
+            }
+        }
+        if let Err(e) = self.run_cdtor(&img, 0) {
+            let _ = img.destroy();
+            return Err(e);
+        }
+        let kernels = img.kernels.clone();
+        let rev_fn_table = match &img.rev_table {
+            None => std::ptr::null_mut(),
+            Some(t) => {
+                let p = gomp_plugin::libgomp::report::malloc(t.len() * 8).cast::<u64>();
+                // SAFETY: `p` has room for the entries; libgomp frees it.
+                unsafe { std::ptr::copy_nonoverlapping(t.as_ptr(), p, t.len()) };
+                p
+            }
+        };
+        self.images.locked().push(img);
+        Ok(LoadedImage {
+            kernels,
+            table,
+            rev_fn_table,
+        })
     }
 
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
-    pub fn unload_image(&self, target_data: *const c_void) -> Result<()> {
+    fn unload_image(&self, target_data: *const c_void) -> Result<()> {
         let img = {
             let mut imgs = self.images.locked();
             let i = imgs
@@ -183,5 +225,41 @@ impl Device {
             imgs.remove(i)
         };
         self.destroy_image(img)
+    }
+
+    /// Runs an OpenMP target region and waits for it (docs/gcn-launch.md §3-§4): the
+    /// grid from the request, the launch, the console drain, the exit/abort decoding.
+    fn run(&self, k: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {
+        let Some(dims) = self.grid(req) else {
+            return Ok(());
+        };
+        let e = self.launcher.launch(
+            self.ord,
+            None,
+            k,
+            req.vars,
+            dims,
+            Kind::OpenMp,
+            k.reverse_offload,
+        )?;
+        self.launcher.finish(e);
+        Ok(())
+    }
+
+    /// Queues the region on the device's async thread; libgomp hears of its end
+    /// through `GOMP_PLUGIN_target_task_completion(async_data)`.
+    fn run_async(
+        self: &Arc<Self>,
+        k: &Arc<Kernel>,
+        req: &LaunchRequest,
+        async_data: *mut c_void,
+    ) -> Result<()> {
+        let Some(dims) = self.grid(req) else {
+            // A skipped kernel: complete at once (the stock plugin never completes it).
+            gomp_plugin::libgomp::target::task_completion(async_data as usize);
+            return Ok(());
+        };
+        self.launcher
+            .launch_async(self.ord, Arc::clone(k), req.vars, dims, async_data as usize)
     }
 }

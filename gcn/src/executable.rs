@@ -5,10 +5,10 @@
 //! Ownership: an [`Image`] belongs to its device's image list, from `load_image` to
 //! `unload_image` (or `fini_device`); it owns the executable, the reader and the bytes
 //! the reader reads (kept until the reader is destroyed, as the HSA spec requires),
-//! and the module's heap.
-//! The kernel records are boxed so their addresses, the handles libgomp keeps, stay
-//! put. Thread-safety: immutable after loading; `Send + Sync` like the HSA owners it
-//! holds (`crate::hsa::executable`).
+//! and the module's heap. The kernel records are shared (`Arc`) with the framework's
+//! live set, which checks the handles libgomp passes back (their addresses).
+//! Thread-safety: immutable after loading; `Send + Sync` like the HSA owners it holds
+//! (`crate::hsa::executable`).
 //!
 //! **Unverified on hardware**: the call sequence follows the HSA 1.1 specification
 //! (`hsa_code_object_reader_create_from_memory`, `hsa_executable_create_alt`,
@@ -26,9 +26,10 @@ use crate::hsa::runtime::Runtime;
 use crate::hsa::sys::*;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
-use gomp_plugin::sync::Lock;
+use std::sync::Arc;
 
-/// A kernel of a loaded image; its address is the handle in libgomp's table.
+/// A kernel of a loaded image (the backend's `gomp_plugin::Device::Kernel`); its
+/// address is the handle in libgomp's table. Usable while its image is loaded.
 #[derive(Debug)]
 pub struct Kernel {
     /// Name, e.g. `main._omp_fn.0`.
@@ -46,21 +47,9 @@ pub struct Kernel {
     pub oacc_dims: [i32; 3],
     /// Device address of its module's heap (`struct heap`).
     pub heap: u64,
-}
-
-/// The addresses of the kernel records of every loaded image: `can_run` and `run` get
-/// handles from libgomp and check them here before reading one.
-static LIVE_KERNELS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-
-/// The kernel whose handle is `h`, if an image holding it is loaded.
-///
-/// # Safety
-/// The record stays valid only while its image stays loaded (libgomp does not unload
-/// an image while it runs one of its kernels).
-pub unsafe fn live_kernel<'a>(h: usize) -> Option<&'a Kernel> {
-    let live = LIVE_KERNELS.locked();
-    // SAFETY: registered addresses are boxed records of loaded images (caller).
-    live.contains(&h).then(|| unsafe { &*(h as *const Kernel) })
+    /// Whether its image has a reverse-offload table (its launches may post
+    /// reverse-offload requests: the console is polled more often).
+    pub reverse_offload: bool,
 }
 
 /// An image loaded on one device.
@@ -71,9 +60,9 @@ pub struct Image {
     exec: Executable,
     reader: CodeObjectReader,
     /// The offload kernels, in host-table order.
-    pub kernels: Vec<Box<Kernel>>,
+    pub kernels: Vec<Arc<Kernel>>,
     /// `_init_array` and `_fini_array`, when the image has them.
-    pub cdtors: [Option<Box<Kernel>>; 2],
+    pub cdtors: [Option<Arc<Kernel>>; 2],
     /// The module's heap (allocated by the device, freed with the image).
     heap: Allocation,
     /// The device addresses of `.offload_func_table` (reverse offload), when asked.
@@ -101,8 +90,9 @@ fn load_executable(
 
 impl Image {
     /// Loads the checked image `desc` (code object `co`) for `agent` with the module
-    /// heap `heap`, returning it and the address table for libgomp. On an error, what
-    /// was created is released (the heap included).
+    /// heap `heap`, returning it and the address table for libgomp after the kernels'
+    /// entries (the kernels are [`Image::kernels`]). On an error, what was created is
+    /// released (the heap included).
     #[allow(clippy::too_many_arguments)]
     pub fn load(
         rt: &'static Runtime,
@@ -142,8 +132,8 @@ impl Image {
         }
     }
 
-    /// Finds the kernels, reads the tables and registers the kernel handles; returns
-    /// libgomp's address table.
+    /// Finds the kernels and reads the tables; returns libgomp's address table after
+    /// the kernels' entries.
     fn fill(
         &mut self,
         agent: hsa_agent_t,
@@ -151,18 +141,28 @@ impl Image {
         co: &CodeObject,
         want_rev: bool,
     ) -> Result<Vec<AddrPair>> {
-        for k in table::offload_kernels(&desc.kernels) {
-            let k = self.kernel(agent, co, k)?;
-            self.kernels.push(k);
-        }
+        let offload = table::offload_kernels(&desc.kernels)
+            .into_iter()
+            .map(|k| self.kernel(agent, co, k))
+            .collect::<Result<Vec<_>>>()?;
         for (i, name) in table::CDTOR_KERNELS.iter().enumerate() {
             if let Some(k) = desc.kernels.iter().find(|k| k.name == *name) {
-                self.cdtors[i] = Some(self.kernel(agent, co, k)?);
+                self.cdtors[i] = Some(Arc::new(self.kernel(agent, co, k)?));
             }
         }
         if want_rev {
-            self.rev_table = self.read_rev_table(agent)?;
+            self.rev_table = self.read_rev_table(agent, offload.len())?;
         }
+        let reverse_offload = self.rev_table.is_some();
+        self.kernels = offload
+            .into_iter()
+            .map(|k| {
+                Arc::new(Kernel {
+                    reverse_offload,
+                    ..k
+                })
+            })
+            .collect();
         let vars = self.read_var_table(agent, desc.global_variable_count as usize)?;
         let icvs = self
             .exec
@@ -171,13 +171,7 @@ impl Image {
                 start: a as usize,
                 end: a as usize + n as usize,
             });
-        let handles: Vec<usize> = self
-            .kernels
-            .iter()
-            .map(|k| &**k as *const Kernel as usize)
-            .collect();
-        LIVE_KERNELS.locked().extend(&handles);
-        Ok(table::assemble(&handles, &vars, icvs))
+        Ok(table::assemble(&vars, icvs))
     }
 
     /// The record of kernel `k`: its kernel object from the executable, its metadata
@@ -187,7 +181,7 @@ impl Image {
         agent: hsa_agent_t,
         co: &CodeObject,
         k: &super::descriptor::Kernel,
-    ) -> Result<Box<Kernel>> {
+    ) -> Result<Kernel> {
         let kd = format!("{}.kd", k.name);
         // A kernel without a descriptor (a reverse-offload region's device stub)
         // gets object 0: it is in libgomp's table but cannot be launched.
@@ -201,14 +195,15 @@ impl Image {
                 )));
             }
         };
-        Ok(Box::new(Kernel {
+        Ok(Kernel {
             name: k.name.clone(),
             object,
             meta: co.metadata(&k.name).cloned(),
             vgprs: k.vgpr_count,
             oacc_dims: k.oacc_dims,
             heap: self.heap.addr(),
-        }))
+            reverse_offload: false,
+        })
     }
 
     /// The `nvars` (start, end) pairs of the loaded variable table.
@@ -236,13 +231,13 @@ impl Image {
         table::var_pairs(&raw, nvars)
     }
 
-    /// `.offload_func_table`'s device addresses, one per offload function; `None`
-    /// when the image has no such table or it is all zero (no reverse offload).
-    fn read_rev_table(&self, agent: hsa_agent_t) -> Result<Option<Vec<u64>>> {
+    /// `.offload_func_table`'s device addresses, one per offload function (`n`);
+    /// `None` when the image has no such table or it is all zero (no reverse offload).
+    fn read_rev_table(&self, agent: hsa_agent_t, n: usize) -> Result<Option<Vec<u64>>> {
         let Some((addr, _)) = self.exec.variable(agent, table::FUNC_TABLE_SYMBOL)? else {
             return Ok(None);
         };
-        let mut raw = vec![0u8; self.kernels.len() * 8];
+        let mut raw = vec![0u8; n * 8];
         // SAFETY: `addr` is the loaded table, which holds one address per offload
         // function.
         unsafe {
@@ -259,21 +254,9 @@ impl Image {
         Ok(t.iter().any(|&a| a != 0).then_some(t))
     }
 
-    /// The kernel records' handles, for the live registry.
-    fn unregister(&self) {
-        let mut live = LIVE_KERNELS.locked();
-        live.retain(|h| {
-            !self
-                .kernels
-                .iter()
-                .any(|k| &**k as *const Kernel as usize == *h)
-        });
-    }
-
     /// Frees the heap, destroys the executable and the reader (`unload_image`,
     /// `fini_device`); returns the first error.
     pub fn destroy(self) -> Result<()> {
-        self.unregister();
         let Image {
             exec, reader, heap, ..
         } = self;

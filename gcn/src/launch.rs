@@ -8,9 +8,7 @@
 //! hardware. Pure; thread-safe.
 
 use crate::config::Config;
-use gomp_plugin::libgomp::target_args::{
-    Arg, DEVICE_ALL, HSA_KERNEL_ATTRIBUTES, NUM_TEAMS, THREAD_LIMIT,
-};
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 
 // ---- §1 kernarg block (`struct kernargs`) ----
 
@@ -98,10 +96,7 @@ pub const CDTOR_DIMS: Dims = Dims {
     wdims: [1, 64, 1],
 };
 
-/// The gcn plugin's device in target arguments (`OFFLOAD_TARGET_TYPE_GCN`).
-const DEVICE_GCN: usize = 8;
-
-/// What [`parse_target_args`] found.
+/// The grid [`omp_grid`] chose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grid {
     /// Launch with these dimensions.
@@ -112,52 +107,31 @@ pub enum Grid {
     Skip,
 }
 
-/// Turns libgomp's target arguments (`args`, from `gomp_plugin::libgomp::target_args::decode`) into the grid, with
-/// `cu` compute units; `gfx900` and whether `GCN_NUM_THREADS`/`GCN_NUM_WORKERS` is set
-/// select the Vega default of 4 threads. `read_attrs` reads a legacy
-/// `{u32 ndim; u32 gdims[3]; u32 wdims[3]}` block at an address.
-pub fn parse_target_args(
-    args: impl IntoIterator<Item = Arg>,
-    cu: u32,
-    gfx900: bool,
-    threads_env: bool,
-    read_attrs: impl Fn(usize) -> Option<Dims>,
-) -> Grid {
-    let (mut teams, mut threads, mut seen) = (0i64, 0i64, false);
-    for a in args {
-        let val = (a.value as i64).min(i32::MAX as i64);
-        match (a.device, a.id) {
-            (DEVICE_GCN, HSA_KERNEL_ATTRIBUTES) => {
-                return match read_attrs(a.raw) {
-                    Some(d) if (1..=3).contains(&d.ndim) => {
-                        if d.gdims[..d.ndim as usize].contains(&0) {
-                            Grid::Skip
-                        } else {
-                            Grid::Run(d)
-                        }
-                    }
-                    _ => Grid::Skip,
-                };
-            }
-            (DEVICE_ALL, NUM_TEAMS) => {
-                seen = true;
-                teams = val.min(2 * cu as i64);
-            }
-            (DEVICE_ALL, THREAD_LIMIT) => {
-                seen = true;
-                threads = val.min(16);
-            }
-            (DEVICE_ALL, _) => seen = true,
-            _ => {}
-        }
+/// Turns libgomp's launch request (the framework's decoding of its target arguments)
+/// into the grid, with `cu` compute units; `gfx900` and whether
+/// `GCN_NUM_THREADS`/`GCN_NUM_WORKERS` is set select the Vega default of 4 threads.
+pub fn omp_grid(req: &LaunchRequest, cu: u32, gfx900: bool, threads_env: bool) -> Grid {
+    if let Some(a) = req.kernel_attributes {
+        let d = Dims {
+            ndim: a.ndim,
+            gdims: a.gdims,
+            wdims: a.wdims,
+        };
+        return if (1..=3).contains(&d.ndim) && !d.gdims[..d.ndim as usize].contains(&0) {
+            Grid::Run(d)
+        } else {
+            Grid::Skip
+        };
     }
-    if !seen {
+    if !req.for_all_devices {
         return Grid::Default(Dims {
             ndim: 1,
             gdims: [1, 1, 1],
             wdims: [1, 1, 1],
         });
     }
+    let teams = i64::from(req.teams).min(2 * cu as i64);
+    let threads = i64::from(req.thread_limit).min(16);
     let dflt = if gfx900 && threads == 0 && !threads_env {
         4
     } else {
@@ -347,9 +321,20 @@ pub const HEADER: u16 = 2 | 2 << 9 | 2 << 11;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gomp_plugin::libgomp::target_args::decode;
+    use gomp_plugin::libgomp::abi::TARGET_TYPE_GCN;
+    use gomp_plugin::libgomp::target_args::{decode, KernelAttributes};
 
-    const NONE: fn(usize) -> Option<Dims> = |_| None;
+    /// The framework's request for argument words `a`, with kernel-attribute blocks
+    /// read by `read`.
+    fn req<const N: usize>(
+        a: [usize; N],
+        read: impl Fn(usize) -> KernelAttributes,
+    ) -> LaunchRequest {
+        LaunchRequest::from_args(0, decode(a), TARGET_TYPE_GCN as usize, read)
+    }
+    fn none(_: usize) -> KernelAttributes {
+        panic!("no attribute block expected")
+    }
 
     fn run(teams: u32, threads: u32) -> Grid {
         Grid::Run(Dims {
@@ -373,44 +358,23 @@ mod tests {
     fn target_arguments() {
         // NUM_TEAMS 3 and THREAD_LIMIT 8 in the id words (value << 16).
         let a = [3 << 16 | 0x100, 8 << 16 | 0x200, 0];
-        assert_eq!(
-            parse_target_args(decode(a), 104, false, false, NONE),
-            run(3, 8)
-        );
+        assert_eq!(omp_grid(&req(a, none), 104, false, false), run(3, 8));
         // Caps: 2*CU teams, 16 threads; values in a subsequent word.
         let a = [0x80 | 0x100, 1000, 0x80 | 0x200, 99, 0];
-        assert_eq!(
-            parse_target_args(decode(a), 10, false, false, NONE),
-            run(20, 16)
-        );
+        assert_eq!(omp_grid(&req(a, none), 10, false, false), run(20, 16));
         // teams 0 / threads 0 / negative: defaults (CU, 16), Vega 4 only when unset.
         let a = [0x100, 0x200, 0];
-        assert_eq!(
-            parse_target_args(decode(a), 8, false, false, NONE),
-            run(8, 16)
-        );
-        assert_eq!(
-            parse_target_args(decode(a), 8, true, false, NONE),
-            run(8, 4)
-        );
-        assert_eq!(
-            parse_target_args(decode(a), 8, true, true, NONE),
-            run(8, 16)
-        );
+        assert_eq!(omp_grid(&req(a, none), 8, false, false), run(8, 16));
+        assert_eq!(omp_grid(&req(a, none), 8, true, false), run(8, 4));
+        assert_eq!(omp_grid(&req(a, none), 8, true, true), run(8, 16));
         let a = [(-1isize << 16) as usize | 0x100, 5 << 16 | 0x200, 0];
-        assert_eq!(
-            parse_target_args(decode(a), 8, false, false, NONE),
-            run(8, 5)
-        );
+        assert_eq!(omp_grid(&req(a, none), 8, false, false), run(8, 5));
         let a = [6 << 16 | 0x100, 0];
-        assert_eq!(
-            parse_target_args(decode(a), 8, false, false, NONE),
-            run(6, 16)
-        );
+        assert_eq!(omp_grid(&req(a, none), 8, false, false), run(6, 16));
         // Other devices' entries are skipped; no device-0 entry: the 1x1x1 default.
         let a = [5 << 16 | 0x105, 0];
         assert!(matches!(
-            parse_target_args(decode(a), 8, false, false, NONE),
+            omp_grid(&req(a, none), 8, false, false),
             Grid::Default(Dims { ndim: 1, .. })
         ));
         // The legacy HSA attribute block.
@@ -419,22 +383,25 @@ mod tests {
             gdims: [4, 2, 0],
             wdims: [2, 1, 0],
         };
-        let a = [0x80 | 0x108, 0x1234, 0];
-        let read = |p: usize| (p == 0x1234).then_some(d);
-        assert_eq!(
-            parse_target_args(decode(a), 8, false, false, read),
-            Grid::Run(d)
-        );
-        let zero = |_| {
-            Some(Dims {
-                gdims: [4, 0, 0],
-                ..d
-            })
+        let block = KernelAttributes {
+            ndim: 2,
+            gdims: [4, 2, 0],
+            wdims: [2, 1, 0],
         };
-        assert_eq!(
-            parse_target_args(decode(a), 8, false, false, zero),
-            Grid::Skip
-        );
+        let a = [0x80 | 0x108, 0x1234, 0];
+        let read = |p: usize| {
+            assert_eq!(p, 0x1234);
+            block
+        };
+        assert_eq!(omp_grid(&req(a, read), 8, false, false), Grid::Run(d));
+        let zero = |_| KernelAttributes {
+            gdims: [4, 0, 0],
+            ..block
+        };
+        assert_eq!(omp_grid(&req(a, zero), 8, false, false), Grid::Skip);
+        // A NULL block reads as no dimensions: skipped.
+        let null = |_| KernelAttributes::default();
+        assert_eq!(omp_grid(&req(a, null), 8, false, false), Grid::Skip);
     }
 
     #[test]

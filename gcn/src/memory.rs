@@ -22,7 +22,8 @@ use crate::hsa::runtime::Runtime;
 use crate::hsa::sys::*;
 use gomp_plugin::blocks::{check_copy, Blocks, DevPtr};
 use gomp_plugin::error::{Error, Result};
-use std::ffi::c_void;
+use gomp_plugin::DeviceCore;
+use std::ffi::{c_int, c_void};
 
 /// The regions of an agent the plugin uses.
 #[derive(Debug, Clone, Copy)]
@@ -100,35 +101,6 @@ impl Memory {
         }
     }
 
-    /// Allocates `size` device bytes (at least 1, so size 0 gives a distinct block, as
-    /// the nvptx side does).
-    pub fn alloc(&self, size: usize) -> Result<DevPtr> {
-        let block = Allocation::new(
-            self.rt,
-            self.regions.device,
-            size,
-            &format!("hsa_memory_allocate of {size} bytes"),
-        )?;
-        block.assign_rw(self.agent)?;
-        let p = block.into_raw() as DevPtr;
-        self.blocks.insert(p, size);
-        Ok(p)
-    }
-
-    /// Frees a block from [`Memory::alloc`]; NULL is accepted and ignored; an address
-    /// that does not start a live block is "invalid device address".
-    pub fn free(&self, p: DevPtr) -> Result<()> {
-        if p == 0 {
-            return Ok(());
-        }
-        self.blocks
-            .remove(p)
-            .map_err(|_| Error::invalid(format!("invalid device address {p:#x}")))?;
-        // SAFETY: `p` came from `Allocation::into_raw` in `alloc` and just left the
-        // registry: this is its only owner.
-        unsafe { Allocation::from_raw(self.rt, p as *mut c_void) }.free()
-    }
-
     /// Frees every block still live (at device close); returns how many there were.
     pub fn release_all(&self) -> usize {
         let live = self.blocks.take_all();
@@ -152,12 +124,45 @@ impl Memory {
             )
         }
     }
+}
+
+/// libgomp's memory entry points on this device (the exported shells call them
+/// directly: `Memory` is the gcn device's core).
+impl DeviceCore for Memory {
+    /// Allocates `size` device bytes (at least 1, so size 0 gives a distinct block, as
+    /// the nvptx side does).
+    fn alloc(&self, size: usize) -> Result<DevPtr> {
+        let block = Allocation::new(
+            self.rt,
+            self.regions.device,
+            size,
+            &format!("hsa_memory_allocate of {size} bytes"),
+        )?;
+        block.assign_rw(self.agent)?;
+        let p = block.into_raw() as DevPtr;
+        self.blocks.insert(p, size);
+        Ok(p)
+    }
+
+    /// Frees a block from [`Memory::alloc`]; NULL is accepted and ignored; an address
+    /// that does not start a live block is "invalid device address".
+    fn free(&self, p: DevPtr) -> Result<()> {
+        if p == 0 {
+            return Ok(());
+        }
+        self.blocks
+            .remove(p)
+            .map_err(|_| Error::invalid(format!("invalid device address {p:#x}")))?;
+        // SAFETY: `p` came from `Allocation::into_raw` in `alloc` and just left the
+        // registry: this is its only owner.
+        unsafe { Allocation::from_raw(self.rt, p as *mut c_void) }.free()
+    }
 
     /// Copies `n` bytes from host `src` to device `dst`.
     ///
     /// # Safety
     /// `src` must be readable for `n` bytes.
-    pub unsafe fn host2dev(&self, dst: DevPtr, src: *const c_void, n: usize) -> Result<()> {
+    unsafe fn host2dev(&self, dst: DevPtr, src: *const c_void, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -170,7 +175,7 @@ impl Memory {
     ///
     /// # Safety
     /// `dst` must be writable for `n` bytes.
-    pub unsafe fn dev2host(&self, dst: *mut c_void, src: DevPtr, n: usize) -> Result<()> {
+    unsafe fn dev2host(&self, dst: *mut c_void, src: DevPtr, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -180,7 +185,7 @@ impl Memory {
     }
 
     /// Copies `n` bytes between two device addresses.
-    pub fn dev2dev(&self, dst: DevPtr, src: DevPtr, n: usize) -> Result<()> {
+    fn dev2dev(&self, dst: DevPtr, src: DevPtr, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -198,7 +203,7 @@ impl Memory {
     }
 
     /// Sets `n` device bytes at `p` to the low byte of `val`.
-    pub fn memset(&self, p: DevPtr, val: i32, n: usize) -> Result<()> {
+    fn memset(&self, p: DevPtr, val: c_int, n: usize) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -224,7 +229,7 @@ impl Memory {
     /// `is_accessible_ptr`: whether the device can access `[p, p+size)`: memory this
     /// plugin allocated on it, or any memory when the agent has the full profile (HSA
     /// 1.x: full-profile agents access all host memory). Anything else: false.
-    pub fn is_accessible(&self, p: usize, size: usize) -> bool {
+    fn is_accessible(&self, p: usize, size: usize) -> bool {
         if p == 0 || size == 0 || p.checked_add(size).is_none() {
             return false;
         }

@@ -20,7 +20,7 @@
 //! against the stand-in runtime of tests/fallback/stub_libhsa.c.
 
 use crate::device::Device;
-use crate::executable::{live_kernel, Kernel};
+use crate::executable::Kernel;
 use crate::hsa::queue::Queue;
 use crate::hsa::sys::*;
 use crate::hsa::{self, region, runtime, system};
@@ -29,10 +29,11 @@ use crate::plugin::Gcn;
 use crate::run::ASYNC_QUEUE_SIZE;
 use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::report;
-use gomp_plugin::openacc::AccProperty;
+use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::sync::{Lock, Wait};
-use gomp_plugin::{OpenAcc, Plugin};
+use gomp_plugin::{DeviceCore, OpenAcc, Plugin};
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -58,10 +59,9 @@ pub struct ThreadData {
 /// One job of a queue.
 enum Job {
     Launch {
-        kernel: usize,
+        kernel: Arc<Kernel>,
         vars: u64,
         dims: Dims,
-        rev: bool,
     },
     HostToDev {
         dst: DevPtr,
@@ -168,17 +168,10 @@ impl AccQueue {
 /// Runs one job on a queue's thread; errors are fatal (as the stock plugin's queue).
 fn run_job(dev: &Device, q: &Queue, job: Job) {
     let r = match job {
-        Job::Launch {
-            kernel,
-            vars,
-            dims,
-            rev,
-        } => {
-            // SAFETY: a handle checked by async_exec; libgomp keeps its image loaded
-            // while work on it is queued.
-            let k = unsafe { &*(kernel as *const Kernel) };
+        Job::Launch { kernel, vars, dims } => {
+            let rev = kernel.reverse_offload;
             dev.launcher
-                .launch(dev.ord, Some(q), k, vars, dims, Kind::OpenAcc, rev)
+                .launch(dev.ord, Some(q), &kernel, vars, dims, Kind::OpenAcc, rev)
                 .map(|e| dev.launcher.finish(e))
         }
         // SAFETY: libgomp keeps the host buffer alive until the queue has run the copy.
@@ -277,21 +270,10 @@ impl gomp_plugin::AccQueue for AccQueue {
 }
 
 /// The device of a synchronous `openacc_exec`: the calling thread's (its OpenACC
-/// thread data), else the open device that loaded `k`.
-fn exec_device(k: &Kernel) -> Result<Arc<Device>> {
-    if let Some(t) = Gcn::current_thread_data() {
-        return Gcn::registry().get(t.ord);
-    }
-    let n = crate::discovery::agents().map_or(0, |a| a.len()) as i32;
-    (0..n)
-        .filter_map(|o| Gcn::registry().get_if_open(o))
-        .find(|d| {
-            d.images
-                .locked()
-                .iter()
-                .any(|i| i.kernels.iter().any(|x| std::ptr::eq(&**x, k)))
-        })
-        .ok_or_else(|| Error::invalid("openacc_exec: no open device holds the kernel"))
+/// thread data), else device `loaded_on`, the one that loaded the kernel.
+fn exec_device(loaded_on: i32) -> Result<Arc<Device>> {
+    let ord = Gcn::current_thread_data().map_or(loaded_on, |t| t.ord);
+    Gcn::registry().get(ord)
 }
 
 impl OpenAcc for Gcn {
@@ -301,24 +283,16 @@ impl OpenAcc for Gcn {
     /// The OpenACC grid from `dims` and the kernel's compile-time dimensions
     /// ([`launch::acc_dims`]), then the launch with the OpenACC kernarg block; without
     /// a queue it waits (console, exit handling), with one it is queued.
-    unsafe fn exec(
-        kernel: *const c_void,
-        devaddrs: *mut *mut c_void,
-        dims: *mut u32,
+    fn exec(
+        kernel: Live<'_, Kernel>,
+        launch: &AccLaunch,
         queue: Option<&AccQueue>,
-    ) -> Result<()> {
-        // SAFETY: only a registered handle is read.
-        let k = unsafe { live_kernel(kernel as usize) }
-            .ok_or_else(|| Error::invalid(format!("openacc_exec: unknown kernel {kernel:p}")))?;
-        let d = if dims.is_null() {
-            [0; 3]
-        } else {
-            // SAFETY: libgomp's 3-entry array (caller).
-            unsafe { [*dims, *dims.add(1), *dims.add(2)] }
-        };
+    ) -> Result<Option<[u32; 3]>> {
+        let k = kernel.kernel;
+        let d = launch.dims;
         let dev = match queue {
             Some(q) => Arc::clone(&q.dev),
-            None => exec_device(k)?,
+            None => exec_device(kernel.ord)?,
         };
         let grid = launch::acc_dims(d, k.oacc_dims, dev.launcher.cu);
         log::debug!(
@@ -329,28 +303,26 @@ impl OpenAcc for Gcn {
             grid.gdims[0],
             grid.gdims[2]
         );
-        let rev = dev.has_reverse_offload(k);
         match queue {
             None => {
                 let e = dev.launcher.launch(
                     dev.ord,
                     None,
                     k,
-                    devaddrs as u64,
+                    launch.devaddrs,
                     grid,
                     Kind::OpenAcc,
-                    rev,
+                    k.reverse_offload,
                 )?;
                 dev.launcher.finish(e);
-                Ok(())
             }
             Some(q) => q.push(Job::Launch {
-                kernel: k as *const Kernel as usize,
-                vars: devaddrs as u64,
+                kernel: Arc::clone(k),
+                vars: launch.devaddrs,
                 dims: grid,
-                rev,
-            }),
+            })?,
         }
+        Ok(None)
     }
 
     fn thread_data(ord: c_int) -> Result<ThreadData> {

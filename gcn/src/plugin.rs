@@ -1,5 +1,6 @@
 //! The gcn backend's face to the framework: [`Gcn`] implements [`gomp_plugin::Plugin`]
-//! and the open [`Device`] implements [`gomp_plugin::Device`]. Offered: devices, images,
+//! (the opened [`Device`] implements [`gomp_plugin::Device`] in `device.rs`, its core,
+//! the device's `Memory`, [`gomp_plugin::DeviceCore`] in `memory.rs`). Offered: devices, images,
 //! memory, `is_accessible_ptr`, `can_run`, `run` and `async_run` (docs/gcn-launch.md,
 //! see `run.rs`), reverse offload, OpenACC (`openacc.rs`). Not offered: interop,
 //! OpenACC's CUDA interop, page-locked host memory, rectangular copies and managed memory (the framework's defaults answer "not
@@ -8,15 +9,12 @@
 //! Thread-safety: state lives in the framework's registry and in each device.
 
 use crate::device::Device;
-use crate::launch::{Dims, Grid, Kind};
-use gomp_plugin::blocks::DevPtr;
-use gomp_plugin::device::LoadedImage;
+use crate::executable::Kernel;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::registry::Registry;
 use gomp_plugin::{Plugin, Result};
-use std::ffi::{c_int, c_void};
-use std::sync::Arc;
+use std::ffi::c_int;
 
 /// The gcn product. A unit type: all state is in [`REGISTRY`] and the devices.
 pub struct Gcn;
@@ -59,169 +57,10 @@ impl Plugin for Gcn {
     /// True for a kernel of a loaded image whose explicit kernel arguments fit the
     /// protocol (one pointer); false otherwise (libgomp then runs the region on the
     /// host).
-    fn can_run(kernel: *mut c_void) -> bool {
-        // SAFETY: only a registered handle is read (see `live_kernel`).
-        unsafe { crate::executable::live_kernel(kernel as usize) }.is_some_and(|k| {
-            k.object != 0
-                && k.meta
-                    .as_ref()
-                    .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
-        })
-    }
-}
-
-impl gomp_plugin::Device for Device {
-    fn close(&self) -> Result<()> {
-        Device::close(self)
-    }
-
-    /// Checks the image (descriptor, code object, kernel descriptors, target), loads it
-    /// into an HSA executable, runs its constructors; when libgomp asks (the program
-    /// requires reverse offload), the reverse-offload table is the image's
-    /// `.offload_func_table` (NULL when it has none or it is all zero).
-    unsafe fn load_image(
-        self: &Arc<Self>,
-        _version: u32,
-        data: *const c_void,
-        want_rev: bool,
-        _host_ind_fns: *const u64,
-    ) -> Result<LoadedImage> {
-        // SAFETY: libgomp passes mkoffload's descriptor (caller).
-        let (table, rev) = unsafe { Device::load_image(self, data, want_rev)? };
-        let rev_fn_table = match rev {
-            None => std::ptr::null_mut(),
-            Some(t) => {
-                let p = gomp_plugin::libgomp::report::malloc(t.len() * 8).cast::<u64>();
-                // SAFETY: `p` has room for the entries; libgomp frees it.
-                unsafe { std::ptr::copy_nonoverlapping(t.as_ptr(), p, t.len()) };
-                p
-            }
-        };
-        Ok(LoadedImage {
-            table,
-            rev_fn_table,
-        })
-    }
-
-    fn unload_image(&self, data: *const c_void) -> Result<()> {
-        Device::unload_image(self, data)
-    }
-
-    fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        Ok(self.memory.alloc(size)? as *mut c_void)
-    }
-
-    fn free(&self, ptr: *mut c_void) -> Result<()> {
-        self.memory.free(ptr as DevPtr)
-    }
-
-    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        // SAFETY: forwarded caller guarantee.
-        unsafe { self.memory.dev2host(dst, src as DevPtr, n) }
-    }
-
-    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        // SAFETY: forwarded caller guarantee.
-        unsafe { self.memory.host2dev(dst as DevPtr, src, n) }
-    }
-
-    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        self.memory.dev2dev(dst as DevPtr, src as DevPtr, n)
-    }
-
-    fn memset(&self, ptr: *mut c_void, val: c_int, n: usize) -> Result<()> {
-        self.memory.memset(ptr as DevPtr, val, n)
-    }
-
-    /// Memory allocated on the device, or any memory on a full-profile agent.
-    fn is_accessible(&self, ptr: *const c_void, size: usize) -> Result<bool> {
-        Ok(self.memory.is_accessible(ptr as usize, size))
-    }
-
-    /// Runs an OpenMP target region and waits for it (docs/gcn-launch.md §3-§4): the
-    /// grid from `args`, the launch, the console drain, the exit/abort decoding.
-    unsafe fn run(
-        &self,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: only a registered handle is read.
-        let k = unsafe { crate::executable::live_kernel(kernel as usize) }.ok_or_else(|| {
-            gomp_plugin::Error::invalid(format!("run: unknown kernel {kernel:p}"))
-        })?;
-        // SAFETY: libgomp's argument array (caller).
-        let Some(dims) = (unsafe { self.grid(args) }) else {
-            return Ok(());
-        };
-        let e = self.launcher.launch(
-            self.ord,
-            None,
-            k,
-            vars as u64,
-            dims,
-            Kind::OpenMp,
-            self.has_reverse_offload(k),
-        )?;
-        self.launcher.finish(e);
-        Ok(())
-    }
-
-    /// Queues the region on the device's async thread; libgomp hears of its end
-    /// through `GOMP_PLUGIN_target_task_completion(async_data)`.
-    unsafe fn run_async(
-        self: &Arc<Self>,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
-        async_data: *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: only a registered handle is read.
-        let k = unsafe { crate::executable::live_kernel(kernel as usize) }.ok_or_else(|| {
-            gomp_plugin::Error::invalid(format!("async_run: unknown kernel {kernel:p}"))
-        })?;
-        // SAFETY: libgomp's argument array (caller).
-        let Some(dims) = (unsafe { self.grid(args) }) else {
-            // A skipped kernel: complete at once (the stock plugin never completes it).
-            gomp_plugin::libgomp::target::task_completion(async_data as usize);
-            return Ok(());
-        };
-        let rev = self.has_reverse_offload(k);
-        self.launcher.launch_async(
-            self.ord,
-            kernel as usize,
-            vars as u64,
-            dims,
-            async_data as usize,
-            rev,
-        )
-    }
-}
-
-impl Device {
-    /// The grid of an OpenMP launch from libgomp's target arguments; `None`: skip.
-    ///
-    /// # Safety
-    /// `args` is libgomp's NULL-terminated array (or NULL).
-    unsafe fn grid(&self, args: *mut *mut c_void) -> Option<Dims> {
-        let l = &self.launcher;
-        match crate::launch::parse_target_args(
-            // SAFETY: caller's contract.
-            unsafe { gomp_plugin::libgomp::target_args::decode_ptr(args) },
-            l.cu,
-            self.name == "gfx900",
-            l.cfg.num_threads.is_some(),
-            crate::run::read_attrs,
-        ) {
-            Grid::Run(d) => Some(d),
-            Grid::Default(d) => {
-                log::debug!(
-                    "device {}: no launch geometry in the target arguments; using 1 team of 1 thread",
-                    self.ord
-                );
-                Some(d)
-            }
-            Grid::Skip => None,
-        }
+    fn can_run(k: &Kernel) -> bool {
+        k.object != 0
+            && k.meta
+                .as_ref()
+                .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
     }
 }

@@ -64,11 +64,10 @@ struct Worker {
 }
 
 struct Job {
-    kernel: usize,
+    kernel: Arc<Kernel>,
     vars: u64,
     dims: Dims,
     async_data: usize,
-    rev: bool,
 }
 
 /// What one launch looks like: the packet's dimensions, its LDS size, its ephemeral
@@ -420,15 +419,15 @@ impl Launcher {
 
     /// `async_run`: queues the launch on the device's async thread (started, with its
     /// own 64-packet queue, on first use); its completion is reported to libgomp after
-    /// it ran. Blocks while 64 launches are pending.
+    /// it ran. Blocks while 64 launches are pending; the job holds the kernel until it
+    /// has run.
     pub fn launch_async(
         self: &Arc<Self>,
         ord: i32,
-        kernel: usize,
+        kernel: Arc<Kernel>,
         vars: u64,
         dims: Dims,
         async_data: usize,
-        rev: bool,
     ) -> Result<()> {
         let mut w = self.worker.locked();
         if w.is_none() {
@@ -439,10 +438,9 @@ impl Launcher {
                 .name(format!("gcn{ord}-async"))
                 .spawn(move || {
                     for j in rx {
-                        // SAFETY: the handle was checked by async_run and its image
-                        // stays loaded until libgomp saw the completion.
-                        let k = unsafe { &*(j.kernel as *const Kernel) };
-                        match l.launch(ord, Some(&q), k, j.vars, j.dims, Kind::OpenMp, j.rev) {
+                        let k = &j.kernel;
+                        let rev = k.reverse_offload;
+                        match l.launch(ord, Some(&q), k, j.vars, j.dims, Kind::OpenMp, rev) {
                             Ok(e) => l.finish(e),
                             Err(e) => report::fatal(&e.to_string()),
                         }
@@ -460,7 +458,6 @@ impl Launcher {
             vars,
             dims,
             async_data,
-            rev,
         };
         tx.ok_or_else(|| Error::invalid("async_run: no async thread"))?
             .send(job)
@@ -516,18 +513,4 @@ fn reverse_offload(ord: i32, r: RevRequest) {
     };
     // SAFETY: the request's words as the device wrote them; copy13 needs no token.
     unsafe { target::target_rev(&call, copy13, copy13, std::ptr::null_mut()) };
-}
-
-/// Reads a legacy `{u32 ndim; u32 gdims[3]; u32 wdims[3]}` block (host memory).
-pub fn read_attrs(p: usize) -> Option<Dims> {
-    if p == 0 {
-        return None;
-    }
-    // SAFETY: libgomp passes the compiler's host-side attribute block.
-    let w = unsafe { std::slice::from_raw_parts(p as *const u32, 7) };
-    Some(Dims {
-        ndim: w[0],
-        gdims: [w[1], w[2], w[3]],
-        wdims: [w[4], w[5], w[6]],
-    })
 }

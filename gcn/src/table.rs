@@ -1,6 +1,7 @@
 //! The address table `load_image` returns for a gcn image (contract, ABI spec §2 and
 //! §5.3: one entry per offload function, one per global variable, then the ICV block,
-//! funcs+vars+1 in all, in the host table's order). Pure; thread-safe.
+//! funcs+vars+1 in all, in the host table's order; the framework writes the functions'
+//! entries, this file the rest). Pure; thread-safe.
 //!
 //! What the gcn image contributes was measured on real images built by GCC 16
 //! (tests/fixtures/gcn/README): mkoffload's kernel list is `_init_array`,
@@ -65,20 +66,12 @@ pub fn var_pairs(bytes: &[u8], count: usize) -> Result<Vec<AddrPair>> {
         .collect()
 }
 
-/// The table: one `(handle, handle+1)` per kernel handle (opaque to libgomp, given
-/// back as `fn` to `run`), the variables, then the ICV block (`(0, 0)` if absent).
-pub fn assemble(
-    kernel_handles: &[usize],
-    vars: &[AddrPair],
-    icvs: Option<AddrPair>,
-) -> Vec<AddrPair> {
-    kernel_handles
-        .iter()
-        .map(|&h| AddrPair {
-            start: h,
-            end: h + 1,
-        })
-        .chain(vars.iter().copied())
+/// The table after the kernels' entries (which the framework writes first, one
+/// `(handle, handle+1)` per kernel): the variables, then the ICV block (`(0, 0)` if
+/// absent).
+pub fn assemble(vars: &[AddrPair], icvs: Option<AddrPair>) -> Vec<AddrPair> {
+    vars.iter()
+        .copied()
         .chain([icvs.unwrap_or_default()])
         .collect()
 }
@@ -151,17 +144,10 @@ mod tests {
             start: 0x500,
             end: 0x510,
         };
-        let table = assemble(&[0x10, 0x20], &vars, Some(icvs));
-        assert_eq!(table.len(), 2 + 2 + 1);
-        assert_eq!(
-            table[1],
-            AddrPair {
-                start: 0x20,
-                end: 0x21
-            }
-        );
-        assert_eq!(table[2], vars[0]);
-        assert_eq!(table[4], icvs);
-        assert_eq!(assemble(&[], &[], None), [AddrPair::default()]);
+        let table = assemble(&vars, Some(icvs));
+        assert_eq!(table.len(), 2 + 1);
+        assert_eq!(table[0], vars[0]);
+        assert_eq!(table[2], icvs);
+        assert_eq!(assemble(&[], None), [AddrPair::default()]);
     }
 }

@@ -2,11 +2,12 @@
 //!
 //! [`OpenDevice`] owns the device core ([`Device`], shared) and what runs on it: the
 //! loaded images, the asynchronous-launch queue and the reverse-offload state. It is the
-//! framework's device (`Registry<OpenDevice>`, `impl gomp_plugin::Device` here), and
-//! hands each concept the parts it needs (the core, the queue, the reverse-offload
-//! state) rather than the whole.
+//! framework's device (`Registry<OpenDevice>`, `impl gomp_plugin::Device` here: images,
+//! kernels, launches, close); its core implements `gomp_plugin::DeviceCore`
+//! (`device/entry_points.rs`), which the memory entry points reach directly. It hands
+//! each concept the parts it needs (the core, the queue, the reverse-offload state)
+//! rather than the whole.
 
-use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Device};
 use crate::image::{Image, TargetFn};
 use crate::launch::async_queue::AsyncQueue;
@@ -14,8 +15,10 @@ use crate::launch::reverse::{self, Reverse};
 use crate::launch::run;
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 use gomp_plugin::sync::Lock;
-use std::ffi::{c_int, c_void};
+use gomp_plugin::DeviceCore;
+use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 /// One device opened by libgomp.
@@ -55,25 +58,10 @@ impl OpenDevice {
         })
     }
 
-    /// The device core.
+    /// The device core, shared with the plugin's threads and OpenACC queues.
     #[inline]
-    pub fn core(&self) -> &Arc<Device> {
+    pub fn shared(&self) -> &Arc<Device> {
         &self.core
-    }
-
-    /// Runs entry point `name` (`f`), recorded as a host span when tracing or
-    /// profiling; otherwise just `f` after one check.
-    #[inline]
-    fn entry<T>(&self, name: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        match self.core.observe() {
-            None => f(),
-            Some(o) => {
-                let t0 = crate::observe::now();
-                let r = f();
-                o.entry(name, t0);
-                r
-            }
-        }
     }
 
     /// Keeps what the device owns as it is until the process ends, also once the
@@ -84,6 +72,15 @@ impl OpenDevice {
         std::mem::forget(std::mem::take(&mut *self.images.locked()));
         self.async_queue.leave_to_exit();
     }
+}
+
+impl gomp_plugin::Device for OpenDevice {
+    type Kernel = TargetFn;
+    type Core = Device;
+
+    fn core(&self) -> &Device {
+        &self.core
+    }
 
     /// Closes the device (`fini_device`), in this order: the async queue (its
     /// completion thread completes everything outstanding, then its streams go), the
@@ -92,7 +89,7 @@ impl OpenDevice {
     /// streams, context). Not while this thread serves a reverse-offload request: the
     /// requesting kernel still waits for its answer, so everything is left as it is to
     /// process exit ([`OpenDevice::leave_to_exit`]).
-    pub fn close(&self) -> Result<()> {
+    fn close(&self) -> Result<()> {
         if serving::serving_request() {
             // A reverse-offload host function ended the program (`exit`, Fortran
             // `stop`): the requesting kernel still waits for its answer, so nothing
@@ -120,26 +117,6 @@ impl OpenDevice {
         }
         self.core.close(first_err)
     }
-}
-
-/// The kernel behind a handle libgomp passes back (`run`, `async_run`, OpenACC `exec`).
-///
-/// # Safety
-/// `kernel` must be a kernel handle that `load_image` returned (a `TargetFn`), whose
-/// image is still loaded; it stays alive while the image is.
-pub unsafe fn target_fn<'a>(kernel: *const c_void) -> Result<&'a TargetFn> {
-    // SAFETY: caller's guarantee (see above).
-    unsafe { kernel.cast::<TargetFn>().as_ref() }.ok_or_else(|| Error::invalid("no kernel"))
-}
-
-impl gomp_plugin::Device for OpenDevice {
-    fn activate(&self) -> Result<()> {
-        self.core.activate()
-    }
-
-    fn close(&self) -> Result<()> {
-        OpenDevice::close(self)
-    }
 
     unsafe fn load_image(
         self: &Arc<Self>,
@@ -147,10 +124,10 @@ impl gomp_plugin::Device for OpenDevice {
         data: *const c_void,
         want_rev: bool,
         host_ind_fns: *const u64,
-    ) -> Result<LoadedImage> {
+    ) -> Result<LoadedImage<TargetFn>> {
         let dev = &self.core;
         // SAFETY: forwarded caller guarantees.
-        let (img, table) = self.entry("load_image", || unsafe {
+        let (img, table) = self.core.entry("load_image", || unsafe {
             Image::load(dev, version, data.cast(), host_ind_fns)
         })?;
         let rev_fn_table = if want_rev {
@@ -172,10 +149,12 @@ impl gomp_plugin::Device for OpenDevice {
             dev.ord,
             img.key,
             img.fns.len(),
-            table.len() - img.fns.len() - 1
+            table.len() - 1
         );
+        let kernels = img.fns.clone();
         self.images.locked().push(img);
         Ok(LoadedImage {
+            kernels,
             table,
             rev_fn_table,
         })
@@ -197,80 +176,26 @@ impl gomp_plugin::Device for OpenDevice {
         (*img).unload(&self.core)
     }
 
-    // Inlined into the exported shell: the timed branch would otherwise keep these
-    // wrappers out of line on the allocation hot path.
-    #[inline]
-    fn alloc(&self, size: usize) -> Result<*mut c_void> {
-        Ok(self.entry("alloc", || self.core.alloc_for_libgomp(size))? as *mut c_void)
+    fn run(&self, kernel: &Arc<TargetFn>, req: &LaunchRequest) -> Result<()> {
+        self.core
+            .entry("run", || run::run(&self.core, &self.reverse, kernel, req))
     }
 
-    // Inlined into the exported shell: the timed branch would otherwise keep these
-    // wrappers out of line on the allocation hot path.
-    #[inline]
-    fn free(&self, ptr: *mut c_void) -> Result<()> {
-        self.entry("free", || self.core.free_for_libgomp(ptr as CUdeviceptr))
-    }
-
-    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        // SAFETY: forwarded caller guarantee.
-        unsafe { self.core.dev2host(dst, src as CUdeviceptr, n) }
-    }
-
-    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        // SAFETY: forwarded caller guarantee.
-        unsafe { self.core.host2dev(dst as CUdeviceptr, src, n) }
-    }
-
-    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
-        self.core.dev2dev(dst as CUdeviceptr, src as CUdeviceptr, n)
-    }
-
-    fn memset(&self, ptr: *mut c_void, val: c_int, n: usize) -> Result<()> {
-        self.core.memset(ptr as CUdeviceptr, val, n)
-    }
-
-    fn is_accessible(&self, ptr: *const c_void, size: usize) -> Result<bool> {
-        Ok(self.core.is_accessible(ptr as usize, size))
-    }
-
-    unsafe fn run(
-        &self,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: forwarded caller guarantees (a live handle, libgomp's argument array).
-        self.entry("run", || unsafe {
-            run::run(&self.core, &self.reverse, target_fn(kernel)?, vars, args)
-        })
-    }
-
-    unsafe fn run_async(
+    fn run_async(
         self: &Arc<Self>,
-        kernel: *mut c_void,
-        vars: *mut c_void,
-        args: *mut *mut c_void,
+        kernel: &Arc<TargetFn>,
+        req: &LaunchRequest,
         async_data: *mut c_void,
     ) -> Result<()> {
-        // SAFETY: as in `run`.
-        self.entry("async_run", || unsafe {
+        self.core.entry("async_run", || {
             run::run_async(
                 &self.core,
                 &self.async_queue,
                 &self.reverse,
-                target_fn(kernel)?,
-                vars,
-                args,
+                kernel,
+                req,
                 async_data,
             )
         })
-    }
-
-    fn managed_alloc(&self, size: usize) -> Result<*mut c_void> {
-        Ok(self.core.managed_alloc(size)? as *mut c_void)
-    }
-
-    fn managed_free(&self, ptr: *mut c_void) -> Result<()> {
-        self.core.free_direct(ptr as CUdeviceptr)
     }
 }

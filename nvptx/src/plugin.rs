@@ -11,17 +11,20 @@ use crate::cuda::safe::query;
 use crate::cuda::{driver, sys::*};
 use crate::device;
 use crate::host::ranges as host_ranges;
+use crate::image::TargetFn;
 use crate::interop;
 use crate::observe::info;
-use crate::open::{target_fn, OpenDevice};
+use crate::open::OpenDevice;
 use crate::openacc::{exec, property, queue::AccQueue, thread};
+use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::interop::{InteropObj, Value};
 use gomp_plugin::libgomp::version::{Detected, Libgomp};
-use gomp_plugin::openacc::AccProperty;
+use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::rect::Rect;
 use gomp_plugin::registry::Registry;
+use gomp_plugin::DeviceCore;
 use gomp_plugin::{Error, Plugin, Result};
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
@@ -160,7 +163,7 @@ impl Plugin for Nvptx {
 
     /// From the first open device's pinned pool.
     fn page_locked_host_alloc(size: usize) -> Result<Option<*mut c_void>> {
-        REGISTRY.any()?.core().pinned_alloc(size)
+        REGISTRY.any()?.shared().pinned_alloc(size)
     }
 
     /// Back to the pinned pool of the device that allocated `p` (found through the
@@ -170,14 +173,14 @@ impl Plugin for Nvptx {
             return Ok(());
         }
         match host_ranges::global().find(p).map(|r| r.origin) {
-            Some(host_ranges::Origin::Pool(ord)) => device(ord)?.core().pinned_free(p),
-            _ => REGISTRY.any()?.core().pinned_free(p),
+            Some(host_ranges::Origin::Pool(ord)) => device(ord)?.shared().pinned_free(p),
+            _ => REGISTRY.any()?.shared().pinned_free(p),
         }
     }
 
     unsafe fn copy_rect(r: &Rect) -> Result<()> {
         let dev = device(r.device())?;
-        let dev = dev.core();
+        let dev = dev.shared();
         // SAFETY: the host sides are valid for the block (caller).
         unsafe {
             match r.depth {
@@ -197,13 +200,13 @@ impl Plugin for Nvptx {
         // SAFETY: forwarded caller guarantee.
         unsafe {
             device(ord)?
-                .core()
+                .shared()
                 .interop(obj, flag, targetsync, prefer_type)
         }
     }
 
     fn interop_property(obj: &InteropObj, prop: c_int) -> Result<Value> {
-        let (dev, ctx) = device(obj.device_num)?.core().interop_handles();
+        let (dev, ctx) = device(obj.device_num)?.shared().interop_handles();
         Ok(interop::property(obj, prop, dev, ctx))
     }
 
@@ -229,39 +232,37 @@ impl gomp_plugin::OpenAcc for Nvptx {
     type Queue = AccQueue;
     type ThreadData = thread::ThreadData;
 
-    unsafe fn exec(
-        kernel: *const c_void,
-        devaddrs: *mut *mut c_void,
-        dims: *mut u32,
+    fn exec(
+        kernel: Live<'_, TargetFn>,
+        launch: &AccLaunch,
         queue: Option<&AccQueue>,
-    ) -> Result<()> {
+    ) -> Result<Option<[u32; 3]>> {
         let dev = acc_device(queue)?;
-        // SAFETY: handle from load_image; `dims` is libgomp's 3-entry array.
-        let f =
-            unsafe { target_fn(kernel) }.map_err(|_| Error::invalid("openacc_exec: no kernel"))?;
         let stream = match queue {
             Some(q) => Some(q.ordered_stream()?),
             None => None,
         };
-        // SAFETY: as above.
-        unsafe { exec::exec(&dev, f, devaddrs.cast(), dims, stream) }
+        exec::exec(&dev, kernel.kernel, launch, stream).map(Some)
     }
 
-    unsafe fn exec_host_block(
-        kernel: *const c_void,
+    fn exec_host_block(
+        kernel: Live<'_, TargetFn>,
         args: &[*mut c_void],
-        dims: *mut u32,
+        launch: &AccLaunch,
         queue: Option<&AccQueue>,
-    ) -> Result<()> {
+    ) -> Result<Option<[u32; 3]>> {
+        let on_device = |devaddrs: CUdeviceptr| AccLaunch {
+            devaddrs,
+            ..*launch
+        };
         if args.is_empty() {
-            // SAFETY: forwarded caller guarantees; no block to read.
-            return unsafe { Self::exec(kernel, std::ptr::null_mut(), dims, queue) };
+            return Self::exec(kernel, &on_device(0), queue);
         }
         let dev = acc_device(queue)?;
         let bytes = std::mem::size_of_val(args);
         let block = dev.alloc(bytes)?;
+        let launch = on_device(block);
         let host = args.as_ptr();
-        let args = block as *mut *mut c_void;
         // SAFETY: `host` is readable for `bytes` (a live slice) and each copy has read it
         // when it returns; the block holds the array for the kernel. Without a queue,
         // exec orders the launch after the copy (a deferred copy included) and waits
@@ -271,25 +272,25 @@ impl gomp_plugin::OpenAcc for Nvptx {
             match queue {
                 Some(q) => q
                     .host2dev(block, host.cast(), bytes)
-                    .and_then(|()| Self::exec(kernel, args, dims, Some(q)))
-                    .and_then(|()| q.synchronize()),
+                    .and_then(|()| Self::exec(kernel, &launch, Some(q)))
+                    .and_then(|d| q.synchronize().map(|()| d)),
                 None => dev
                     .host2dev(block, host.cast(), bytes)
-                    .and_then(|()| Self::exec(kernel, args, dims, None)),
+                    .and_then(|()| Self::exec(kernel, &launch, None)),
             }
         };
         let freed = dev.free(block);
-        r.and(freed)
+        r.and_then(|d| freed.map(|()| d))
     }
 
     fn thread_data(ord: c_int) -> Result<thread::ThreadData> {
-        let dev = Arc::clone(device(ord)?.core());
+        let dev = Arc::clone(device(ord)?.shared());
         dev.use_openacc();
         Ok(thread::ThreadData { dev })
     }
 
     fn queue(ord: c_int) -> Result<AccQueue> {
-        AccQueue::create(Arc::clone(device(ord)?.core()))
+        AccQueue::create(Arc::clone(device(ord)?.shared()))
     }
 
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
@@ -297,7 +298,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
             // The free memory of an open device is what the program can still
             // allocate: the driver's free memory and what the plugin's caches hold.
             match property::get(ord, prop, || {
-                device_if_open(ord).map(|d| d.core().held_unused())
+                device_if_open(ord).map(|d| d.shared().held_unused())
             })? {
                 property::Value::Size(n) => AccProperty::Size(n),
                 property::Value::Str(s) => AccProperty::Str(s),

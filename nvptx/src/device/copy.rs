@@ -70,29 +70,6 @@ impl Ended {
 }
 
 impl Device {
-    /// A synchronous copy of `n` bytes from host `src` to device `dst`.
-    ///
-    /// # Safety
-    /// `src` must be readable for `n` bytes.
-    pub unsafe fn host2dev(&self, dst: CUdeviceptr, src: *const c_void, n: usize) -> Result<()> {
-        // SAFETY: forwarded caller guarantee.
-        unsafe { self.host2dev_via(dst, src, n, Via::Sync) }
-    }
-
-    /// A synchronous copy of `n` bytes from device `src` to host `dst`.
-    ///
-    /// # Safety
-    /// `dst` must be writable for `n` bytes.
-    pub unsafe fn dev2host(&self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> Result<()> {
-        // SAFETY: forwarded caller guarantee.
-        unsafe { self.dev2host_via(dst, src, n, Via::Sync) }
-    }
-
-    /// A synchronous copy of `n` bytes between two device buffers.
-    pub fn dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
-        self.dev2dev_via(dst, src, n, Via::Sync)
-    }
-
     /// Copies `n` bytes from host `src` to device `dst` (see [`Via`]).
     ///
     /// # Safety
@@ -519,15 +496,6 @@ impl Device {
             o.copy(CopyDir::D2D, ended.row(CopyMem::Device), n, t0);
         }
         r
-    }
-
-    /// Sets `n` device bytes at `p` to the low byte of `val`.
-    pub fn memset(&self, p: CUdeviceptr, val: i32, n: usize) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        // Device address checked by the driver; waited for before returning.
-        self.on_copy_stream(|s| s.memset_d8(p, val as u8, n).map_err(Error::from))
     }
 
     /// Whether a copy of `n` bytes from or to host `p` goes through the staging engine:

@@ -1,16 +1,12 @@
-//! Host-visible memory the device can reach: page-locked host allocations (libgomp 16's
-//! pinned allocator, served by the device's pinned pool, [`crate::host::memory`]) and
-//! managed memory (`ompx_gnu_managed_mem_space`), plus the accessibility query behind
-//! `omp_target_is_accessible`. Any thread.
+//! Page-locked host memory the device can reach: libgomp 16's pinned allocator, served
+//! by the device's pinned pool ([`crate::host::memory`]). (Managed memory and the
+//! accessibility query are libgomp's memory entry points, `entry_points.rs`.) Any
+//! thread.
 
-use crate::cuda::safe::{memory as cu_mem, query};
-use crate::cuda::sys::*;
 use crate::device::Device;
-use crate::host::ranges as host_ranges;
 use gomp_plugin::error::Result;
+use gomp_plugin::DeviceCore;
 use std::ffi::c_void;
-
-const PAGE: usize = 4096;
 
 impl Device {
     /// Page-locked host memory of `size` bytes from the device's pinned pool, usable
@@ -32,37 +28,5 @@ impl Device {
         }
         self.activate()?;
         self.pinned.free(p)
-    }
-
-    /// Managed memory (`cuMemAllocManaged`, attached globally).
-    pub fn managed_alloc(&self, size: usize) -> Result<CUdeviceptr> {
-        // The stand-in reports NOT_SUPPORTED.
-        Ok(cu_mem::alloc_managed(size.max(1))?)
-    }
-
-    /// Whether the device can access every page of `[p, p+size)`: device, managed or
-    /// page-locked host memory known to the driver. Empty or NULL ranges are not.
-    pub fn is_accessible(&self, p: usize, size: usize) -> bool {
-        if p == 0 || size == 0 {
-            return false;
-        }
-        let Some(end) = p.checked_add(size) else {
-            return false;
-        };
-        if host_ranges::global().contains(p, size) {
-            return true;
-        }
-        let mut at = p;
-        while at < end {
-            let kind = query::memory_type(at as CUdeviceptr);
-            if !matches!(
-                kind,
-                Ok(CU_MEMORYTYPE_HOST | CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED)
-            ) {
-                return false;
-            }
-            at = (at / PAGE + 1) * PAGE;
-        }
-        true
     }
 }

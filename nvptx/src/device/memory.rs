@@ -8,8 +8,6 @@ use crate::device::Device;
 use crate::memory::large_blocks;
 use crate::memory::small_blocks::{self, Given};
 use gomp_plugin::error::{Error, Result};
-use gomp_plugin::libgomp::acc_prof;
-use std::ffi::c_void;
 
 /// Empty small-block chunks a device may always keep (within `GOMP_NVPTX_DEVICE_CACHE`
 /// when that is larger): the target-variable block every region allocates and frees
@@ -107,7 +105,7 @@ impl Device {
     /// together stay within it, the small blocks always allowed [`SMALL_FLOOR`] of it.
     /// Memory beyond goes back to the driver before this returns (through the pool,
     /// which keeps none of it), so another process can have it at once.
-    fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
+    pub(crate) fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
         if p == 0 {
             return Ok(0);
         }
@@ -162,43 +160,6 @@ impl Device {
         } else {
             self.settle()?;
             // SAFETY: `p` came from cuMemAlloc in this context.
-            unsafe { cu_mem::free(p) }?;
-        }
-        Ok(())
-    }
-
-    /// `GOMP_OFFLOAD_alloc`: [`Device::alloc`], reported to an OpenACC profiler
-    /// (`acc_ev_alloc`) when one is set up for the calling thread. Only once OpenACC
-    /// uses the device: a thread's OpenACC constructs run after libgomp has made its
-    /// thread data there (`openacc_create_thread_data`), which says so.
-    pub fn alloc_for_libgomp(&self, size: usize) -> Result<CUdeviceptr> {
-        let p = self.alloc(size)?;
-        if !self.openacc_in_use() {
-            return Ok(p);
-        }
-        if let Some(prof) = acc_prof::current() {
-            prof.data(acc_prof::EV_ALLOC, size, p as *const c_void);
-        }
-        Ok(p)
-    }
-
-    /// `GOMP_OFFLOAD_free`: [`Device::free`], reported as `acc_ev_free` (as in
-    /// [`Device::alloc_for_libgomp`]).
-    pub fn free_for_libgomp(&self, p: CUdeviceptr) -> Result<()> {
-        self.free_block(p)?;
-        if p != 0 && self.openacc_in_use() {
-            if let Some(prof) = acc_prof::current() {
-                prof.data(acc_prof::EV_FREE, usize::MAX, p as *const c_void);
-            }
-        }
-        Ok(())
-    }
-
-    /// Frees memory that did not come from [`Device::alloc`] (managed memory).
-    pub fn free_direct(&self, p: CUdeviceptr) -> Result<()> {
-        if p != 0 {
-            self.settle()?;
-            // SAFETY: `p` came from a cuMemAlloc-family call (caller).
             unsafe { cu_mem::free(p) }?;
         }
         Ok(())

@@ -14,6 +14,7 @@
 pub mod config;
 pub mod copy;
 pub mod copy_order;
+pub mod entry_points;
 pub mod host_memory;
 pub mod memory;
 pub mod serving;
@@ -306,11 +307,19 @@ impl Device {
         self.ctx
     }
 
-    /// Makes this device's context current on the calling thread, if it is not already.
-    /// Every entry point that touches the device calls this first, so any host thread
-    /// (an OpenMP worker, say) may use the device.
-    pub fn activate(&self) -> Result<()> {
-        make_current(self.ctx)
+    /// Runs entry point `name` (`f`), recorded as a host span when tracing or
+    /// profiling; otherwise just `f` after one check.
+    #[inline]
+    pub fn entry<T>(&self, name: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        match self.observe() {
+            None => f(),
+            Some(o) => {
+                let t0 = crate::observe::now();
+                let r = f();
+                o.entry(name, t0);
+                r
+            }
+        }
     }
 
     /// Runs `f` on the calling thread's stream, ordered after deferred copies on other

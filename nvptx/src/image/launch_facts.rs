@@ -14,6 +14,7 @@ use crate::device::Device;
 use gomp_plugin::autotune::Trials;
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
+use gomp_plugin::DeviceCore;
 use once_cell::sync::OnceCell;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};

@@ -5,7 +5,9 @@
 //! indirect-function map), and the table returned to libgomp (spec §5.3).
 //!
 //! Threading: an image is built by the thread loading it, then owned by its device's
-//! image list and read (never changed) by any thread launching its kernels.
+//! image list and read (never changed) by any thread launching its kernels. Its
+//! kernels are shared (`Arc`) with the framework's live set, which checks the handles
+//! libgomp passes back.
 
 pub mod cdtors;
 pub mod descriptor;
@@ -26,12 +28,15 @@ use descriptor::{Descriptor, RawDescriptor};
 use gomp_plugin::cache::Key;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::DeviceCore;
 use launch_facts::{Resident, TeamIcvs, Tuning};
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
-/// A kernel of a loaded image. Its address is the opaque handle libgomp passes back
-/// as `fn` to `run`; it lives as long as its [`Image`].
+/// A kernel of a loaded image (the backend's `gomp_plugin::Device::Kernel`). Its
+/// address is the opaque handle libgomp passes back as `fn` to `run`; owned by its
+/// [`Image`] and the framework's live set, usable while the image is loaded (its CUDA
+/// function dies with the module).
 #[derive(Debug)]
 pub struct TargetFn {
     /// The CUDA function.
@@ -64,8 +69,8 @@ pub struct Image {
     pub key: usize,
     /// The CUDA module (unloaded when the image is released).
     module: Module,
-    /// Kernels, in host-table order (addresses stable: never resized).
-    pub fns: Vec<TargetFn>,
+    /// Kernels, in host-table order.
+    pub fns: Vec<Arc<TargetFn>>,
     /// Device memory the plugin allocated for this image (indirect-function table or
     /// map).
     owned: Vec<CUdeviceptr>,
@@ -77,6 +82,10 @@ pub struct Image {
 unsafe impl Send for Image {}
 // SAFETY: as above; the image is immutable after loading.
 unsafe impl Sync for Image {}
+// SAFETY: a CUDA function handle may be used from any host thread.
+unsafe impl Send for TargetFn {}
+// SAFETY: as above; the kernel's mutable parts are behind their own locks and cells.
+unsafe impl Sync for TargetFn {}
 
 /// One attribute of `f`, a function of a loaded module (callers: [`Image::fill`]).
 fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
@@ -86,7 +95,8 @@ fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
 
 impl Image {
     /// Loads the image `data` of version word `version` on `dev`, returning it and the
-    /// address table for libgomp (functions, variables, then the ICV block).
+    /// rest of libgomp's address table after the kernels' entries (variables, then the
+    /// ICV block); the kernels are [`Image::fns`].
     ///
     /// # Safety
     /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`
@@ -198,7 +208,7 @@ impl Image {
                     )
                 }?;
             }
-            self.fns.push(TargetFn {
+            self.fns.push(Arc::new(TargetFn {
                 func,
                 name,
                 max_threads_per_block: func_attr(func, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
@@ -209,19 +219,9 @@ impl Image {
                 icvs: team_icvs.clone(),
                 tuning: Tuning::default(),
                 image_key,
-            });
+            }));
         }
-        let mut table: Vec<AddrPair> = self
-            .fns
-            .iter()
-            .map(|f| {
-                let a = f as *const TargetFn as usize;
-                AddrPair {
-                    start: a,
-                    end: a + 1,
-                }
-            })
-            .collect();
+        let mut table = Vec::with_capacity(desc.vars.len() + 1);
         for v in &desc.vars {
             let (p, n) = self.global(v)?.ok_or_else(|| {
                 Error::invalid(format!(

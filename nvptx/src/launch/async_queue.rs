@@ -22,6 +22,7 @@ use crate::observe::Timer;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::sync::{Lock, Wait};
+use gomp_plugin::DeviceCore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};

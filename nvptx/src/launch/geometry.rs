@@ -1,11 +1,9 @@
-//! OpenMP kernel launch parameters: decoding libgomp's target-argument array and
-//! choosing the grid (teams) and block (warps) for a kernel from the clauses, the
-//! device's team ICVs and `GOMP_NVPTX_TUNE`. Pure functions.
-
-use std::ffi::c_void;
+//! OpenMP kernel launch parameters: choosing the grid (teams) and block (warps) for a
+//! kernel from the clauses (the framework's decoded launch request), the device's team
+//! ICVs and `GOMP_NVPTX_TUNE`. Pure functions.
 
 use crate::device::tune::{Teams, Tune, DEFAULT_WARPS};
-use gomp_plugin::libgomp::target_args::{self, DEVICE_ALL, NUM_TEAMS, THREAD_LIMIT};
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 
 /// What the `num_teams` and `thread_limit` clauses asked for; 0 means "not given".
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -16,26 +14,13 @@ pub struct Requested {
     pub thread_limit: i32,
 }
 
-/// Decodes libgomp's NULL-terminated target-argument array.
-///
-/// # Safety
-/// `args` must be NULL or point to a NULL-terminated array of pointer-sized words,
-/// where an id word with `SUBSEQUENT_PARAM` set is followed by its value word.
-pub unsafe fn decode_args(args: *const *mut c_void) -> Requested {
-    let mut req = Requested::default();
-    // SAFETY: forwarded caller guarantee.
-    for a in unsafe { target_args::decode_ptr(args) } {
-        if a.device != DEVICE_ALL {
-            continue;
-        }
-        let val = a.value.clamp(i32::MIN as isize, i32::MAX as isize) as i32;
-        match a.id {
-            NUM_TEAMS => req.teams = val,
-            THREAD_LIMIT => req.thread_limit = val,
-            _ => {}
+impl From<&LaunchRequest> for Requested {
+    fn from(r: &LaunchRequest) -> Requested {
+        Requested {
+            teams: r.teams,
+            thread_limit: r.thread_limit,
         }
     }
-    req
 }
 
 /// The device and kernel facts the geometry depends on.
@@ -168,17 +153,29 @@ pub fn geometry(req: Requested, icv: Requested, tune: &Tune, lim: Limits) -> Geo
 mod tests {
     use super::*;
 
+    use gomp_plugin::libgomp::target_args::{NUM_TEAMS, SUBSEQUENT_PARAM, THREAD_LIMIT};
+    use std::ffi::c_void;
+
+    /// What nvptx reads of the framework's decoding of `words` (a NULL-terminated
+    /// target-argument array).
     fn decode(words: &[usize]) -> Requested {
         let v: Vec<*mut c_void> = words.iter().map(|&w| w as *mut c_void).collect();
-        // SAFETY: `v` is NULL-terminated by each test.
-        unsafe { decode_args(v.as_ptr()) }
+        // SAFETY: `v` is NULL-terminated by each test and names no attribute block.
+        let r = unsafe {
+            LaunchRequest::decode(
+                std::ptr::null_mut(),
+                v.as_ptr(),
+                gomp_plugin::libgomp::abi::TARGET_TYPE_NVIDIA_PTX as usize,
+            )
+        };
+        Requested::from(&r)
     }
 
     #[test]
     fn decodes_inline_and_subsequent_values() {
         assert_eq!(decode(&[0]), Requested::default());
         let teams_inline = NUM_TEAMS | (100 << 16);
-        let limit_next = THREAD_LIMIT | target_args::SUBSEQUENT_PARAM;
+        let limit_next = THREAD_LIMIT | SUBSEQUENT_PARAM;
         assert_eq!(
             decode(&[teams_inline, limit_next, 7, 0]),
             Requested {
@@ -192,13 +189,8 @@ mod tests {
             Requested::default()
         );
         // Huge values clamp to INT_MAX.
-        let big = NUM_TEAMS | target_args::SUBSEQUENT_PARAM;
+        let big = NUM_TEAMS | SUBSEQUENT_PARAM;
         assert_eq!(decode(&[big, usize::MAX >> 1, 0]).teams, i32::MAX);
-        // SAFETY: NULL is allowed.
-        assert_eq!(
-            unsafe { decode_args(std::ptr::null()) },
-            Requested::default()
-        );
     }
 
     const H100: Limits = Limits {

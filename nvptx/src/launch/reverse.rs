@@ -65,6 +65,7 @@ impl Limit {
 
 pub use crate::device::serving::serving_request;
 use crate::device::serving::set_serving;
+use gomp_plugin::DeviceCore;
 
 /// The device's request block (`struct rev_offload`, 48 bytes, same in 13-16).
 #[repr(C)]

@@ -12,10 +12,11 @@ use crate::image::TargetFn;
 use crate::launch::async_queue::{self, AsyncQueue};
 use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
-use crate::launch::geometry::{self, decode_args, Geometry, Limits, Requested};
+use crate::launch::geometry::{self, Geometry, Limits, Requested};
 use crate::launch::reverse::{ran_alone, Reverse};
 use crate::memory::stacks::StackBlock;
 use gomp_plugin::error::Result;
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,20 +32,15 @@ pub struct Prepared<'a> {
     trial: Option<autotune::Trial>,
 }
 
-/// Decodes the launch arguments, picks the geometry (trying shapes for the tuner when
+/// Picks the geometry for launch request `r` (trying shapes for the tuner when
 /// `may_try`) and takes a stack block.
-///
-/// # Safety
-/// `args` must satisfy [`decode_args`].
-pub unsafe fn prepare<'a>(
+pub fn prepare<'a>(
     dev: &Device,
     f: &'a TargetFn,
-    vars: *mut c_void,
-    args: *const *mut c_void,
+    r: &LaunchRequest,
     may_try: bool,
 ) -> Result<Prepared<'a>> {
-    // SAFETY: forwarded caller guarantee.
-    let req = unsafe { decode_args(args) };
+    let req = Requested::from(r);
     let tune = &dev.config.tune;
     let icv = if tune.icvs && (req.teams <= 0 || req.thread_limit <= 0) {
         let v = f.icvs.get(dev)?;
@@ -116,7 +112,7 @@ pub unsafe fn prepare<'a>(
     Ok(Prepared {
         f,
         g,
-        vars: vars as u64,
+        vars: r.vars,
         stacks,
         trial,
     })
@@ -169,20 +165,9 @@ fn enqueue_timed(
     Ok(())
 }
 
-/// Runs `f` with the mapped-variable block `vars` and libgomp's target arguments
-/// `args`, and waits for it.
-///
-/// # Safety
-/// `args` must satisfy [`decode_args`]; `vars` must be a device address (or NULL).
-pub unsafe fn run(
-    dev: &Device,
-    rev: &Reverse,
-    f: &TargetFn,
-    vars: *mut c_void,
-    args: *const *mut c_void,
-) -> Result<()> {
-    // SAFETY: forwarded caller guarantee.
-    let mut p = unsafe { prepare(dev, f, vars, args, true) }?;
+/// Runs `f` as launch request `r` asks, and waits for it.
+pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Result<()> {
+    let mut p = prepare(dev, f, r, true)?;
     let started = rev.kernel_started();
     let mut timer = None;
     let trial = p.trial.take();
@@ -213,22 +198,17 @@ pub unsafe fn run(
     Ok(())
 }
 
-/// Launches `f` without waiting; libgomp's `async_data` is handed back through
-/// `GOMP_PLUGIN_target_task_completion` once the kernel has completed.
-///
-/// # Safety
-/// As [`run`].
-pub unsafe fn run_async(
+/// Launches `f` as `r` asks without waiting; libgomp's `async_data` is handed back
+/// through `GOMP_PLUGIN_target_task_completion` once the kernel has completed.
+pub fn run_async(
     dev: &Arc<Device>,
     q: &AsyncQueue,
     rev: &Reverse,
     f: &TargetFn,
-    vars: *mut c_void,
-    args: *const *mut c_void,
+    r: &LaunchRequest,
     async_data: *mut c_void,
 ) -> Result<()> {
-    // SAFETY: forwarded caller guarantee.
-    let p = unsafe { prepare(dev, f, vars, args, false) }?;
+    let p = prepare(dev, f, r, false)?;
     q.reserve(p.stacks.size);
     let s = q.stream()?;
     // The async stream waits for the deferred copies (the region's own included).

@@ -12,6 +12,7 @@ use crate::launch::failure::kernel_error;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::libgomp::host;
+use gomp_plugin::openacc::AccLaunch;
 use std::ffi::c_void;
 
 fn occupancy(f: &TargetFn) -> Option<(u32, u32)> {
@@ -19,17 +20,9 @@ fn occupancy(f: &TargetFn) -> Option<(u32, u32)> {
     *f.occupancy.get_or_init(|| unsafe { occupancy_of(f.func) })
 }
 
-/// Picks the dimensions for launching `f`, given libgomp's `dims` (3 entries, 0 = not
-/// set; may be NULL).
-///
-/// # Safety
-/// `dims` must be NULL or point to 3 readable `u32`.
-pub unsafe fn dims_for(dev: &Device, f: &TargetFn, dims: *const u32) -> Result<Dims> {
-    let mut requested = [0u32; 3];
-    if !dims.is_null() {
-        // SAFETY: caller's guarantee.
-        requested.copy_from_slice(unsafe { std::slice::from_raw_parts(dims, 3) });
-    }
+/// Picks the dimensions for launching `f`, given libgomp's `requested` ones (0 = not
+/// set).
+pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Dims> {
     let mut defaults = [0i32; 3];
     if let Some(dd) = host::host().and_then(|h| h.acc_default_dim) {
         for (i, v) in defaults.iter_mut().enumerate() {
@@ -50,26 +43,17 @@ pub unsafe fn dims_for(dev: &Device, f: &TargetFn, dims: *const u32) -> Result<D
     choose(&inputs, &limits).map_err(|e| Error::invalid(e.message(&f.name)))
 }
 
-/// Launches `f` with the device address block `devaddrs` on `stream` (CUDA's legacy
-/// default stream when `None`, ordered after deferred copies and then waited for; a
-/// queue's stream is ordered by the caller); `dims` is libgomp's in/out array.
-///
-/// # Safety
-/// `dims` must be NULL or point to 3 writable `u32`; `devaddrs` must be a device
-/// address (or NULL when nothing is mapped).
-pub unsafe fn exec(
+/// Launches `f` as `launch` asks on `stream` (CUDA's legacy default stream when
+/// `None`, ordered after deferred copies and then waited for; a queue's stream is
+/// ordered by the caller). Returns the dimensions launched (gangs, workers, vector),
+/// which libgomp's `dims` array is updated with.
+pub fn exec(
     dev: &Device,
     f: &TargetFn,
-    devaddrs: *mut c_void,
-    dims: *mut u32,
+    launch: &AccLaunch,
     stream: Option<Stream>,
-) -> Result<()> {
-    // SAFETY: forwarded caller guarantee.
-    let d = unsafe { dims_for(dev, f, dims) }?;
-    if !dims.is_null() {
-        // SAFETY: caller's guarantee.
-        unsafe { std::ptr::copy_nonoverlapping([d.gangs, d.workers, d.vector].as_ptr(), dims, 3) };
-    }
+) -> Result<[u32; 3]> {
+    let d = dims_for(dev, f, launch.dims)?;
     log::debug!(
         "nvptx_exec: kernel {}: launch gangs={}, workers={}, vectors={}",
         f.name,
@@ -106,7 +90,7 @@ pub unsafe fn exec(
             format!("{}x{}x{}", d.gangs, d.workers, d.vector),
         )
     });
-    let mut arg = devaddrs as u64;
+    let mut arg = launch.devaddrs;
     let mut params: [*mut c_void; 1] = [(&mut arg as *mut u64).cast()];
     // SAFETY: the entry point takes one u64; the driver copies it from the live local.
     let launched = unsafe {
@@ -136,5 +120,5 @@ pub unsafe fn exec(
         o.harvest();
         o.finish(t);
     }
-    Ok(())
+    Ok([d.gangs, d.workers, d.vector])
 }

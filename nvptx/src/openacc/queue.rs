@@ -19,6 +19,7 @@ use crate::device::Device;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::sync::Lock;
+use gomp_plugin::DeviceCore;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};

@@ -8,9 +8,16 @@ use gomp_plugin::edge::guard;
 use gomp_plugin::Plugin;
 use std::ffi::c_void;
 
-/// Whether the kernel handle `tgt_fn` can run on the device; false makes libgomp run
-/// the region on the host.
+/// Whether the kernel handle `tgt_fn` can run on its device; false makes libgomp run
+/// the region on the host (also after an error message for a handle that is not a
+/// live kernel).
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_can_run(tgt_fn: *mut c_void) -> bool {
-    guard::value("can_run", false, || Backend::can_run(tgt_fn))
+    guard::result("can_run", false, || {
+        Backend::registry()
+            .kernels()
+            .with_known("can_run", tgt_fn as usize, |k| {
+                Ok(Backend::can_run(k.kernel))
+            })
+    })
 }

@@ -11,8 +11,8 @@ use super::Backend;
 use gomp_plugin::edge::{args, guard};
 use gomp_plugin::libgomp::abi::{GoaccAsyncqueue, PropertyValue};
 use gomp_plugin::libgomp::host;
-use gomp_plugin::openacc::AccProperty;
-use gomp_plugin::{AccQueue, Error, OpenAcc, Result};
+use gomp_plugin::openacc::{AccLaunch, AccProperty};
+use gomp_plugin::{AccQueue, Error, OpenAcc, Plugin, Result};
 use std::ffi::{c_int, c_uint, c_void};
 
 type Queue = <Backend as OpenAcc>::Queue;
@@ -22,6 +22,41 @@ fn queue<'a>(aq: *mut GoaccAsyncqueue) -> Result<&'a Queue> {
     // SAFETY: `aq` is NULL or a queue from openacc_async_construct not yet destroyed
     // (libgomp's contract).
     unsafe { aq.cast::<Queue>().as_ref() }.ok_or_else(|| Error::invalid("OpenACC: no async queue"))
+}
+
+/// `openacc_exec` and `openacc_async_exec` (with `queue`): the kernel handle checked
+/// once, libgomp's arguments decoded once (under libgomp 12, the kernel's argument
+/// array built from its host arrays), the dimensions launched written back when the
+/// backend reports them.
+fn exec(
+    what: &str,
+    fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+    mapnum: usize,
+    hostaddrs: *mut *mut c_void,
+    devaddrs: *mut *mut c_void,
+    dims: *mut u32,
+    queue: Option<&Queue>,
+) -> Result<()> {
+    let h = fn_.map_or(0, |f| f as usize);
+    let launch = AccLaunch {
+        devaddrs: devaddrs as u64,
+        // SAFETY: libgomp's 3-entry array or NULL (contract).
+        dims: unsafe { AccLaunch::dims(dims) },
+    };
+    let launched = Backend::registry().kernels().with_known(what, h, |k| {
+        if args::acc_devaddrs_on_host(host::libgomp()) {
+            // SAFETY: libgomp 12's host arrays of `mapnum` entries (contract).
+            let block = unsafe { args::acc_host_block(mapnum, hostaddrs, devaddrs) };
+            Backend::exec_host_block(k, &block, &launch, queue)
+        } else {
+            Backend::exec(k, &launch, queue)
+        }
+    })?;
+    if let (Some(d), false) = (launched, dims.is_null()) {
+        // SAFETY: libgomp's writable 3-entry array (contract).
+        unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), dims, 3) };
+    }
+    Ok(())
 }
 
 /// Runs an OpenACC kernel and waits for it. Errors are fatal.
@@ -35,15 +70,7 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
     _targ_mem_desc: *mut c_void,
 ) {
     guard::or_fatal("openacc_exec", || {
-        let k = fn_.map_or(std::ptr::null(), |f| f as *const c_void);
-        if args::acc_devaddrs_on_host(host::libgomp()) {
-            // SAFETY: libgomp 12's host arrays of `mapnum` entries (contract).
-            let block = unsafe { args::acc_host_block(mapnum, hostaddrs, devaddrs) };
-            // SAFETY: a handle from load_image; `block` outlives the call.
-            return unsafe { Backend::exec_host_block(k, &block, dims, None) };
-        }
-        // SAFETY: a handle from load_image and libgomp's arrays (contract).
-        unsafe { Backend::exec(k, devaddrs, dims, None) }
+        exec("openacc_exec", fn_, mapnum, hostaddrs, devaddrs, dims, None)
     })
 }
 
@@ -59,16 +86,16 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
     aq: *mut GoaccAsyncqueue,
 ) {
     guard::or_fatal("openacc_async_exec", || {
-        let k = fn_.map_or(std::ptr::null(), |f| f as *const c_void);
         let q = queue(aq)?;
-        if args::acc_devaddrs_on_host(host::libgomp()) {
-            // SAFETY: as in openacc_exec.
-            let block = unsafe { args::acc_host_block(mapnum, hostaddrs, devaddrs) };
-            // SAFETY: as in openacc_exec.
-            return unsafe { Backend::exec_host_block(k, &block, dims, Some(q)) };
-        }
-        // SAFETY: as in openacc_exec.
-        unsafe { Backend::exec(k, devaddrs, dims, Some(q)) }
+        exec(
+            "openacc_async_exec",
+            fn_,
+            mapnum,
+            hostaddrs,
+            devaddrs,
+            dims,
+            Some(q),
+        )
     })
 }
 

@@ -9,12 +9,14 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use super::Backend;
+use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::device::check_image_version;
 use gomp_plugin::edge::{args, guard, handshake};
 use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::libgomp::target_args::LaunchRequest;
 use gomp_plugin::libgomp::{host, report};
 use gomp_plugin::rect::{Rect, Side};
-use gomp_plugin::{Device, Error, Plugin, Result};
+use gomp_plugin::{Device, DeviceCore, Error, Plugin, Result};
 use std::ffi::{c_char, c_int, c_void};
 
 /// The plugin's `GOMP_VERSION` for the libgomp that loaded us; 0 (which libgomp
@@ -113,12 +115,24 @@ pub extern "C" fn GOMP_OFFLOAD_load_image(
         let img = unsafe {
             Device::load_image(&dev, version, target_data, !rev_fn_table.is_null(), ind)?
         };
-        let n = img.table.len();
-        let out = report::malloc(std::mem::size_of_val(img.table.as_slice())).cast::<AddrPair>();
-        // SAFETY: `out` has room for the entries; the out-pointers are writable
+        let handles = Backend::registry()
+            .kernels()
+            .insert(ord, target_data as usize, &img.kernels);
+        let n = handles.len() + img.table.len();
+        let out = report::malloc(n * std::mem::size_of::<AddrPair>()).cast::<AddrPair>();
+        let entries = handles
+            .iter()
+            .map(|&h| AddrPair {
+                start: h,
+                end: h + 1,
+            })
+            .chain(img.table.iter().copied());
+        // SAFETY: `out` has room for the `n` entries; the out-pointers are writable
         // (contract) or NULL.
         unsafe {
-            std::ptr::copy_nonoverlapping(img.table.as_ptr(), out, n);
+            for (i, e) in entries.enumerate() {
+                out.add(i).write(e);
+            }
             *target_table = out;
             if !rev_fn_table.is_null() {
                 *rev_fn_table = img.rev_fn_table;
@@ -128,7 +142,7 @@ pub extern "C" fn GOMP_OFFLOAD_load_image(
     })
 }
 
-/// Unloads an image.
+/// Unloads an image; its kernel handles are refused from then on.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_unload_image(
     ord: c_int,
@@ -137,7 +151,11 @@ pub extern "C" fn GOMP_OFFLOAD_unload_image(
 ) -> bool {
     guard::ok("unload_image", || {
         check_image_version(Backend::IMAGE_KIND, Backend::IMAGE_VERSION, version)?;
-        Device::unload_image(&*Backend::device(ord)?, target_data)
+        let dev = Backend::device(ord)?;
+        Backend::registry()
+            .kernels()
+            .remove_image(ord, target_data as usize);
+        Device::unload_image(&*dev, target_data)
     })
 }
 
@@ -145,14 +163,16 @@ pub extern "C" fn GOMP_OFFLOAD_unload_image(
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_alloc(ord: c_int, size: usize) -> *mut c_void {
     guard::result("alloc", std::ptr::null_mut(), || {
-        Device::alloc(&*Backend::device(ord)?, size)
+        Ok(DeviceCore::alloc(Device::core(&*Backend::device(ord)?), size)? as *mut c_void)
     })
 }
 
 /// Frees device memory (NULL is accepted).
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_free(ord: c_int, ptr: *mut c_void) -> bool {
-    guard::ok("free", || Device::free(&*Backend::device(ord)?, ptr))
+    guard::ok("free", || {
+        DeviceCore::free(Device::core(&*Backend::device(ord)?), ptr as DevPtr)
+    })
 }
 
 /// Copies device to host.
@@ -165,7 +185,7 @@ pub extern "C" fn GOMP_OFFLOAD_dev2host(
 ) -> bool {
     // SAFETY: libgomp passes a host buffer of `n` bytes.
     guard::ok("dev2host", || unsafe {
-        Device::dev2host(&*Backend::device(ord)?, dst, src, n)
+        DeviceCore::dev2host(Device::core(&*Backend::device(ord)?), dst, src as DevPtr, n)
     })
 }
 
@@ -179,7 +199,7 @@ pub extern "C" fn GOMP_OFFLOAD_host2dev(
 ) -> bool {
     // SAFETY: libgomp passes a host buffer of `n` bytes.
     guard::ok("host2dev", || unsafe {
-        Device::host2dev(&*Backend::device(ord)?, dst, src, n)
+        DeviceCore::host2dev(Device::core(&*Backend::device(ord)?), dst as DevPtr, src, n)
     })
 }
 
@@ -192,7 +212,12 @@ pub extern "C" fn GOMP_OFFLOAD_dev2dev(
     n: usize,
 ) -> bool {
     guard::ok("dev2dev", || {
-        Device::dev2dev(&*Backend::device(ord)?, dst, src, n)
+        DeviceCore::dev2dev(
+            Device::core(&*Backend::device(ord)?),
+            dst as DevPtr,
+            src as DevPtr,
+            n,
+        )
     })
 }
 
@@ -200,8 +225,39 @@ pub extern "C" fn GOMP_OFFLOAD_dev2dev(
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_memset(ord: c_int, ptr: *mut c_void, val: c_int, n: usize) -> bool {
     guard::ok("memset", || {
-        Device::memset(&*Backend::device(ord)?, ptr, val, n)
+        DeviceCore::memset(Device::core(&*Backend::device(ord)?), ptr as DevPtr, val, n)
     })
+}
+
+/// The launch request of `run`/`async_run`: libgomp's arguments decoded once.
+///
+/// # Safety
+/// `args` is libgomp's target-argument array (checked non-NULL by the caller).
+unsafe fn launch_request(vars: *mut c_void, args: *mut *mut c_void) -> LaunchRequest {
+    // SAFETY: libgomp's NULL-terminated array; a kernel-attribute entry for this
+    // product's device type holds the compiler's block (contract).
+    unsafe { LaunchRequest::decode(vars, args, Backend::TARGET_TYPE as usize) }
+}
+
+/// Runs kernel handle `tgt_fn` of device `ord` through `f`, after the one check of a
+/// handle: it must be a live kernel of that device.
+fn with_kernel(
+    what: &str,
+    ord: c_int,
+    tgt_fn: *mut c_void,
+    f: impl FnOnce(&std::sync::Arc<<<Backend as Plugin>::Device as Device>::Kernel>) -> Result<()>,
+) -> Result<()> {
+    Backend::registry()
+        .kernels()
+        .with_known(what, tgt_fn as usize, |k| {
+            if k.ord != ord {
+                return Err(Error::invalid(format!(
+                    "{what}: kernel {tgt_fn:p} of device {} launched on device {ord}",
+                    k.ord
+                )));
+            }
+            f(k.kernel)
+        })
 }
 
 /// Runs an OpenMP target region and waits for it; errors are fatal (contract).
@@ -216,12 +272,10 @@ pub extern "C" fn GOMP_OFFLOAD_run(
         if args.is_null() {
             return Err(Error::invalid("No target arguments provided"));
         }
-        if tgt_fn.is_null() {
-            return Err(Error::invalid("run: no kernel"));
-        }
-        // SAFETY: `tgt_fn` is a handle from load_image (libgomp maps host functions to
-        // it) whose image stays loaded while it runs; `args` is libgomp's array.
-        unsafe { Device::run(&*Backend::device(ord)?, tgt_fn, tgt_vars, args) }
+        let dev = Backend::device(ord)?;
+        // SAFETY: libgomp's argument array, checked non-NULL above.
+        let req = unsafe { launch_request(tgt_vars, args) };
+        with_kernel("run", ord, tgt_fn, |k| Device::run(&*dev, k, &req))
     })
 }
 
@@ -285,13 +339,15 @@ pub extern "C" fn async_run(
     async_data: *mut c_void,
 ) {
     guard::or_fatal("async_run", || {
-        if args.is_null() || tgt_fn.is_null() {
-            return Err(Error::invalid(
-                "async_run: no kernel or no target arguments",
-            ));
+        if args.is_null() {
+            return Err(Error::invalid("async_run: no target arguments"));
         }
-        // SAFETY: as in GOMP_OFFLOAD_run.
-        unsafe { Device::run_async(&Backend::device(ord)?, tgt_fn, tgt_vars, args, async_data) }
+        let dev = Backend::device(ord)?;
+        // SAFETY: libgomp's argument array, checked non-NULL above.
+        let req = unsafe { launch_request(tgt_vars, args) };
+        with_kernel("async_run", ord, tgt_fn, |k| {
+            Device::run_async(&dev, k, &req, async_data)
+        })
     })
 }
 
@@ -299,7 +355,7 @@ pub extern "C" fn async_run(
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_managed_alloc(ord: c_int, size: usize) -> *mut c_void {
     guard::result("managed_alloc", std::ptr::null_mut(), || {
-        Device::managed_alloc(&*Backend::device(ord)?, size)
+        Ok(DeviceCore::managed_alloc(Device::core(&*Backend::device(ord)?), size)? as *mut c_void)
     })
 }
 
@@ -307,7 +363,7 @@ pub extern "C" fn GOMP_OFFLOAD_managed_alloc(ord: c_int, size: usize) -> *mut c_
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_managed_free(ord: c_int, ptr: *mut c_void) -> bool {
     guard::ok("managed_free", || {
-        Device::managed_free(&*Backend::device(ord)?, ptr)
+        DeviceCore::managed_free(Device::core(&*Backend::device(ord)?), ptr as DevPtr)
     })
 }
 
@@ -320,7 +376,10 @@ pub extern "C" fn GOMP_OFFLOAD_is_accessible_ptr(
     size: usize,
 ) -> c_int {
     guard::result("is_accessible_ptr", 0, || {
-        Ok(Device::is_accessible(&*Backend::device(ord)?, ptr, size)? as c_int)
+        Ok(
+            DeviceCore::is_accessible(Device::core(&*Backend::device(ord)?), ptr as usize, size)
+                as c_int,
+        )
     })
 }
 
