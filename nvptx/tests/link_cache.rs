@@ -11,7 +11,7 @@
 mod support;
 
 use gomp_plugin::cache::{entry, Key};
-use gomp_plugin_nvptx::image::link; // the rlib also holds the exported shells
+use gomp_plugin_nvptx as _; // the rlib holds the exported shells
 use std::ffi::{c_int, c_void, CString, OsStr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -27,10 +27,12 @@ extern "C" {
 
 /// The unprivileged user a root test run plays another user with.
 const NOBODY: u32 = 65534;
+/// Bytes of PTX in a "big" test image: the size of a large program's GPU part.
+const BIG_PTX: usize = 2 << 20;
 
 /// Image `v`: a "library" object and a "program" object whose text (and second
 /// kernel's name) depends on `v`, as two programs of one libgomp differ. A `v` starting
-/// with "big" has a program object of [`link::SPLIT_MIN_PTX`] bytes (comment lines).
+/// with "big" has a program object of [`BIG_PTX`] bytes (comment lines).
 struct Image {
     _texts: Vec<CString>,
     _names: Vec<CString>,
@@ -51,7 +53,7 @@ fn image(v: &str) -> Image {
              .visible .entry main$_omp_fn$0 ()\n{{\n\tret;\n}}\n\
              .visible .entry prog_{v} ()\n{{\n\tret;\n}}\n{}",
             if v.starts_with("big") {
-                "// padding\n".repeat(link::SPLIT_MIN_PTX / 11)
+                "// padding\n".repeat(BIG_PTX / 11)
             } else {
                 String::new()
             }
@@ -590,10 +592,10 @@ fn size_bound() {
     info_says(&c, "not stored");
 }
 
-/// Drivers of CUDA 12.9 and later are asked to compile large images on several threads
-/// (`CU_JIT_SPLIT_COMPILE`: a few, at most the CPUs), and every image on `jitthreads`
-/// threads when that is set; older ones are not asked; the threads are part of the
-/// key; a driver that refuses the option links on one thread.
+/// Drivers of CUDA 12.9 and later are asked to compile an image on several threads
+/// (`CU_JIT_SPLIT_COMPILE`) only when `jitthreads` is set, for any image size; older
+/// ones are not asked; the threads are part of the key; a driver that refuses the
+/// option links on one thread.
 #[test]
 fn compiler_threads() {
     if support::is_child("compiler_threads") {
@@ -602,20 +604,15 @@ fn compiler_threads() {
     let Some(env) = Env::new("compiler_threads") else {
         return;
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let auto = match cpus.min(link::DEFAULT_SPLIT_THREADS as usize) {
-        1 => "0".to_string(),
-        n => n.to_string(),
-    };
     let v13 = ("STUB_LIBCUDA_DRIVER_VERSION", "13000");
     // The stand-in's default release (12.8): never the option, not even asked for.
     env.run("a", 1, &[("LC_SPLIT", "0")]);
     env.run("a", 0, &[("GOMP_NVPTX_TUNE", "jitthreads=3")]);
     env.run("big1", 1, &[("LC_SPLIT", "0")]);
-    // 13.0 (another driver in the key): a small image on one thread, a large one on
-    // a few (at most the CPUs).
+    // 13.0 (another driver in the key): without the knob, small and large images on
+    // the driver's single thread.
     env.run("a", 1, &[v13, ("LC_SPLIT", "0")]);
-    env.run("big1", 1, &[v13, ("LC_SPLIT", &auto)]);
+    env.run("big1", 1, &[v13, ("LC_SPLIT", "0")]);
     env.run("a,big1", 0, &[v13]);
     // The knob, for any image (its threads are in the key); 1: the option not passed.
     let knob = ("GOMP_NVPTX_TUNE", "jitthreads=3");

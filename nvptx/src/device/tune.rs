@@ -96,8 +96,8 @@ pub struct Tune {
     pub poolwarm: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
-    /// Threads of the JIT's compiler for every image (`None`: a few for large images,
-    /// one thread for the others; `image::link::split_threads`).
+    /// Threads of the JIT's compiler for every image (`None`: the driver's single
+    /// thread; `image::link::split_threads`).
     pub jitthreads: Option<u32>,
 }
 
@@ -290,8 +290,7 @@ static KEYS: [Entry<Parsing>; 13] = [
             max: 256,
             set: |p, n| p.t.jitthreads = Some(n as u32),
         },
-        default: "4 (at most the CPUs the process may use) for images of 2 MiB of PTX or more \
-                  (`image::link::SPLIT_MIN_PTX`), one thread for smaller ones",
+        default: "1 (the option not passed)",
         doc: "threads the JIT's compiler may use for one link, for every image \
               (`CU_JIT_SPLIT_COMPILE`, drivers of CUDA 12.9 and later; older ones compile on \
               one thread); 1: one thread, the driver's default",

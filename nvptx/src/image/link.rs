@@ -16,48 +16,27 @@ fn log_text(buf: &[u8]) -> String {
 /// The first driver (`cuDriverGetVersion`) that knows `CU_JIT_SPLIT_COMPILE`.
 pub const SPLIT_COMPILE_SINCE: i32 = 12090;
 
-/// The PTX of an image (all its objects) from which the JIT's compiler runs on several
-/// threads by default. A program's own PTX of this size compiles for tens of seconds on
-/// one thread; the PTX of a small program (libgomp's objects, about 0.7 MB, and a few
-/// kernels) in well under one, where threads would gain little. Splitting the
-/// compilation changes the code the compiler makes a little (it optimizes the parts
-/// apart), so small images keep exactly the code of the driver's default.
-pub const SPLIT_MIN_PTX: usize = 2 << 20;
-
-/// The compiler's threads for a large image by default (fewer where the process may
-/// run on fewer CPUs). Only part of a link runs in parallel, so more threads shorten a
-/// compile that has the host to itself a little more, but add compiler work that takes
-/// cores from the other processes of a busy host (a test suite running many programs
-/// at once, MPI ranks starting together).
-pub const DEFAULT_SPLIT_THREADS: u32 = 4;
-
 /// How many threads the JIT's compiler may use for one link (`CU_JIT_SPLIT_COMPILE`;
 /// the compiler splits the PTX by function and optimizes the parts on that many
-/// threads): `knob` (`GOMP_NVPTX_TUNE=jitthreads=N`) for every image; else, for an image
-/// of at least [`SPLIT_MIN_PTX`] bytes of PTX (`ptx_bytes`), [`DEFAULT_SPLIT_THREADS`]
-/// or `cpus`, the CPUs the process may run on, if fewer. 0 (the option is not passed)
-/// for one thread, a smaller image without the knob, or a `driver` older than
-/// [`SPLIT_COMPILE_SINCE`]. Pure.
-pub fn split_threads(knob: Option<u32>, cpus: usize, driver: i32, ptx_bytes: usize) -> u32 {
-    let n = match knob {
-        Some(n) => n,
-        None if ptx_bytes >= SPLIT_MIN_PTX => {
-            DEFAULT_SPLIT_THREADS.min(cpus.min(u32::MAX as usize) as u32)
-        }
-        None => 0,
-    };
-    if driver < SPLIT_COMPILE_SINCE || n <= 1 {
-        0
-    } else {
-        n
+/// threads): `knob` (`GOMP_NVPTX_TUNE=jitthreads=N`) for every image. 0 (the option is
+/// not passed: one thread, the driver's default, as GCC's plugin links) without the
+/// knob, for 1, or for a `driver` older than [`SPLIT_COMPILE_SINCE`].
+///
+/// Not on by default: large images (such as GCC's own `for-*.c` tests, 4-5 MB of PTX)
+/// compile much faster on a few threads, but in the one whole-suite run with 4 threads
+/// for every image of 2 MiB or more, the largest image of GCC 16's suite
+/// (`libgomp.c++/target-std__valarray-1.C`, 11 MB) ended with a segmentation fault
+/// where it passes on one thread; the cause is not isolated. Pure.
+pub fn split_threads(knob: Option<u32>, driver: i32) -> u32 {
+    match knob {
+        Some(n) if n > 1 && driver >= SPLIT_COMPILE_SINCE => n,
+        _ => 0,
     }
 }
 
-/// [`split_threads`] for an image of `ptx_bytes` in this process: its knob, the CPUs it
-/// may run on, the driver.
-pub fn process_split_threads(tune: &Tune, driver: i32, ptx_bytes: usize) -> u32 {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    split_threads(tune.jitthreads, cpus, driver, ptx_bytes)
+/// [`split_threads`] in this process: its knob and the driver.
+pub fn process_split_threads(tune: &Tune, driver: i32) -> u32 {
+    split_threads(tune.jitthreads, driver)
 }
 
 /// The JIT options that decide the link's output, as (option, value) pairs in the
@@ -204,26 +183,18 @@ mod tests {
 
     #[test]
     fn compiler_threads() {
-        let big = SPLIT_MIN_PTX;
-        // A large image: the default threads, or the CPUs if fewer, on drivers that
-        // know the option.
-        assert_eq!(split_threads(None, 16, 13000, big), DEFAULT_SPLIT_THREADS);
-        assert_eq!(split_threads(None, 16, SPLIT_COMPILE_SINCE, 5 << 20), 4);
-        assert_eq!(split_threads(None, 3, 13000, big), 3);
-        // A smaller one: the driver's single thread.
-        assert_eq!(split_threads(None, 16, 13000, big - 1), 0);
-        // The knob wins, for any image; 1 means the driver's single thread.
-        assert_eq!(split_threads(Some(4), 16, 13000, big), 4);
-        assert_eq!(split_threads(Some(4), 16, 13000, 100), 4);
-        assert_eq!(split_threads(Some(1), 16, 13000, big), 0);
-        assert_eq!(split_threads(Some(64), 2, 13000, 100), 64);
-        // One CPU, or an older driver: not passed.
-        assert_eq!(split_threads(None, 1, 13000, big), 0);
-        assert_eq!(split_threads(None, 16, 12080, big), 0);
-        assert_eq!(split_threads(Some(8), 16, 12080, big), 0);
+        // Without the knob: the driver's single thread, for any image.
+        assert_eq!(split_threads(None, 13000), 0);
+        // The knob, on drivers that know the option; 1 means the driver's single thread.
+        assert_eq!(split_threads(Some(4), 13000), 4);
+        assert_eq!(split_threads(Some(4), SPLIT_COMPILE_SINCE), 4);
+        assert_eq!(split_threads(Some(1), 13000), 0);
+        assert_eq!(split_threads(Some(64), 13000), 64);
+        // An older driver: not passed.
+        assert_eq!(split_threads(Some(8), 12080), 0);
         let t = Tune::parse("jitthreads=3").expect("tune");
-        assert_eq!(process_split_threads(&t, 13000, 100), 3);
-        assert_eq!(process_split_threads(&t, 12000, big), 0);
-        assert_eq!(process_split_threads(&Tune::default(), 13000, 100), 0);
+        assert_eq!(process_split_threads(&t, 13000), 3);
+        assert_eq!(process_split_threads(&t, 12000), 0);
+        assert_eq!(process_split_threads(&Tune::default(), 13000), 0);
     }
 }
