@@ -20,7 +20,7 @@ use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::interop::{InteropObj, Value};
-use gomp_plugin::libgomp::version::{Detected, Libgomp};
+use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::rect::Rect;
 use gomp_plugin::registry::Registry;
@@ -34,14 +34,6 @@ pub struct Nvptx;
 
 /// Opened devices by ordinal (sized by `get_num_devices`).
 static REGISTRY: Registry<OpenDevice> = Registry::new("nvptx");
-
-/// The libgomp release we serve (`None` if refused or absent).
-pub fn libgomp() -> Option<Libgomp> {
-    match host::detected() {
-        Detected::Known(v) => Some(v),
-        _ => None,
-    }
-}
 
 /// The open device `ord`, context current on this thread.
 pub fn device(ord: i32) -> Result<Arc<OpenDevice>> {
@@ -138,7 +130,7 @@ impl Plugin for Nvptx {
                     device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0
                 })
             });
-            if !pageable || libgomp().is_none_or(|v| v < Libgomp::V15) {
+            if !pageable || host::libgomp().is_none_or(|v| v < Libgomp::V15) {
                 log::debug!("unified shared memory needs pageable memory access on every device");
                 info::fallback(
                     on,

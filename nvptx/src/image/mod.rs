@@ -239,7 +239,7 @@ impl Image {
         }
         // The last entry: libgomp 12 writes the device number into the image's
         // `__gomp_device_num`, 13+ the ICVs into its ICV block.
-        let last = match crate::plugin::libgomp() {
+        let last = match gomp_plugin::libgomp::host::libgomp() {
             Some(v) if v.trailing_entry_is_device_num() => self.global(c"__gomp_device_num")?,
             _ => icvs_block,
         };
