@@ -14,7 +14,7 @@
 # glibc itself comes from the RPATH, so the host's programs are not affected).
 # env: PLUGINS (default "stock ours"; a name other than stock is CARRY_DIR/NAME, "ours"
 #      is CARRY_DIR/plugin), NP (default 4), MPI_TIMEOUT (seconds per run, default 120),
-#      MPIRUN_ARGS (more mpirun options; as root add --allow-run-as-root).
+#      MPIRUN_ARGS (more mpirun options; run as root, --allow-run-as-root is added).
 # Prints each run's output after a line "=== PLUGIN: mpirun ..." and "=== PLUGIN: exit N".
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 case "${1:-}" in -?*) echo "run.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
@@ -31,12 +31,13 @@ CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 [ "$CUDA_LIBDIR" = . ] && CUDA_LIBDIR=
 export OPAL_PREFIX=$M PRTE_PREFIX=$M PMIX_INSTALL_PREFIX=$M/lib/x86_64-linux-gnu/pmix2
 export PMIX_MCA_pcompress_base_silence_warning=1
+ROOT_ARG=; [ "$(id -u)" = 0 ] && ROOT_ARG=--allow-run-as-root   # Open MPI refuses root otherwise
 rc=0
 for p in ${PLUGINS:-stock ours}; do
   case $p in stock) dir=$B/plugin ;; ours) dir=$C/plugin ;; *) dir=$C/$p ;; esac
-  cmd=("$M/bin/mpirun" -np "${NP:-4}" --oversubscribe ${MPIRUN_ARGS:-}
+  cmd=("$M/bin/mpirun" -np "${NP:-4}" --oversubscribe $ROOT_ARG ${MPIRUN_ARGS:-}
        -x LD_LIBRARY_PATH="$dir${CUDA_LIBDIR:+:$CUDA_LIBDIR}" "$C/mpi_offload")
-  echo "=== $p: mpirun -np ${NP:-4} --oversubscribe ${MPIRUN_ARGS:+$MPIRUN_ARGS }mpi_offload (plugin from $dir)"
+  echo "=== $p: mpirun -np ${NP:-4} --oversubscribe ${ROOT_ARG:+$ROOT_ARG }${MPIRUN_ARGS:+$MPIRUN_ARGS }mpi_offload (plugin from $dir)"
   timeout "${MPI_TIMEOUT:-120}" "${cmd[@]}" 2>&1
   r=$?
   echo "=== $p: exit $r"
