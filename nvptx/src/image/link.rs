@@ -34,11 +34,6 @@ pub fn split_threads(knob: Option<u32>, driver: i32) -> u32 {
     }
 }
 
-/// [`split_threads`] in this process: its knob and the driver.
-pub fn process_split_threads(tune: &Tune, driver: i32) -> u32 {
-    split_threads(tune.jitthreads, driver)
-}
-
 /// The JIT options that decide the link's output, as (option, value) pairs in the
 /// order they are passed: `opt_level` is `GOMP_NVPTX_JIT`'s `-O` level; `tune` may cap
 /// registers and set the cache mode; `split` is the compiler's threads
@@ -193,8 +188,8 @@ mod tests {
         // An older driver: not passed.
         assert_eq!(split_threads(Some(8), 12080), 0);
         let t = Tune::parse("jitthreads=3").expect("tune");
-        assert_eq!(process_split_threads(&t, 13000), 3);
-        assert_eq!(process_split_threads(&t, 12000), 0);
-        assert_eq!(process_split_threads(&Tune::default(), 13000), 0);
+        assert_eq!(split_threads(t.jitthreads, 13000), 3);
+        assert_eq!(split_threads(t.jitthreads, 12000), 0);
+        assert_eq!(split_threads(Tune::default().jitthreads, 13000), 0);
     }
 }

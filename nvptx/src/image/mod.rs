@@ -113,7 +113,7 @@ impl Image {
         let start = std::time::Instant::now();
         let setting = &dev.config.link_cache;
         let driver = query::driver_version().unwrap_or(0);
-        let split = link::process_split_threads(&dev.config.tune, driver);
+        let split = link::split_threads(dev.config.tune.jitthreads, driver);
         let options = link::value_options(dev.config.jit_opt_level, &dev.config.tune, split);
         let (module, how, image_key) = link_cache::load(
             &desc.ptx,
