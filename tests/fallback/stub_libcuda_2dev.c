@@ -90,6 +90,7 @@
  * functions, refuse them: such a build loads images but launches nothing.
  *
  * For the tests, functions of its own: stub_libcuda_stats (per-device counters),
+ * stub_libcuda_function_lookups (cuModuleGetFunction calls),
  * stub_libcuda_owner (which device an address belongs to), stub_libcuda_kernel_log,
  * stub_libcuda_pending (work queued and not yet run), stub_libcuda_fail_next_h2d and
  * stub_libcuda_launch_log.
@@ -1921,11 +1922,21 @@ static enum kernel kernel_of (const char *name)
   return K_NONE;
 }
 
+/* cuModuleGetFunction calls so far (stub_libcuda_function_lookups). */
+static long function_lookups;
+
+/* For the tests: how many times a function was looked up in a module. */
+long stub_libcuda_function_lookups (void)
+{
+  return __atomic_load_n (&function_lookups, __ATOMIC_RELAXED);
+}
+
 CUresult cuModuleGetFunction (void **f, void *mod, const char *name)
 {
   CHECK_INIT;
   if (!f || !name)
     return CUDA_ERROR_INVALID_VALUE;
+  __atomic_fetch_add (&function_lookups, 1, __ATOMIC_RELAXED);
   LOCK;
   struct handle *m = need_handle ("cuModuleGetFunction", mod, MODULE);
   CUresult r = m ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_INVALID_HANDLE;

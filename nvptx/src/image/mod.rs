@@ -18,7 +18,7 @@ pub mod link_cache;
 pub mod ptx_names;
 
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
-use crate::cuda::safe::{query, Module};
+use crate::cuda::safe::{query, Module, ModuleRef};
 use crate::cuda::sys::*;
 use crate::device::Device;
 use crate::image::indirect_table::IndirectTable;
@@ -30,28 +30,36 @@ use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use gomp_plugin::DeviceCore;
 use launch_facts::{Resident, TeamIcvs, Tuning};
-use std::ffi::{c_void, CStr};
+use once_cell::sync::OnceCell;
+use std::ffi::{c_void, CStr, CString};
 use std::sync::Arc;
 
 /// A kernel of a loaded image (the backend's `gomp_plugin::Device::Kernel`). Its
 /// address is the opaque handle libgomp passes back as `fn` to `run`; owned by its
 /// [`Image`] and the framework's live set, usable while the image is loaded (its CUDA
 /// function dies with the module).
+///
+/// Its CUDA function and the driver's facts about it ([`Code`]) are looked up at its
+/// first launch, not at `load_image`: looking a function up makes the driver load its
+/// code onto the device (CUDA's lazy module loading), which for an image of hundreds
+/// of kernels is most of a load from the linked-image cache, and most programs launch
+/// few of their kernels early. A kernel the module lacks is an error of its launch.
 #[derive(Debug)]
 pub struct TargetFn {
-    /// The CUDA function.
-    pub func: CUfunction,
     /// Kernel name, for diagnostics.
     pub name: String,
-    /// The JIT's limit on threads per block for this kernel.
-    pub max_threads_per_block: i32,
-    /// Registers per thread.
-    pub regs: i32,
+    /// The name as the driver is asked for it.
+    cname: CString,
+    /// The image's module: looked up in while the image is loaded (a kernel of an
+    /// unloaded image is no longer in the live set, so nothing launches it).
+    module: ModuleRef,
+    /// The function and its attributes, from the first launch on.
+    code: OnceCell<Code>,
     /// OpenACC dimensions from the compiler.
     pub dims: [u16; 3],
     /// The occupancy calculator's (grid, block) for this kernel, asked on first
     /// OpenACC launch (`None` inside: the driver has no calculator).
-    pub occupancy: once_cell::sync::OnceCell<Option<(u32, u32)>>,
+    pub occupancy: OnceCell<Option<(u32, u32)>>,
     /// Resident blocks per SM by warp count (OpenMP launches).
     pub resident: Resident,
     /// The team ICVs of the kernel's image (shared by its kernels).
@@ -61,6 +69,70 @@ pub struct TargetFn {
     /// The linked-image cache's key of the kernel's image (`None` when the cache is
     /// off): the start of the key under which the kernel's chosen shape is kept.
     pub image_key: Option<Key>,
+}
+
+/// A kernel's CUDA function and what the driver says of it. `Copy`, plain data; the
+/// function is valid while its image is loaded.
+#[derive(Clone, Copy, Debug)]
+pub struct Code {
+    /// The CUDA function.
+    pub func: CUfunction,
+    /// The JIT's limit on threads per block for this kernel.
+    pub max_threads_per_block: i32,
+    /// Registers per thread.
+    pub regs: i32,
+}
+
+impl TargetFn {
+    /// The kernel's function and attributes, looked up on the first call (then kept):
+    /// the function, its opt-in to the device's low-latency pool above 48 KiB of shared
+    /// memory and the `carveout` knob, its thread and register counts. Fails, with the
+    /// kernel's name, when the image's module lacks it or the driver fails. Called by
+    /// launches, i.e. while the image is loaded.
+    pub fn code(&self, dev: &Device) -> Result<&Code> {
+        self.code.get_or_try_init(|| self.look_up(dev))
+    }
+
+    /// The kernel's function and attributes when a launch has looked them up already.
+    pub fn code_if_known(&self) -> Option<&Code> {
+        self.code.get()
+    }
+
+    fn look_up(&self, dev: &Device) -> Result<Code> {
+        let name = &self.name;
+        // SAFETY: launches only reach kernels of loaded images (the live set drops an
+        // image's kernels before it is unloaded).
+        let func = unsafe { self.module.function(&self.cname) }?
+            .ok_or_else(|| Error::invalid(format!("offload image lacks kernel '{name}'")))?;
+        let static_smem = func_attr(func, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+        let want = static_smem as usize + dev.config.lowlat_pool;
+        if want > 48 * 1024 && dev.config.lowlat_pool <= dev.props.max_smem_optin as usize {
+            // Dynamic shared memory above 48 KiB must be opted in to per kernel.
+            // SAFETY: plain attribute setting on a function of the loaded module.
+            unsafe {
+                set_func_attribute(
+                    func,
+                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dev.config.lowlat_pool as i32,
+                )
+            }?;
+        }
+        if let Some(pct) = dev.config.tune.carveout {
+            // SAFETY: plain attribute setting on a function of the loaded module.
+            unsafe {
+                set_func_attribute(
+                    func,
+                    CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                    pct as i32,
+                )
+            }?;
+        }
+        Ok(Code {
+            func,
+            max_threads_per_block: func_attr(func, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            regs: func_attr(func, CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        })
+    }
 }
 
 /// An image loaded on one device. Owned by the device's image list.
@@ -82,12 +154,12 @@ pub struct Image {
 unsafe impl Send for Image {}
 // SAFETY: as above; the image is immutable after loading.
 unsafe impl Sync for Image {}
-// SAFETY: a CUDA function handle may be used from any host thread.
+// SAFETY: CUDA function and module handles may be used from any host thread.
 unsafe impl Send for TargetFn {}
 // SAFETY: as above; the kernel's mutable parts are behind their own locks and cells.
 unsafe impl Sync for TargetFn {}
 
-/// One attribute of `f`, a function of a loaded module (callers: [`Image::fill`]).
+/// One attribute of `f`, a function of a loaded module (caller: [`TargetFn::code`]).
 fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
     // SAFETY: `f` was just looked up in the image's loaded module.
     Ok(unsafe { func_attribute(f, a) }?)
@@ -179,41 +251,15 @@ impl Image {
         let icvs_block = self.global(c"__gomp_additional_icvs")?;
         let team_icvs =
             Arc::new(icvs_block.map_or_else(TeamIcvs::default, |(p, n)| TeamIcvs::at(p, n)));
+        let module = self.module.borrow();
         for f in &desc.funcs {
-            let name = f.name.to_string_lossy().into_owned();
-            let func = self
-                .function(&f.name)?
-                .ok_or_else(|| Error::invalid(format!("offload image lacks kernel '{name}'")))?;
-            let static_smem = func_attr(func, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
-            let want = static_smem as usize + dev.config.lowlat_pool;
-            if want > 48 * 1024 && dev.config.lowlat_pool <= dev.props.max_smem_optin as usize {
-                // Dynamic shared memory above 48 KiB must be opted in to per kernel.
-                // SAFETY: plain attribute setting on a function of the loaded module.
-                unsafe {
-                    set_func_attribute(
-                        func,
-                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        dev.config.lowlat_pool as i32,
-                    )
-                }?;
-            }
-            if let Some(pct) = dev.config.tune.carveout {
-                // SAFETY: plain attribute setting on a function of the loaded module.
-                unsafe {
-                    set_func_attribute(
-                        func,
-                        CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                        pct as i32,
-                    )
-                }?;
-            }
             self.fns.push(Arc::new(TargetFn {
-                func,
-                name,
-                max_threads_per_block: func_attr(func, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-                regs: func_attr(func, CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                name: f.name.to_string_lossy().into_owned(),
+                cname: f.name.to_owned(),
+                module,
+                code: OnceCell::new(),
                 dims: f.dims,
-                occupancy: Default::default(),
+                occupancy: OnceCell::new(),
                 resident: Resident::default(),
                 icvs: team_icvs.clone(),
                 tuning: Tuning::default(),

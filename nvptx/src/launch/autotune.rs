@@ -171,6 +171,7 @@ impl Trial {
 /// The key of `f`'s choice (`None` when the linked-image cache is off).
 fn entry_key(dev: &Device, f: &TargetFn) -> Option<Key> {
     let image = f.image_key.as_ref()?;
+    let code = f.code_if_known()?;
     let t = &dev.config.tune;
     Some(choice_cache::key(
         image,
@@ -182,8 +183,8 @@ fn entry_key(dev: &Device, f: &TargetFn) -> Option<Key> {
             num_sms: dev.props.num_sms,
             regs_per_sm: dev.props.regs_per_sm,
             total_mem: dev.props.total_mem,
-            regs: f.regs,
-            max_threads_per_block: f.max_threads_per_block,
+            regs: code.regs,
+            max_threads_per_block: code.max_threads_per_block,
             lowlat_pool: dev.config.lowlat_pool,
             soft_stack: dev.config.soft_stack,
             knobs: format!(

@@ -22,8 +22,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// A kernel ready to launch: its geometry and its own soft-stack block.
-pub struct Prepared<'a> {
-    f: &'a TargetFn,
+pub struct Prepared {
+    /// The kernel's function (looked up by its first launch).
+    func: CUfunction,
     g: Geometry,
     vars: u64,
     /// The soft stacks the kernel uses until it completes.
@@ -34,12 +35,7 @@ pub struct Prepared<'a> {
 
 /// Picks the geometry for launch request `r` (trying shapes for the tuner when
 /// `may_try`) and takes a stack block.
-pub fn prepare<'a>(
-    dev: &Device,
-    f: &'a TargetFn,
-    r: &LaunchRequest,
-    may_try: bool,
-) -> Result<Prepared<'a>> {
+pub fn prepare(dev: &Device, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> Result<Prepared> {
     let req = Requested::from(r);
     let tune = &dev.config.tune;
     let icv = if tune.icvs && (req.teams <= 0 || req.thread_limit <= 0) {
@@ -51,16 +47,17 @@ pub fn prepare<'a>(
     } else {
         Requested::default()
     };
+    let code = *f.code(dev)?;
     let dyn_smem = dev.config.lowlat_pool;
-    // SAFETY (all `blocks` calls): `f.func` belongs to the loaded image owning `f`.
-    let resident = |w| unsafe { f.resident.blocks(f.func, w, dyn_smem) };
+    // SAFETY (all `blocks` calls): `code.func` belongs to the loaded image owning `f`.
+    let resident = |w| unsafe { f.resident.blocks(code.func, w, dyn_smem) };
     // The geometry under the knobs `t`.
     let shape = |t: &Tune| {
         let mut lim = Limits {
             num_sms: dev.props.num_sms,
             regs_per_sm: dev.props.regs_per_sm,
-            max_threads_per_block: f.max_threads_per_block,
-            regs_per_thread: f.regs,
+            max_threads_per_block: code.max_threads_per_block,
+            regs_per_thread: code.regs,
             max_teams: 0,
         };
         let warps = geometry::warps(req, icv, t, lim, resident);
@@ -101,7 +98,7 @@ pub fn prepare<'a>(
         icv.teams,
         icv.thread_limit,
         resident(g.warps).map_or("?".to_string(), |r| r.to_string()),
-        f.regs,
+        code.regs,
         dev.config.lowlat_pool,
         if tuned {
             autotune::launch_note(f, trial.as_ref())
@@ -110,7 +107,7 @@ pub fn prepare<'a>(
         }
     );
     Ok(Prepared {
-        f,
+        func: code.func,
         g,
         vars: r.vars,
         stacks,
@@ -118,7 +115,7 @@ pub fn prepare<'a>(
     })
 }
 
-impl Prepared<'_> {
+impl Prepared {
     /// The launch shape as the profile and trace show it: teams x threads.
     pub fn shape(&self) -> String {
         format!("{}x{}", self.g.teams, self.g.warps * 32)
@@ -126,7 +123,7 @@ impl Prepared<'_> {
 }
 
 /// Enqueues a prepared kernel on `s` (does not wait).
-pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
+pub fn enqueue(dev: &Device, p: &Prepared, s: Stream) -> Result<()> {
     let mut vars = p.vars;
     let mut stacks = p.stacks.ptr;
     let mut size = dev.config.soft_stack as u64;
@@ -139,7 +136,7 @@ pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
     // copies the parameters, which point to locals alive during the call.
     unsafe {
         s.launch(
-            p.f.func,
+            p.func,
             (p.g.teams, 1, 1),
             (32, p.g.warps, 1),
             dev.config.lowlat_pool as u32,
@@ -152,7 +149,7 @@ pub fn enqueue(dev: &Device, p: &Prepared<'_>, s: Stream) -> Result<()> {
 /// Enqueues `p` on `s` between the timing events of its trial, if it is one.
 fn enqueue_timed(
     dev: &Device,
-    p: &Prepared<'_>,
+    p: &Prepared,
     s: Stream,
     trial: Option<&autotune::Trial>,
 ) -> Result<()> {

@@ -7,7 +7,7 @@ use super::dims::{choose, Dims, Inputs, Limits};
 use crate::cuda::safe::module::occupancy as occupancy_of;
 use crate::cuda::safe::Stream;
 use crate::device::Device;
-use crate::image::TargetFn;
+use crate::image::{Code, TargetFn};
 use crate::launch::failure::kernel_error;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
@@ -15,14 +15,16 @@ use gomp_plugin::libgomp::host;
 use gomp_plugin::openacc::AccLaunch;
 use std::ffi::c_void;
 
-fn occupancy(f: &TargetFn) -> Option<(u32, u32)> {
+fn occupancy(f: &TargetFn, code: &Code) -> Option<(u32, u32)> {
     // SAFETY: `f` is a kernel of a loaded image (its handle came from load_image).
-    *f.occupancy.get_or_init(|| unsafe { occupancy_of(f.func) })
+    *f.occupancy
+        .get_or_init(|| unsafe { occupancy_of(code.func) })
 }
 
 /// Picks the dimensions for launching `f`, given libgomp's `requested` ones (0 = not
 /// set).
 pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Dims> {
+    let code = f.code(dev)?;
     let mut defaults = [0i32; 3];
     if let Some(dd) = host::host().and_then(|h| h.acc_default_dim) {
         for (i, v) in defaults.iter_mut().enumerate() {
@@ -36,8 +38,8 @@ pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Dims>
         defaults,
     };
     let limits = Limits {
-        max_threads_per_block: f.max_threads_per_block.max(0) as u32,
-        occupancy: occupancy(f),
+        max_threads_per_block: code.max_threads_per_block.max(0) as u32,
+        occupancy: occupancy(f, code),
         num_sms: dev.props.num_sms.max(1) as u32,
     };
     choose(&inputs, &limits).map_err(|e| Error::invalid(e.message(&f.name)))
@@ -54,6 +56,7 @@ pub fn exec(
     stream: Option<Stream>,
 ) -> Result<[u32; 3]> {
     let d = dims_for(dev, f, launch.dims)?;
+    let func = f.code(dev)?.func;
     log::debug!(
         "nvptx_exec: kernel {}: launch gangs={}, workers={}, vectors={}",
         f.name,
@@ -95,7 +98,7 @@ pub fn exec(
     // SAFETY: the entry point takes one u64; the driver copies it from the live local.
     let launched = unsafe {
         s.launch(
-            f.func,
+            func,
             (d.gangs, 1, 1),
             (d.vector, d.workers, 1),
             0,

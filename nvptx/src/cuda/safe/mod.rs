@@ -30,7 +30,7 @@ pub mod stream;
 pub use context::PrimaryContext;
 pub use event::{Event, OwnedEvent};
 pub use memory::{HostAlloc, HostRegistration, MemPool, MemPoolRef};
-pub use module::{LinkState, Module};
+pub use module::{LinkState, Module, ModuleRef};
 pub use stream::{OwnedStream, Stream};
 
 use super::CudaError;

@@ -50,6 +50,13 @@ impl Module {
         not_found_is_none(r, f).map(|o| o.map(|_| f))
     }
 
+    /// The module's handle, for lookups made later while it stays loaded
+    /// ([`ModuleRef`]).
+    #[inline]
+    pub fn borrow(&self) -> ModuleRef {
+        ModuleRef(self.0)
+    }
+
     /// The global `name` as (device address, bytes); `None` if the module does not
     /// define it.
     #[inline]
@@ -76,6 +83,33 @@ impl Drop for Module {
         if let Err(e) = unsafe { cu!(cuModuleUnload(self.0)) } {
             log::debug!("module {:p}: {e}", self.0);
         }
+    }
+}
+
+/// A loaded module's handle, borrowed from its [`Module`] for lookups made after
+/// loading (a kernel looked up at its first launch). `Copy`, `Send + Sync` (module
+/// handles may be used from any thread); it does not keep the module loaded: every
+/// lookup is `unsafe` and requires the module to be still loaded.
+#[derive(Clone, Copy, Debug)]
+pub struct ModuleRef(CUmodule);
+
+// SAFETY: CUDA module handles may be used from any host thread.
+unsafe impl Send for ModuleRef {}
+// SAFETY: as above; the handle is only read.
+unsafe impl Sync for ModuleRef {}
+
+impl ModuleRef {
+    /// The kernel `name`; `None` if the module does not define it.
+    ///
+    /// # Safety
+    /// The module must still be loaded.
+    #[inline]
+    pub unsafe fn function(self, name: &CStr) -> CuResult<Option<CUfunction>> {
+        let mut f: CUfunction = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the module is loaded (caller); NUL-terminated
+        // name.
+        let r = unsafe { cu!(cuModuleGetFunction(&mut f, self.0, name.as_ptr())) };
+        not_found_is_none(r, f).map(|o| o.map(|_| f))
     }
 }
 
