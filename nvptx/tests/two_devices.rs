@@ -1165,3 +1165,69 @@ fn visible_devices_none() {
         .assert_line("libgomp: no nvptx device 0");
     }
 }
+
+/// The child of the pool warm-up tests: the device's first allocation (1000 bytes)
+/// while the pool is not yet ready, then, once the warm-up has ended (the free-memory
+/// property waits for it), a 32 MiB one; prints `DIRECT N` (device memory outside the
+/// pool after the first allocation, beyond what the device held before it) and `POOL
+/// N` (bytes the pool handed out after the second), then frees both and closes.
+fn first_allocations() {
+    start(2);
+    assert!(init(0));
+    let outside = |s: &Stats| s.live_bytes - s.pool_reserved;
+    let before = stats(0);
+    let a = alloc(0, 1000);
+    let _ = prop_size(0, PROP_FREE_MEMORY);
+    let s = stats(0);
+    println!("DIRECT {}", outside(&s) - outside(&before));
+    round_trip(0, a, 1000, 11);
+    let b = alloc(0, 32 << 20);
+    round_trip(0, b, 32 << 20, 12);
+    let s = stats(0);
+    println!("POOL {}", s.pool_used);
+    assert!(dfree(0, a) && dfree(0, b));
+    assert_clean();
+    assert!(fini(0));
+    assert_closed(0);
+}
+
+/// The `N` of the child's `WHAT N` line.
+fn printed(c: &support::Child, what: &str) -> i64 {
+    c.stdout
+        .lines()
+        .find_map(|l| l.split_once(&format!("{what} ")).map(|(_, n)| n))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {what} line\n{}", c.stdout))
+}
+
+/// By default the device's first allocation starts the pool's warm-up on a thread of
+/// its own and takes plain `cuMemAlloc` memory meanwhile; once the warm-up has ended,
+/// allocations come from the pool; everything is freed by the close.
+#[test]
+fn first_allocations_before_the_pool_is_ready() {
+    const T: &str = "first_allocations_before_the_pool_is_ready";
+    if support::is_child(T) {
+        return first_allocations();
+    }
+    let Some(c) = with_stub(T, &[], &[]) else {
+        return;
+    };
+    c.assert_stderr_lacks("stub libcuda:");
+    assert!(printed(&c, "DIRECT") > 0, "{}", c.stdout);
+    assert!(printed(&c, "POOL") >= 32 << 20, "{}", c.stdout);
+}
+
+/// `GOMP_NVPTX_TUNE=poolwarm=0`: the first allocation comes from the pool.
+#[test]
+fn first_allocations_from_the_pool_without_warm_up() {
+    const T: &str = "first_allocations_from_the_pool_without_warm_up";
+    if support::is_child(T) {
+        return first_allocations();
+    }
+    let Some(c) = with_stub(T, &[], &[("GOMP_NVPTX_TUNE", "poolwarm=0")]) else {
+        return;
+    };
+    c.assert_stderr_lacks("stub libcuda:");
+    assert_eq!(printed(&c, "DIRECT"), 0, "{}", c.stdout);
+    assert!(printed(&c, "POOL") >= 32 << 20, "{}", c.stdout);
+}

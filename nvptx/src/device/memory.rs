@@ -4,6 +4,7 @@
 
 use crate::cuda::safe::memory as cu_mem;
 use crate::cuda::sys::CUdeviceptr;
+use crate::device::tune::PoolWarm;
 use crate::device::Device;
 use crate::memory::large_blocks;
 use crate::memory::small_blocks::{self, Given};
@@ -88,7 +89,16 @@ impl Device {
             o.driver_alloc();
         }
         if let Some(pool) = &self.pool {
-            return pool.alloc(size);
+            if pool.ready() || self.config.tune.poolwarm != PoolWarm::First {
+                return pool.alloc(size);
+            }
+            // The pool's set-up runs on a thread of its own; until it is done, plain
+            // cuMemAlloc memory (what the first region of a program allocates).
+            pool.warm_up_once(self.ctx);
+            // Context current (caller).
+            let p = cu_mem::alloc(size)?;
+            pool.note_direct(p);
+            return Ok(p);
         }
         // Context current (caller).
         Ok(cu_mem::alloc(size)?)
@@ -154,13 +164,16 @@ impl Device {
     /// pool or the driver, after the deferred copies that may still write it: the pool's
     /// stream waits for them, a plain free waits on the host.
     pub fn free_chunk(&self, p: CUdeviceptr) -> Result<()> {
-        if let Some(pool) = &self.pool {
-            self.order(pool.stream())?;
-            pool.free(p)?;
-        } else {
-            self.settle()?;
-            // SAFETY: `p` came from cuMemAlloc in this context.
-            unsafe { cu_mem::free(p) }?;
+        match &self.pool {
+            Some(pool) if !pool.take_direct(p) => {
+                self.order(pool.stream())?;
+                pool.free(p)?;
+            }
+            _ => {
+                self.settle()?;
+                // SAFETY: `p` came from cuMemAlloc in this context.
+                unsafe { cu_mem::free(p) }?;
+            }
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::*;
 use crate::device::config::Config;
 use crate::device::copy_order::{CopyOrder, Waited};
-use crate::device::tune::ThreadStream;
+use crate::device::tune::{PoolWarm, ThreadStream};
 use crate::host::bounce::Bounce;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
@@ -244,7 +244,7 @@ impl Device {
     /// What an opened device does before its first use (context current): the pool's
     /// warm-up, the trace's epoch, the context's stack and heap limits.
     fn start(&self) -> Result<()> {
-        if let (Some(p), true) = (&self.pool, self.config.tune.poolwarm) {
+        if let (Some(p), PoolWarm::Open) = (&self.pool, self.config.tune.poolwarm) {
             p.warm_up(self.ctx);
         }
         if let Some(o) = &self.observe {

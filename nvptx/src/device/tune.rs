@@ -91,14 +91,26 @@ pub struct Tune {
     pub defer: usize,
     /// The threads' streams.
     pub tstream: ThreadStream,
-    /// Whether the memory pool is warmed up at device open (off by default; see the
-    /// table above).
-    pub poolwarm: bool,
+    /// When the memory pool makes its first (slow) allocation ([`PoolWarm`]).
+    pub poolwarm: PoolWarm,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
     /// Threads of the JIT's compiler for every image (`None`: the driver's single
     /// thread; `image::link::split_threads`).
     pub jitthreads: Option<u32>,
+}
+
+/// When the device-memory pool makes its first allocation, which sets the pool up (the
+/// driver takes milliseconds). `Copy`, plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolWarm {
+    /// In the first allocation that needs the pool.
+    Off,
+    /// On a thread of its own started at device open.
+    Open,
+    /// On a thread of its own started by the device's first allocation; allocations
+    /// made before that thread is done take plain `cuMemAlloc` memory.
+    First,
 }
 
 /// Warps per block when no `thread_limit` is given and no occupancy calculator
@@ -123,7 +135,7 @@ impl Default for Tune {
             ring: crate::host::bounce::MIN_BYTES,
             defer: DEFAULT_DEFER,
             tstream: ThreadStream::Blocking,
-            poolwarm: false,
+            poolwarm: PoolWarm::First,
             autotune: Autotune::On,
             jitthreads: None,
         }
@@ -276,12 +288,17 @@ static KEYS: [Entry<Parsing>; 13] = [
     },
     Entry {
         name: "poolwarm",
-        value: Value::Word(&["0", "1"], |p, i| p.t.poolwarm = i == 1),
-        default: "0",
-        doc: "make the memory pool's first allocation on a thread of its own at device open \
-              (`memory/pool.rs`); off by default: with the pool's memory allocated before the \
-              first module is loaded, reverse offload of device-heap (device `malloc`) memory \
-              came back wrong on an H100 (tests/device/revoff_device_heap)",
+        value: Value::Word(&["0", "1", "first"], |p, i| {
+            p.t.poolwarm = [PoolWarm::Off, PoolWarm::Open, PoolWarm::First][i]
+        }),
+        default: "first",
+        doc: "when the memory pool makes its first, slow allocation (`memory/pool.rs`): `first` \
+              on a thread of its own started by the device's first allocation, which (like \
+              any other made before that thread is done) takes plain cuMemAlloc memory; `0` \
+              in the first allocation that needs it; `1` on a thread of its own at device \
+              open (with the pool's memory allocated before the first module is loaded, \
+              reverse offload of device-heap (device `malloc`) memory came back wrong on an \
+              H100: tests/device/revoff_device_heap)",
     },
     Entry {
         name: "jitthreads",
@@ -341,10 +358,15 @@ mod tests {
                 ring: 0,
                 defer: 4096,
                 tstream: ThreadStream::Legacy,
-                poolwarm: true,
+                poolwarm: PoolWarm::Open,
                 autotune: Autotune::Off,
                 jitthreads: Some(4),
             }
+        );
+        assert_eq!(Tune::parse("poolwarm=0").unwrap().poolwarm, PoolWarm::Off);
+        assert_eq!(
+            Tune::parse("poolwarm=first").unwrap().poolwarm,
+            PoolWarm::First
         );
         assert_eq!(
             Tune::parse("tstream=nonblocking").unwrap().tstream,

@@ -14,10 +14,14 @@
 //!
 //! A pool's first allocation is slow (the driver sets the pool's memory up:
 //! bench/results/jit-startup.md), and the first target region of a program
-//! allocates. So, at device open, a short-lived thread makes one allocation and frees
-//! it ([`Pool::warm_up`]) while libgomp goes on loading the program's image; the pool
-//! keeps the memory (its release threshold is unbounded), and the region's own
-//! allocations find it ready.
+//! allocates. So, by default, the device's first allocation starts a short-lived
+//! thread that makes the pool's first allocation and frees it ([`Pool::warm_up`]),
+//! and allocations made before that thread is done take plain `cuMemAlloc` memory
+//! ([`Pool::note_direct`]; freed with `cuMemFree`, [`Pool::take_direct`]): such
+//! chunks are few (the first region's) and stay in the device's block caches. The
+//! thread starts after the program's images are loaded (libgomp loads them before any
+//! allocation). `GOMP_NVPTX_TUNE=poolwarm=1` starts it at device open instead, `0`
+//! makes the first allocation that needs the pool pay for it.
 
 use crate::cuda::safe::context;
 use crate::cuda::safe::memory::free_async;
@@ -25,7 +29,8 @@ use crate::cuda::safe::{MemPool, MemPoolRef, OwnedStream, Stream};
 use crate::cuda::{driver, sys::*};
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Bytes the warm-up allocates (one allocation granule of the pool's memory).
@@ -56,6 +61,15 @@ pub struct Pool {
     owned: Mutex<Option<Owned>>,
     /// The warm-up thread while it may run; joined by [`Pool::destroy`].
     warm_up: Mutex<Option<JoinHandle<()>>>,
+    /// Whether a warm-up thread was started.
+    warm_up_started: AtomicBool,
+    /// Set once the pool has made an allocation or its warm-up has ended (shared with
+    /// the warm-up thread).
+    ready: Arc<AtomicBool>,
+    /// Chunks taken with `cuMemAlloc` before the pool was ready, until freed.
+    direct: Mutex<Vec<CUdeviceptr>>,
+    /// How many there are (a free of any other chunk takes no lock).
+    direct_count: AtomicUsize,
 }
 
 impl Pool {
@@ -84,6 +98,10 @@ impl Pool {
                 _pool: pool,
             })),
             warm_up: Mutex::new(None),
+            warm_up_started: AtomicBool::new(false),
+            ready: Arc::new(AtomicBool::new(false)),
+            direct: Mutex::new(Vec::new()),
+            direct_count: AtomicUsize::new(0),
         }))
     }
 
@@ -98,7 +116,9 @@ impl Pool {
     /// driver to set the pool up. Best effort: a failure is a `GOMP_DEBUG` line. `ctx`
     /// must stay alive until [`Pool::destroy`], which joins the thread.
     pub fn warm_up(&self, ctx: CUcontext) {
+        self.warm_up_started.store(true, Ordering::Relaxed);
         let (pool, stream) = (self.pool, self.stream);
+        let ready = Arc::clone(&self.ready);
         // The context handle crosses to the thread as an address.
         let ctx = ctx as usize;
         let spawned = std::thread::Builder::new()
@@ -119,11 +139,55 @@ impl Pool {
                 if let Err(e) = warm() {
                     log::debug!("memory pool warm-up: {e}");
                 }
+                // Allocations use the pool from now on (one that fails says why).
+                ready.store(true, Ordering::Release);
             });
         match spawned {
             Ok(h) => *self.warm_up.locked() = Some(h),
-            Err(e) => log::debug!("memory pool warm-up: no thread: {e}"),
+            Err(e) => {
+                log::debug!("memory pool warm-up: no thread: {e}");
+                self.ready.store(true, Ordering::Release);
+            }
         }
+    }
+
+    /// [`Pool::warm_up`] unless a warm-up was started already (any thread; of several
+    /// callers at once, one starts it).
+    pub fn warm_up_once(&self, ctx: CUcontext) {
+        if !self.warm_up_started.swap(true, Ordering::AcqRel) {
+            self.warm_up(ctx);
+        }
+    }
+
+    /// Whether the pool has made an allocation or its warm-up has ended: allocations
+    /// then come from the pool.
+    #[inline]
+    pub fn ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Records `p`, a chunk from `cuMemAlloc` taken while the pool was not ready, so
+    /// that [`Pool::take_direct`] recognises it when it is freed.
+    pub fn note_direct(&self, p: CUdeviceptr) {
+        let mut d = self.direct.locked();
+        d.push(p);
+        self.direct_count.store(d.len(), Ordering::Release);
+    }
+
+    /// Whether `p` is a chunk recorded by [`Pool::note_direct`] (then forgotten: the
+    /// caller frees it with `cuMemFree`).
+    #[inline]
+    pub fn take_direct(&self, p: CUdeviceptr) -> bool {
+        if self.direct_count.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let mut d = self.direct.locked();
+        let Some(i) = d.iter().position(|&q| q == p) else {
+            return false;
+        };
+        d.swap_remove(i);
+        self.direct_count.store(d.len(), Ordering::Release);
+        true
     }
 
     /// `size` bytes from the pool, usable by any stream once this returns.
@@ -131,6 +195,9 @@ impl Pool {
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
         let p = self.pool.alloc_async(size, self.stream)?;
         self.stream.synchronize()?;
+        if !self.ready() {
+            self.ready.store(true, Ordering::Release);
+        }
         Ok(p)
     }
 
