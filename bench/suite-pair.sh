@@ -14,6 +14,8 @@
 #              in turn (the order rotates each round)
 #   LOAD_ROUNDS, LOAD_COPIES, JOBS  the loaded step (defaults 2, 3, 14): per round, per
 #              configuration, every test LOAD_COPIES times, JOBS at once
+#   LOAD_LABELS the configurations of the loaded step (default: all)
+#   LOAD_TRACE=1 every loaded run under cutrace.so (traces in traces.tar.gz)
 #   FIRST_REPS first-region runs per plugin, alternating (default 7; 0 skips it)
 #   SEQ_LABELS the configurations of the one-at-a-time step (default: all)
 #   TRACE_TESTS the first N tests (default 0) also run once per configuration under
@@ -147,14 +149,18 @@ if has seq && ! late seq; then
   done
 fi
 if has load; then
+  LL=(${LOAD_LABELS:-${LABELS[@]}})
+  export C LOAD_TRACE=${LOAD_TRACE:-0}
   for r in $(seq "${LOAD_ROUNDS:-2}"); do
-    for l in "${LABELS[@]}"; do
+    for l in "${LL[@]}"; do
       late "load $r $l" && break 2
       for k in $(seq "${LOAD_COPIES:-3}"); do printf '%s\n' "${NAMES[@]}"; done > "$T/batch"
       s0=$(date +%s.%N)
-      export l; use "$l"
+      export l r; use "$l"
       xargs -a "$T/batch" -P "${JOBS:-14}" -I{} bash -c \
-        'c=$(fresh "$l"); o=$(mktemp "$T/work/out-XXXXXX"); echo "$1 $(run_test "$1" "$c" "$o")"; rm -rf "$c" "$o"' _ {} \
+        'c=$(fresh "$l"); o=$(mktemp "$T/work/out-XXXXXX")
+         if [ "$LOAD_TRACE" = 1 ]; then tf=$(mktemp "$T/logs/ltrace-$l-r$r-${1//\//__}-XXXX"); RUN_ENV="${RUN_ENV:+$RUN_ENV,}CUTRACE_OUT=$tf"; export RUN_PRELOAD=$C/cutrace.so; fi
+         echo "$1 $(run_test "$1" "$c" "$o")"; rm -rf "$c" "$o"' _ {} \
         > "$T/load-$l-$r.txt" 2>/dev/null
       s1=$(date +%s.%N)
       sed "s|^|load $r $l |" "$T/load-$l-$r.txt" >> "$O/runs.txt"

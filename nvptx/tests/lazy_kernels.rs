@@ -4,7 +4,8 @@
 //! first launch looks it up once, later launches reuse it, and a kernel the module
 //! lacks loads but fails its launch with a `libgomp:` error naming it. Checked with the
 //! linked-image cache linking (miss), loading (hit) and off, each in a child process
-//! as a program run.
+//! as a program run. When libgomp asks for the reverse-offload table, every kernel is
+//! looked up by `load_image`, and a missing one fails the load.
 
 mod support;
 
@@ -71,6 +72,8 @@ fn child() {
         ind_fn_num: 0,
     };
     let mut table: *mut AddrPair = std::ptr::null_mut();
+    let mut rev_table: *mut u64 = std::ptr::null_mut();
+    let want_rev = std::env::var("LK_REVERSE").is_ok_and(|v| v == "1");
     // SAFETY: a well-formed descriptor over buffers alive until the process ends.
     let n = unsafe {
         GOMP_OFFLOAD_load_image(
@@ -78,10 +81,19 @@ fn child() {
             VERSION,
             (&desc as *const Desc).cast(),
             &mut table,
-            std::ptr::null_mut(),
+            if want_rev {
+                &mut rev_table
+            } else {
+                std::ptr::null_mut()
+            },
             std::ptr::null_mut(),
         )
     };
+    if want_rev {
+        println!("LOAD {n}");
+        println!("LOOKUPS load {}", lookups());
+        return;
+    }
     assert_eq!(n, 4, "three kernels and the ICV entry");
     // SAFETY: `n` entries the plugin allocated.
     let t = unsafe { std::slice::from_raw_parts(table, n as usize) };
@@ -160,4 +172,28 @@ fn kernels_are_looked_up_at_first_launch() {
             .assert_stderr_lacks("panicked")
             .assert_stderr_lacks("stub libcuda:");
     }
+    // Reverse offload: every kernel looked up by the load, which the missing one fails.
+    let c = support::run_child(
+        T,
+        &[
+            ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+            ("CUDA_CACHE_PATH", cache.as_os_str()),
+            ("HOME", scratch.path().as_os_str()),
+            ("XDG_CACHE_HOME", scratch.path().as_os_str()),
+            ("LK_REVERSE", OsStr::new("1")),
+        ],
+    );
+    c.assert_passed()
+        .assert_line_starts(&format!("libgomp: offload image lacks kernel '{ABSENT}'"))
+        .assert_stderr_lacks("stub libcuda:");
+    let seen: Vec<&str> = c
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            l.find("LOAD ")
+                .or_else(|| l.find("LOOKUPS "))
+                .map(|i| &l[i..])
+        })
+        .collect();
+    assert_eq!(seen, ["LOAD -1", "LOOKUPS load 3"], "{}", c.stdout);
 }

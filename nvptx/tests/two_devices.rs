@@ -1186,6 +1186,14 @@ fn first_allocations() {
     let s = stats(0);
     println!("POOL {}", s.pool_used);
     assert!(dfree(0, a) && dfree(0, b));
+    // A direct chunk the caches give back (GOMP_NVPTX_DEVICE_CACHE=0 gives back an
+    // empty chunk at once) is kept aside, not freed with cuMemFree, until the close.
+    let s = stats(0);
+    println!(
+        "RUNTIME_FREES {} DIRECT_LEFT {}",
+        s.frees,
+        outside(&s) - outside(&before)
+    );
     assert_clean();
     assert!(fini(0));
     assert_closed(0);
@@ -1196,7 +1204,7 @@ fn printed(c: &support::Child, what: &str) -> i64 {
     c.stdout
         .lines()
         .find_map(|l| l.split_once(&format!("{what} ")).map(|(_, n)| n))
-        .and_then(|n| n.trim().parse().ok())
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("no {what} line\n{}", c.stdout))
 }
 
@@ -1215,6 +1223,24 @@ fn first_allocations_before_the_pool_is_ready() {
     c.assert_stderr_lacks("stub libcuda:");
     assert!(printed(&c, "DIRECT") > 0, "{}", c.stdout);
     assert!(printed(&c, "POOL") >= 32 << 20, "{}", c.stdout);
+}
+
+/// A direct chunk given back by the block caches while the program runs is not freed
+/// (`cuMemFree` may wait for running kernels) but kept until the device closes.
+#[test]
+fn direct_chunks_are_kept_until_the_close() {
+    const T: &str = "direct_chunks_are_kept_until_the_close";
+    if support::is_child(T) {
+        return first_allocations();
+    }
+    let Some(c) = with_stub(T, &[], &[("GOMP_NVPTX_DEVICE_CACHE", "0")]) else {
+        return;
+    };
+    c.assert_stderr_lacks("stub libcuda:");
+    let direct = printed(&c, "DIRECT");
+    assert!(direct > 0, "{}", c.stdout);
+    assert_eq!(printed(&c, "RUNTIME_FREES"), 0, "{}", c.stdout);
+    assert_eq!(printed(&c, "DIRECT_LEFT"), direct, "{}", c.stdout);
 }
 
 /// `GOMP_NVPTX_TUNE=poolwarm=0`: the first allocation comes from the pool.

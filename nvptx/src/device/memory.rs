@@ -7,6 +7,7 @@ use crate::cuda::sys::CUdeviceptr;
 use crate::device::tune::PoolWarm;
 use crate::device::Device;
 use crate::memory::large_blocks;
+use crate::memory::pool::DIRECT_MAX;
 use crate::memory::small_blocks::{self, Given};
 use gomp_plugin::error::{Error, Result};
 
@@ -65,6 +66,7 @@ impl Device {
             let _ = self.free_chunk(p);
         }
         if let Some(p) = &self.pool {
+            self.free_direct(p.drain_direct());
             p.trim();
         }
         self.stacks.trim();
@@ -89,7 +91,7 @@ impl Device {
             o.driver_alloc();
         }
         if let Some(pool) = &self.pool {
-            if pool.ready() || self.config.tune.poolwarm != PoolWarm::First {
+            if pool.ready() || self.config.tune.poolwarm != PoolWarm::First || size > DIRECT_MAX {
                 return pool.alloc(size);
             }
             // The pool's set-up runs on a thread of its own; until it is done, plain
@@ -165,16 +167,36 @@ impl Device {
     /// stream waits for them, a plain free waits on the host.
     pub fn free_chunk(&self, p: CUdeviceptr) -> Result<()> {
         match &self.pool {
-            Some(pool) if !pool.take_direct(p) => {
+            // Kept aside, freed when memory runs out or the device closes.
+            Some(pool) if pool.park_direct(p) => {}
+            Some(pool) => {
                 self.order(pool.stream())?;
                 pool.free(p)?;
             }
-            _ => {
+            None => {
                 self.settle()?;
                 // SAFETY: `p` came from cuMemAlloc in this context.
                 unsafe { cu_mem::free(p) }?;
             }
         }
         Ok(())
+    }
+
+    /// Frees direct chunks ([`crate::memory::pool::Pool::drain_direct`]) with
+    /// `cuMemFree`, after the deferred copies that may still write them. Best effort:
+    /// a failure is a `GOMP_DEBUG` line.
+    pub(crate) fn free_direct(&self, chunks: Vec<CUdeviceptr>) {
+        if chunks.is_empty() {
+            return;
+        }
+        if let Err(e) = self.settle() {
+            log::debug!("device {}: freeing direct chunks: {e}", self.ord);
+        }
+        for p in chunks {
+            // SAFETY: `p` came from cuMemAlloc in this context and is unused.
+            if let Err(e) = unsafe { cu_mem::free(p) } {
+                log::debug!("device {}: cuMemFree of a direct chunk: {e}", self.ord);
+            }
+        }
     }
 }

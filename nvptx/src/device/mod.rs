@@ -461,6 +461,7 @@ impl Device {
             let _ = self.free_chunk(c);
         }
         if let Some(p) = &self.pool {
+            self.free_direct(p.drain_direct());
             log::debug!(
                 "device {}: {} byte(s) still allocated from the pool at close",
                 self.ord,

@@ -44,6 +44,10 @@ use std::sync::Arc;
 /// code onto the device (CUDA's lazy module loading), which for an image of hundreds
 /// of kernels is most of a load from the linked-image cache, and most programs launch
 /// few of their kernels early. A kernel the module lacks is an error of its launch.
+/// Except in a program that uses reverse offload: there every kernel is looked up by
+/// `load_image` ([`Image::load`]'s `eager`), because loading a kernel's code may wait
+/// until no kernel runs, and a kernel waiting for a reverse-offload host function that
+/// launches a kernel not yet loaded would then never end.
 #[derive(Debug)]
 pub struct TargetFn {
     /// Kernel name, for diagnostics.
@@ -168,7 +172,9 @@ fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
 impl Image {
     /// Loads the image `data` of version word `version` on `dev`, returning it and the
     /// rest of libgomp's address table after the kernels' entries (variables, then the
-    /// ICV block); the kernels are [`Image::fns`].
+    /// ICV block); the kernels are [`Image::fns`]. `eager` (libgomp asked for the
+    /// reverse-offload table): every kernel is looked up now, a missing one failing the
+    /// load (see [`TargetFn`]); otherwise each at its first launch.
     ///
     /// # Safety
     /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`
@@ -178,6 +184,7 @@ impl Image {
         version: u32,
         data: *const RawDescriptor,
         host_ind_fns: *const u64,
+        eager: bool,
     ) -> Result<(Box<Image>, Vec<AddrPair>)> {
         // SAFETY: forwarded caller guarantee.
         let desc = unsafe { descriptor::read(version, data) }?;
@@ -207,7 +214,7 @@ impl Image {
         });
         // On an error below, the partly built image releases what it holds.
         // SAFETY: forwarded caller guarantee.
-        match unsafe { img.fill(dev, &desc, host_ind_fns, image_key) } {
+        match unsafe { img.fill(dev, &desc, host_ind_fns, image_key, eager) } {
             Ok(table) => {
                 let how = how.describe();
                 if let (Some(o), Some(t0), Some(t1)) = (dev.observe(), t0, t1) {
@@ -247,6 +254,7 @@ impl Image {
         desc: &Descriptor,
         host_ind_fns: *const u64,
         image_key: Option<Key>,
+        eager: bool,
     ) -> Result<Vec<AddrPair>> {
         let icvs_block = self.global(c"__gomp_additional_icvs")?;
         let team_icvs =
@@ -265,6 +273,11 @@ impl Image {
                 tuning: Tuning::default(),
                 image_key,
             }));
+        }
+        if eager {
+            for f in &self.fns {
+                f.code(dev)?;
+            }
         }
         let mut table = Vec::with_capacity(desc.vars.len() + 1);
         for v in &desc.vars {

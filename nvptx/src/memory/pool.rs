@@ -16,9 +16,12 @@
 //! bench/results/jit-startup.md), and the first target region of a program
 //! allocates. So, by default, the device's first allocation starts a short-lived
 //! thread that makes the pool's first allocation and frees it ([`Pool::warm_up`]),
-//! and allocations made before that thread is done take plain `cuMemAlloc` memory
-//! ([`Pool::note_direct`]; freed with `cuMemFree`, [`Pool::take_direct`]): such
-//! chunks are few (the first region's) and stay in the device's block caches. The
+//! and allocations of at most [`DIRECT_MAX`] bytes made before that thread is done
+//! take plain `cuMemAlloc` memory ([`Pool::note_direct`]; larger ones wait for the
+//! pool). Such chunks are few (the first region's) and small; as `cuMemFree` may wait
+//! for running kernels (one waiting for a reverse-offload host function, say), a
+//! direct chunk the caches give back is kept aside ([`Pool::park_direct`]) and only
+//! freed when the device runs out of memory or closes ([`Pool::drain_direct`]). The
 //! thread starts after the program's images are loaded (libgomp loads them before any
 //! allocation). `GOMP_NVPTX_TUNE=poolwarm=1` starts it at device open instead, `0`
 //! makes the first allocation that needs the pool pay for it.
@@ -32,6 +35,10 @@ use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+
+/// The largest allocation that takes plain `cuMemAlloc` memory while the pool is not
+/// ready (a small-block chunk: `memory::small_blocks`).
+pub const DIRECT_MAX: usize = 1 << 20;
 
 /// Bytes the warm-up allocates (one allocation granule of the pool's memory).
 const WARM_UP_BYTES: usize = 2 << 20;
@@ -66,9 +73,10 @@ pub struct Pool {
     /// Set once the pool has made an allocation or its warm-up has ended (shared with
     /// the warm-up thread).
     ready: Arc<AtomicBool>,
-    /// Chunks taken with `cuMemAlloc` before the pool was ready, until freed.
-    direct: Mutex<Vec<CUdeviceptr>>,
-    /// How many there are (a free of any other chunk takes no lock).
+    /// Chunks taken with `cuMemAlloc` before the pool was ready: in use or cached
+    /// (`.0`), given back by the caches and kept until [`Pool::drain_direct`] (`.1`).
+    direct: Mutex<(Vec<CUdeviceptr>, Vec<CUdeviceptr>)>,
+    /// How many are in use or cached (a free of any other chunk takes no lock).
     direct_count: AtomicUsize,
 }
 
@@ -100,7 +108,7 @@ impl Pool {
             warm_up: Mutex::new(None),
             warm_up_started: AtomicBool::new(false),
             ready: Arc::new(AtomicBool::new(false)),
-            direct: Mutex::new(Vec::new()),
+            direct: Mutex::new((Vec::new(), Vec::new())),
             direct_count: AtomicUsize::new(0),
         }))
     }
@@ -167,27 +175,34 @@ impl Pool {
     }
 
     /// Records `p`, a chunk from `cuMemAlloc` taken while the pool was not ready, so
-    /// that [`Pool::take_direct`] recognises it when it is freed.
+    /// that [`Pool::park_direct`] recognises it when it is given back.
     pub fn note_direct(&self, p: CUdeviceptr) {
         let mut d = self.direct.locked();
-        d.push(p);
-        self.direct_count.store(d.len(), Ordering::Release);
+        d.0.push(p);
+        self.direct_count.store(d.0.len(), Ordering::Release);
     }
 
-    /// Whether `p` is a chunk recorded by [`Pool::note_direct`] (then forgotten: the
-    /// caller frees it with `cuMemFree`).
+    /// Whether `p` is a chunk recorded by [`Pool::note_direct`]; if so it is kept
+    /// aside, not freed, until [`Pool::drain_direct`].
     #[inline]
-    pub fn take_direct(&self, p: CUdeviceptr) -> bool {
+    pub fn park_direct(&self, p: CUdeviceptr) -> bool {
         if self.direct_count.load(Ordering::Acquire) == 0 {
             return false;
         }
         let mut d = self.direct.locked();
-        let Some(i) = d.iter().position(|&q| q == p) else {
+        let Some(i) = d.0.iter().position(|&q| q == p) else {
             return false;
         };
-        d.swap_remove(i);
-        self.direct_count.store(d.len(), Ordering::Release);
+        d.0.swap_remove(i);
+        d.1.push(p);
+        self.direct_count.store(d.0.len(), Ordering::Release);
         true
+    }
+
+    /// The direct chunks kept aside by [`Pool::park_direct`], forgotten here: the
+    /// caller frees them with `cuMemFree` (out of memory, or the device closing).
+    pub fn drain_direct(&self) -> Vec<CUdeviceptr> {
+        std::mem::take(&mut self.direct.locked().1)
     }
 
     /// `size` bytes from the pool, usable by any stream once this returns.
