@@ -1194,6 +1194,10 @@ fn first_allocations() {
         s.frees,
         outside(&s) - outside(&before)
     );
+    println!(
+        "FREE_GAP {}",
+        TOTAL_MEM as i64 - prop_size(0, PROP_FREE_MEMORY) as i64
+    );
     assert_clean();
     assert!(fini(0));
     assert_closed(0);
@@ -1226,7 +1230,8 @@ fn first_allocations_before_the_pool_is_ready() {
 }
 
 /// A direct chunk given back by the block caches while the program runs is not freed
-/// (`cuMemFree` may wait for running kernels) but kept until the device closes.
+/// (`cuMemFree` may wait for running kernels) but kept until the device closes, and
+/// counts as free memory meanwhile.
 #[test]
 fn direct_chunks_are_kept_until_the_close() {
     const T: &str = "direct_chunks_are_kept_until_the_close";
@@ -1241,6 +1246,9 @@ fn direct_chunks_are_kept_until_the_close() {
     assert!(direct > 0, "{}", c.stdout);
     assert_eq!(printed(&c, "RUNTIME_FREES"), 0, "{}", c.stdout);
     assert_eq!(printed(&c, "DIRECT_LEFT"), direct, "{}", c.stdout);
+    // Kept aside, the chunk still counts as free memory (given back before an
+    // allocation fails).
+    assert_eq!(printed(&c, "FREE_GAP"), 0, "{}", c.stdout);
 }
 
 /// `GOMP_NVPTX_TUNE=poolwarm=0`: the first allocation comes from the pool.

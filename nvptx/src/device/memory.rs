@@ -73,16 +73,16 @@ impl Device {
     }
 
     /// Device memory the plugin holds without the program using it: what the pool
-    /// reserved beyond what it handed out, cached large blocks, free small blocks and
-    /// idle soft stacks. All of it is given back before an allocation fails, so the
+    /// reserved beyond what it handed out, direct chunks kept aside, cached large
+    /// blocks, free small blocks and idle soft stacks. All of it is given back before an allocation fails, so the
     /// free-memory property counts it as free. Waits for the pool's warm-up if it is
     /// still running (its block would otherwise count as used for a moment), then
     /// reads counters and two pool attributes; changes nothing.
     pub fn held_unused(&self) -> usize {
         let pool = self.pool.as_ref().map_or(0, |p| {
             p.finish_warm_up();
-            p.unused()
-        }) as usize;
+            p.unused() as usize + p.parked_bytes()
+        });
         pool + self.large.bytes() + self.small.free_bytes() + self.stacks.idle_bytes()
     }
 
@@ -99,7 +99,7 @@ impl Device {
             pool.warm_up_once(self.ctx);
             // Context current (caller).
             let p = cu_mem::alloc(size)?;
-            pool.note_direct(p);
+            pool.note_direct(p, size);
             return Ok(p);
         }
         // Context current (caller).

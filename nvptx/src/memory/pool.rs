@@ -43,6 +43,9 @@ pub const DIRECT_MAX: usize = 1 << 20;
 /// Bytes the warm-up allocates (one allocation granule of the pool's memory).
 const WARM_UP_BYTES: usize = 2 << 20;
 
+/// A chunk from `cuMemAlloc`: address and bytes.
+type Direct = (CUdeviceptr, usize);
+
 /// What the pool owns, dropped at [`Pool::destroy`] in field order after its `Drop`
 /// waited for pending frees: the stream, then the pool.
 struct Owned {
@@ -73,9 +76,10 @@ pub struct Pool {
     /// Set once the pool has made an allocation or its warm-up has ended (shared with
     /// the warm-up thread).
     ready: Arc<AtomicBool>,
-    /// Chunks taken with `cuMemAlloc` before the pool was ready: in use or cached
-    /// (`.0`), given back by the caches and kept until [`Pool::drain_direct`] (`.1`).
-    direct: Mutex<(Vec<CUdeviceptr>, Vec<CUdeviceptr>)>,
+    /// Chunks (address, bytes) taken with `cuMemAlloc` before the pool was ready: in
+    /// use or cached (`.0`), given back by the caches and kept until
+    /// [`Pool::drain_direct`] (`.1`).
+    direct: Mutex<(Vec<Direct>, Vec<Direct>)>,
     /// How many are in use or cached (a free of any other chunk takes no lock).
     direct_count: AtomicUsize,
 }
@@ -176,9 +180,9 @@ impl Pool {
 
     /// Records `p`, a chunk from `cuMemAlloc` taken while the pool was not ready, so
     /// that [`Pool::park_direct`] recognises it when it is given back.
-    pub fn note_direct(&self, p: CUdeviceptr) {
+    pub fn note_direct(&self, p: CUdeviceptr, bytes: usize) {
         let mut d = self.direct.locked();
-        d.0.push(p);
+        d.0.push((p, bytes));
         self.direct_count.store(d.0.len(), Ordering::Release);
     }
 
@@ -190,11 +194,11 @@ impl Pool {
             return false;
         }
         let mut d = self.direct.locked();
-        let Some(i) = d.0.iter().position(|&q| q == p) else {
+        let Some(i) = d.0.iter().position(|&(q, _)| q == p) else {
             return false;
         };
-        d.0.swap_remove(i);
-        d.1.push(p);
+        let chunk = d.0.swap_remove(i);
+        d.1.push(chunk);
         self.direct_count.store(d.0.len(), Ordering::Release);
         true
     }
@@ -202,7 +206,14 @@ impl Pool {
     /// The direct chunks kept aside by [`Pool::park_direct`], forgotten here: the
     /// caller frees them with `cuMemFree` (out of memory, or the device closing).
     pub fn drain_direct(&self) -> Vec<CUdeviceptr> {
-        std::mem::take(&mut self.direct.locked().1)
+        let parked = std::mem::take(&mut self.direct.locked().1);
+        parked.into_iter().map(|(p, _)| p).collect()
+    }
+
+    /// Bytes of the direct chunks kept aside (memory given back before an allocation
+    /// fails, as the pool's unused memory is).
+    pub fn parked_bytes(&self) -> usize {
+        self.direct.locked().1.iter().map(|&(_, n)| n).sum()
     }
 
     /// `size` bytes from the pool, usable by any stream once this returns.
