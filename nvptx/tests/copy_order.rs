@@ -879,6 +879,59 @@ fn queue_copy_then_other_queue_after_wait() {
     in_every_mode(T, &[]);
 }
 
+/// A queue's copies do not wait for another queue's work: with a launch queued on one
+/// queue and not yet run, copies each way on another queue, whatever path they take
+/// (the staging engine's included), and that queue's `acc_wait` complete while the
+/// launch is still queued; the launch then runs at its own queue's wait, after the
+/// copy queued before it on that queue.
+#[test]
+fn queue_copy_does_not_wait_for_another_queue() {
+    const T: &str = "queue_copy_does_not_wait_for_another_queue";
+    if support::is_child(T) {
+        let k = setup();
+        let (q1, q2) = (Queue::new(), Queue::new());
+        let p1 = alloc(64);
+        let blocks: Vec<usize> = QUEUE_SIZES.iter().map(|&n| alloc(n)).collect();
+        for (i, (n, p)) in QUEUE_SIZES
+            .into_iter()
+            .zip(blocks.iter().copied())
+            .enumerate()
+        {
+            let mine = pattern(130 + i, 64);
+            q1.h2d(p1, &mine);
+            let (n0, _) = snapshot(0);
+            q1.exec(k.snapshot, p1);
+            assert_eq!(snapshot(0).0, n0, "the launch is queued, not run");
+            let data = pattern(140 + i, n);
+            q2.h2d(p, &data);
+            let mut out = vec![0u8; n];
+            q2.d2h(&mut out, p);
+            q2.wait();
+            assert!(out == data, "{n} bytes there and back on the other queue");
+            assert_eq!(
+                snapshot(0).0,
+                n0,
+                "{n}-byte copies on one queue waited for another queue's launch"
+            );
+            q1.wait();
+            assert_eq!(snapshot(0).0, n0 + 1, "the launch ran at its queue's wait");
+            assert_eq!(
+                snapshot(n0).1[..],
+                mine[..],
+                "after its queue's {n}-byte copy"
+            );
+        }
+        for p in blocks.into_iter().chain([p1]) {
+            // SAFETY: blocks from alloc, each freed once, their queues idle.
+            assert!(unsafe { GOMP_OFFLOAD_free(0, p as *mut c_void) });
+        }
+        drop((q1, q2));
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
 /// `GOMP_NVPTX_PROFILE` counts a queue's copies: those that returned once queued in
 /// the `queued` rows, the waited ones by their path.
 #[test]
@@ -894,11 +947,13 @@ fn queue_copies_are_profiled() {
         }
         let mut v = vec![0u8; 64];
         q.d2h(&mut v, p);
+        let mut large = vec![0u8; 5 << 20];
+        q.d2h(&mut large, p);
         let mut locked = PageLocked::new(64);
         q.d2h(locked.bytes(), p);
         q.d2d(p2, p, 64);
         q.wait();
-        drop((q, locked));
+        drop((q, locked, large));
         assert!(fini());
         return;
     }
@@ -927,6 +982,7 @@ fn queue_copies_are_profiled() {
     assert_eq!(count("h2d queued "), 3, "64 B, 32 KiB and 2 MiB");
     assert_eq!(count("h2d staged "), 1, "5 MiB");
     assert_eq!(count("d2h pageable "), 1, "waited, through the ring");
+    assert_eq!(count("d2h staged "), 1, "5 MiB to pageable memory");
     assert_eq!(count("d2h queued "), 1, "to page-locked memory");
     assert_eq!(count("d2d queued "), 1);
 }
