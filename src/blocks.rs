@@ -46,6 +46,15 @@ impl Blocks {
             .is_some_and(|(&start, &size)| p < start + size as u64)
     }
 
+    /// Whether `[p, p+n)` lies inside one live block.
+    pub fn inside(&self, p: DevPtr, n: usize) -> bool {
+        let live = self.live.locked();
+        live.range(..=p).next_back().is_some_and(|(&start, &size)| {
+            p.checked_add(n as u64)
+                .is_some_and(|e| e <= start + size as u64)
+        })
+    }
+
     /// Checks `[p, p+n)` against the block containing `p`, if any: running past its
     /// end is "invalid size". Addresses outside every block (module globals, memory
     /// the program allocated itself) are left to the driver.

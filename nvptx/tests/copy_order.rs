@@ -986,3 +986,197 @@ fn queue_copies_are_profiled() {
     assert_eq!(count("d2h queued "), 1, "to page-locked memory");
     assert_eq!(count("d2d queued "), 1);
 }
+
+// ---------------------------------------------------------------------------------
+// Read-ahead of a region's results (nvptx/src/host/read_ahead.rs): a run reads ahead,
+// in its own wait, what the device-to-host copies after its kernel's last run read.
+
+/// The stand-in's counters of a device, as `stub_libcuda_stats` fills them (only
+/// `copies` is read here).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Stats {
+    ctx_refs: i64,
+    ctx_resets: i64,
+    live_allocs: i64,
+    live_bytes: i64,
+    total_allocs: i64,
+    reset_freed: i64,
+    live_streams: i64,
+    live_events: i64,
+    live_pools: i64,
+    live_host_allocs: i64,
+    live_host_regs: i64,
+    copies: i64,
+    foreign: i64,
+    misuse: i64,
+    pool_reserved: i64,
+    pool_used: i64,
+    pool_trims: i64,
+    pool_released: i64,
+    frees: i64,
+}
+
+/// Copies and memsets queued so far on device 0.
+fn copies() -> i64 {
+    // SAFETY: the stand-in's `int stub_libcuda_stats (int, struct stub_libcuda_stats *)`,
+    // whose struct is `Stats`.
+    let f: unsafe extern "C" fn(c_int, *mut Stats) -> c_int =
+        unsafe { std::mem::transmute(stub_fn("stub_libcuda_stats")) };
+    let mut s = Stats::default();
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { f(0, &mut s) }, 0);
+    s.copies
+}
+
+/// Eight 64-bit words `base * 1 ..= base * 8` as bytes.
+fn words(base: u64) -> Vec<u8> {
+    (1..=8u64).flat_map(|w| (base * w).to_le_bytes()).collect()
+}
+
+/// A device-to-host copy of `n` bytes at `p`, and whether it queued a copy on the
+/// device (false: served from what the run read ahead).
+fn back_counted(p: usize, n: usize) -> (Vec<u8>, bool) {
+    let c0 = copies();
+    let v = back(p, n);
+    (v, copies() != c0)
+}
+
+/// A region loop as libgomp makes it: upload, run, download of two results inside the
+/// region's block. The first region learns what is downloaded; from the second on the
+/// run reads it ahead and the downloads are served from it, with the kernel's results.
+#[test]
+fn read_ahead_serves_region_results() {
+    const T: &str = "read_ahead_serves_region_results";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(128);
+        for round in 1..=4u64 {
+            assert!(h2d(p, &words(round)));
+            let c0 = copies();
+            run(k.double, p);
+            let ran = copies() - c0;
+            let (got, copied) = back_counted(p + 8, 16);
+            assert_eq!(got, words(2 * round)[8..24].to_vec(), "round {round}");
+            let (got2, copied2) = back_counted(p + 56, 8);
+            assert_eq!(got2, words(2 * round)[56..64].to_vec(), "round {round}");
+            if round == 1 {
+                assert_eq!(ran, 0, "nothing read ahead before a copy was seen");
+                assert!(copied && copied2, "the first region copies");
+            } else {
+                assert_eq!(ran, 1, "round {round}: the run read ahead once");
+                assert!(
+                    !copied && !copied2,
+                    "round {round}: served from the read-ahead"
+                );
+            }
+        }
+        // Another thread's copy right after this thread's run is its own copy.
+        assert!(h2d(p, &words(9)));
+        run(k.double, p);
+        let got = std::thread::spawn(move || back(p + 8, 16)).join().unwrap();
+        assert_eq!(got, words(18)[8..24].to_vec(), "another thread");
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// What a run read ahead serves only copies that follow it with no other call between:
+/// after a host-to-device copy, a memset, a free or a device-to-device copy into the
+/// bytes, the copy sees them.
+#[test]
+fn read_ahead_not_across_other_calls() {
+    const T: &str = "read_ahead_not_across_other_calls";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(128);
+        let q = alloc(64);
+        // Learn the plan: a download of 16 bytes at p + 8.
+        assert!(h2d(p, &words(1)));
+        run(k.double, p);
+        assert_eq!(back(p + 8, 16), words(2)[8..24].to_vec());
+        // A host-to-device copy between.
+        assert!(h2d(p, &words(3)));
+        run(k.double, p);
+        let fresh = pattern(7, 16);
+        assert!(h2d(p + 8, &fresh));
+        let (got, copied) = back_counted(p + 8, 16);
+        assert_eq!(got, fresh, "the later upload");
+        assert!(copied);
+        // A memset between.
+        run(k.double, p);
+        // SAFETY: a live block of 128 bytes.
+        assert!(unsafe { GOMP_OFFLOAD_memset(0, (p + 8) as *mut c_void, 0x5a, 16) });
+        assert_eq!(back(p + 8, 16), vec![0x5a; 16], "the memset");
+        // A device-to-device copy between.
+        assert!(h2d(q, &pattern(8, 64)));
+        run(k.double, p);
+        // SAFETY: live blocks.
+        assert!(unsafe { GOMP_OFFLOAD_dev2dev(0, (p + 8) as *mut c_void, q as *const c_void, 16) });
+        assert_eq!(back(p + 8, 16), pattern(8, 16), "the device-to-device copy");
+        // The block freed and another allocated between: nothing served from before.
+        assert!(h2d(p, &words(5)));
+        run(k.double, p);
+        // SAFETY: a block of the plugin, not used afterwards.
+        assert!(unsafe { GOMP_OFFLOAD_free(0, p as *mut c_void) });
+        let r = alloc(128);
+        let data = pattern(9, 128);
+        assert!(h2d(r, &data));
+        assert_eq!(back(r + 8, 16), data[8..24].to_vec(), "a new block");
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// A kernel whose runs stop being followed by copies stops reading ahead: a plan no
+/// copy used twice in a row is dropped. With `readahead=0` nothing is read ahead.
+#[test]
+fn read_ahead_unused_is_dropped() {
+    const T: &str = "read_ahead_unused_is_dropped";
+    if support::is_child(T) {
+        let off = std::env::var("GOMP_NVPTX_TUNE").is_ok_and(|t| t.contains("readahead=0"));
+        let k = setup();
+        let p = alloc(128);
+        let ran = |round: u64| {
+            assert!(h2d(p, &words(round)));
+            let c0 = copies();
+            run(k.double, p);
+            copies() - c0
+        };
+        assert_eq!(ran(1), 0);
+        let (got, copied) = back_counted(p, 8);
+        assert_eq!(got, words(2)[..8].to_vec());
+        assert!(copied);
+        // Two runs read ahead with no copy after them, then none.
+        let want = if off { [0, 0, 0, 0] } else { [1, 1, 0, 0] };
+        let got: Vec<i64> = (2..=5).map(ran).collect();
+        assert_eq!(got, want, "read-aheads per run");
+        // Relearned from the next copy.
+        let (got, copied) = back_counted(p, 8);
+        assert_eq!(got, words(10)[..8].to_vec());
+        assert!(copied);
+        assert_eq!(ran(6), if off { 0 } else { 1 });
+        let (got, copied) = back_counted(p, 8);
+        assert_eq!(got, words(12)[..8].to_vec());
+        assert_eq!(copied, off);
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+    if !support::have_tools(T, &["cc"]) {
+        return;
+    }
+    let dir = support::Scratch::new("copy-order");
+    let lib = support::stub_libcuda_2dev(&dir, &[]);
+    support::run_child(
+        T,
+        &[
+            ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+            ("GOMP_NVPTX_TUNE", OsStr::new("teams=1,warps=1,readahead=0")),
+        ],
+    )
+    .assert_passed()
+    .assert_stderr_lacks("stub libcuda:");
+}

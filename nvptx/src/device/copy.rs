@@ -244,7 +244,7 @@ impl Device {
     /// The space of an earlier call must not be written after this call returns.
     unsafe fn ring_slot(&self, n: usize, s: Stream) -> Option<Result<(&Ring, *mut u8)>> {
         let ring = match self.thread_streams.get() {
-            Ok(lane) => &lane.data,
+            Ok(lane) => &lane.data.ring,
             Err(e) => return Some(Err(e)),
         };
         // SAFETY: the lane is this thread's (`get`); the caller's guarantee.
@@ -391,6 +391,10 @@ impl Device {
         via: Via,
     ) -> Result<Ended> {
         self.check_host_copy(src, dst, n)?;
+        // SAFETY: writable destination (caller).
+        if via == Via::Sync && unsafe { self.read_ahead_serves(dst, src, n) } {
+            return Ok(Ended::Done);
+        }
         // SAFETY: writable destination (caller); device range checked above.
         let staged = self.staged(dst, n, via, || unsafe {
             self.staging.dev2host(self.context(), dst, src, n)
@@ -451,6 +455,28 @@ impl Device {
                 .map(|()| Ended::Done);
         }
         r.map(|()| Ended::Done)
+    }
+
+    /// Whether a synchronous device-to-host copy of `n` bytes from `src` to `dst` was
+    /// served from what the calling thread's latest run read ahead (`host::read_ahead`,
+    /// which learns the copy otherwise). Not once OpenACC is in use (synchronous copies
+    /// are then ordered after the OpenACC queues' work).
+    ///
+    /// # Safety
+    /// `dst` writable for `n` bytes; the first step of the copy's entry point.
+    unsafe fn read_ahead_serves(&self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> bool {
+        if self.openacc_in_use() {
+            return false;
+        }
+        let Ok(lane) = self.thread_streams.get() else {
+            return false;
+        };
+        // SAFETY: this thread's lane (`get`); forwarded caller guarantees.
+        unsafe {
+            lane.data
+                .read_ahead
+                .serve(dst.cast(), src, n, self.config.tune.readahead)
+        }
     }
 
     /// Whether a copy the driver refused as "invalid argument" should be retried by a
