@@ -24,7 +24,8 @@
 //! OpenACC operation of that thread lies between, so only another thread, or work not
 //! ordered with this thread's calls, could have changed those bytes since the kernel
 //! ended, and such a change races with the copy whenever the copy runs. Nothing is
-//! read ahead outside a live block of the device, nor once OpenACC is in use (its
+//! read ahead outside the live block that holds the run's `vars` (libgomp's block for
+//! the region, freed by this thread only after the region's copies back), nor once OpenACC is in use (its
 //! synchronous copies are ordered after the OpenACC queues' work; the shadow is not).
 //! The run still waits for its kernel: a region without `from` maps returns after its
 //! kernel, and a kernel's failure is reported by its own run.
@@ -115,7 +116,7 @@ impl ReadAhead {
     /// Before a run of kernel `key` with `vars`: closes the books of the thread's
     /// previous run (a read-ahead no copy used counts against its plan) and returns what
     /// this run should read ahead, the device range `[addr, addr + len)`, if its kernel
-    /// has a plan, `inside(addr, len)` says the range lies in live device memory and the
+    /// has a plan, `inside(addr, len)` says the range lies in the live block that holds `vars` and the
     /// shadow (`limit` bytes, allocated here on first use, context current) can be had.
     ///
     /// # Safety

@@ -180,7 +180,15 @@ pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Resu
     };
     let vars = r.vars;
     // SAFETY: this thread's lane (`get`); the context is current (entry point).
-    let mut read = unsafe { ahead.plan(key, vars, limit, |a, n| dev.blocks.inside(a, n)) };
+    // Only inside the block that holds `vars`: libgomp's block for this region (its
+    // argument array and the data it newly maps), freed by this thread only after the
+    // region's copies back; so the read-ahead never touches memory another thread may
+    // free meanwhile.
+    let mut read = unsafe {
+        ahead.plan(key, vars, limit, |a, n| {
+            dev.blocks.inside_block_of(vars, a, n)
+        })
+    };
     let started = rev.kernel_started();
     let mut timer = None;
     let trial = p.trial.take();
