@@ -29,6 +29,17 @@ pub enum Value<S> {
         /// Stores the value.
         set: fn(&mut S, usize),
     },
+    /// A whole number written as [`parse_size`] reads it, within `min..=max`, as GCC's
+    /// plugins take theirs (`atol`): when `min` > 0, `0` means unset (the setting keeps
+    /// its default and `set` is not called) and is not reported.
+    Size {
+        /// Least value accepted, but for an unsetting `0`.
+        min: u64,
+        /// Greatest value accepted.
+        max: u64,
+        /// Stores the value.
+        set: fn(&mut S, u64),
+    },
     /// A switch: `1`/`0`, `yes`/`no`, `on`/`off`, `true`/`false` (any case).
     Flag(fn(&mut S, bool)),
     /// A file name (anything but blank).
@@ -67,6 +78,7 @@ impl<S> Value<S> {
         match self {
             Value::Bytes { min, max, .. } => format!("{min}..{max} bytes"),
             Value::Number { min, max, .. } => format!("a number in {min}..{max}"),
+            Value::Size { min, max, .. } => format!("{min}..{max}"),
             Value::Flag(_) => "1 or 0".into(),
             Value::Path(_) => "a file name".into(),
             Value::Word(words, _) => words.join(", "),
@@ -84,6 +96,11 @@ impl<S> Value<S> {
             },
             Value::Number { min, max, set } => match v.trim().parse::<usize>() {
                 Ok(n) if (*min..=*max).contains(&n) => set(s, n),
+                _ => return bad(),
+            },
+            Value::Size { min, max, set } => match parse_size(v).map(|n| n as u64) {
+                Some(0) if *min > 0 => {}
+                Some(n) if (*min..=*max).contains(&n) => set(s, n),
                 _ => return bad(),
             },
             Value::Flag(set) => match flag(v) {
@@ -194,9 +211,11 @@ mod tests {
         file: Option<PathBuf>,
         word: usize,
         text: String,
+        size: Option<u64>,
+        pool: Option<u64>,
     }
 
-    static TABLE: [Entry<S>; 6] = [
+    static TABLE: [Entry<S>; 8] = [
         Entry {
             name: "B",
             value: Value::Bytes {
@@ -247,6 +266,26 @@ mod tests {
             default: "empty",
             doc: "its own syntax",
         },
+        Entry {
+            name: "Z",
+            value: Value::Size {
+                min: 16,
+                max: 1 << 20,
+                set: |s, n| s.size = Some(n),
+            },
+            default: "unset",
+            doc: "a size whose 0 unsets",
+        },
+        Entry {
+            name: "Y",
+            value: Value::Size {
+                min: 0,
+                max: 64,
+                set: |s, n| s.pool = Some(n),
+            },
+            default: "unset",
+            doc: "a size whose 0 is a value",
+        },
     ];
 
     fn read_env(pairs: &[(&str, &str)]) -> (S, Vec<String>) {
@@ -278,6 +317,8 @@ mod tests {
             ("P", "/t.json"),
             ("W", "cg"),
             ("T", "ok"),
+            ("Z", "0x1k"),
+            ("Y", "64"),
         ]);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(
@@ -289,10 +330,16 @@ mod tests {
                 file: Some("/t.json".into()),
                 word: 2,
                 text: "ok".into(),
+                size: Some(1024),
+                pool: Some(64),
             }
         );
-        let (_, w) = read_env(&[("B", "16"), ("N", "1"), ("F", "off")]);
+        let (_, w) = read_env(&[("B", "16"), ("N", "1"), ("F", "off"), ("Z", "16")]);
         assert!(w.is_empty(), "{w:?}");
+        // A size's 0: unset (silently) where the least value is above it, else a value.
+        let (s, w) = read_env(&[("Z", "0"), ("Y", "0")]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((s.size, s.pool), (None, Some(0)));
     }
 
     #[test]
@@ -309,6 +356,11 @@ mod tests {
             ("P", "  "),
             ("W", "cs"),
             ("T", "no"),
+            ("Z", "15"),
+            ("Z", "1025k"),
+            ("Z", "-1"),
+            ("Y", "65"),
+            ("Y", "lots"),
         ] {
             let (s, w) = read_env(&[(name, bad)]);
             assert_eq!(s, S::default(), "{name}={bad}");
@@ -323,6 +375,11 @@ mod tests {
         assert_eq!(
             w,
             ["Invalid value '1' for B (expected 16..1048576 bytes); using the default (0)"]
+        );
+        let (_, w) = read_env(&[("Z", "8")]);
+        assert_eq!(
+            w,
+            ["Invalid value '8' for Z (expected 16..1048576); using the default (unset)"]
         );
         let (_, w) = read_env(&[("T", "x")]);
         assert_eq!(

@@ -85,11 +85,13 @@ impl Plugin for Nvptx {
         &REGISTRY
     }
 
+    fn read_settings() {
+        crate::device::config::Config::process();
+    }
+
     /// 0 when there is no usable driver or GPU, -1 when devices exist but cannot meet
     /// `mask` (spec §1.5).
     fn num_devices(mask: u32) -> i32 {
-        // Settings are read (and a bad value reported) before anything else, so that a
-        // typo is seen on a machine without a GPU too.
         let on = &crate::device::config::Config::process().observe;
         let n = match count_devices() {
             Ok(n) => n,
