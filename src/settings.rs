@@ -140,6 +140,37 @@ pub fn read<S>(
     }
 }
 
+/// The process environment, as [`read`] takes it: the variable's value, if it is set
+/// and valid Unicode.
+pub fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// A lookup over `pairs` (name, value), as [`read`] takes one (tests, fuzzing): the
+/// value of the first pair of that name.
+pub fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |k| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// Whether `table` is well formed: every entry has a doc line and a default, and no name
+/// stands twice (the backends' tests check their tables with it).
+pub fn check_table<S>(table: &[Entry<S>]) -> Result<(), String> {
+    for (i, e) in table.iter().enumerate() {
+        if e.doc.is_empty() || e.default.is_empty() {
+            return Err(format!("{}: no doc line or no default", e.name));
+        }
+        if table[..i].iter().any(|o| o.name == e.name) {
+            return Err(format!("{} twice", e.name));
+        }
+    }
+    Ok(())
+}
+
 /// Applies a comma-separated list of `key=value` items (the keys are the entries'
 /// names) to `s`, in order; the first bad item ends it with an error naming the item
 /// (`s` may then hold the items before it).
@@ -291,17 +322,9 @@ mod tests {
     fn read_env(pairs: &[(&str, &str)]) -> (S, Vec<String>) {
         let warned = RefCell::new(Vec::new());
         let mut s = S::default();
-        read(
-            &TABLE,
-            &mut s,
-            &|k| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            },
-            &|w| warned.borrow_mut().push(w.to_string()),
-        );
+        read(&TABLE, &mut s, &lookup(pairs), &|w| {
+            warned.borrow_mut().push(w.to_string())
+        });
         (s, warned.into_inner())
     }
 
@@ -385,6 +408,36 @@ mod tests {
         assert_eq!(
             w,
             ["Invalid value 'x' for T (not ok); using the default (empty)"]
+        );
+    }
+
+    #[test]
+    fn tables_are_checked() {
+        assert_eq!(check_table(&TABLE), Ok(()));
+        let dup = [
+            Entry::<S> {
+                name: "N",
+                value: Value::Flag(|s, b| s.on = b),
+                default: "off",
+                doc: "a switch",
+            },
+            Entry::<S> {
+                name: "N",
+                value: Value::Flag(|s, b| s.on = b),
+                default: "off",
+                doc: "again",
+            },
+        ];
+        assert_eq!(check_table(&dup), Err("N twice".into()));
+        let undocumented = [Entry::<S> {
+            name: "U",
+            value: Value::Flag(|s, b| s.on = b),
+            default: "off",
+            doc: "",
+        }];
+        assert_eq!(
+            check_table(&undocumented),
+            Err("U: no doc line or no default".into())
         );
     }
 

@@ -198,7 +198,7 @@ impl Config {
     /// From the process environment; bad values are reported through libgomp.
     pub fn from_env() -> Config {
         Config::from_lookup(
-            |k| std::env::var(k).ok(),
+            gomp_plugin::settings::env,
             gomp_plugin::libgomp::report::error,
         )
     }
@@ -220,14 +220,9 @@ mod tests {
 
     fn with(vars: &[(&str, &str)]) -> (Config, Vec<String>) {
         let warned = RefCell::new(Vec::new());
-        let c = Config::from_lookup(
-            |k| {
-                vars.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            },
-            |m| warned.borrow_mut().push(m.to_string()),
-        );
+        let c = Config::from_lookup(gomp_plugin::settings::lookup(vars), |m| {
+            warned.borrow_mut().push(m.to_string())
+        });
         (c, warned.into_inner())
     }
 
@@ -315,13 +310,8 @@ mod tests {
     #[test]
     fn every_variable_is_named_once_documented_and_bounded() {
         let defaults = Config::default();
-        for (i, v) in VARIABLES.iter().enumerate() {
-            assert!(!v.doc.is_empty() && !v.default.is_empty(), "{}", v.name);
-            assert!(
-                VARIABLES[..i].iter().all(|o| o.name != v.name),
-                "{} twice",
-                v.name
-            );
+        assert_eq!(gomp_plugin::settings::check_table(&VARIABLES), Ok(()));
+        for v in &VARIABLES {
             let Value::Size { min, max, .. } = v.value else {
                 continue;
             };
