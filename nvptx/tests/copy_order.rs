@@ -171,9 +171,16 @@ fn run(f: usize, vars: usize) {
 
 /// Opens device 0 and loads the two-kernel image.
 fn setup() -> Kernels {
+    // Version 3 (GCC 14+) of libgomp's images.
+    setup_under(0, 3)
+}
+
+/// [`setup`] where `GOMP_OFFLOAD_version` answers `version` (the libgomp loaded, if
+/// any), with an image of libgomp's version `image`.
+fn setup_under(version: u32, image: u32) -> Kernels {
     // SAFETY: plain calls.
     unsafe {
-        assert_eq!(GOMP_OFFLOAD_version(), 0);
+        assert_eq!(GOMP_OFFLOAD_version(), version);
         assert_eq!(GOMP_OFFLOAD_get_num_devices(0), 2);
         assert!(GOMP_OFFLOAD_init_device(0));
     }
@@ -201,12 +208,11 @@ fn setup() -> Kernels {
         ind_fn_num: 0,
     }));
     let mut table: *mut AddrPair = std::ptr::null_mut();
-    // SAFETY: a descriptor as the contract lays it out; version 3 (GCC 14+) of
-    // libgomp, PTX data version 1.
+    // SAFETY: a descriptor as the contract lays it out; PTX data version 1.
     let n = unsafe {
         GOMP_OFFLOAD_load_image(
             0,
-            (3 << 16) | 1,
+            (image << 16) | 1,
             (desc as *const Descriptor).cast(),
             &mut table,
             std::ptr::null_mut(),
@@ -617,6 +623,112 @@ fn openacc_copies_on_the_legacy_stream() {
         return;
     }
     in_every_mode(T, &[]);
+}
+
+/// Under libgomp 12, `openacc_async_exec` puts the kernel's argument array in a block of
+/// its own on the device: the call returns without waiting for the queue (the copy and
+/// the kernel still queued, with the stand-in's lazy queries), the block is not freed
+/// before the kernel has read it (a large block, and no device cache: a free goes to
+/// the driver at once, which the stand-in checks against the work queued before it),
+/// and it is freed once the queue's work has run (every allocation freed by the end,
+/// `GOMP_NVPTX_PROFILE`'s count).
+#[test]
+fn libgomp_12_async_exec_frees_its_block_in_queue_order() {
+    const T: &str = "libgomp_12_async_exec_frees_its_block_in_queue_order";
+    const LIBGOMP_ENV: &str = "GOMP_PLUGIN_RS_TEST_LIBGOMP";
+    if support::is_child(T) {
+        support::load_global(&std::env::var_os(LIBGOMP_ENV).expect("the parent names it"));
+        let lazy = std::env::var("STUB_LIBCUDA_LAZY").as_deref() == Ok("1");
+        // libgomp 12: version 1 of the plugin interface and of images.
+        let k = setup_under(1, 1);
+        let q = Queue::new();
+        let p = alloc(64);
+        let d = pattern(17, 64);
+        assert!(h2d(p, &d));
+        assert_eq!(back(p, 64), d);
+        assert_eq!(pending(), 0, "nothing queued before the launch");
+        // Above the small blocks' sizes (64 KiB).
+        const VARS: usize = 16 << 10;
+        let mut host_var = 0u64;
+        let mut hostaddrs = vec![(&mut host_var as *mut u64).cast::<c_void>(); VARS];
+        let mut devaddrs = vec![p as *mut c_void; VARS];
+        let mut dims = [0u32; 3];
+        let (n0, _) = snapshot(0);
+        for _ in 0..3 {
+            // SAFETY: a kernel handle; libgomp 12's host arrays of `VARS` entries (the
+            // plugin reads them before returning); a live queue.
+            unsafe {
+                GOMP_OFFLOAD_openacc_async_exec(
+                    k.snapshot as *mut c_void,
+                    VARS,
+                    hostaddrs.as_mut_ptr(),
+                    devaddrs.as_mut_ptr(),
+                    dims.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                    q.aq,
+                )
+            };
+            if lazy {
+                assert!(pending() > 0, "the launch is left queued");
+            }
+        }
+        q.wait();
+        for i in 0..3 {
+            let (n, snap) = snapshot(n0 + i);
+            assert_eq!(n, n0 + 3, "three launches ran");
+            assert_eq!(
+                snap[..8],
+                p.to_ne_bytes(),
+                "launch {i} read its argument block"
+            );
+        }
+        // SAFETY: a block from alloc, freed once.
+        assert!(unsafe { GOMP_OFFLOAD_free(0, p as *mut c_void) });
+        drop(q);
+        assert!(fini());
+        return;
+    }
+    if !support::have_tools(T, &["cc"]) {
+        return;
+    }
+    let dir = support::Scratch::new("copy-order");
+    let lib = support::stub_libcuda_2dev(&dir, &[]);
+    let libgomp = support::fake_libgomp(&dir.path().join("gcc12"), &[("GOMP_5.1", "GOMP_teams4")]);
+    for lazy in ["0", "1"] {
+        let c = support::run_child(
+            T,
+            &[
+                ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+                (LIBGOMP_ENV, libgomp.as_os_str()),
+                ("STUB_LIBCUDA_LAZY", OsStr::new(lazy)),
+                ("GOMP_NVPTX_PROFILE", OsStr::new("1")),
+                ("GOMP_NVPTX_DEVICE_CACHE", OsStr::new("0")),
+            ],
+        );
+        c.assert_passed()
+            .assert_stderr_lacks("panicked")
+            .assert_stderr_lacks("stub libcuda:");
+        // "allocations: N (...), M free(s), ...": every block freed, the argument
+        // blocks included.
+        let line = c
+            .stderr
+            .lines()
+            .find(|l| l.contains("allocations: "))
+            .unwrap_or_else(|| panic!("no allocation line\n{}", c.stderr));
+        let count = |after: &str, before: &str| -> u64 {
+            let rest = line.split_once(after).expect("field").1;
+            rest.split_once(before)
+                .expect("field")
+                .0
+                .trim()
+                .parse()
+                .expect("count")
+        };
+        let allocs = count("allocations: ", "(");
+        let frees = count("driver or pool allocation(s)),", "free(s)");
+        assert_eq!(allocs, 1 + 3, "{line}");
+        assert_eq!(frees, allocs, "{line}");
+    }
 }
 
 // ---------------------------------------------------------------------------------
