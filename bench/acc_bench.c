@@ -14,6 +14,15 @@
  *   copy_async BYTES N  the same regions with async(1), N back to back, then `acc wait(1)`:
  *               acc_copy_<BYTES>B_async_enqueue and acc_copy_<BYTES>B_async_per_launch
  *               as for async; s checked after each wait (x changes between batches)
+ *   async_bw BYTES      acc_memcpy_to_device_async and acc_memcpy_from_device_async of
+ *               BYTES between malloc'd (pageable) memory and acc_malloc'd memory on
+ *               queue 1, each followed by acc_wait(1) (the copy as a program relies on
+ *               it): median GB/s over 3 copies each way (101 up to 1 MiB) after one of
+ *               each untimed -> acc_async_h2d_pageable_<BYTES>B and
+ *               acc_async_d2h_pageable_<BYTES>B, the OpenACC counterparts of
+ *               offload_bench's `bw BYTES` rows h2d_pageable_<BYTES>B and
+ *               d2h_pageable_<BYTES>B (omp_target_memcpy, the OpenMP path); every byte
+ *               checked after a round trip
  *   --allow-host  run on the host device when there is no NVIDIA one (checks only)
  * Each result is a line "metric NAME VALUE UNIT"; a wrong result prints "ERROR ..." and
  * exits 1. */
@@ -22,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include "median.h"
 
 static double now (void)
@@ -31,6 +41,13 @@ static double now (void)
   return tv.tv_sec + 1e-6 * tv.tv_usec;
 }
 
+/* A finer clock for the bandwidth mode (a small copy takes about a microsecond). */
+static double now_fine (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 #define BATCHES 20
 #define POISON (-1.0e300)
@@ -107,6 +124,64 @@ static int mode_copy (size_t bytes, int n, int async)
   return 0;
 }
 
+/* The async_bw mode: OpenACC async-queue copies of a pageable buffer, in GB/s. */
+static int mode_async_bw (size_t bytes)
+{
+  const int q = 1;
+  if (bytes < 2)
+    bytes = 2;
+  unsigned char *h = malloc (bytes);
+  void *d = acc_malloc (bytes);
+  if (!h || !d)
+    {
+      printf ("ERROR async_bw: no memory for %zu bytes\n", bytes);
+      return 1;
+    }
+  memset (h, 7, bytes);
+  int reps = bytes <= (1 << 20) ? 101 : 3;
+  double up[101], down[101];
+  acc_memcpy_to_device_async (d, h, bytes, q);
+  acc_wait (q);
+  acc_memcpy_from_device_async (h, d, bytes, q);
+  acc_wait (q);
+  for (int r = 0; r < reps; r++)
+    {
+      double t0 = now_fine ();
+      acc_memcpy_to_device_async (d, h, bytes, q);
+      acc_wait (q);
+      up[r] = bytes / (now_fine () - t0) / 1e9;
+      h[0] = h[bytes - 1] = 0;
+      t0 = now_fine ();
+      acc_memcpy_from_device_async (h, d, bytes, q);
+      acc_wait (q);
+      down[r] = bytes / (now_fine () - t0) / 1e9;
+      if (h[0] != 7 || h[bytes - 1] != 7)
+	{
+	  printf ("ERROR async_bw: data not copied back\n");
+	  return 1;
+	}
+    }
+  /* Every byte, not just the ends: a pattern up, cleared, and back. */
+  for (size_t i = 0; i < bytes; i++)
+    h[i] = (unsigned char) (i * 131 % 251);
+  acc_memcpy_to_device_async (d, h, bytes, q);
+  acc_wait (q);
+  memset (h, 0, bytes);
+  acc_memcpy_from_device_async (h, d, bytes, q);
+  acc_wait (q);
+  for (size_t i = 0; i < bytes; i++)
+    if (h[i] != (unsigned char) (i * 131 % 251))
+      {
+	printf ("ERROR async_bw: byte %zu of %zu wrong after a round trip\n", i, bytes);
+	return 1;
+      }
+  printf ("metric acc_async_h2d_pageable_%zuB %.2f GB/s\n", bytes, median (up, reps));
+  printf ("metric acc_async_d2h_pageable_%zuB %.2f GB/s\n", bytes, median (down, reps));
+  acc_free (d);
+  free (h);
+  return 0;
+}
+
 int main (int argc, char **argv)
 {
   int allow_host = 0;
@@ -116,10 +191,11 @@ int main (int argc, char **argv)
       argv++, argc--;
     }
   int copy = argc > 1 && (!strcmp (argv[1], "copy") || !strcmp (argv[1], "copy_async"));
+  int bw = argc > 1 && !strcmp (argv[1], "async_bw");
   if (argc < 3 || (copy && argc < 4))
     {
       fprintf (stderr, "usage: acc_bench [--allow-host] sync|async|asyncdata N | "
-	       "copy|copy_async BYTES N\n");
+	       "copy|copy_async BYTES N | async_bw BYTES\n");
       return 2;
     }
   int n = atoi (argv[copy ? 3 : 2]);
@@ -136,6 +212,8 @@ int main (int argc, char **argv)
       return 1;
     }
   acc_init (acc_get_num_devices (acc_device_nvidia) < 1 ? acc_device_host : acc_device_nvidia);
+  if (bw)
+    return mode_async_bw (strtoull (argv[2], 0, 0));
   if (copy)
     return mode_copy (strtoull (argv[2], 0, 0), n, argv[1][4] == '_');
 #pragma acc enter data copyin(a[0:1])

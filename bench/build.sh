@@ -15,7 +15,7 @@ export WORK=${WORK:-$PWD/.toolchain}
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
 mkdir -p "$WORK/bench" .carry/plugin
 cp bench/offload_bench.c bench/region_bench.c bench/revoff_bench.c bench/acc_bench.c bench/kernel_bench.c \
-  bench/kernel_bench.f90 bench/tune_bench.c bench/gcc_empty.c bench/median.h tests/device/gpu_probe.h "$WORK/bench/"
+  bench/kernel_bench.f90 bench/tune_bench.c bench/gcc_empty.c bench/median.h bench/kernels.h tests/device/gpu_probe.h "$WORK/bench/"
 for b in offload_bench region_bench revoff_bench tune_bench; do
   scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none $b.c -o $b"
   cp "$WORK/bench/$b" .carry/

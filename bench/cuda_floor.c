@@ -53,6 +53,25 @@
  *   gcc_cycle_4096B_{legacy,nb}
  *                        the same with a 4 KiB download: `target update to` + region +
  *                        `target update from` of 4 KiB
+ *   gcc_wait_<W>_<B>B    how a synchronous region waits (B = 8, 4096, 65536 bytes up,
+ *                        8 down into page-locked memory, GCC's kernel, non-blocking
+ *                        stream; W:)
+ *                          2sync   cuStreamSynchronize after the launch, then the
+ *                                  download and a second cuStreamSynchronize (a run
+ *                                  that waits for its kernel, then a copy that waits)
+ *                          1sync   the download queued before the one
+ *                                  cuStreamSynchronize (= gcc_region_<B>B_nbpin)
+ *                          event   as 1sync, waited by cuEventRecord +
+ *                                  cuEventSynchronize (a CU_EVENT_DISABLE_TIMING event)
+ *                          bsync   as event with a CU_EVENT_BLOCKING_SYNC event
+ *                          flag    as 1sync, waited by cuStreamWriteValue32_v2 of a
+ *                                  sequence number into mapped page-locked memory
+ *                                  (CU_STREAM_WRITE_VALUE_DEFAULT) that the host polls
+ *                                  (spinning, sched_yield after 1000 polls)
+ *                          2flag   as 2sync with both waits by such a flag
+ *   gcc_wait_<W>_empty   GCC's kernel alone, waited as W (sync = gcc_empty_wall, event,
+ *                        bsync, flag)
+ *   d2h8_flag            d2h8_pinned_sync waited by a flag as above
  *   revoff_flag          one device->host->device round trip through a mapped
  *                        page-locked word: the kernel stores a flag (st.release.sys),
  *                        a host thread spinning on it clears it, the kernel spins
@@ -64,6 +83,7 @@
  * A failing driver call prints "ERROR ..." and exits 1. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +113,7 @@ static CUresult (*cuMemcpyHtoD) (CUdeviceptr, const void *, size_t);
 static CUresult (*cuMemcpyHtoD_ptds) (CUdeviceptr, const void *, size_t);
 static CUresult (*cuMemAllocAsync) (CUdeviceptr *, size_t, CUstream);
 static CUresult (*cuStreamWriteValue64) (CUstream, CUdeviceptr, unsigned long long, unsigned);
+static CUresult (*cuStreamWriteValue32) (CUstream, CUdeviceptr, unsigned, unsigned);
 static CUresult (*cuMemHostGetDevicePointer) (CUdeviceptr *, void *, unsigned);
 static CUresult (*cuMemcpyDtoH) (void *, CUdeviceptr, size_t);
 static CUresult (*cuMemcpyDtoHAsync) (void *, CUdeviceptr, size_t, CUstream);
@@ -188,7 +209,45 @@ static void *big_pageable, *down_buf;
 enum op { LAUNCH, H2D_PAGEABLE, H2D_PINNED, WRITE8, EVENT, ACC_REGION, ACC_REGION_W8,
 	  SYNC_LAUNCH, H2D4K_ASYNC_SYNC, H2D4K_SYNC, H2D4K_SYNC_PTDS, H2D4K_POOL_ASYNC_SYNC,
 	  H2D4K_BOUNCE_SYNC, H2D8_SYNC, D2H8_SYNC, D2H4K_SYNC, D2H8_PINNED_SYNC, SEQ_LEGACY,
-	  SEQ_NB, SEQ_NB_PINNED, GCC_SYNC_LAUNCH };
+	  SEQ_NB, SEQ_NB_PINNED, GCC_SYNC_LAUNCH, WAIT_REGION, WAIT_EMPTY, D2H8_FLAG };
+
+/* How WAIT_REGION / WAIT_EMPTY wait (see the header's gcc_wait_* rows).  */
+enum wait { W_2SYNC, W_1SYNC, W_EVENT, W_BSYNC, W_FLAG, W_2FLAG };
+static enum wait wait_how;
+static CUevent ev_nt, ev_bs;
+static volatile unsigned *flag_host;
+static CUdeviceptr flag_dev;
+static unsigned flag_seq;
+
+/* Waits for everything queued on S so far, as W says.  */
+static void wait_for (CUstream s, enum wait w)
+{
+  switch (w)
+    {
+    case W_2SYNC: case W_1SYNC: CHECK (cuStreamSynchronize (s)); break;
+    case W_EVENT: CHECK (cuEventRecord (ev_nt, s)); CHECK (cuEventSynchronize (ev_nt)); break;
+    case W_BSYNC: CHECK (cuEventRecord (ev_bs, s)); CHECK (cuEventSynchronize (ev_bs)); break;
+    case W_FLAG: case W_2FLAG:
+      {
+	unsigned want = ++flag_seq;
+	CHECK (cuStreamWriteValue32 (s, flag_dev, want, 0));
+	double t0 = 0;
+	for (unsigned i = 0; __atomic_load_n (flag_host, __ATOMIC_ACQUIRE) != want; i++)
+	  if (i >= 1000)
+	    {
+	      sched_yield ();
+	      if (i == 1000)
+		t0 = now ();
+	      else if ((i & 1023) == 0 && now () - t0 > 2.0)
+		{
+		  printf ("ERROR the flag never came (%u, want %u)\n", *flag_host, want);
+		  exit (1);
+		}
+	    }
+	break;
+      }
+    }
+}
 
 static void one (enum op op, CUstream s)
 {
@@ -263,6 +322,21 @@ static void one (enum op op, CUstream s)
       memcpy (down_buf, pinned, seq_down);
       break;
     case GCC_SYNC_LAUNCH: launch_gcc (s); CHECK (cuStreamSynchronize (s)); break;
+    case WAIT_REGION:
+      CHECK (cuMemcpyHtoDAsync (big_dptr, big_pageable, seq_up, s));
+      launch_gcc (s);
+      if (wait_how == W_2SYNC || wait_how == W_2FLAG)
+	wait_for (s, wait_how);
+      CHECK (cuMemcpyDtoHAsync (pinned, dptr, 8, s));
+      wait_for (s, wait_how);
+      memcpy (down_buf, pinned, 8);
+      break;
+    case WAIT_EMPTY: launch_gcc (s); wait_for (s, wait_how); break;
+    case D2H8_FLAG:
+      CHECK (cuMemcpyDtoHAsync (pinned, dptr, 8, s));
+      wait_for (s, W_FLAG);
+      memcpy (down_buf, pinned, 8);
+      break;
     }
 }
 
@@ -463,6 +537,7 @@ int main (int argc, char **argv)
       return 1;
     }
   *(void **) &cuStreamWriteValue64 = dlsym (h, "cuStreamWriteValue64_v2");
+  *(void **) &cuStreamWriteValue32 = dlsym (h, "cuStreamWriteValue32_v2");
   *(void **) &cuMemcpyHtoD = dlsym (h, "cuMemcpyHtoD_v2");
   *(void **) &cuMemAllocAsync = dlsym (h, "cuMemAllocAsync");
   *(void **) &cuMemcpyHtoD_ptds = dlsym (h, "cuMemcpyHtoD_v2_ptds");
@@ -539,6 +614,35 @@ int main (int argc, char **argv)
       for (size_t b = 8; b <= 1 << 20; b *= b == 8 ? 512 : 16)
 	measure_seq ("gcc_region", b, 8, 1, nb, n);
       measure_seq ("gcc_cycle", 4096, 4096, 1, nb, n);
+      static const char *const wname[] = { "2sync", "1sync", "event", "bsync", "flag", "2flag" };
+      int have_flag = cuStreamWriteValue32 != NULL;
+      void *fh;
+      CHECK (cuEventCreate (&ev_nt, 2));             /* DISABLE_TIMING */
+      CHECK (cuEventCreate (&ev_bs, 2 | 1));         /* ... | BLOCKING_SYNC */
+      CHECK (cuMemHostAlloc (&fh, 64, 0x1 | 0x2)); /* PORTABLE | DEVICEMAP */
+      flag_host = fh;
+      CHECK (cuMemHostGetDevicePointer (&flag_dev, fh, 0));
+      if (have_flag
+	  && cuStreamWriteValue32 (nb, flag_dev, 0, 0) == 0 && cuStreamSynchronize (nb) == 0)
+	measure ("d2h8_flag", D2H8_FLAG, nb, n / 5 + 1);
+      else
+	have_flag = 0, printf ("# no cuStreamWriteValue32_v2: the flag rows are left out\n");
+      for (int rep = 0; rep < 3; rep++)
+	for (enum wait w = W_2SYNC; w <= W_2FLAG; w++)
+	  {
+	    char name[64];
+	    if ((w == W_FLAG || w == W_2FLAG) && !have_flag)
+	      continue;
+	    wait_how = w;
+	    if (rep == 0 && w != W_2SYNC && w != W_1SYNC && w != W_2FLAG)
+	      {
+		snprintf (name, sizeof name, "gcc_wait_%s_empty", wname[w]);
+		measure (name, WAIT_EMPTY, nb, n / 5 + 1);
+	      }
+	    seq_up = rep == 0 ? 8 : rep == 1 ? 4096 : 65536;
+	    snprintf (name, sizeof name, "gcc_wait_%s_%zuB", wname[w], seq_up);
+	    measure (name, WAIT_REGION, nb, n / 5 + 1);
+	  }
     }
   else
     printf ("# no GCC_PTX given: the gcc_* rows are left out\n");

@@ -58,7 +58,8 @@ MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 10
 # OMP_MODES="bw 67108864;bw 1073741824" runs only those offload_bench modes.
 [ -n "${OMP_MODES:-}" ] && IFS=';' read -ra MODES <<< "$OMP_MODES"
 AMODES=("sync 2000" "async 500" "asyncdata 500"
-        "copy 8 100" "copy 4096 100" "copy_async 8 100" "copy_async 4096 100")
+        "copy 8 100" "copy 4096 100" "copy_async 8 100" "copy_async 4096 100"
+        "async_bw 67108864" "async_bw 1073741824")
 [ -n "${ACC_MODES:-}" ] && IFS=';' read -ra AMODES <<< "$ACC_MODES"
 RMODES=("map 8" "map 4096" "map 65536" "map 1048576 20" "tofrom" "copy8" "update 4096"
         "teams 5" "jacobi 1024 10" "threads 8 500")

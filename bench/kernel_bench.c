@@ -58,89 +58,23 @@ static double *PX, *PY, *PZ, *PM, *AX, *AY, *AZ;  /* n-body, NB bodies */
 static int NB = 16384;
 #define EPS2 1e-3
 
+#include "kernels.h"
+
 /* ---- the kernels: one function each, so each has its own name in the plugin's
    profile and launch lines (GCC names the region FUNCTION._omp_fn.K) ---- */
 
-static void k_fill (void)
-{
-  double *c = C;
-  size_t n = N;
-#pragma omp target teams distribute parallel for simd map(alloc: c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = -1.0;
-}
-
-static void k_copy (void)
-{
-  double *c = C, *a = A;
-  size_t n = N;
-#pragma omp target teams distribute parallel for map(alloc: a[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i];
-}
-
-static void k_copy_simd (void)
-{
-  double *c = C, *a = A;
-  size_t n = N;
-#pragma omp target teams distribute parallel for simd map(alloc: a[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i];
-}
-
-static void k_scale (void)
-{
-  double *c = C, *a = A;
-  size_t n = N;
-#pragma omp target teams distribute parallel for map(alloc: a[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = Q * a[i];
-}
-
-static void k_scale_simd (void)
-{
-  double *c = C, *a = A;
-  size_t n = N;
-#pragma omp target teams distribute parallel for simd map(alloc: a[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = Q * a[i];
-}
-
-static void k_add (void)
-{
-  double *c = C, *a = A, *b = B;
-  size_t n = N;
-#pragma omp target teams distribute parallel for map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + b[i];
-}
-
-static void k_add_simd (void)
-{
-  double *c = C, *a = A, *b = B;
-  size_t n = N;
-#pragma omp target teams distribute parallel for simd map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + b[i];
-}
-
-static void k_triad (void)
-{
-  double *c = C, *a = A, *b = B;
-  size_t n = N;
-#pragma omp target teams distribute parallel for map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + Q * b[i];
-}
-
-static void k_triad_simd (void)
-{
-  double *c = C, *a = A, *b = B;
-  size_t n = N;
-#pragma omp target teams distribute parallel for simd map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + Q * b[i];
-}
+LOOP_KERNEL (k_fill, teams distribute parallel for simd, N, -1.0, c[0:n])
+LOOP_KERNEL (k_copy, teams distribute parallel for, N, a[i], a[0:n], c[0:n])
+LOOP_KERNEL (k_copy_simd, teams distribute parallel for simd, N, a[i], a[0:n], c[0:n])
+LOOP_KERNEL (k_scale, teams distribute parallel for, N, Q * a[i], a[0:n], c[0:n])
+LOOP_KERNEL (k_scale_simd, teams distribute parallel for simd, N, Q * a[i], a[0:n], c[0:n])
+LOOP_KERNEL (k_add, teams distribute parallel for, N, a[i] + b[i], a[0:n], b[0:n], c[0:n])
+LOOP_KERNEL (k_add_simd, teams distribute parallel for simd, N, a[i] + b[i],
+             a[0:n], b[0:n], c[0:n])
+LOOP_KERNEL (k_triad, teams distribute parallel for, N, a[i] + Q * b[i],
+             a[0:n], b[0:n], c[0:n])
+LOOP_KERNEL (k_triad_simd, teams distribute parallel for simd, N, a[i] + Q * b[i],
+             a[0:n], b[0:n], c[0:n])
 
 static void k_triad_shape (void)
 {

@@ -7,6 +7,9 @@ OUT_BASENAME.png (one bar pair per metric, log scale). Medians over the repetiti
 ERROR lines are listed under the table. Lines of the raw-driver floor (bench/cuda_floor.c,
 plugin field "floor") go into a table of their own: the cost of the bare driver calls
 an offload region is made of, the floor under both plugins' numbers.
+OpenACC async-queue copies (acc_bench async_bw: acc_async_NAME) are set beside the
+OpenMP path's copies of the same size (offload_bench bw: NAME) in a table of their own:
+each plugin's OpenACC GB/s over its OpenMP GB/s, both from the same run.
 --plugins (device-run.sh passes its PLUGINS; default "stock ours") names the columns: each
 plugin gets a column of medians and, but stock, a column of its ratio to stock ("stock
 ours" gives the columns above); other labels of RAW (the kernels step's knob
@@ -79,6 +82,31 @@ def floor_of(name, floor):
     return (min(got)[1], min(got)[0]) if got else (None, None)
 
 
+def acc_vs_omp(rows, plugins):
+    """Markdown lines setting each OpenACC async copy row (acc_async_NAME) beside the
+    OpenMP row NAME of the same run: per plugin both medians and their ratio."""
+    med = {name: m for name, _, m, _ in rows}
+    pairs = [(n, n[len("acc_async_"):]) for n in med
+             if n.startswith("acc_async_") and n[len("acc_async_"):] in med]
+    if not pairs:
+        return []
+    out = ["", "OpenACC async-queue copies (acc_bench async_bw, each copy then acc_wait) "
+           "against the OpenMP path's copies of the same buffers (offload_bench bw, "
+           "omp_target_memcpy), GB/s medians; acc/omp = the OpenACC row over the OpenMP "
+           "row for the same plugin.", ""]
+    head = ["OpenACC row", "OpenMP row"]
+    for p in plugins:
+        head += [f"{p} acc", f"{p} omp", f"{p} acc/omp"]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for acc, omp in pairs:
+        cells = [acc, omp]
+        for p in plugins:
+            a, o = med[acc][p], med[omp][p]
+            cells += [fmt(a), fmt(o), fmt(a / o) if a is not None and o else "—"]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
 def fmt(v):
     return "—" if v is None else (f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}")
 
@@ -147,6 +175,7 @@ def main():
                 v = med[p]
                 cells += ["—", "—"] if v is None else [fmt(v - fl), f"{100 * (v - fl) / v:.0f} %" if v else "—"]
             out.append("| " + " | ".join(cells) + " |")
+    out += acc_vs_omp(rows, plugins)
     if floor:
         out += ["", "Raw CUDA driver floor (bench/cuda_floor.c: the driver calls alone, no plugin):", "",
                 "| metric | unit | median | runs |", "|---|---|---|---|"]

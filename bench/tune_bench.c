@@ -43,59 +43,19 @@
 
 static double *A, *B, *C, *R;
 
-static void k_tiny (void)
-{
-  double *a = A, *b = B, *c = C;
-  size_t n = NT;
-#pragma omp target teams distribute parallel for map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + Q * b[i];
-}
+#include "kernels.h"
 
-static void k_tiny_simd (void)
-{
-  double *a = A, *b = B, *c = C;
-  size_t n = NT;
-#pragma omp target teams distribute parallel for simd map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + Q * b[i];
-}
-
-static void k_tiny_teams (void)
-{
-  double *a = A, *b = B, *c = C;
-  size_t n = NT;
-#pragma omp target teams distribute map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + Q * b[i];
-}
-
-static void k_short (void)
-{
-  double *a = A, *b = B, *c = C;
-  size_t n = NS;
-#pragma omp target teams distribute parallel for map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + Q * b[i];
-}
-
-static void k_mid (void)
-{
-  double *a = A, *b = B, *c = C;
-  size_t n = NM;
-#pragma omp target teams distribute parallel for map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = a[i] + Q * b[i];
-}
-
-static void k_once (void)
-{
-  double *a = A, *b = B, *c = C;
-  size_t n = NM;
-#pragma omp target teams distribute parallel for map(alloc: a[0:n], b[0:n], c[0:n])
-  for (size_t i = 0; i < n; i++)
-    c[i] = b[i] + Q * a[i];
-}
+LOOP_KERNEL (k_tiny, teams distribute parallel for, NT, a[i] + Q * b[i],
+             a[0:n], b[0:n], c[0:n])
+LOOP_KERNEL (k_tiny_simd, teams distribute parallel for simd, NT, a[i] + Q * b[i],
+             a[0:n], b[0:n], c[0:n])
+LOOP_KERNEL (k_tiny_teams, teams distribute, NT, a[i] + Q * b[i], a[0:n], b[0:n], c[0:n])
+LOOP_KERNEL (k_short, teams distribute parallel for, NS, a[i] + Q * b[i],
+             a[0:n], b[0:n], c[0:n])
+LOOP_KERNEL (k_mid, teams distribute parallel for, NM, a[i] + Q * b[i],
+             a[0:n], b[0:n], c[0:n])
+LOOP_KERNEL (k_once, teams distribute parallel for, NM, b[i] + Q * a[i],
+             a[0:n], b[0:n], c[0:n])
 
 static double k_reduce (void)
 {

@@ -46,6 +46,17 @@ impl Blocks {
             .is_some_and(|(&start, &size)| p < start + size as u64)
     }
 
+    /// Whether `[p, p+n)` lies inside the live block that contains `owner`.
+    pub fn inside_block_of(&self, owner: DevPtr, p: DevPtr, n: usize) -> bool {
+        let live = self.live.locked();
+        live.range(..=owner)
+            .next_back()
+            .is_some_and(|(&start, &size)| {
+                let end = start + size as u64;
+                owner < end && p >= start && p.checked_add(n as u64).is_some_and(|e| e <= end)
+            })
+    }
+
     /// Checks `[p, p+n)` against the block containing `p`, if any: running past its
     /// end is "invalid size". Addresses outside every block (module globals, memory
     /// the program allocated itself) are left to the driver.
@@ -102,6 +113,28 @@ mod tests {
         b.insert(0x2000, 0);
         assert_eq!(b.take_all(), [0x2000, 0x3000]);
         assert!(!b.contains(0x3000));
+    }
+
+    #[test]
+    fn ranges_inside_the_block_of_an_address() {
+        let b = Blocks::default();
+        b.insert(0x1000, 0x100);
+        b.insert(0x1100, 0x100);
+        assert!(b.inside_block_of(0x1000, 0x1000, 0x100));
+        assert!(b.inside_block_of(0x1010, 0x1080, 0x80));
+        assert!(
+            !b.inside_block_of(0x1010, 0x1080, 0x81),
+            "past the block's end"
+        );
+        assert!(!b.inside_block_of(0x1000, 0x1100, 8), "the next block");
+        assert!(!b.inside_block_of(0x1100, 0x10f8, 8), "the block before");
+        assert!(
+            !b.inside_block_of(0x2000, 0x2000, 8),
+            "no block holds the owner"
+        );
+        assert!(!b.inside_block_of(0x1000, u64::MAX - 4, 8), "overflow");
+        b.remove(0x1000).unwrap();
+        assert!(!b.inside_block_of(0x1000, 0x1000, 8), "freed");
     }
 
     #[test]

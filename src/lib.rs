@@ -41,6 +41,7 @@ pub mod plugin;
 pub mod rect;
 pub mod registry;
 pub mod settings;
+pub mod size_cache;
 pub mod symbols;
 pub mod sync;
 

@@ -45,6 +45,12 @@ pub trait Plugin: 'static {
 
     /// The product's open devices.
     fn registry() -> &'static Registry<Self::Device>;
+    /// Reads the product's settings, its table of variables through
+    /// [`crate::settings::read`], once per process (later calls find them read). The
+    /// exported `get_num_devices` calls it first, before [`Plugin::num_devices`] looks
+    /// for a driver, so both products read their environment at the same moment and a
+    /// bad value is reported once, also on a machine without a GPU.
+    fn read_settings();
     /// `get_num_devices`: usable devices under the program's `requires` mask; 0 when
     /// there is no usable driver or device (never an error), -1 when devices exist but
     /// cannot meet the mask. Must size the registry (see [`Registry::ensure_len`]).

@@ -29,6 +29,17 @@ pub enum Value<S> {
         /// Stores the value.
         set: fn(&mut S, usize),
     },
+    /// A whole number written as [`parse_size`] reads it, within `min..=max`, as GCC's
+    /// plugins take theirs (`atol`): when `min` > 0, `0` means unset (the setting keeps
+    /// its default and `set` is not called) and is not reported.
+    Size {
+        /// Least value accepted, but for an unsetting `0`.
+        min: u64,
+        /// Greatest value accepted.
+        max: u64,
+        /// Stores the value.
+        set: fn(&mut S, u64),
+    },
     /// A switch: `1`/`0`, `yes`/`no`, `on`/`off`, `true`/`false` (any case).
     Flag(fn(&mut S, bool)),
     /// A file name (anything but blank).
@@ -67,6 +78,7 @@ impl<S> Value<S> {
         match self {
             Value::Bytes { min, max, .. } => format!("{min}..{max} bytes"),
             Value::Number { min, max, .. } => format!("a number in {min}..{max}"),
+            Value::Size { min, max, .. } => format!("{min}..{max}"),
             Value::Flag(_) => "1 or 0".into(),
             Value::Path(_) => "a file name".into(),
             Value::Word(words, _) => words.join(", "),
@@ -84,6 +96,11 @@ impl<S> Value<S> {
             },
             Value::Number { min, max, set } => match v.trim().parse::<usize>() {
                 Ok(n) if (*min..=*max).contains(&n) => set(s, n),
+                _ => return bad(),
+            },
+            Value::Size { min, max, set } => match parse_size(v).map(|n| n as u64) {
+                Some(0) if *min > 0 => {}
+                Some(n) if (*min..=*max).contains(&n) => set(s, n),
                 _ => return bad(),
             },
             Value::Flag(set) => match flag(v) {
@@ -121,6 +138,37 @@ pub fn read<S>(
             }
         }
     }
+}
+
+/// The process environment, as [`read`] takes it: the variable's value, if it is set
+/// and valid Unicode.
+pub fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// A lookup over `pairs` (name, value), as [`read`] takes one (tests, fuzzing): the
+/// value of the first pair of that name.
+pub fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |k| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// Whether `table` is well formed: every entry has a doc line and a default, and no name
+/// stands twice (the backends' tests check their tables with it).
+pub fn check_table<S>(table: &[Entry<S>]) -> Result<(), String> {
+    for (i, e) in table.iter().enumerate() {
+        if e.doc.is_empty() || e.default.is_empty() {
+            return Err(format!("{}: no doc line or no default", e.name));
+        }
+        if table[..i].iter().any(|o| o.name == e.name) {
+            return Err(format!("{} twice", e.name));
+        }
+    }
+    Ok(())
 }
 
 /// Applies a comma-separated list of `key=value` items (the keys are the entries'
@@ -194,9 +242,11 @@ mod tests {
         file: Option<PathBuf>,
         word: usize,
         text: String,
+        size: Option<u64>,
+        pool: Option<u64>,
     }
 
-    static TABLE: [Entry<S>; 6] = [
+    static TABLE: [Entry<S>; 8] = [
         Entry {
             name: "B",
             value: Value::Bytes {
@@ -247,22 +297,34 @@ mod tests {
             default: "empty",
             doc: "its own syntax",
         },
+        Entry {
+            name: "Z",
+            value: Value::Size {
+                min: 16,
+                max: 1 << 20,
+                set: |s, n| s.size = Some(n),
+            },
+            default: "unset",
+            doc: "a size whose 0 unsets",
+        },
+        Entry {
+            name: "Y",
+            value: Value::Size {
+                min: 0,
+                max: 64,
+                set: |s, n| s.pool = Some(n),
+            },
+            default: "unset",
+            doc: "a size whose 0 is a value",
+        },
     ];
 
     fn read_env(pairs: &[(&str, &str)]) -> (S, Vec<String>) {
         let warned = RefCell::new(Vec::new());
         let mut s = S::default();
-        read(
-            &TABLE,
-            &mut s,
-            &|k| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            },
-            &|w| warned.borrow_mut().push(w.to_string()),
-        );
+        read(&TABLE, &mut s, &lookup(pairs), &|w| {
+            warned.borrow_mut().push(w.to_string())
+        });
         (s, warned.into_inner())
     }
 
@@ -278,6 +340,8 @@ mod tests {
             ("P", "/t.json"),
             ("W", "cg"),
             ("T", "ok"),
+            ("Z", "0x1k"),
+            ("Y", "64"),
         ]);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(
@@ -289,10 +353,16 @@ mod tests {
                 file: Some("/t.json".into()),
                 word: 2,
                 text: "ok".into(),
+                size: Some(1024),
+                pool: Some(64),
             }
         );
-        let (_, w) = read_env(&[("B", "16"), ("N", "1"), ("F", "off")]);
+        let (_, w) = read_env(&[("B", "16"), ("N", "1"), ("F", "off"), ("Z", "16")]);
         assert!(w.is_empty(), "{w:?}");
+        // A size's 0: unset (silently) where the least value is above it, else a value.
+        let (s, w) = read_env(&[("Z", "0"), ("Y", "0")]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((s.size, s.pool), (None, Some(0)));
     }
 
     #[test]
@@ -309,6 +379,11 @@ mod tests {
             ("P", "  "),
             ("W", "cs"),
             ("T", "no"),
+            ("Z", "15"),
+            ("Z", "1025k"),
+            ("Z", "-1"),
+            ("Y", "65"),
+            ("Y", "lots"),
         ] {
             let (s, w) = read_env(&[(name, bad)]);
             assert_eq!(s, S::default(), "{name}={bad}");
@@ -324,10 +399,45 @@ mod tests {
             w,
             ["Invalid value '1' for B (expected 16..1048576 bytes); using the default (0)"]
         );
+        let (_, w) = read_env(&[("Z", "8")]);
+        assert_eq!(
+            w,
+            ["Invalid value '8' for Z (expected 16..1048576); using the default (unset)"]
+        );
         let (_, w) = read_env(&[("T", "x")]);
         assert_eq!(
             w,
             ["Invalid value 'x' for T (not ok); using the default (empty)"]
+        );
+    }
+
+    #[test]
+    fn tables_are_checked() {
+        assert_eq!(check_table(&TABLE), Ok(()));
+        let dup = [
+            Entry::<S> {
+                name: "N",
+                value: Value::Flag(|s, b| s.on = b),
+                default: "off",
+                doc: "a switch",
+            },
+            Entry::<S> {
+                name: "N",
+                value: Value::Flag(|s, b| s.on = b),
+                default: "off",
+                doc: "again",
+            },
+        ];
+        assert_eq!(check_table(&dup), Err("N twice".into()));
+        let undocumented = [Entry::<S> {
+            name: "U",
+            value: Value::Flag(|s, b| s.on = b),
+            default: "off",
+            doc: "",
+        }];
+        assert_eq!(
+            check_table(&undocumented),
+            Err("U: no doc line or no default".into())
         );
     }
 

@@ -1,15 +1,23 @@
-//! The environment variables of GCC's gcn plugin that shape a launch
-//! (docs/gcn-launch.md, "Environment variables"), read once per process at the
-//! plugin's first use, `get_num_devices` ([`Config::process`]; libgomp calls it after
-//! mkoffload's constructor set `GCN_STACK_SIZE` from `-mstack-size`). Validated like the nvptx plugin's: a bad value is reported with a
+//! The gcn plugin's settings: the environment variables of GCC's gcn plugin that shape a
+//! launch (docs/gcn-launch.md, "Environment variables"), listed once in [`VARIABLES`]
+//! (name, syntax and bounds, default, what it sets) and read together through the
+//! framework's reader (`gomp_plugin::settings`), as the nvptx plugin reads its own: once
+//! per process, at the plugin's first use (the edge calls `Plugin::read_settings` at the
+//! first `get_num_devices`, after mkoffload's constructor set `GCN_STACK_SIZE` from
+//! `-mstack-size`), through [`Config::process`]. A bad value is reported with a
 //! `libgomp:` message and the default is used (the stock plugin reads them with
 //! `atoi`/`atol` and takes garbage as 0). As in the stock plugin, 0 means unset for
-//! every setting but `GOMP_GCN_LOWLAT_POOL` (whose 0 is clamped to the smallest pool).
+//! every setting but `GOMP_GCN_LOWLAT_POOL` (whose 0 is clamped to the smallest pool),
+//! and `GCN_NUM_GANGS`/`GCN_NUM_WORKERS` are read only when `GCN_NUM_TEAMS`/
+//! `GCN_NUM_THREADS` are unset ([`OVERRIDDEN`]).
 //!
 //! Not read: `GCN_SUPPRESS_HOST_FALLBACK` (the stock plugin turns a missing runtime into
 //! a fatal error; this plugin always reports 0 devices instead) and
-//! `GCN_SUPPORT_CPU_DEVICES` (a CPU agent has no AQL packet processor, spec §7).
-//! Pure; thread-safe.
+//! `GCN_SUPPORT_CPU_DEVICES` (a CPU agent has no AQL packet processor, spec §7). Read
+//! where the runtime is loaded, as nvptx reads its driver's name: `HSA_RUNTIME_LIB`
+//! (`crate::hsa::runtime`). Pure; thread-safe.
+
+use gomp_plugin::settings::{read, Entry, Value};
 
 /// Default per-module heap (`GCN_HEAP_SIZE`): 100 MiB.
 pub const DEFAULT_HEAP: u64 = 100 << 20;
@@ -37,6 +45,9 @@ pub struct Config {
     /// `GOMP_GCN_LOWLAT_POOL`: the LDS size of every dispatch, clamped (see
     /// `launch::lds_size`); unset: sized from the team count.
     pub lowlat_pool: Option<u32>,
+    /// [`EXPERIMENTAL_ENV`] is set (`get_num_devices` says in a `GOMP_DEBUG` line that
+    /// it is ignored).
+    pub obsolete_experimental: bool,
 }
 
 impl Default for Config {
@@ -49,63 +60,153 @@ impl Default for Config {
             team_arena_size: DEFAULT_TEAM_ARENA,
             stack_size: DEFAULT_STACK,
             lowlat_pool: None,
+            obsolete_experimental: false,
         }
     }
 }
+
+/// Obsolete: once made the plugin report the GPU agents it found although it could not
+/// run kernels. Every GPU agent is a device now; the variable is accepted and ignored.
+pub const EXPERIMENTAL_ENV: &str = "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL";
+
+/// Most teams or threads per team a variable may ask for.
+const MOST_TEAMS: u64 = i32::MAX as u64;
+
+/// Every variable the plugin reads, with its syntax and bounds (inclusive), its default
+/// and what it sets, in the order a bad value is reported.
+pub static VARIABLES: [Entry<Config>; 10] = [
+    Entry {
+        name: "GCN_DEBUG",
+        value: Value::Parsed(|c, _| {
+            c.gcn_debug = true;
+            Ok(())
+        }),
+        default: "off",
+        doc: "any value: the \"GCN Kernel aborted\" warning (the rest is in `GOMP_DEBUG`)",
+    },
+    Entry {
+        name: "GCN_NUM_TEAMS",
+        value: Value::Size {
+            min: 1,
+            max: MOST_TEAMS,
+            set: |c, n| c.num_teams = Some(n as u32),
+        },
+        default: "from the program",
+        doc: "teams of every OpenMP launch",
+    },
+    Entry {
+        name: "GCN_NUM_GANGS",
+        value: Value::Size {
+            min: 1,
+            max: MOST_TEAMS,
+            set: |c, n| c.num_teams = Some(n as u32),
+        },
+        default: "from the program",
+        doc: "as `GCN_NUM_TEAMS`, read when it is unset",
+    },
+    Entry {
+        name: "GCN_NUM_THREADS",
+        value: Value::Size {
+            min: 1,
+            max: MOST_TEAMS,
+            set: |c, n| c.num_threads = Some(n as u32),
+        },
+        default: "from the program",
+        doc: "threads (wavefronts) per team",
+    },
+    Entry {
+        name: "GCN_NUM_WORKERS",
+        value: Value::Size {
+            min: 1,
+            max: MOST_TEAMS,
+            set: |c, n| c.num_threads = Some(n as u32),
+        },
+        default: "from the program",
+        doc: "as `GCN_NUM_THREADS`, read when it is unset",
+    },
+    Entry {
+        name: "GCN_HEAP_SIZE",
+        value: Value::Size {
+            min: 64,
+            max: 1 << 40,
+            set: |c, n| c.heap_size = n,
+        },
+        default: "104857600",
+        doc: "bytes of each module's device heap, header included",
+    },
+    Entry {
+        name: "GCN_TEAM_ARENA_SIZE",
+        value: Value::Size {
+            min: 1,
+            max: 1 << 30,
+            set: |c, n| c.team_arena_size = n as u32,
+        },
+        default: "65536",
+        doc: "bytes of team arena per team (OpenMP kernels)",
+    },
+    Entry {
+        name: "GCN_STACK_SIZE",
+        value: Value::Size {
+            min: 16,
+            max: 1 << 30,
+            set: |c, n| c.stack_size = n as u32,
+        },
+        default: "32768",
+        doc: "bytes of stack per wavefront",
+    },
+    Entry {
+        name: "GOMP_GCN_LOWLAT_POOL",
+        value: Value::Size {
+            min: 0,
+            max: 65536,
+            set: |c, n| c.lowlat_pool = Some(n as u32),
+        },
+        default: "sized from the team count",
+        doc: "the LDS bytes of every dispatch, clamped",
+    },
+    Entry {
+        name: EXPERIMENTAL_ENV,
+        value: Value::Parsed(|c, _| {
+            c.obsolete_experimental = true;
+            Ok(())
+        }),
+        default: "unset",
+        doc: "obsolete, ignored: every GPU agent is a device",
+    },
+];
+
+/// Variables read only when another is unset: (the variable, the one that overrides it,
+/// read instead even when its value is bad).
+pub const OVERRIDDEN: [(&str, &str); 2] = [
+    ("GCN_NUM_GANGS", "GCN_NUM_TEAMS"),
+    ("GCN_NUM_WORKERS", "GCN_NUM_THREADS"),
+];
 
 impl Config {
     /// Reads the settings through `get` (the environment in production), reporting each
     /// bad value through `warn` and keeping its default.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
-        let d = Config::default();
-        // A value in [min, max], or None (unset, 0 where `min` > 0, or bad: reported).
-        let num = |name: &str, min: u64, max: u64, default: &str| -> Option<u64> {
-            let v = get(name)?;
-            match gomp_plugin::settings::parse_size(&v).map(|n| n as u64) {
-                Some(0) if min > 0 => None,
-                Some(n) if (min..=max).contains(&n) => Some(n),
-                _ => {
-                    warn(&format!(
-                        "Invalid value '{v}' for {name} (expected {min}..{max}); using the default ({default})"
-                    ));
-                    None
-                }
-            }
+        let visible = |name: &str| match OVERRIDDEN.iter().find(|(v, _)| *v == name) {
+            Some((_, over)) if get(over).is_some() => None,
+            _ => get(name),
         };
-        let either = |a: &str, b: &str| {
-            let pick = if get(a).is_some() { a } else { b };
-            num(pick, 1, i32::MAX as u64, "from the program").map(|n| n as u32)
-        };
-        Config {
-            gcn_debug: get("GCN_DEBUG").is_some(),
-            num_teams: either("GCN_NUM_TEAMS", "GCN_NUM_GANGS"),
-            num_threads: either("GCN_NUM_THREADS", "GCN_NUM_WORKERS"),
-            heap_size: num("GCN_HEAP_SIZE", 64, 1 << 40, "104857600").unwrap_or(d.heap_size),
-            team_arena_size: num("GCN_TEAM_ARENA_SIZE", 1, 1 << 30, "65536")
-                .map_or(d.team_arena_size, |n| n as u32),
-            stack_size: num("GCN_STACK_SIZE", 16, 1 << 30, "32768")
-                .map_or(d.stack_size, |n| n as u32),
-            lowlat_pool: num(
-                "GOMP_GCN_LOWLAT_POOL",
-                0,
-                65536,
-                "sized from the team count",
-            )
-            .map(|n| n as u32),
-        }
+        let mut c = Config::default();
+        read(&VARIABLES, &mut c, &visible, &warn);
+        c
     }
 
     /// From the process environment; bad values are reported through libgomp.
     pub fn from_env() -> Config {
         Config::from_lookup(
-            |k| std::env::var(k).ok(),
+            gomp_plugin::settings::env,
             gomp_plugin::libgomp::report::error,
         )
     }
 
     /// The settings of this process: the environment read once, at the plugin's first
-    /// use (`get_num_devices`, as the nvptx plugin reads its own), so a bad value is
-    /// reported once, even on a machine without a GPU. Thread-safe.
+    /// use (`Plugin::read_settings`, at the first `get_num_devices`, as the nvptx plugin
+    /// reads its own), so a bad value is reported once, even on a machine without a
+    /// GPU. Thread-safe.
     pub fn process() -> &'static Config {
         static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
         CONFIG.get_or_init(Config::from_env)
@@ -119,14 +220,9 @@ mod tests {
 
     fn with(vars: &[(&str, &str)]) -> (Config, Vec<String>) {
         let warned = RefCell::new(Vec::new());
-        let c = Config::from_lookup(
-            |k| {
-                vars.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            },
-            |m| warned.borrow_mut().push(m.to_string()),
-        );
+        let c = Config::from_lookup(gomp_plugin::settings::lookup(vars), |m| {
+            warned.borrow_mut().push(m.to_string())
+        });
         (c, warned.into_inner())
     }
 
@@ -154,8 +250,16 @@ mod tests {
                 team_arena_size: 4096,
                 stack_size: 65536,
                 lowlat_pool: Some(1024),
+                obsolete_experimental: false,
             }
         );
+        // The fallbacks are read when the variables they stand in for are unset.
+        let (c, w) = with(&[("GCN_NUM_GANGS", "0x10"), ("GCN_NUM_WORKERS", "2")]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((c.num_teams, c.num_threads), (Some(16), Some(2)));
+        let (c, w) = with(&[("GOMP_PLUGIN_RS_GCN_EXPERIMENTAL", "1")]);
+        assert!(w.is_empty(), "{w:?}");
+        assert!(c.obsolete_experimental);
     }
 
     #[test]
@@ -171,9 +275,21 @@ mod tests {
         ]);
         assert_eq!(c, Config::default());
         assert_eq!(w.len(), 6, "{w:?}");
-        assert!(w[0].starts_with("Invalid value 'lots' for GCN_NUM_TEAMS"));
+        assert_eq!(
+            w[0],
+            "Invalid value 'lots' for GCN_NUM_TEAMS (expected 1..2147483647); \
+             using the default (from the program)"
+        );
+        assert_eq!(
+            w[2],
+            "Invalid value '-5' for GCN_HEAP_SIZE (expected 64..1099511627776); \
+             using the default (104857600)"
+        );
         assert!(w.iter().any(|m| m.contains("GOMP_GCN_LOWLAT_POOL")
             && m.contains("using the default (sized from the team count)")));
+        // A bad fallback is reported when it is read.
+        let (c, w) = with(&[("GCN_NUM_WORKERS", "x")]);
+        assert_eq!((c.num_threads, w.len()), (None, 1), "{w:?}");
     }
 
     #[test]
@@ -189,5 +305,36 @@ mod tests {
         assert_eq!(with(&zero), (Config::default(), vec![]));
         let (c, w) = with(&[("GOMP_GCN_LOWLAT_POOL", "0")]);
         assert_eq!((c.lowlat_pool, w), (Some(0), vec![]));
+    }
+
+    #[test]
+    fn every_variable_is_named_once_documented_and_bounded() {
+        let defaults = Config::default();
+        assert_eq!(gomp_plugin::settings::check_table(&VARIABLES), Ok(()));
+        for v in &VARIABLES {
+            let Value::Size { min, max, .. } = v.value else {
+                continue;
+            };
+            // Accepted at both ends without a word; outside, one warning and the default.
+            for ok in [min.max(1), max] {
+                assert!(
+                    with(&[(v.name, &ok.to_string())]).1.is_empty(),
+                    "{}",
+                    v.name
+                );
+            }
+            let mut bad = vec![max + 1];
+            if min > 1 {
+                bad.push(min - 1);
+            }
+            for b in bad {
+                let (c, w) = with(&[(v.name, &b.to_string())]);
+                assert_eq!((c, w.len()), (defaults.clone(), 1), "{}={b}", v.name);
+            }
+        }
+        for (v, over) in OVERRIDDEN {
+            assert!(VARIABLES.iter().any(|e| e.name == v));
+            assert!(VARIABLES.iter().any(|e| e.name == over));
+        }
     }
 }

@@ -4,17 +4,12 @@
 //!
 //! Thread-safety: the agent list is computed once (a `OnceCell`) and then only read.
 
-use crate::config::Config;
+use crate::config::{Config, EXPERIMENTAL_ENV};
 use crate::hsa::sys::*;
 use crate::hsa::{agent, runtime};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::*;
 use once_cell::sync::OnceCell;
-
-/// Obsolete: once made the plugin report the GPU agents it found although it could not
-/// run kernels. Every GPU agent is a device now; the variable is accepted and ignored
-/// (a `GOMP_DEBUG` line says so).
-pub const EXPERIMENTAL_ENV: &str = "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL";
 
 /// One GPU agent. Plain data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,11 +74,9 @@ pub fn devices_for(found: &[Agent], requires_mask: u32) -> (i32, String) {
 /// `get_num_devices`: the GPU agents; 0 when the runtime is missing or broken
 /// (`hsa_init` failing, e.g. without `/dev/kfd`) or has no GPU agent, with one
 /// `GOMP_DEBUG` line saying why. Never exits (GCC's plugin exits with status 1 when
-/// `hsa_init` fails). The settings are read first (and a bad value reported), so that
-/// a typo is seen on a machine without a GPU too.
+/// `hsa_init` fails).
 pub fn num_devices(requires_mask: u32) -> i32 {
-    let _ = Config::process();
-    if std::env::var_os(EXPERIMENTAL_ENV).is_some() {
+    if Config::process().obsolete_experimental {
         log::debug!("{EXPERIMENTAL_ENV} is obsolete and ignored: every GPU agent is a device");
     }
     match agents() {

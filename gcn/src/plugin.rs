@@ -40,6 +40,10 @@ impl Plugin for Gcn {
         &REGISTRY
     }
 
+    fn read_settings() {
+        crate::config::Config::process();
+    }
+
     /// The GPU agents; 0 without a working HSA runtime or GPU agent, with a `GOMP_DEBUG`
     /// line saying why.
     fn num_devices(requires_mask: u32) -> i32 {

@@ -85,11 +85,13 @@ impl Plugin for Nvptx {
         &REGISTRY
     }
 
+    fn read_settings() {
+        crate::device::config::Config::process();
+    }
+
     /// 0 when there is no usable driver or GPU, -1 when devices exist but cannot meet
     /// `mask` (spec §1.5).
     fn num_devices(mask: u32) -> i32 {
-        // Settings are read (and a bad value reported) before anything else, so that a
-        // typo is seen on a machine without a GPU too.
         let on = &crate::device::config::Config::process().observe;
         let n = match count_devices() {
             Ok(n) => n,
@@ -258,20 +260,27 @@ impl gomp_plugin::OpenAcc for Nvptx {
         // SAFETY: `host` is readable for `bytes` (a live slice) and each copy has read it
         // when it returns; the block holds the array for the kernel. Without a queue,
         // exec orders the launch after the copy (a deferred copy included) and waits
-        // for the kernel; on a queue, the copy and launch are ordered on its stream and
-        // the queue is waited for, as the block is freed below.
+        // for the kernel; on a queue, the copy and launch are ordered on its stream, and
+        // the block is freed after them in the same order (below).
         let r = unsafe {
             match queue {
                 Some(q) => q
                     .host2dev(block, host.cast(), bytes)
-                    .and_then(|()| Self::exec(kernel, &launch, Some(q)))
-                    .and_then(|d| q.synchronize().map(|()| d)),
+                    .and_then(|()| Self::exec(kernel, &launch, Some(q))),
                 None => dev
                     .host2dev(block, host.cast(), bytes)
                     .and_then(|()| Self::exec(kernel, &launch, None)),
             }
         };
-        let freed = dev.free(block);
+        let freed = match queue {
+            // Once the queue's copy and kernel have run, without waiting for them here;
+            // if the free cannot be queued, after waiting for the queue.
+            Some(q) => q.free_after(block).or_else(|e| {
+                log::debug!("openacc_async_exec: argument block freed after a wait ({e})");
+                q.synchronize().and_then(|()| dev.free(block))
+            }),
+            None => dev.free(block),
+        };
         r.and_then(|d| freed.map(|()| d))
     }
 

@@ -171,9 +171,16 @@ fn run(f: usize, vars: usize) {
 
 /// Opens device 0 and loads the two-kernel image.
 fn setup() -> Kernels {
+    // Version 3 (GCC 14+) of libgomp's images.
+    setup_under(0, 3)
+}
+
+/// [`setup`] where `GOMP_OFFLOAD_version` answers `version` (the libgomp loaded, if
+/// any), with an image of libgomp's version `image`.
+fn setup_under(version: u32, image: u32) -> Kernels {
     // SAFETY: plain calls.
     unsafe {
-        assert_eq!(GOMP_OFFLOAD_version(), 0);
+        assert_eq!(GOMP_OFFLOAD_version(), version);
         assert_eq!(GOMP_OFFLOAD_get_num_devices(0), 2);
         assert!(GOMP_OFFLOAD_init_device(0));
     }
@@ -201,12 +208,11 @@ fn setup() -> Kernels {
         ind_fn_num: 0,
     }));
     let mut table: *mut AddrPair = std::ptr::null_mut();
-    // SAFETY: a descriptor as the contract lays it out; version 3 (GCC 14+) of
-    // libgomp, PTX data version 1.
+    // SAFETY: a descriptor as the contract lays it out; PTX data version 1.
     let n = unsafe {
         GOMP_OFFLOAD_load_image(
             0,
-            (3 << 16) | 1,
+            (image << 16) | 1,
             (desc as *const Descriptor).cast(),
             &mut table,
             std::ptr::null_mut(),
@@ -619,6 +625,112 @@ fn openacc_copies_on_the_legacy_stream() {
     in_every_mode(T, &[]);
 }
 
+/// Under libgomp 12, `openacc_async_exec` puts the kernel's argument array in a block of
+/// its own on the device: the call returns without waiting for the queue (the copy and
+/// the kernel still queued, with the stand-in's lazy queries), the block is not freed
+/// before the kernel has read it (a large block, and no device cache: a free goes to
+/// the driver at once, which the stand-in checks against the work queued before it),
+/// and it is freed once the queue's work has run (every allocation freed by the end,
+/// `GOMP_NVPTX_PROFILE`'s count).
+#[test]
+fn libgomp_12_async_exec_frees_its_block_in_queue_order() {
+    const T: &str = "libgomp_12_async_exec_frees_its_block_in_queue_order";
+    const LIBGOMP_ENV: &str = "GOMP_PLUGIN_RS_TEST_LIBGOMP";
+    if support::is_child(T) {
+        support::load_global(&std::env::var_os(LIBGOMP_ENV).expect("the parent names it"));
+        let lazy = std::env::var("STUB_LIBCUDA_LAZY").as_deref() == Ok("1");
+        // libgomp 12: version 1 of the plugin interface and of images.
+        let k = setup_under(1, 1);
+        let q = Queue::new();
+        let p = alloc(64);
+        let d = pattern(17, 64);
+        assert!(h2d(p, &d));
+        assert_eq!(back(p, 64), d);
+        assert_eq!(pending(), 0, "nothing queued before the launch");
+        // Above the small blocks' sizes (64 KiB).
+        const VARS: usize = 16 << 10;
+        let mut host_var = 0u64;
+        let mut hostaddrs = vec![(&mut host_var as *mut u64).cast::<c_void>(); VARS];
+        let mut devaddrs = vec![p as *mut c_void; VARS];
+        let mut dims = [0u32; 3];
+        let (n0, _) = snapshot(0);
+        for _ in 0..3 {
+            // SAFETY: a kernel handle; libgomp 12's host arrays of `VARS` entries (the
+            // plugin reads them before returning); a live queue.
+            unsafe {
+                GOMP_OFFLOAD_openacc_async_exec(
+                    k.snapshot as *mut c_void,
+                    VARS,
+                    hostaddrs.as_mut_ptr(),
+                    devaddrs.as_mut_ptr(),
+                    dims.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                    q.aq,
+                )
+            };
+            if lazy {
+                assert!(pending() > 0, "the launch is left queued");
+            }
+        }
+        q.wait();
+        for i in 0..3 {
+            let (n, snap) = snapshot(n0 + i);
+            assert_eq!(n, n0 + 3, "three launches ran");
+            assert_eq!(
+                snap[..8],
+                p.to_ne_bytes(),
+                "launch {i} read its argument block"
+            );
+        }
+        // SAFETY: a block from alloc, freed once.
+        assert!(unsafe { GOMP_OFFLOAD_free(0, p as *mut c_void) });
+        drop(q);
+        assert!(fini());
+        return;
+    }
+    if !support::have_tools(T, &["cc"]) {
+        return;
+    }
+    let dir = support::Scratch::new("copy-order");
+    let lib = support::stub_libcuda_2dev(&dir, &[]);
+    let libgomp = support::fake_libgomp(&dir.path().join("gcc12"), &[("GOMP_5.1", "GOMP_teams4")]);
+    for lazy in ["0", "1"] {
+        let c = support::run_child(
+            T,
+            &[
+                ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+                (LIBGOMP_ENV, libgomp.as_os_str()),
+                ("STUB_LIBCUDA_LAZY", OsStr::new(lazy)),
+                ("GOMP_NVPTX_PROFILE", OsStr::new("1")),
+                ("GOMP_NVPTX_DEVICE_CACHE", OsStr::new("0")),
+            ],
+        );
+        c.assert_passed()
+            .assert_stderr_lacks("panicked")
+            .assert_stderr_lacks("stub libcuda:");
+        // "allocations: N (...), M free(s), ...": every block freed, the argument
+        // blocks included.
+        let line = c
+            .stderr
+            .lines()
+            .find(|l| l.contains("allocations: "))
+            .unwrap_or_else(|| panic!("no allocation line\n{}", c.stderr));
+        let count = |after: &str, before: &str| -> u64 {
+            let rest = line.split_once(after).expect("field").1;
+            rest.split_once(before)
+                .expect("field")
+                .0
+                .trim()
+                .parse()
+                .expect("count")
+        };
+        let allocs = count("allocations: ", "(");
+        let frees = count("driver or pool allocation(s)),", "free(s)");
+        assert_eq!(allocs, 1 + 3, "{line}");
+        assert_eq!(frees, allocs, "{line}");
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // OpenACC async-queue copies: the device's copy engine on the queue's stream.
 
@@ -879,6 +991,59 @@ fn queue_copy_then_other_queue_after_wait() {
     in_every_mode(T, &[]);
 }
 
+/// A queue's copies do not wait for another queue's work: with a launch queued on one
+/// queue and not yet run, copies each way on another queue, whatever path they take
+/// (the staging engine's included), and that queue's `acc_wait` complete while the
+/// launch is still queued; the launch then runs at its own queue's wait, after the
+/// copy queued before it on that queue.
+#[test]
+fn queue_copy_does_not_wait_for_another_queue() {
+    const T: &str = "queue_copy_does_not_wait_for_another_queue";
+    if support::is_child(T) {
+        let k = setup();
+        let (q1, q2) = (Queue::new(), Queue::new());
+        let p1 = alloc(64);
+        let blocks: Vec<usize> = QUEUE_SIZES.iter().map(|&n| alloc(n)).collect();
+        for (i, (n, p)) in QUEUE_SIZES
+            .into_iter()
+            .zip(blocks.iter().copied())
+            .enumerate()
+        {
+            let mine = pattern(130 + i, 64);
+            q1.h2d(p1, &mine);
+            let (n0, _) = snapshot(0);
+            q1.exec(k.snapshot, p1);
+            assert_eq!(snapshot(0).0, n0, "the launch is queued, not run");
+            let data = pattern(140 + i, n);
+            q2.h2d(p, &data);
+            let mut out = vec![0u8; n];
+            q2.d2h(&mut out, p);
+            q2.wait();
+            assert!(out == data, "{n} bytes there and back on the other queue");
+            assert_eq!(
+                snapshot(0).0,
+                n0,
+                "{n}-byte copies on one queue waited for another queue's launch"
+            );
+            q1.wait();
+            assert_eq!(snapshot(0).0, n0 + 1, "the launch ran at its queue's wait");
+            assert_eq!(
+                snapshot(n0).1[..],
+                mine[..],
+                "after its queue's {n}-byte copy"
+            );
+        }
+        for p in blocks.into_iter().chain([p1]) {
+            // SAFETY: blocks from alloc, each freed once, their queues idle.
+            assert!(unsafe { GOMP_OFFLOAD_free(0, p as *mut c_void) });
+        }
+        drop((q1, q2));
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
 /// `GOMP_NVPTX_PROFILE` counts a queue's copies: those that returned once queued in
 /// the `queued` rows, the waited ones by their path.
 #[test]
@@ -894,11 +1059,13 @@ fn queue_copies_are_profiled() {
         }
         let mut v = vec![0u8; 64];
         q.d2h(&mut v, p);
+        let mut large = vec![0u8; 5 << 20];
+        q.d2h(&mut large, p);
         let mut locked = PageLocked::new(64);
         q.d2h(locked.bytes(), p);
         q.d2d(p2, p, 64);
         q.wait();
-        drop((q, locked));
+        drop((q, locked, large));
         assert!(fini());
         return;
     }
@@ -927,6 +1094,201 @@ fn queue_copies_are_profiled() {
     assert_eq!(count("h2d queued "), 3, "64 B, 32 KiB and 2 MiB");
     assert_eq!(count("h2d staged "), 1, "5 MiB");
     assert_eq!(count("d2h pageable "), 1, "waited, through the ring");
+    assert_eq!(count("d2h staged "), 1, "5 MiB to pageable memory");
     assert_eq!(count("d2h queued "), 1, "to page-locked memory");
     assert_eq!(count("d2d queued "), 1);
+}
+
+// ---------------------------------------------------------------------------------
+// Read-ahead of a region's results (nvptx/src/host/read_ahead.rs): a run reads ahead,
+// in its own wait, what the device-to-host copies after its kernel's last run read.
+
+/// The stand-in's counters of a device, as `stub_libcuda_stats` fills them (only
+/// `copies` is read here).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Stats {
+    ctx_refs: i64,
+    ctx_resets: i64,
+    live_allocs: i64,
+    live_bytes: i64,
+    total_allocs: i64,
+    reset_freed: i64,
+    live_streams: i64,
+    live_events: i64,
+    live_pools: i64,
+    live_host_allocs: i64,
+    live_host_regs: i64,
+    copies: i64,
+    foreign: i64,
+    misuse: i64,
+    pool_reserved: i64,
+    pool_used: i64,
+    pool_trims: i64,
+    pool_released: i64,
+    frees: i64,
+}
+
+/// Copies and memsets queued so far on device 0.
+fn copies() -> i64 {
+    // SAFETY: the stand-in's `int stub_libcuda_stats (int, struct stub_libcuda_stats *)`,
+    // whose struct is `Stats`.
+    let f: unsafe extern "C" fn(c_int, *mut Stats) -> c_int =
+        unsafe { std::mem::transmute(stub_fn("stub_libcuda_stats")) };
+    let mut s = Stats::default();
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { f(0, &mut s) }, 0);
+    s.copies
+}
+
+/// Eight 64-bit words `base * 1 ..= base * 8` as bytes.
+fn words(base: u64) -> Vec<u8> {
+    (1..=8u64).flat_map(|w| (base * w).to_le_bytes()).collect()
+}
+
+/// A device-to-host copy of `n` bytes at `p`, and whether it queued a copy on the
+/// device (false: served from what the run read ahead).
+fn back_counted(p: usize, n: usize) -> (Vec<u8>, bool) {
+    let c0 = copies();
+    let v = back(p, n);
+    (v, copies() != c0)
+}
+
+/// A region loop as libgomp makes it: upload, run, download of two results inside the
+/// region's block. The first region learns what is downloaded; from the second on the
+/// run reads it ahead and the downloads are served from it, with the kernel's results.
+#[test]
+fn read_ahead_serves_region_results() {
+    const T: &str = "read_ahead_serves_region_results";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(128);
+        for round in 1..=4u64 {
+            assert!(h2d(p, &words(round)));
+            let c0 = copies();
+            run(k.double, p);
+            let ran = copies() - c0;
+            let (got, copied) = back_counted(p + 8, 16);
+            assert_eq!(got, words(2 * round)[8..24].to_vec(), "round {round}");
+            let (got2, copied2) = back_counted(p + 56, 8);
+            assert_eq!(got2, words(2 * round)[56..64].to_vec(), "round {round}");
+            if round == 1 {
+                assert_eq!(ran, 0, "nothing read ahead before a copy was seen");
+                assert!(copied && copied2, "the first region copies");
+            } else {
+                assert_eq!(ran, 1, "round {round}: the run read ahead once");
+                assert!(
+                    !copied && !copied2,
+                    "round {round}: served from the read-ahead"
+                );
+            }
+        }
+        // Another thread's copy right after this thread's run is its own copy.
+        assert!(h2d(p, &words(9)));
+        run(k.double, p);
+        let got = std::thread::spawn(move || back(p + 8, 16)).join().unwrap();
+        assert_eq!(got, words(18)[8..24].to_vec(), "another thread");
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// What a run read ahead serves only copies that follow it with no other call between:
+/// after a host-to-device copy, a memset, a free or a device-to-device copy into the
+/// bytes, the copy sees them.
+#[test]
+fn read_ahead_not_across_other_calls() {
+    const T: &str = "read_ahead_not_across_other_calls";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(128);
+        let q = alloc(64);
+        // Learn the plan: a download of 16 bytes at p + 8.
+        assert!(h2d(p, &words(1)));
+        run(k.double, p);
+        assert_eq!(back(p + 8, 16), words(2)[8..24].to_vec());
+        // A host-to-device copy between.
+        assert!(h2d(p, &words(3)));
+        run(k.double, p);
+        let fresh = pattern(7, 16);
+        assert!(h2d(p + 8, &fresh));
+        let (got, copied) = back_counted(p + 8, 16);
+        assert_eq!(got, fresh, "the later upload");
+        assert!(copied);
+        // A memset between.
+        run(k.double, p);
+        // SAFETY: a live block of 128 bytes.
+        assert!(unsafe { GOMP_OFFLOAD_memset(0, (p + 8) as *mut c_void, 0x5a, 16) });
+        assert_eq!(back(p + 8, 16), vec![0x5a; 16], "the memset");
+        // A device-to-device copy between.
+        assert!(h2d(q, &pattern(8, 64)));
+        run(k.double, p);
+        // SAFETY: live blocks.
+        assert!(unsafe { GOMP_OFFLOAD_dev2dev(0, (p + 8) as *mut c_void, q as *const c_void, 16) });
+        assert_eq!(back(p + 8, 16), pattern(8, 16), "the device-to-device copy");
+        // The block freed and another allocated between: nothing served from before.
+        assert!(h2d(p, &words(5)));
+        run(k.double, p);
+        // SAFETY: a block of the plugin, not used afterwards.
+        assert!(unsafe { GOMP_OFFLOAD_free(0, p as *mut c_void) });
+        let r = alloc(128);
+        let data = pattern(9, 128);
+        assert!(h2d(r, &data));
+        assert_eq!(back(r + 8, 16), data[8..24].to_vec(), "a new block");
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
+/// A kernel whose runs stop being followed by copies stops reading ahead: a plan no
+/// copy used twice in a row is dropped. With `readahead=0` nothing is read ahead.
+#[test]
+fn read_ahead_unused_is_dropped() {
+    const T: &str = "read_ahead_unused_is_dropped";
+    if support::is_child(T) {
+        let off = std::env::var("GOMP_NVPTX_TUNE").is_ok_and(|t| t.contains("readahead=0"));
+        let k = setup();
+        let p = alloc(128);
+        let ran = |round: u64| {
+            assert!(h2d(p, &words(round)));
+            let c0 = copies();
+            run(k.double, p);
+            copies() - c0
+        };
+        assert_eq!(ran(1), 0);
+        let (got, copied) = back_counted(p, 8);
+        assert_eq!(got, words(2)[..8].to_vec());
+        assert!(copied);
+        // Two runs read ahead with no copy after them, then none.
+        let want = if off { [0, 0, 0, 0] } else { [1, 1, 0, 0] };
+        let got: Vec<i64> = (2..=5).map(ran).collect();
+        assert_eq!(got, want, "read-aheads per run");
+        // Relearned from the next copy.
+        let (got, copied) = back_counted(p, 8);
+        assert_eq!(got, words(10)[..8].to_vec());
+        assert!(copied);
+        assert_eq!(ran(6), if off { 0 } else { 1 });
+        let (got, copied) = back_counted(p, 8);
+        assert_eq!(got, words(12)[..8].to_vec());
+        assert_eq!(copied, off);
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+    if !support::have_tools(T, &["cc"]) {
+        return;
+    }
+    let dir = support::Scratch::new("copy-order");
+    let lib = support::stub_libcuda_2dev(&dir, &[]);
+    support::run_child(
+        T,
+        &[
+            ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+            ("GOMP_NVPTX_TUNE", OsStr::new("teams=1,warps=1,readahead=0")),
+        ],
+    )
+    .assert_passed()
+    .assert_stderr_lacks("stub libcuda:");
 }

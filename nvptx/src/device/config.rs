@@ -254,7 +254,7 @@ impl Config {
     /// Reads the process environment; warnings go to libgomp's error stream.
     pub fn from_env() -> Config {
         Config::from_lookup(
-            |k| std::env::var(k).ok(),
+            gomp_plugin::settings::env,
             gomp_plugin::libgomp::report::error,
         )
     }
@@ -284,15 +284,9 @@ mod tests {
 
     fn cfg(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
         let warnings = RefCell::new(Vec::new());
-        let c = Config::from_lookup(
-            |k| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            },
-            |w| warnings.borrow_mut().push(w.to_string()),
-        );
+        let c = Config::from_lookup(gomp_plugin::settings::lookup(pairs), |w| {
+            warnings.borrow_mut().push(w.to_string())
+        });
         (c, warnings.into_inner())
     }
 
@@ -497,13 +491,8 @@ mod tests {
     #[test]
     fn every_variable_is_named_once_and_documented() {
         let readme = include_str!("../../../README.md");
-        for (i, v) in VARIABLES.iter().enumerate() {
-            assert!(!v.doc.is_empty() && !v.default.is_empty(), "{}", v.name);
-            assert!(
-                VARIABLES[..i].iter().all(|o| o.name != v.name),
-                "{} twice",
-                v.name
-            );
+        assert_eq!(gomp_plugin::settings::check_table(&VARIABLES), Ok(()));
+        for v in &VARIABLES {
             // The README's table lists every variable meant for users.
             if v.name != "GOMP_NVPTX_STAGING" {
                 assert!(readme.contains(&format!("`{}`", v.name)), "{}", v.name);

@@ -82,34 +82,26 @@ impl Device {
         n: usize,
         via: Via,
     ) -> Result<()> {
-        if n == 0 {
-            return Ok(());
+        // SAFETY: `src` is only read (the caller's guarantee); `dst` is checked first.
+        unsafe {
+            self.host_copy(CopyDir::H2D, dst, src.cast_mut(), n, via, || {
+                self.host2dev_unstaged(dst, src, n, via)
+            })
         }
-        // SAFETY: forwarded caller guarantee.
-        self.observed(CopyDir::H2D, src, n, via, || unsafe {
-            self.host2dev_plain(dst, src, n, via)
-        })
     }
 
-    /// [`Device::host2dev_via`] of a nonempty copy, unobserved.
+    /// [`Device::host2dev_via`] of a nonempty, checked copy that the staging engine did
+    /// not take.
     ///
     /// # Safety
-    /// As [`Device::host2dev_via`].
-    unsafe fn host2dev_plain(
+    /// As [`Device::host2dev_via`]; `dst` checked by `check_host_copy`.
+    unsafe fn host2dev_unstaged(
         &self,
         dst: CUdeviceptr,
         src: *const c_void,
         n: usize,
         via: Via,
     ) -> Result<Ended> {
-        self.check_host_copy(dst, src, n)?;
-        // SAFETY: readable source (caller); device range checked above.
-        let staged = self.staged(src, n, via, || unsafe {
-            self.staging.host2dev(self.context(), dst, src, n)
-        });
-        if let Some(r) = staged {
-            return r;
-        }
         match via {
             // SAFETY: forwarded caller guarantee; device range checked above.
             Via::Sync => unsafe { self.host2dev_sync(dst, src, n) },
@@ -244,7 +236,7 @@ impl Device {
     /// The space of an earlier call must not be written after this call returns.
     unsafe fn ring_slot(&self, n: usize, s: Stream) -> Option<Result<(&Ring, *mut u8)>> {
         let ring = match self.thread_streams.get() {
-            Ok(lane) => &lane.data,
+            Ok(lane) => &lane.data.ring,
             Err(e) => return Some(Err(e)),
         };
         // SAFETY: the lane is this thread's (`get`); the caller's guarantee.
@@ -349,55 +341,74 @@ impl Device {
         n: usize,
         via: Via,
     ) -> Result<()> {
+        // SAFETY: forwarded caller guarantee; `src` is checked first.
+        unsafe {
+            self.host_copy(CopyDir::D2H, src, dst, n, via, || {
+                self.dev2host_unstaged(dst, src, n, via)
+            })
+        }
+    }
+
+    /// The part every copy between the host and the device shares, either direction
+    /// (`dir`: `H2D` or `D2H`): nothing for 0 bytes; the address checks; the staging engine where it
+    /// takes the copy, else `unstaged`; the copy recorded in the profile and the trace
+    /// when either is on (the row: how it reached the host, or how it ended).
+    ///
+    /// # Safety
+    /// `host` readable (to the device) or writable (to the host) for `n` bytes; for
+    /// [`Via::Queue`], until the queue's work queued so far has run.
+    unsafe fn host_copy(
+        &self,
+        dir: CopyDir,
+        dev: CUdeviceptr,
+        host: *mut c_void,
+        n: usize,
+        via: Via,
+        unstaged: impl FnOnce() -> Result<Ended>,
+    ) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
-        // SAFETY: forwarded caller guarantee.
-        self.observed(CopyDir::D2H, dst, n, via, || unsafe {
-            self.dev2host_plain(dst, src, n, via)
-        })
-    }
-
-    /// Runs `copy`, of `n` bytes from or to host `p`, and records it in the profile and
-    /// the trace when either is on (the row: how it reached the host, or how it ended).
-    fn observed(
-        &self,
-        dir: CopyDir,
-        p: *const c_void,
-        n: usize,
-        via: Via,
-        copy: impl FnOnce() -> Result<Ended>,
-    ) -> Result<()> {
+        let copy = || {
+            self.check_host_copy(dev, host, n)?;
+            // SAFETY: `host` writable for `n` bytes (caller).
+            if dir == CopyDir::D2H
+                && via == Via::Sync
+                && unsafe { self.read_ahead_serves(host, dev, n) }
+            {
+                return Ok(Ended::Done);
+            }
+            // SAFETY: `host` as the caller guarantees; `dev` checked above.
+            let staged = self.staged(host, n, via, || unsafe {
+                match dir {
+                    CopyDir::H2D => self.staging.host2dev(self.context(), dev, host, n),
+                    _ => self.staging.dev2host(self.context(), host, dev, n),
+                }
+            });
+            staged.unwrap_or_else(unstaged)
+        };
         let Some(o) = self.observe() else {
             return copy().map(|_| ());
         };
-        let (t0, mem) = (crate::observe::now(), self.copy_mem(p, n, via));
+        let (t0, mem) = (crate::observe::now(), self.copy_mem(host, n, via));
         let r = copy();
         o.copy(dir, r.as_ref().map_or(mem, |e| e.row(mem)), n, t0);
         r.map(|_| ())
     }
 
-    /// [`Device::dev2host_via`] of a nonempty copy, unobserved. A queue's copy to
-    /// page-locked memory is queued; every other copy is waited for (to pageable
-    /// memory the driver would wait too).
+    /// [`Device::dev2host_via`] of a nonempty, checked copy that the staging engine did
+    /// not take. A queue's copy to page-locked memory is queued; every other copy is
+    /// waited for (to pageable memory the driver would wait too).
     ///
     /// # Safety
-    /// As [`Device::dev2host_via`].
-    unsafe fn dev2host_plain(
+    /// As [`Device::dev2host_via`]; `src` checked by `check_host_copy`.
+    unsafe fn dev2host_unstaged(
         &self,
         dst: *mut c_void,
         src: CUdeviceptr,
         n: usize,
         via: Via,
     ) -> Result<Ended> {
-        self.check_host_copy(src, dst, n)?;
-        // SAFETY: writable destination (caller); device range checked above.
-        let staged = self.staged(dst, n, via, || unsafe {
-            self.staging.dev2host(self.context(), dst, src, n)
-        });
-        if let Some(r) = staged {
-            return r;
-        }
         let (s, pageable) = match via {
             Via::Sync => (self.copy_stream()?, None),
             Via::Queue(s) => {
@@ -451,6 +462,28 @@ impl Device {
                 .map(|()| Ended::Done);
         }
         r.map(|()| Ended::Done)
+    }
+
+    /// Whether a synchronous device-to-host copy of `n` bytes from `src` to `dst` was
+    /// served from what the calling thread's latest run read ahead (`host::read_ahead`,
+    /// which learns the copy otherwise). Not once OpenACC is in use (synchronous copies
+    /// are then ordered after the OpenACC queues' work).
+    ///
+    /// # Safety
+    /// `dst` writable for `n` bytes; the first step of the copy's entry point.
+    unsafe fn read_ahead_serves(&self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> bool {
+        if self.openacc_in_use() {
+            return false;
+        }
+        let Ok(lane) = self.thread_streams.get() else {
+            return false;
+        };
+        // SAFETY: this thread's lane (`get`); forwarded caller guarantees.
+        unsafe {
+            lane.data
+                .read_ahead
+                .serve(dst.cast(), src, n, self.config.tune.readahead)
+        }
     }
 
     /// Whether a copy the driver refused as "invalid argument" should be retried by a

@@ -25,7 +25,10 @@ impl DeviceCore for Device {
     /// Makes this device's context current on the calling thread, if it is not already.
     /// Every entry point that touches the device calls this first, so any host thread
     /// (an OpenMP worker, say) may use the device.
+    /// Counted for the thread's read-ahead (`host::read_ahead`): what it read ahead
+    /// serves only copies with no other call into the plugin since the run.
     fn activate(&self) -> Result<()> {
+        crate::host::read_ahead::entered();
         make_current(self.ctx)
     }
 

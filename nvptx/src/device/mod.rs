@@ -32,8 +32,8 @@ use crate::device::tune::{PoolWarm, ThreadStream};
 use crate::host::bounce::Bounce;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
-use crate::host::ring::Ring;
 use crate::host::staging::Staging;
+use crate::host::ThreadHost;
 use crate::memory::large_blocks::LargeBlocks;
 use crate::memory::pool::Pool;
 use crate::memory::small_blocks::SmallBlocks;
@@ -83,9 +83,9 @@ pub struct Device {
     pub config: Config,
     /// Idle streams (copies by kernel during reverse offload).
     pub streams: StreamPool,
-    /// Each host thread's stream (its synchronous copies and launches) and its ring
-    /// for small copies.
-    pub thread_streams: ThreadStreams<Ring>,
+    /// Each host thread's stream (its synchronous copies and launches), its ring for
+    /// small copies and its read-ahead of regions' results.
+    pub thread_streams: ThreadStreams<ThreadHost>,
     /// Streams with deferred host-to-device copies in flight, and the rule that orders
     /// everything else after them.
     pub copy_order: CopyOrder,

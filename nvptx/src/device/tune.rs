@@ -89,6 +89,9 @@ pub struct Tune {
     pub ring: usize,
     /// Largest host-to-device copy that may return before its DMA has ended (0: none).
     pub defer: usize,
+    /// Most bytes a synchronous run reads ahead for the device-to-host copies after it
+    /// (`host::read_ahead`; 0: none).
+    pub readahead: usize,
     /// The threads' streams.
     pub tstream: ThreadStream,
     /// When the memory pool makes its first (slow) allocation ([`PoolWarm`]).
@@ -122,6 +125,10 @@ pub const DEFAULT_WARPS: u32 = 8;
 /// largest that goes through a bounce buffer.
 pub const DEFAULT_DEFER: usize = crate::host::bounce::DEFAULT_LIMIT;
 
+/// Most bytes a run reads ahead by default: copies of that size are still small next
+/// to a kernel, and a read-ahead no copy uses costs little.
+pub const DEFAULT_READAHEAD: usize = 16 << 10;
+
 impl Default for Tune {
     fn default() -> Self {
         Tune {
@@ -134,6 +141,7 @@ impl Default for Tune {
             bounce: crate::host::bounce::DEFAULT_LIMIT,
             ring: crate::host::bounce::MIN_BYTES,
             defer: DEFAULT_DEFER,
+            readahead: DEFAULT_READAHEAD,
             tstream: ThreadStream::Blocking,
             poolwarm: PoolWarm::First,
             autotune: Autotune::On,
@@ -157,7 +165,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 13] = [
+static KEYS: [Entry<Parsing>; 14] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -273,6 +281,17 @@ static KEYS: [Entry<Parsing>; 13] = [
               (`device/copy_order.rs`); 0: every copy completes before returning",
     },
     Entry {
+        name: "readahead",
+        value: Value::Bytes {
+            min: 0,
+            max: 1 << 20,
+            set: |p, n| p.t.readahead = n,
+        },
+        default: "16k",
+        doc: "most bytes a synchronous run reads ahead, in its own wait, for the \
+              device-to-host copies that follow it (`host/read_ahead.rs`); 0: none",
+    },
+    Entry {
         name: "tstream",
         value: Value::Word(&["blocking", "nonblocking", "legacy"], |p, i| {
             p.t.tstream = [
@@ -342,7 +361,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,tstream=legacy,poolwarm=1,jitthreads=4",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,jitthreads=4",
         )
         .unwrap();
         assert_eq!(
@@ -357,6 +376,7 @@ mod tests {
                 bounce: 0,
                 ring: 0,
                 defer: 4096,
+                readahead: 64,
                 tstream: ThreadStream::Legacy,
                 poolwarm: PoolWarm::Open,
                 autotune: Autotune::Off,
@@ -395,8 +415,8 @@ mod tests {
 
     #[test]
     fn every_bound_is_enforced() {
+        assert_eq!(gomp_plugin::settings::check_table(&KEYS), Ok(()));
         for k in &KEYS {
-            assert!(!k.doc.is_empty() && !k.default.is_empty(), "{}", k.name);
             let (min, max) = match k.value {
                 Value::Bytes { min, max, .. } | Value::Number { min, max, .. } => (min, max),
                 _ => continue,
@@ -436,6 +456,7 @@ mod tests {
             "bounce=1g",
             "defer=32m",
             "ring=128k",
+            "readahead=2m",
             "tstream=fast",
             "autotune=2",
             "autotune=yes",

@@ -25,8 +25,9 @@
 
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::free_lists::FreeLists;
+use gomp_plugin::size_cache::SizeCache;
 use gomp_plugin::sync::Lock;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// Bytes of each small-block chunk.
@@ -104,8 +105,8 @@ struct State {
     /// The chunk being carved: next free byte, end, slot.
     bump: (usize, usize, u32),
     live: HashMap<usize, Live>,
-    cached: BTreeMap<usize, Vec<usize>>,
-    cached_bytes: usize,
+    /// Freed large blocks kept for reuse.
+    cached: SizeCache<usize>,
     /// Bytes of chunks with no live block.
     empty_bytes: usize,
 }
@@ -116,8 +117,7 @@ impl State {
             free: FreeLists::default(),
             bump: (0, 0, NO_SLOT),
             live: HashMap::new(),
-            cached: BTreeMap::new(),
-            cached_bytes: 0,
+            cached: SizeCache::default(),
             empty_bytes: 0,
         }
     }
@@ -244,14 +244,7 @@ impl<S: ChunkSource> PinnedPool<S> {
     }
 
     fn alloc_large(&self, bytes: usize) -> Result<Option<usize>> {
-        let cached = {
-            let mut st = self.state.locked();
-            let p = st.cached.get_mut(&bytes).and_then(Vec::pop);
-            if p.is_some() {
-                st.cached_bytes -= bytes;
-            }
-            p
-        };
+        let cached = { self.state.locked().cached.take(bytes) };
         let p = match cached {
             Some(p) => p,
             None => match self.source_alloc(bytes)? {
@@ -280,11 +273,7 @@ impl<S: ChunkSource> PinnedPool<S> {
     pub fn trim(&self) -> Result<usize> {
         let out: Vec<(usize, usize)> = {
             let mut st = self.state.locked();
-            st.cached_bytes = 0;
-            let mut out: Vec<(usize, usize)> = std::mem::take(&mut st.cached)
-                .into_iter()
-                .flat_map(|(b, ps)| ps.into_iter().map(move |p| (p, b)))
-                .collect();
+            let mut out = st.cached.drain();
             let empty = st.free.held_where(|c| c.live == 0);
             out.extend(empty.into_iter().map(|i| (st.remove_chunk(i), CHUNK)));
             out
@@ -322,7 +311,7 @@ impl<S: ChunkSource> PinnedPool<S> {
                     return Ok(());
                 }
                 st.empty_bytes += CHUNK;
-                let room = self.bound.saturating_sub(st.cached_bytes).max(self.floor());
+                let room = self.bound.saturating_sub(st.cached.bytes()).max(self.floor());
                 if st.empty_bytes <= room {
                     return Ok(());
                 }
@@ -332,31 +321,11 @@ impl<S: ChunkSource> PinnedPool<S> {
                 let room = self
                     .bound
                     .saturating_sub(st.empty_bytes.max(self.floor()));
-                if bytes > room {
-                    vec![(p, bytes)]
-                } else {
-                    let mut out = Vec::new();
-                    while st.cached_bytes + bytes > room {
-                        let Some(mut e) = st.cached.last_entry() else {
-                            break;
-                        };
-                        let size = *e.key();
-                        let q = e.get_mut().pop();
-                        if e.get().is_empty() {
-                            e.remove();
-                        }
-                        if let Some(q) = q {
-                            out.push((q, size));
-                            st.cached_bytes -= size;
-                        }
-                    }
-                    st.cached_bytes += bytes;
-                    st.cached.entry(bytes).or_default().push(p);
-                    if out.is_empty() {
-                        return Ok(());
-                    }
-                    out
+                let out = st.cached.put(p, bytes, room);
+                if out.is_empty() {
+                    return Ok(());
                 }
+                out
             }
             None => {
                 return Err(Error::invalid(format!(
@@ -377,7 +346,7 @@ impl<S: ChunkSource> PinnedPool<S> {
     pub fn footprint(&self) -> usize {
         let st = self.state.locked();
         st.chunks() * CHUNK
-            + st.cached_bytes
+            + st.cached.bytes()
             + st.live
                 .values()
                 .map(|l| match l {
@@ -391,14 +360,14 @@ impl<S: ChunkSource> PinnedPool<S> {
     /// with no live block.
     pub fn unused(&self) -> usize {
         let st = self.state.locked();
-        st.cached_bytes + st.empty_bytes
+        st.cached.bytes() + st.empty_bytes
     }
 
     /// Gives everything back to the source (device close), live blocks included: libgomp
     /// frees no pinned memory after the device is finalized. The pool is empty and
     /// usable afterwards. Returns the first error, after trying every block.
     pub fn destroy(&self) -> Result<()> {
-        let st = std::mem::replace(&mut *self.state.locked(), State::new());
+        let mut st = std::mem::replace(&mut *self.state.locked(), State::new());
         let live_small = st
             .live
             .values()
@@ -414,10 +383,7 @@ impl<S: ChunkSource> PinnedPool<S> {
             Live::Large(b) => Some((p, b)),
             Live::Small { .. } => None,
         });
-        let cached = st
-            .cached
-            .into_iter()
-            .flat_map(|(b, ps)| ps.into_iter().map(move |p| (p, b)));
+        let cached = st.cached.drain();
         let chunks = st.free.into_held().map(|c| (c.base, CHUNK));
         let all: Vec<_> = large.chain(cached).chain(chunks).collect();
         self.give_back(&all)

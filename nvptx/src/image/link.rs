@@ -23,10 +23,11 @@ pub const SPLIT_COMPILE_SINCE: i32 = 12090;
 /// knob, for 1, or for a `driver` older than [`SPLIT_COMPILE_SINCE`].
 ///
 /// Not on by default: large images (such as GCC's own `for-*.c` tests, 4-5 MB of PTX)
-/// compile much faster on a few threads, but in the one whole-suite run with 4 threads
-/// for every image of 2 MiB or more, the largest image of GCC 16's suite
-/// (`libgomp.c++/target-std__valarray-1.C`, 11 MB) ended with a segmentation fault
-/// where it passes on one thread; the cause is not isolated. Pure.
+/// compile much faster on a few threads, but the driver's compiler crashes (a
+/// segmentation fault inside `cuLinkComplete`) on the largest image of GCC 16's suite,
+/// `libgomp.c++/target-std__valarray-1.C`, with any number of threads from 2 up, while
+/// it links that image on one thread; a fault there cannot be recovered in the process
+/// (bench/results/jit-split.md). Pure.
 pub fn split_threads(knob: Option<u32>, driver: i32) -> u32 {
     match knob {
         Some(n) if n > 1 && driver >= SPLIT_COMPILE_SINCE => n,

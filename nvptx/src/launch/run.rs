@@ -162,26 +162,61 @@ fn enqueue_timed(
     Ok(())
 }
 
-/// Runs `f` as launch request `r` asks, and waits for it.
+/// Runs `f` as launch request `r` asks, and waits for it (and for what it reads ahead
+/// for the device-to-host copies after it, `host::read_ahead`).
 pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Result<()> {
     let mut p = prepare(dev, f, r, true)?;
+    let lane = dev.thread_streams.get()?;
+    let ahead = &lane.data.read_ahead;
+    let key = f as *const TargetFn as usize;
+    // Not once OpenACC is in use (see `host::read_ahead`).
+    let limit = if dev.openacc_in_use() {
+        0
+    } else {
+        dev.config.tune.readahead
+    };
+    let vars = r.vars;
+    // SAFETY: this thread's lane (`get`); the context is current (entry point).
+    // Only inside the block that holds `vars`: libgomp's block for this region (its
+    // argument array and the data it newly maps), freed by this thread only after the
+    // region's copies back; so the read-ahead never touches memory another thread may
+    // free meanwhile.
+    let mut read = unsafe {
+        ahead.plan(key, vars, limit, |a, n| {
+            dev.blocks.inside_block_of(vars, a, n)
+        })
+    };
     let started = rev.kernel_started();
     let mut timer = None;
     let trial = p.trial.take();
     // The host time of the launch and its wait, for a warm-up launch of the tuner.
     let wall = trial.as_ref().map(|_| Instant::now());
-    let r = dev.on_stream(|s| match dev.observe() {
-        None => enqueue_timed(dev, &p, s, trial.as_ref()),
-        Some(o) => {
-            // Timing events around the launch, read once the stream is waited for.
-            timer = o.start(s, &f.name, p.shape());
-            enqueue_timed(dev, &p, s, trial.as_ref())?;
-            if let Some(t) = &timer {
-                o.stop(t, s);
+    let r = dev.on(lane.stream(), |s| {
+        match dev.observe() {
+            None => enqueue_timed(dev, &p, s, trial.as_ref())?,
+            Some(o) => {
+                // Timing events around the launch, read once the stream is waited for.
+                timer = o.start(s, &f.name, p.shape());
+                enqueue_timed(dev, &p, s, trial.as_ref())?;
+                if let Some(t) = &timer {
+                    o.stop(t, s);
+                }
             }
-            Ok(())
         }
+        if let Some((a, n)) = read {
+            // SAFETY: this thread's lane; `s` is waited for by `on` before the shadow
+            // is read; the range is this run's plan.
+            if let Err(e) = unsafe { ahead.queue(s, a, n) } {
+                log::debug!("read-ahead of {n} byte(s) at {a:#x}: {e}");
+                read = None;
+            }
+        }
+        Ok(())
     });
+    if r.is_ok() {
+        // SAFETY: this thread's lane, after the run's successful wait.
+        unsafe { ahead.ran(key, vars, read) };
+    }
     let finished = rev.kernel_finished();
     if let (Some(o), Some(t)) = (dev.observe(), timer) {
         o.finish(t);

@@ -7,8 +7,8 @@
 //! memory and at device close.
 
 use crate::cuda::sys::CUdeviceptr;
+use gomp_plugin::size_cache::SizeCache;
 use gomp_plugin::sync::Lock;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -20,18 +20,12 @@ pub fn rounded(size: usize) -> usize {
     size.max(1).next_multiple_of(GRANULE)
 }
 
-#[derive(Default)]
-struct Cached {
-    by_size: BTreeMap<usize, Vec<CUdeviceptr>>,
-    bytes: usize,
-}
-
 /// Freed large blocks of one device, by rounded size. Thread-safe; the blocks are the
 /// cache's until taken, handed back or drained.
 #[derive(Default)]
 pub struct LargeBlocks {
-    cached: Mutex<Cached>,
-    /// `Cached::bytes`, readable without the lock.
+    cached: Mutex<SizeCache<CUdeviceptr>>,
+    /// The cache's bytes, readable without the lock.
     bytes: AtomicUsize,
 }
 
@@ -39,9 +33,8 @@ impl LargeBlocks {
     /// A cached block of `rounded` bytes, if there is one.
     pub fn take(&self, rounded: usize) -> Option<CUdeviceptr> {
         let mut c = self.cached.locked();
-        let p = c.by_size.get_mut(&rounded)?.pop()?;
-        c.bytes -= rounded;
-        self.bytes.store(c.bytes, Ordering::Relaxed);
+        let p = c.take(rounded)?;
+        self.bytes.store(c.bytes(), Ordering::Relaxed);
         Some(p)
     }
 
@@ -54,36 +47,9 @@ impl LargeBlocks {
             return Some(vec![p]);
         }
         let mut c = self.cached.locked();
-        let out = if c.bytes + rounded > room {
-            Some(Self::evict(&mut c, room - rounded))
-        } else {
-            None
-        };
-        c.bytes += rounded;
-        c.by_size.entry(rounded).or_default().push(p);
-        self.bytes.store(c.bytes, Ordering::Relaxed);
-        out
-    }
-
-    /// Evicts the largest cached blocks until at most `keep` bytes stay.
-    #[cold]
-    fn evict(c: &mut Cached, keep: usize) -> Vec<CUdeviceptr> {
-        let mut out = Vec::new();
-        while c.bytes > keep {
-            let Some(mut e) = c.by_size.last_entry() else {
-                break;
-            };
-            let size = *e.key();
-            let q = e.get_mut().pop();
-            if e.get().is_empty() {
-                e.remove();
-            }
-            if let Some(q) = q {
-                out.push(q);
-                c.bytes -= size;
-            }
-        }
-        out
+        let out = c.put(p, rounded, room);
+        self.bytes.store(c.bytes(), Ordering::Relaxed);
+        (!out.is_empty()).then(|| out.into_iter().map(|(q, _)| q).collect())
     }
 
     /// Bytes cached (a relaxed read: exact when no other thread changes the cache).
@@ -94,12 +60,8 @@ impl LargeBlocks {
     /// Empties the cache; the caller frees the blocks returned.
     pub fn drain(&self) -> Vec<CUdeviceptr> {
         let mut c = self.cached.locked();
-        c.bytes = 0;
         self.bytes.store(0, Ordering::Relaxed);
-        std::mem::take(&mut c.by_size)
-            .into_values()
-            .flatten()
-            .collect()
+        c.drain().into_iter().map(|(p, _)| p).collect()
     }
 }
 

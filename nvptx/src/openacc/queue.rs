@@ -5,7 +5,8 @@
 //! synchronising the queue, so it may call back into the plugin (libgomp's free device
 //! memory from there; such frees are not reported to OpenACC profilers), and a queue
 //! seen idle has run all its callbacks, as with the stock plugin's stream-blocking host
-//! callbacks.
+//! callbacks. The plugin queues its own frees the same way ([`AccQueue::free_after`]:
+//! libgomp 12's kernel-argument blocks).
 //!
 //! Queue streams are created blocking (`CU_STREAM_DEFAULT`), as the stock plugin's are:
 //! work a program puts on CUDA's legacy default stream stays ordered with them. A
@@ -32,11 +33,19 @@ struct QueueStream {
     owned: bool,
 }
 
+/// What a queued callback does.
+enum Action {
+    /// Calls libgomp's function with its argument (`openacc_async_queue_callback`).
+    Libgomp(unsafe extern "C" fn(*mut c_void), usize),
+    /// Frees a block of the device's memory that the work queued before no longer
+    /// needs ([`AccQueue::free_after`]).
+    Free(CUdeviceptr),
+}
+
 /// A queued callback: runs once `event` has completed.
 struct Callback {
     event: OwnedEvent,
-    f: unsafe extern "C" fn(*mut c_void),
-    data: usize,
+    action: Action,
 }
 
 /// One OpenACC async queue. Created by `openacc_async_construct`, destroyed by
@@ -137,10 +146,18 @@ impl AccQueue {
             };
             if let Some((cb, ok)) = next {
                 self.dev.events.release(cb.event);
-                if ok {
+                match cb.action {
                     // SAFETY: libgomp's callback and argument, run once, after the work
                     // queued before it, as openacc_async_queue_callback promises.
-                    acc_prof::muted(|| unsafe { (cb.f)(cb.data as *mut c_void) });
+                    Action::Libgomp(f, data) if ok => {
+                        acc_prof::muted(|| unsafe { f(data as *mut c_void) })
+                    }
+                    Action::Free(p) if ok => {
+                        if let Err(e) = self.dev.free(p) {
+                            log::debug!("OpenACC queue: freeing {p:#x} after its work: {e}");
+                        }
+                    }
+                    _ => {}
                 }
             }
         }
@@ -187,6 +204,21 @@ impl AccQueue {
     /// Queues `f(data)` to run once the work queued so far has completed (never
     /// inline: libgomp calls this in the middle of its own bookkeeping).
     pub fn callback(&self, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<()> {
+        self.queue_action(Action::Libgomp(f, data as usize))
+    }
+
+    /// Frees device block `p` (from `Device::alloc`, used by work queued on this queue
+    /// and by nothing after it) once the work queued so far has completed, without
+    /// waiting for it: in stream order, as a callback (run by the thread that next sees
+    /// the queue's work complete, at the latest by the queue's destruction). If that
+    /// work fails, the block is not freed (the failure is reported by whoever waits
+    /// for the queue; the memory goes with the device).
+    pub fn free_after(&self, p: CUdeviceptr) -> Result<()> {
+        self.queue_action(Action::Free(p))
+    }
+
+    /// Queues `action` to run once the work queued so far has completed.
+    fn queue_action(&self, action: Action) -> Result<()> {
         self.dev.activate()?;
         let event = self.dev.events.acquire()?;
         // The event and stream belong to this device's context.
@@ -194,11 +226,9 @@ impl AccQueue {
             self.dev.events.release(event);
             return Err(e.into());
         }
-        self.callbacks.locked().push_back(Callback {
-            event,
-            f,
-            data: data as usize,
-        });
+        self.callbacks
+            .locked()
+            .push_back(Callback { event, action });
         Ok(())
     }
 

@@ -56,6 +56,7 @@ pub extern "C" fn GOMP_OFFLOAD_get_num_devices(omp_requires_mask: u32) -> c_int 
         if host::libgomp().is_some() && !handshake::serves::<Backend>() {
             return 0;
         }
+        Backend::read_settings();
         Backend::num_devices(args::requires_mask(host::libgomp(), omp_requires_mask))
     })
 }
