@@ -128,7 +128,8 @@ impl gomp_plugin::Device for OpenDevice {
         let dev = &self.core;
         // SAFETY: forwarded caller guarantees.
         let (img, table) = self.core.entry("load_image", || unsafe {
-            Image::load(dev, version, data.cast(), host_ind_fns, want_rev)
+            let eager = want_rev || !dev.config.tune.lazykernels;
+            Image::load(dev, version, data.cast(), host_ind_fns, eager)
         })?;
         let rev_fn_table = if want_rev {
             match reverse::setup(dev, &self.reverse, &img, img.fns.len()) {

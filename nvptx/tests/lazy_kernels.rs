@@ -1,11 +1,12 @@
-//! Kernels looked up at their first launch (nvptx/src/image/mod.rs, `TargetFn::code`)
+//! Kernels looked up at their first launch or by the load (nvptx/src/image/mod.rs, `TargetFn::code`)
 //! against the stand-in driver (tests/fallback/stub_libcuda_2dev.c, which counts
 //! `cuModuleGetFunction` calls): `load_image` asks the driver for no kernel, a kernel's
 //! first launch looks it up once, later launches reuse it, and a kernel the module
 //! lacks loads but fails its launch with a `libgomp:` error naming it. Checked with the
 //! linked-image cache linking (miss), loading (hit) and off, each in a child process
-//! as a program run. When libgomp asks for the reverse-offload table, every kernel is
-//! looked up by `load_image`, and a missing one fails the load.
+//! as a program run, with `GOMP_NVPTX_TUNE=lazykernels=1`. By default, and when libgomp
+//! asks for the reverse-offload table whatever the knob says, every kernel is looked up
+//! by `load_image`, and a missing one fails the load.
 
 mod support;
 
@@ -89,7 +90,7 @@ fn child() {
             std::ptr::null_mut(),
         )
     };
-    if want_rev {
+    if want_rev || n < 0 {
         println!("LOAD {n}");
         println!("LOOKUPS load {}", lookups());
         return;
@@ -131,6 +132,7 @@ fn kernels_are_looked_up_at_first_launch() {
             ("XDG_CACHE_HOME", scratch.path().as_os_str()),
             ("GOMP_NVPTX_SOFT_STACK_SIZE", OsStr::new("1024")),
             ("GOMP_NVPTX_INFO", OsStr::new("1")),
+            ("GOMP_NVPTX_TUNE", OsStr::new("lazykernels=1")),
         ];
         if round == "off" {
             vars.push(("GOMP_NVPTX_LINK_CACHE", OsStr::new("0")));
@@ -172,17 +174,26 @@ fn kernels_are_looked_up_at_first_launch() {
             .assert_stderr_lacks("panicked")
             .assert_stderr_lacks("stub libcuda:");
     }
-    // Reverse offload: every kernel looked up by the load, which the missing one fails.
-    let c = support::run_child(
-        T,
-        &[
-            ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
-            ("CUDA_CACHE_PATH", cache.as_os_str()),
-            ("HOME", scratch.path().as_os_str()),
-            ("XDG_CACHE_HOME", scratch.path().as_os_str()),
-            ("LK_REVERSE", OsStr::new("1")),
-        ],
-    );
+    // By default, and with reverse offload even when asked for lazy look-ups: every
+    // kernel looked up by the load, which the missing one fails.
+    for (tune, reverse) in [("", "0"), ("lazykernels=1", "1")] {
+        let c = support::run_child(
+            T,
+            &[
+                ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+                ("CUDA_CACHE_PATH", cache.as_os_str()),
+                ("HOME", scratch.path().as_os_str()),
+                ("XDG_CACHE_HOME", scratch.path().as_os_str()),
+                ("GOMP_NVPTX_TUNE", OsStr::new(tune)),
+                ("LK_REVERSE", OsStr::new(reverse)),
+            ],
+        );
+        eager_load(&c);
+    }
+}
+
+/// A child whose load looked every kernel up and failed on the missing one.
+fn eager_load(c: &support::Child) {
     c.assert_passed()
         .assert_line_starts(&format!("libgomp: offload image lacks kernel '{ABSENT}'"))
         .assert_stderr_lacks("stub libcuda:");

@@ -96,6 +96,9 @@ pub struct Tune {
     pub tstream: ThreadStream,
     /// When the memory pool makes its first (slow) allocation ([`PoolWarm`]).
     pub poolwarm: PoolWarm,
+    /// Kernels looked up at their first launch instead of by `load_image`
+    /// (`image::TargetFn`); never in a program that uses reverse offload.
+    pub lazykernels: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
     /// Threads of the JIT's compiler for every image (`None`: the driver's single
@@ -144,6 +147,7 @@ impl Default for Tune {
             readahead: DEFAULT_READAHEAD,
             tstream: ThreadStream::Blocking,
             poolwarm: PoolWarm::First,
+            lazykernels: false,
             autotune: Autotune::On,
             jitthreads: None,
         }
@@ -165,7 +169,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 14] = [
+static KEYS: [Entry<Parsing>; 15] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -320,6 +324,16 @@ static KEYS: [Entry<Parsing>; 14] = [
               H100: tests/device/revoff_device_heap)",
     },
     Entry {
+        name: "lazykernels",
+        value: Value::Word(&["0", "1"], |p, i| p.t.lazykernels = i == 1),
+        default: "0",
+        doc: "`1`: look each kernel up (which loads its code onto the device) at its first \
+              launch instead of in load_image; shorter loads of images with many kernels, but \
+              a first launch may then wait until no kernel runs (CUDA's lazy loading), so a \
+              running kernel that waits for the host to launch another never ends; never in a \
+              program that uses reverse offload",
+    },
+    Entry {
         name: "jitthreads",
         value: Value::Number {
             min: 1,
@@ -361,7 +375,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,jitthreads=4",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4",
         )
         .unwrap();
         assert_eq!(
@@ -379,6 +393,7 @@ mod tests {
                 readahead: 64,
                 tstream: ThreadStream::Legacy,
                 poolwarm: PoolWarm::Open,
+                lazykernels: true,
                 autotune: Autotune::Off,
                 jitthreads: Some(4),
             }
@@ -451,6 +466,7 @@ mod tests {
             "carveout=101",
             "icvs=2",
             "poolwarm=yes",
+            "lazykernels=2",
             "jitthreads=0",
             "jitthreads=257",
             "bounce=1g",

@@ -39,15 +39,17 @@ use std::sync::Arc;
 /// [`Image`] and the framework's live set, usable while the image is loaded (its CUDA
 /// function dies with the module).
 ///
-/// Its CUDA function and the driver's facts about it ([`Code`]) are looked up at its
-/// first launch, not at `load_image`: looking a function up makes the driver load its
-/// code onto the device (CUDA's lazy module loading), which for an image of hundreds
-/// of kernels is most of a load from the linked-image cache, and most programs launch
-/// few of their kernels early. A kernel the module lacks is an error of its launch.
-/// Except in a program that uses reverse offload: there every kernel is looked up by
-/// `load_image` ([`Image::load`]'s `eager`), because loading a kernel's code may wait
-/// until no kernel runs, and a kernel waiting for a reverse-offload host function that
-/// launches a kernel not yet loaded would then never end.
+/// Its CUDA function and the driver's facts about it ([`Code`]) are looked up by
+/// `load_image` ([`Image::load`]'s `eager`), as GCC's plugin does, a kernel the module
+/// lacks failing the load; or, with `GOMP_NVPTX_TUNE=lazykernels=1`, at its first
+/// launch, a missing kernel then failing that launch. Looking a function up makes the
+/// driver load its code onto the device (CUDA's lazy module loading), which for an
+/// image of hundreds of kernels is most of a load from the linked-image cache; but
+/// loading a kernel's code may wait until no kernel runs, so a running kernel that
+/// waits for the host to launch one not yet loaded (a reverse-offload host function
+/// that launches a kernel, or kernels that signal each other through host memory)
+/// would never end. Hence eager by default, and always in a program that uses reverse
+/// offload.
 #[derive(Debug)]
 pub struct TargetFn {
     /// Kernel name, for diagnostics.
