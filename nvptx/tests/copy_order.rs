@@ -1194,6 +1194,33 @@ fn read_ahead_serves_region_results() {
     in_every_mode(T, &[]);
 }
 
+/// A run reads ahead only inside the block that holds its `vars` (libgomp's block for
+/// the region, freed by the same thread after the copies back): copies after the run
+/// from another block, which another thread could free meanwhile, are never read
+/// ahead, however regularly they follow the kernel.
+#[test]
+fn read_ahead_only_inside_the_region_block() {
+    const T: &str = "read_ahead_only_inside_the_region_block";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(128);
+        let q = alloc(128);
+        assert!(h2d(q, &words(5)));
+        for round in 1..=4u64 {
+            assert!(h2d(p, &words(round)));
+            let c0 = copies();
+            run(k.double, p);
+            assert_eq!(copies() - c0, 0, "round {round}: nothing read ahead");
+            let (got, copied) = back_counted(q + 8, 16);
+            assert_eq!(got, words(5)[8..24].to_vec(), "round {round}");
+            assert!(copied, "round {round}: a copy of its own");
+        }
+        assert!(fini());
+        return;
+    }
+    in_every_mode(T, &[]);
+}
+
 /// What a run read ahead serves only copies that follow it with no other call between:
 /// after a host-to-device copy, a memset, a free or a device-to-device copy into the
 /// bytes, the copy sees them.
