@@ -1103,42 +1103,9 @@ fn queue_copies_are_profiled() {
 // Read-ahead of a region's results (nvptx/src/host/read_ahead.rs): a run reads ahead,
 // in its own wait, what the device-to-host copies after its kernel's last run read.
 
-/// The stand-in's counters of a device, as `stub_libcuda_stats` fills them (only
-/// `copies` is read here).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Stats {
-    ctx_refs: i64,
-    ctx_resets: i64,
-    live_allocs: i64,
-    live_bytes: i64,
-    total_allocs: i64,
-    reset_freed: i64,
-    live_streams: i64,
-    live_events: i64,
-    live_pools: i64,
-    live_host_allocs: i64,
-    live_host_regs: i64,
-    copies: i64,
-    foreign: i64,
-    misuse: i64,
-    pool_reserved: i64,
-    pool_used: i64,
-    pool_trims: i64,
-    pool_released: i64,
-    frees: i64,
-}
-
 /// Copies and memsets queued so far on device 0.
 fn copies() -> i64 {
-    // SAFETY: the stand-in's `int stub_libcuda_stats (int, struct stub_libcuda_stats *)`,
-    // whose struct is `Stats`.
-    let f: unsafe extern "C" fn(c_int, *mut Stats) -> c_int =
-        unsafe { std::mem::transmute(stub_fn("stub_libcuda_stats")) };
-    let mut s = Stats::default();
-    // SAFETY: a valid out-pointer.
-    assert_eq!(unsafe { f(0, &mut s) }, 0);
-    s.copies
+    support::stub_stats(0).copies
 }
 
 /// Eight 64-bit words `base * 1 ..= base * 8` as bytes.

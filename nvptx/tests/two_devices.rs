@@ -16,6 +16,7 @@ use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, OsStr};
 use std::sync::{Arc, Barrier};
 use support::api::*;
+use support::stub_stats as stats;
 
 extern "C" {
     fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) -> PropertyValue;
@@ -45,44 +46,6 @@ const STAGED: usize = 4 << 20;
 /// The stand-in's UUID of physical device `i`, as the plugin formats it.
 fn uuid(i: u8) -> String {
     format!("GPU-57a0d5c1-0000-4000-8000-0000000000{i:02x}")
-}
-
-/// The counters of one device, as `stub_libcuda_stats` fills them.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct Stats {
-    ctx_refs: i64,
-    ctx_resets: i64,
-    live_allocs: i64,
-    live_bytes: i64,
-    total_allocs: i64,
-    reset_freed: i64,
-    live_streams: i64,
-    live_events: i64,
-    live_pools: i64,
-    live_host_allocs: i64,
-    live_host_regs: i64,
-    copies: i64,
-    foreign: i64,
-    misuse: i64,
-    pool_reserved: i64,
-    pool_used: i64,
-    pool_trims: i64,
-    pool_released: i64,
-    frees: i64,
-}
-
-/// What the stand-in saw on visible device `dev` (the plugin has loaded it).
-fn stats(dev: c_int) -> Stats {
-    let lib = std::env::var_os("GOMP_PLUGIN_RS_LIBCUDA").expect("set by the parent");
-    let f = support::symbol_of_loaded(&lib, "stub_libcuda_stats");
-    // SAFETY: the stand-in's `int stub_libcuda_stats (int, struct stub_libcuda_stats *)`,
-    // whose struct is `Stats`.
-    let f: unsafe extern "C" fn(c_int, *mut Stats) -> c_int = unsafe { std::mem::transmute(f) };
-    let mut s = Stats::default();
-    // SAFETY: a valid out-pointer.
-    assert_eq!(unsafe { f(dev, &mut s) }, 0, "stats of device {dev}");
-    s
 }
 
 /// The device whose memory holds `p` according to the stand-in (-1: page-locked host
@@ -1174,7 +1137,7 @@ fn visible_devices_none() {
 fn first_allocations() {
     start(2);
     assert!(init(0));
-    let outside = |s: &Stats| s.live_bytes - s.pool_reserved;
+    let outside = |s: &support::StubStats| s.live_bytes - s.pool_reserved;
     let before = stats(0);
     let a = alloc(0, 1000);
     let _ = prop_size(0, PROP_FREE_MEMORY);

@@ -411,6 +411,46 @@ pub fn symbol_of_loaded(path: &OsStr, symbol: &str) -> *mut c_void {
     a
 }
 
+/// The counters of one device of the stand-in libcuda (tests/fallback/stub_libcuda_2dev.c),
+/// as its `stub_libcuda_stats` fills them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StubStats {
+    pub ctx_refs: i64,
+    pub ctx_resets: i64,
+    pub live_allocs: i64,
+    pub live_bytes: i64,
+    pub total_allocs: i64,
+    pub reset_freed: i64,
+    pub live_streams: i64,
+    pub live_events: i64,
+    pub live_pools: i64,
+    pub live_host_allocs: i64,
+    pub live_host_regs: i64,
+    pub copies: i64,
+    pub foreign: i64,
+    pub misuse: i64,
+    pub pool_reserved: i64,
+    pub pool_used: i64,
+    pub pool_trims: i64,
+    pub pool_released: i64,
+    pub frees: i64,
+}
+
+/// What the stand-in libcuda (`GOMP_PLUGIN_RS_LIBCUDA`, loaded by the plugin) saw on
+/// visible device `dev`.
+pub fn stub_stats(dev: c_int) -> StubStats {
+    let lib = std::env::var_os("GOMP_PLUGIN_RS_LIBCUDA").expect("set by the parent");
+    let f = symbol_of_loaded(&lib, "stub_libcuda_stats");
+    // SAFETY: the stand-in's `int stub_libcuda_stats (int, struct stub_libcuda_stats *)`,
+    // whose struct is `StubStats`.
+    let f: unsafe extern "C" fn(c_int, *mut StubStats) -> c_int = unsafe { std::mem::transmute(f) };
+    let mut s = StubStats::default();
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { f(dev, &mut s) }, 0, "stats of device {dev}");
+    s
+}
+
 /// The shells of `src/edge/exports/openmp.rs`, which both products export (C
 /// signatures: docs/plugin-abi.md §2). Declared, not imported: the tests call the
 /// exported symbols, as libgomp does.
