@@ -59,7 +59,7 @@ pub struct TargetFn {
     /// The image's module: looked up in while the image is loaded (a kernel of an
     /// unloaded image is no longer in the live set, so nothing launches it).
     module: ModuleRef,
-    /// The function and its attributes, from the first launch on.
+    /// The function and its attributes, once looked up (by the load or the first launch).
     code: OnceCell<Code>,
     /// OpenACC dimensions from the compiler.
     pub dims: [u16; 3],
@@ -174,9 +174,10 @@ fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
 impl Image {
     /// Loads the image `data` of version word `version` on `dev`, returning it and the
     /// rest of libgomp's address table after the kernels' entries (variables, then the
-    /// ICV block); the kernels are [`Image::fns`]. `eager` (libgomp asked for the
-    /// reverse-offload table): every kernel is looked up now, a missing one failing the
-    /// load (see [`TargetFn`]); otherwise each at its first launch.
+    /// ICV block); the kernels are [`Image::fns`]. `eager` (the default, and always
+    /// when libgomp asked for the reverse-offload table): every kernel is looked up now,
+    /// a missing one failing the load (see [`TargetFn`]); otherwise each at its first
+    /// launch.
     ///
     /// # Safety
     /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 /// A kernel ready to launch: its geometry and its own soft-stack block.
 pub struct Prepared {
-    /// The kernel's function (looked up by its first launch).
+    /// The kernel's function (looked up by the load, or by its first launch).
     func: CUfunction,
     g: Geometry,
     vars: u64,
