@@ -1,7 +1,13 @@
-/* §3 OpenACC async queues: launches and copies on two queues, waits between them. */
+/* §3 OpenACC async queues: launches and copies on two queues, waits between them.
+   Queue 1's first kernel sleeps 300 ms on the stand-in and queue 2's 100 ms: whichever
+   queue's worker launches first, the other launches while it runs (both plugins then
+   hold two kernarg blocks), and queue 2's kernel has finished and given back its
+   ephemeral block before queue 1's second launch (both then take the first one), unless
+   a thread waits 100 ms for a core. With a 5 ms sleep on queue 1 only, the block counts
+   and choices followed the thread timing on a loaded 2-core machine. */
 // gcn: flags -fopenacc
 // gcn: env STUB_HSA_OPENACC=1
-// gcn: script main._omp_fn.0=sleep:5,store:0:1;main._omp_fn.1=store:0:2;main._omp_fn.2=step:0
+// gcn: script main._omp_fn.0=sleep:300,store:0:1;main._omp_fn.1=sleep:100,store:0:2;main._omp_fn.2=step:0
 // gcn: run base
 // gcn: expect * ^a=1 b=2 c=11$
 #include <openacc.h>
