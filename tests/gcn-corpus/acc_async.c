@@ -3,8 +3,8 @@
    queue's worker launches first, the other launches while it runs (both plugins then
    hold two kernarg blocks), and queue 2's kernel has finished and given back its
    ephemeral block before queue 1's second launch (both then take the first one), unless
-   a thread waits 100 ms for a core. With a 5 ms sleep on queue 1 only, the block counts
-   and choices followed the thread timing on a loaded 2-core machine. */
+   a thread waits 100 ms for a core. With much shorter sleeps the block counts and
+   choices would follow the thread timing on a loaded machine. */
 // gcn: flags -fopenacc
 // gcn: env STUB_HSA_OPENACC=1
 // gcn: script main._omp_fn.0=sleep:300,store:0:1;main._omp_fn.1=sleep:100,store:0:2;main._omp_fn.2=step:0
