@@ -93,7 +93,7 @@ impl Device {
         };
         let e = self
             .launcher
-            .launch(self.ord, None, k, 0, CDTOR_DIMS, Kind::Cdtor, false)?;
+            .launch(self.ord, None, k, 0, CDTOR_DIMS, Kind::Cdtor)?;
         self.launcher.finish(e);
         Ok(())
     }
@@ -233,15 +233,9 @@ impl gomp_plugin::Device for Device {
         let Some(dims) = self.grid(req) else {
             return Ok(());
         };
-        let e = self.launcher.launch(
-            self.ord,
-            None,
-            k,
-            req.vars,
-            dims,
-            Kind::OpenMp,
-            k.reverse_offload,
-        )?;
+        let e = self
+            .launcher
+            .launch(self.ord, None, k, req.vars, dims, Kind::OpenMp)?;
         self.launcher.finish(e);
         Ok(())
     }

@@ -47,8 +47,9 @@ pub struct Kernel {
     pub oacc_dims: [i32; 3],
     /// Device address of its module's heap (`struct heap`).
     pub heap: u64,
-    /// Whether its image has a reverse-offload table (its launches may post
-    /// reverse-offload requests: the console is polled more often).
+    /// Whether it is an offload kernel of an image with a reverse-offload table (its
+    /// launches may post reverse-offload requests: the console is polled more often);
+    /// false for `_init_array` and `_fini_array`.
     pub reverse_offload: bool,
 }
 

@@ -168,12 +168,10 @@ impl AccQueue {
 /// Runs one job on a queue's thread; errors are fatal (as the stock plugin's queue).
 fn run_job(dev: &Device, q: &Queue, job: Job) {
     let r = match job {
-        Job::Launch { kernel, vars, dims } => {
-            let rev = kernel.reverse_offload;
-            dev.launcher
-                .launch(dev.ord, Some(q), &kernel, vars, dims, Kind::OpenAcc, rev)
-                .map(|e| dev.launcher.finish(e))
-        }
+        Job::Launch { kernel, vars, dims } => dev
+            .launcher
+            .launch(dev.ord, Some(q), &kernel, vars, dims, Kind::OpenAcc)
+            .map(|e| dev.launcher.finish(e)),
         // SAFETY: libgomp keeps the host buffer alive until the queue has run the copy.
         Job::HostToDev { dst, src, n } => unsafe {
             dev.memory.host2dev(dst, src as *const c_void, n)
@@ -305,15 +303,9 @@ impl OpenAcc for Gcn {
         );
         match queue {
             None => {
-                let e = dev.launcher.launch(
-                    dev.ord,
-                    None,
-                    k,
-                    launch.devaddrs,
-                    grid,
-                    Kind::OpenAcc,
-                    k.reverse_offload,
-                )?;
+                let e =
+                    dev.launcher
+                        .launch(dev.ord, None, k, launch.devaddrs, grid, Kind::OpenAcc)?;
                 dev.launcher.finish(e);
             }
             Some(q) => q.push(Job::Launch {

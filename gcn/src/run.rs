@@ -297,9 +297,8 @@ impl Launcher {
 
     /// Runs `k` with `vars` on `dims` through `queue` (the synchronous one unless
     /// given) and waits for it, draining the console; returns how it ended.
-    /// `ord` names the device in messages; `rev` says whether the kernel's image has a
-    /// reverse-offload table (the console is then polled more often).
-    #[allow(clippy::too_many_arguments)]
+    /// `ord` names the device in messages; when the kernel's image has a reverse-offload
+    /// table (`Kernel::reverse_offload`), the console is polled more often.
     pub fn launch(
         &self,
         ord: i32,
@@ -308,7 +307,6 @@ impl Launcher {
         vars: u64,
         dims: Dims,
         kind: Kind,
-        rev: bool,
     ) -> Result<Ending> {
         check_launchable(k)?;
         let shape = self.shape(k, dims, kind);
@@ -327,7 +325,7 @@ impl Launcher {
             "launch {n}: kernel {} on device {}: {} team(s) x {} thread(s) (grid {:?}, work-group {:?}), LDS {}, arena {} x {}, stack {} per wavefront",
             k.name, ord, pd.grid[0], pd.grid[2], pd.grid, pd.wg, shape.group, eph.arena, pd.grid[0], eph.stack
         );
-        self.wait(ord, rev, &ring, &signal);
+        self.wait(ord, k.reverse_offload, &ring, &signal);
         let rv = ring.return_value();
         drop(lease);
         drop(signal);
@@ -438,9 +436,7 @@ impl Launcher {
                 .name(format!("gcn{ord}-async"))
                 .spawn(move || {
                     for j in rx {
-                        let k = &j.kernel;
-                        let rev = k.reverse_offload;
-                        match l.launch(ord, Some(&q), k, j.vars, j.dims, Kind::OpenMp, rev) {
+                        match l.launch(ord, Some(&q), &j.kernel, j.vars, j.dims, Kind::OpenMp) {
                             Ok(e) => l.finish(e),
                             Err(e) => report::fatal(&e.to_string()),
                         }
