@@ -21,7 +21,7 @@ use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_char, c_void, CString, OsStr};
 use std::path::PathBuf;
 use support::api::*;
-use support::image::{Desc, FnEntry, PtxObj, VERSION};
+use support::image::{Image, VERSION};
 
 extern "C" {
     fn free(p: *mut c_void);
@@ -30,15 +30,7 @@ extern "C" {
 /// The image's kernels (PTX names).
 const KERNELS: [&str; 2] = ["main$_omp_fn$0", "main$_omp_fn$1"];
 
-/// An image of one PTX object defining [`KERNELS`], kept alive with its descriptor.
-struct Image {
-    _text: CString,
-    _names: Vec<CString>,
-    _obj: Box<PtxObj>,
-    _fns: Vec<FnEntry>,
-    desc: Box<Desc>,
-}
-
+/// An image of one PTX object defining [`KERNELS`].
 fn image() -> Image {
     let text = CString::new(format!(
         "// tuner test\n.version 7.0\n.target sm_52\n.address_size 64\n\
@@ -46,34 +38,7 @@ fn image() -> Image {
         KERNELS[0], KERNELS[1]
     ))
     .unwrap();
-    let names: Vec<CString> = KERNELS.iter().map(|k| CString::new(*k).unwrap()).collect();
-    let obj = Box::new(PtxObj {
-        code: text.as_ptr(),
-        size: text.as_bytes_with_nul().len(),
-    });
-    let fns: Vec<FnEntry> = names
-        .iter()
-        .map(|n| FnEntry {
-            name: n.as_ptr(),
-            dim: [0; 3],
-        })
-        .collect();
-    let desc = Box::new(Desc {
-        ptx: &*obj,
-        ptx_num: 1,
-        vars: std::ptr::null(),
-        var_num: 0,
-        fns: fns.as_ptr(),
-        fn_num: fns.len() as u32,
-        ind_fn_num: 0,
-    });
-    Image {
-        _text: text,
-        _names: names,
-        _obj: obj,
-        _fns: fns,
-        desc,
-    }
+    Image::new(vec![text], &KERNELS)
 }
 
 /// Loads `img` on device 0; the kernels' handles.
@@ -84,7 +49,7 @@ fn load(img: &Image) -> Vec<*mut c_void> {
         GOMP_OFFLOAD_load_image(
             0,
             VERSION,
-            (&*img.desc as *const Desc).cast(),
+            img.data(),
             &mut table,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
@@ -101,7 +66,7 @@ fn load(img: &Image) -> Vec<*mut c_void> {
 
 fn unload(img: &Image) {
     // SAFETY: the image loaded by `load`.
-    assert!(unsafe { GOMP_OFFLOAD_unload_image(0, VERSION, (&*img.desc as *const Desc).cast()) });
+    assert!(unsafe { GOMP_OFFLOAD_unload_image(0, VERSION, img.data()) });
 }
 
 /// The child run of every scenario: runs `AT_OPS` (comma-separated: `K*N` launches

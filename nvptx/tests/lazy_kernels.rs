@@ -13,7 +13,7 @@ mod support;
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_void, CString, OsStr};
 use support::api::*;
-use support::image::{Desc, FnEntry, PtxObj, VERSION};
+use support::image::{Image, VERSION};
 
 /// The kernels the image's PTX defines.
 const DEFINED: [&str; 2] = ["main$_omp_fn$0", "main$_omp_fn$1"];
@@ -47,31 +47,7 @@ fn child() {
         DEFINED[0], DEFINED[1]
     ))
     .unwrap();
-    let names: Vec<CString> = DEFINED
-        .iter()
-        .chain([ABSENT].iter())
-        .map(|k| CString::new(*k).unwrap())
-        .collect();
-    let obj = PtxObj {
-        code: text.as_ptr(),
-        size: text.as_bytes_with_nul().len(),
-    };
-    let fns: Vec<FnEntry> = names
-        .iter()
-        .map(|n| FnEntry {
-            name: n.as_ptr(),
-            dim: [0; 3],
-        })
-        .collect();
-    let desc = Desc {
-        ptx: &obj,
-        ptx_num: 1,
-        vars: std::ptr::null(),
-        var_num: 0,
-        fns: fns.as_ptr(),
-        fn_num: fns.len() as u32,
-        ind_fn_num: 0,
-    };
+    let img = Image::new(vec![text], &[DEFINED[0], DEFINED[1], ABSENT]);
     let mut table: *mut AddrPair = std::ptr::null_mut();
     let mut rev_table: *mut u64 = std::ptr::null_mut();
     let want_rev = std::env::var("LK_REVERSE").is_ok_and(|v| v == "1");
@@ -80,7 +56,7 @@ fn child() {
         GOMP_OFFLOAD_load_image(
             0,
             VERSION,
-            (&desc as *const Desc).cast(),
+            img.data(),
             &mut table,
             if want_rev {
                 &mut rev_table

@@ -16,7 +16,7 @@ use std::ffi::{c_int, c_void, CString, OsStr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use support::api::*;
-use support::image::{Desc, FnEntry, PtxObj, VERSION};
+use support::image::{Image, VERSION};
 
 extern "C" {
     fn free(p: *mut c_void);
@@ -33,14 +33,6 @@ const BIG_PTX: usize = 2 << 20;
 /// Image `v`: a "library" object and a "program" object whose text (and second
 /// kernel's name) depends on `v`, as two programs of one libgomp differ. A `v` starting
 /// with "big" has a program object of [`BIG_PTX`] bytes (comment lines).
-struct Image {
-    _texts: Vec<CString>,
-    _names: Vec<CString>,
-    _objs: Vec<PtxObj>,
-    _fns: Vec<FnEntry>,
-    desc: Desc,
-}
-
 fn image(v: &str) -> Image {
     let texts = vec![
         CString::new(
@@ -60,40 +52,7 @@ fn image(v: &str) -> Image {
         ))
         .unwrap(),
     ];
-    let names = vec![
-        CString::new("main$_omp_fn$0").unwrap(),
-        CString::new(format!("prog_{v}")).unwrap(),
-    ];
-    let objs: Vec<PtxObj> = texts
-        .iter()
-        .map(|t| PtxObj {
-            code: t.as_ptr(),
-            size: t.as_bytes_with_nul().len(),
-        })
-        .collect();
-    let fns: Vec<FnEntry> = names
-        .iter()
-        .map(|n| FnEntry {
-            name: n.as_ptr(),
-            dim: [0; 3],
-        })
-        .collect();
-    let desc = Desc {
-        ptx: objs.as_ptr(),
-        ptx_num: objs.len() as u32,
-        vars: std::ptr::null(),
-        var_num: 0,
-        fns: fns.as_ptr(),
-        fn_num: fns.len() as u32,
-        ind_fn_num: 0,
-    };
-    Image {
-        _texts: texts,
-        _names: names,
-        _objs: objs,
-        _fns: fns,
-        desc,
-    }
+    Image::new(texts, &["main$_omp_fn$0", &format!("prog_{v}")])
 }
 
 /// The stand-in's JIT counters (`struct stub_libcuda_jit_stats`).
@@ -145,7 +104,7 @@ fn child() {
     for v in &images {
         let img = image(v);
         let mut table: *mut AddrPair = std::ptr::null_mut();
-        let data: *const c_void = (&img.desc as *const Desc).cast();
+        let data: *const c_void = img.data();
         // SAFETY: a well-formed descriptor that outlives the image (unloaded below).
         let n = unsafe {
             GOMP_OFFLOAD_load_image(

@@ -566,7 +566,7 @@ pub mod api {
 /// The image descriptor as mkoffload lays it out (nvptx/src/image/descriptor.rs), for
 /// tests that load images of their own. Plain data; built and read by one thread.
 pub mod image {
-    use std::ffi::c_char;
+    use std::ffi::{c_char, c_void, CString};
 
     /// One PTX object: its text (NUL-terminated) and size with the NUL.
     #[repr(C)]
@@ -594,4 +594,57 @@ pub mod image {
 
     /// libgomp 3's version word for nvptx images.
     pub const VERSION: u32 = 0x30001;
+
+    /// An image descriptor over PTX objects and kernel names it owns: everything the
+    /// descriptor points into lives as long as the image. Built and used by one thread.
+    pub struct Image {
+        _texts: Vec<CString>,
+        _names: Vec<CString>,
+        _objs: Vec<PtxObj>,
+        _fns: Vec<FnEntry>,
+        desc: Box<Desc>,
+    }
+
+    impl Image {
+        /// The image of PTX objects `texts` whose table names kernels `names`, in order
+        /// (no variables, no indirect functions).
+        pub fn new(texts: Vec<CString>, names: &[&str]) -> Image {
+            let names: Vec<CString> = names.iter().map(|n| CString::new(*n).unwrap()).collect();
+            let objs: Vec<PtxObj> = texts
+                .iter()
+                .map(|t| PtxObj {
+                    code: t.as_ptr(),
+                    size: t.as_bytes_with_nul().len(),
+                })
+                .collect();
+            let fns: Vec<FnEntry> = names
+                .iter()
+                .map(|n| FnEntry {
+                    name: n.as_ptr(),
+                    dim: [0; 3],
+                })
+                .collect();
+            let desc = Box::new(Desc {
+                ptx: objs.as_ptr(),
+                ptx_num: objs.len() as u32,
+                vars: std::ptr::null(),
+                var_num: 0,
+                fns: fns.as_ptr(),
+                fn_num: fns.len() as u32,
+                ind_fn_num: 0,
+            });
+            Image {
+                _texts: texts,
+                _names: names,
+                _objs: objs,
+                _fns: fns,
+                desc,
+            }
+        }
+
+        /// The descriptor, as `load_image` and `unload_image` take it (`target_data`).
+        pub fn data(&self) -> *const c_void {
+            (&*self.desc as *const Desc).cast()
+        }
+    }
 }
