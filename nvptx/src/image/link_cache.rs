@@ -268,12 +268,7 @@ mod tests {
     }
 
     fn setting_limit(pairs: &[(&str, &str)], on: bool, limit: u64) -> Setting {
-        Setting::resolve(on, limit, &|k: &str| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        })
+        Setting::resolve(on, limit, &gomp_plugin::settings::lookup(pairs))
     }
 
     fn on(dir: &str, limit: u64) -> Setting {

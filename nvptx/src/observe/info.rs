@@ -170,14 +170,7 @@ mod tests {
 
     #[test]
     fn cache() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
+        let env = gomp_plugin::settings::lookup;
         assert!(jit_cache(env(&[])).contains("driver default"));
         assert!(jit_cache(env(&[
             ("CUDA_CACHE_DISABLE", "1"),
