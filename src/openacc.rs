@@ -2,14 +2,10 @@
 //! properties, the CUDA-interop calls) and its async queue, [`AccQueue`]. Only products
 //! whose `get_caps` offers OpenACC implement it and export `src/edge/exports/openacc.rs`.
 
-use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kernels::Live;
-use crate::plugin::Plugin;
+use crate::plugin::{KernelOf, Plugin};
 use std::ffi::{c_int, c_void};
-
-/// The kernel type of product `P`.
-pub type KernelOf<P> = <<P as Plugin>::Device as Device>::Kernel;
 
 /// One OpenACC launch as libgomp asked for it (`openacc_exec`, `openacc_async_exec`),
 /// decoded once by the exported shell. A plain value, `Send`.

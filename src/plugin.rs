@@ -19,6 +19,9 @@ use crate::registry::Registry;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
 
+/// The kernel type of product `P` (its device's [`Device::Kernel`]).
+pub type KernelOf<P> = <<P as Plugin>::Device as Device>::Kernel;
+
 /// A product: one kind of device behind one plugin file. Implemented by a unit type;
 /// every method is an associated function (libgomp holds no plugin object). The
 /// registry of open devices is the product's static [`Registry`].
@@ -68,7 +71,7 @@ pub trait Plugin: 'static {
     }
     /// `can_run`: whether a live kernel can run on its device (false: libgomp runs the
     /// region on the host).
-    fn can_run(_kernel: &<Self::Device as Device>::Kernel) -> bool {
+    fn can_run(_kernel: &KernelOf<Self>) -> bool {
         true
     }
     /// `page_locked_host_alloc`: page-locked host memory, `None` when out of memory.

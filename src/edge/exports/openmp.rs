@@ -15,6 +15,7 @@ use gomp_plugin::edge::{args, guard, handshake};
 use gomp_plugin::libgomp::abi::AddrPair;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 use gomp_plugin::libgomp::{host, report};
+use gomp_plugin::plugin::KernelOf;
 use gomp_plugin::rect::{Rect, Side};
 use gomp_plugin::{Device, DeviceCore, Error, Plugin, Result};
 use std::ffi::{c_char, c_int, c_void};
@@ -246,7 +247,7 @@ fn with_kernel(
     what: &str,
     ord: c_int,
     tgt_fn: *mut c_void,
-    f: impl FnOnce(&std::sync::Arc<<<Backend as Plugin>::Device as Device>::Kernel>) -> Result<()>,
+    f: impl FnOnce(&std::sync::Arc<KernelOf<Backend>>) -> Result<()>,
 ) -> Result<()> {
     Backend::registry()
         .kernels()
