@@ -1,6 +1,6 @@
 #!/bin/sh
 # build.sh - compile bench/offload_bench.c with the sid root's gcc-16 (nvptx offload)
-# bench/region_bench.c, bench/revoff_bench.c, bench/acc_bench.c (OpenACC),
+# bench/region_bench.c, bench/revoff_bench.c, bench/acc_bench.c and bench/acc_kernel_bench.c (OpenACC),
 # bench/kernel_bench.c and bench/kernel_bench.f90 (gfortran-16: kernel_bench_f),
 # bench/tune_bench.c (the launch-shape tuner's costs) and bench/cuda_floor.c into .carry/, next to the plugin, for bench/device-run.sh; and
 # .carry/gcc_empty.ptx, the PTX of bench/gcc_empty.c's offload image (bench/gcc_ptx.py),
@@ -14,14 +14,16 @@ cd "$(dirname "$0")/.."
 export WORK=${WORK:-$PWD/.toolchain}
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
 mkdir -p "$WORK/bench" .carry/plugin
-cp bench/offload_bench.c bench/region_bench.c bench/revoff_bench.c bench/acc_bench.c bench/kernel_bench.c \
+cp bench/offload_bench.c bench/region_bench.c bench/revoff_bench.c bench/acc_bench.c bench/acc_kernel_bench.c bench/kernel_bench.c \
   bench/kernel_bench.f90 bench/tune_bench.c bench/gcc_empty.c bench/median.h bench/kernels.h tests/device/gpu_probe.h "$WORK/bench/"
 for b in offload_bench region_bench revoff_bench tune_bench; do
   scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none $b.c -o $b"
   cp "$WORK/bench/$b" .carry/
 done
-scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenacc -foffload=nvptx-none acc_bench.c -o acc_bench"
-cp "$WORK/bench/acc_bench" .carry/
+for b in acc_bench acc_kernel_bench; do
+  scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenacc -foffload=nvptx-none $b.c -o $b"
+  cp "$WORK/bench/$b" .carry/
+done
 # The kernel benchmark: its n-body calls sqrt, hence libm for the device too.
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none -foffload-options=-lm kernel_bench.c -o kernel_bench -lm"
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gfortran-16 -O2 -fopenmp -foffload=nvptx-none kernel_bench.f90 -o kernel_bench_f"
@@ -33,4 +35,4 @@ python3 bench/gcc_ptx.py "$WORK/bench/gcc_empty" .carry/gcc_empty.ptx
 cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl -lpthread
 scripts/build >/dev/null 2>&1
 objcopy --strip-debug target/plugin/nvptx/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
-echo "bench: .carry/{offload_bench,region_bench,revoff_bench,tune_bench,acc_bench,kernel_bench,kernel_bench_f,cuda_floor,gcc_empty.ptx} and .carry/plugin ready"
+echo "bench: .carry/{offload_bench,region_bench,revoff_bench,tune_bench,acc_bench,acc_kernel_bench,kernel_bench,kernel_bench_f,cuda_floor,gcc_empty.ptx} and .carry/plugin ready"
