@@ -9,9 +9,10 @@
 //! trials are behind their kernel's lock.
 
 use crate::cuda::safe::module::resident_blocks;
+use crate::cuda::safe::{OwnedEvent, Stream};
 use crate::cuda::sys::{CUdeviceptr, CUfunction};
 use crate::device::Device;
-use gomp_plugin::autotune::Trials;
+use gomp_plugin::autotune::{Step, StepKind, Trials};
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
 use gomp_plugin::DeviceCore;
@@ -115,6 +116,25 @@ impl Resident {
     }
 }
 
+/// The occupancy calculator's answers for one kernel by block-size limit (OpenACC
+/// launches ask with their worker and vector counts; a kernel is launched with one or
+/// two limits in practice). Owned by the kernel; `Sync` (a short lock per question).
+#[derive(Debug, Default)]
+pub struct OccupancyByLimit(Mutex<Vec<(u32, Option<(u32, u32)>)>>);
+
+impl OccupancyByLimit {
+    /// The (grid, block) for `limit` (0: none), from `ask` the first time.
+    pub fn get(&self, limit: u32, ask: impl FnOnce() -> Option<(u32, u32)>) -> Option<(u32, u32)> {
+        let mut known = self.0.locked();
+        if let Some((_, v)) = known.iter().find(|(l, _)| *l == limit) {
+            return *v;
+        }
+        let v = ask();
+        known.push((limit, v));
+        v
+    }
+}
+
 /// One launch shape a kernel's trials may choose: `teams` blocks of `warps` warps,
 /// named by the `GOMP_NVPTX_TUNE` setting that gives it. Plain data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,14 +147,56 @@ pub struct Candidate {
     pub warps: u32,
 }
 
-/// A kernel's trials in progress: its candidates (the untuned shape first) and the
-/// decision logic's state.
+/// A launch the trials measure: a trial (or probe), with the timing events recorded
+/// around the kernel, or a warm-up launch, measured by the caller on the host's clock
+/// (or, launched asynchronously, by events too). Owned by the launch until its duration
+/// is recorded (`launch::autotune::finish`), or by its kernel's [`Tuner`] while an
+/// asynchronous launch runs. `Send`.
+#[derive(Debug)]
+pub struct Trial {
+    pub(crate) step: Step,
+    pub(crate) label: String,
+    /// Start and end events; `None` for a warm-up launch timed on the host.
+    pub(crate) events: Option<(OwnedEvent, OwnedEvent)>,
+}
+
+impl Trial {
+    /// Records the start event on `s`, before the kernel.
+    pub fn begin(&self, s: Stream) {
+        if let Some((start, _)) = &self.events {
+            // A failed record shows as a lost sample.
+            let _ = start.handle().record(s);
+        }
+    }
+
+    /// Records the end event on `s`, after the kernel.
+    pub fn end(&self, s: Stream) {
+        if let Some((_, end)) = &self.events {
+            let _ = end.handle().record(s);
+        }
+    }
+
+    /// For the launch line: which candidate this launch tries (`None` for a warm-up
+    /// launch).
+    pub fn label(&self) -> Option<&str> {
+        match self.step.kind {
+            StepKind::Warmup => None,
+            _ => self.events.as_ref().map(|_| self.label.as_str()),
+        }
+    }
+}
+
+/// A kernel's trials in progress: its candidates (the untuned shape first), the
+/// decision logic's state, and the asynchronous launches still to be read.
 #[derive(Debug)]
 pub struct Tuner {
     /// The shapes tried.
     pub candidates: Vec<Candidate>,
     /// The state of the trials.
     pub trials: Trials,
+    /// Timed launches made on a queue, read once their end event has completed (never
+    /// waited for).
+    pub pending: Vec<Trial>,
 }
 
 /// The launch-shape tuning of one kernel: the chosen candidate once there is one

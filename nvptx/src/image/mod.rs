@@ -29,7 +29,7 @@ use gomp_plugin::cache::Key;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use gomp_plugin::DeviceCore;
-use launch_facts::{Resident, TeamIcvs, Tuning};
+use launch_facts::{OccupancyByLimit, Resident, TeamIcvs, Tuning};
 use once_cell::sync::OnceCell;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::Arc;
@@ -63,9 +63,9 @@ pub struct TargetFn {
     code: OnceCell<Code>,
     /// OpenACC dimensions from the compiler.
     pub dims: [u16; 3],
-    /// The occupancy calculator's (grid, block) for this kernel, asked on first
-    /// OpenACC launch (`None` inside: the driver has no calculator).
-    pub occupancy: OnceCell<Option<(u32, u32)>>,
+    /// The occupancy calculator's (grid, block) for this kernel by block-size limit,
+    /// asked on OpenACC launches (`None` inside: the driver has no calculator).
+    pub occupancy: OccupancyByLimit,
     /// Resident blocks per SM by warp count (OpenMP launches).
     pub resident: Resident,
     /// The team ICVs of the kernel's image (shared by its kernels).
@@ -270,7 +270,7 @@ impl Image {
                 module,
                 code: OnceCell::new(),
                 dims: f.dims,
-                occupancy: OnceCell::new(),
+                occupancy: OccupancyByLimit::default(),
                 resident: Resident::default(),
                 icvs: team_icvs.clone(),
                 tuning: Tuning::default(),

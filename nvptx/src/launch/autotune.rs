@@ -29,15 +29,17 @@
 //! lock taken on tuned launches until the choice is made; then one lock-free read per
 //! launch.
 
-use crate::cuda::safe::{query, OwnedEvent, Stream};
+use crate::cuda::safe::{query, OwnedEvent};
+use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use crate::device::tune::{Autotune, Tune, DEFAULT_WARPS};
 use crate::device::Device;
+pub use crate::image::launch_facts::Trial;
 use crate::image::launch_facts::{Candidate, Tuner};
 use crate::image::link_cache;
 use crate::image::TargetFn;
 use crate::launch::choice_cache::{self, KeyFacts};
 use crate::launch::geometry::{Geometry, Requested};
-use gomp_plugin::autotune::{Decision, Sample, Step, StepKind, Trials, Verdict, PLAN};
+use gomp_plugin::autotune::{Decision, Sample, StepKind, Trials, Verdict, PLAN};
 use gomp_plugin::cache::{Key, Lookup, Store};
 
 /// Whether a launch may be tuned: tuning on, neither clause given, no team ICV that
@@ -136,38 +138,6 @@ fn describe(cands: &[Candidate], d: &Decision) -> String {
     }
 }
 
-/// A launch the trials measure: a trial (or probe), with the timing events recorded
-/// around the kernel, or a warm-up launch, measured by the caller on the host's clock.
-pub struct Trial {
-    step: Step,
-    label: String,
-    /// Start and end events; `None` for a warm-up launch.
-    events: Option<(OwnedEvent, OwnedEvent)>,
-}
-
-impl Trial {
-    /// Records the start event on `s`, before the kernel.
-    pub fn begin(&self, s: Stream) {
-        if let Some((start, _)) = &self.events {
-            // A failed record shows as a lost sample.
-            let _ = start.handle().record(s);
-        }
-    }
-
-    /// Records the end event on `s`, after the kernel.
-    pub fn end(&self, s: Stream) {
-        if let Some((_, end)) = &self.events {
-            let _ = end.handle().record(s);
-        }
-    }
-
-    /// For the launch line: which candidate this launch tries (`None` for a warm-up
-    /// launch).
-    pub fn label(&self) -> Option<&str> {
-        self.events.as_ref().map(|_| self.label.as_str())
-    }
-}
-
 /// The key of `f`'s choice (`None` when the linked-image cache is off).
 fn entry_key(dev: &Device, f: &TargetFn) -> Option<Key> {
     let image = f.image_key.as_ref()?;
@@ -208,11 +178,12 @@ fn start(
     dev: &Device,
     f: &TargetFn,
     baseline: Candidate,
-    all: impl FnOnce() -> Vec<Candidate>,
+    all: impl Fn() -> Vec<Candidate>,
 ) -> Tuner {
     let fresh = Tuner {
         candidates: vec![baseline],
         trials: Trials::new(PLAN),
+        pending: Vec::new(),
     };
     if dev.config.tune.autotune != Autotune::On {
         return fresh;
@@ -241,6 +212,7 @@ fn start(
                     return Tuner {
                         candidates: cands,
                         trials: Trials::decided(r.chosen, PLAN),
+                        pending: Vec::new(),
                     };
                 }
                 Err(why) => why,
@@ -263,65 +235,149 @@ pub fn pick(
     may_try: bool,
     shape: impl Fn(&Tune) -> Geometry,
 ) -> (Geometry, Option<Trial>) {
-    let geometry = |c: &Candidate| Geometry {
-        teams: c.teams,
-        warps: c.warps,
-    };
-    if let Some(c) = f.tuning.chosen() {
-        return (geometry(c), None);
-    }
     let tune = &dev.config.tune;
-    let mut guard = f.tuning.tuner();
-    let t = guard.get_or_insert_with(|| {
-        let g = shape(tune);
-        let baseline = Candidate {
-            label: label(tune.warps),
-            teams: g.teams,
-            warps: g.warps,
-        };
-        start(dev, f, baseline, || candidates(tune, &shape))
-    });
+    let timing = if may_try {
+        Timing::Synchronous
+    } else {
+        Timing::None
+    };
+    let (c, trial) = pick_candidate(
+        dev,
+        f,
+        timing,
+        || {
+            let g = shape(tune);
+            Candidate {
+                label: label(tune.warps),
+                teams: g.teams,
+                warps: g.warps,
+            }
+        },
+        || candidates(tune, &shape),
+    );
+    (
+        Geometry {
+            teams: c.teams,
+            warps: c.warps,
+        },
+        trial,
+    )
+}
+
+/// How a tuned launch can be timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// Not at all (the untuned shape until a choice is made).
+    None,
+    /// A synchronous launch: events around a trial, the host's clock around a warm-up
+    /// launch and its wait; handed back with [`finish`].
+    Synchronous,
+    /// A launch on a queue that nobody waits for here: events around trials and warm-up
+    /// launches alike, read once complete ([`defer`]).
+    Queued,
+}
+
+/// The candidate of a tuned launch of `f` and, when the launch is to be timed, its
+/// [`Trial`]. `baseline` makes the untuned candidate (asked at the first tuned launch);
+/// `all` every candidate, the baseline first (asked only when the trials begin or a
+/// remembered choice is checked). Reads the kernel's completed queued trials first.
+pub fn pick_candidate(
+    dev: &Device,
+    f: &TargetFn,
+    timing: Timing,
+    baseline: impl FnOnce() -> Candidate,
+    all: impl Fn() -> Vec<Candidate>,
+) -> (Candidate, Option<Trial>) {
     if let Some(c) = f.tuning.chosen() {
-        return (geometry(c), None);
+        return (c.clone(), None);
     }
-    if !may_try {
-        return (geometry(&t.candidates[0]), None);
+    let mut guard = f.tuning.tuner();
+    let t = guard.get_or_insert_with(|| start(dev, f, baseline(), &all));
+    harvest(dev, f, t);
+    if let Some(c) = f.tuning.chosen() {
+        return (c.clone(), None);
+    }
+    if timing == Timing::None {
+        return (t.candidates[0].clone(), None);
     }
     let cands = &mut t.candidates;
     let step = t.trials.step(|| {
-        *cands = candidates(tune, &shape);
+        *cands = all();
         cands.len()
     });
     if let Some(d) = t.trials.decision().cloned() {
         // One candidate alone: decided now.
         settle(dev, f, t, &d);
-        return (geometry(&t.candidates[d.chosen]), None);
+        return (t.candidates[d.chosen].clone(), None);
     }
-    let c = &t.candidates[step.candidate];
-    if step.kind == StepKind::Warmup {
+    let c = t.candidates[step.candidate].clone();
+    if step.kind == StepKind::Warmup && timing == Timing::Synchronous {
         let warmup = Trial {
             step,
             label: String::new(),
             events: None,
         };
-        return (geometry(c), Some(warmup));
+        return (c, Some(warmup));
     }
-    if !step.timed() {
-        return (geometry(c), None);
+    if !step.timed() && step.kind != StepKind::Warmup {
+        return (c, None);
     }
     match (OwnedEvent::create_timed(), OwnedEvent::create_timed()) {
-        (Ok(start), Ok(end)) => (
-            geometry(c),
-            Some(Trial {
-                step,
-                label: c.label.clone(),
-                events: Some((start, end)),
-            }),
-        ),
+        (Ok(start), Ok(end)) => {
+            let label = c.label.clone();
+            (
+                c,
+                Some(Trial {
+                    step,
+                    label,
+                    events: Some((start, end)),
+                }),
+            )
+        }
         _ => {
             // No timing events: this launch is not a trial after all.
             t.trials.cancel(step);
-            (geometry(&t.candidates[0]), None)
+            (t.candidates[0].clone(), None)
+        }
+    }
+}
+
+/// Keeps the queued launch `t` of `f` (its events recorded around the kernel on the
+/// queue's stream) until its end event completes; read by a later launch of `f`.
+pub fn defer(f: &TargetFn, t: Trial) {
+    if let Some(tuner) = f.tuning.tuner().as_mut() {
+        tuner.pending.push(t);
+    }
+}
+
+/// Records the queued launches of `tuner` (of `f`) whose end event has completed, and
+/// keeps the choice when that decides. A failed event counts as a lost sample.
+fn harvest(dev: &Device, f: &TargetFn, tuner: &mut Tuner) {
+    let mut i = 0;
+    while i < tuner.pending.len() {
+        let Some((start, end)) = &tuner.pending[i].events else {
+            tuner.pending.swap_remove(i);
+            continue;
+        };
+        let sample = match end.handle().query() {
+            Err(e) if e.code == CUDA_ERROR_NOT_READY => {
+                i += 1;
+                continue;
+            }
+            Ok(()) => match start.handle().elapsed_ms(end.handle()) {
+                Ok(ms) => Sample::Clean((f64::from(ms) * 1e6) as u64),
+                Err(_) => Sample::Lost,
+            },
+            Err(_) => Sample::Lost,
+        };
+        let t = tuner.pending.swap_remove(i);
+        let decided = match (t.step.kind, sample) {
+            (StepKind::Warmup, Sample::Clean(ns)) => tuner.trials.record_wall(t.step, ns),
+            (StepKind::Warmup, _) => None,
+            _ => tuner.trials.record(t.step, sample),
+        };
+        if let Some(d) = decided.cloned() {
+            settle(dev, f, tuner, &d);
         }
     }
 }

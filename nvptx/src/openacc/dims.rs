@@ -4,6 +4,16 @@
 //! libgomp passes (clauses evaluated at run time); then `GOMP_OPENACC_DIM`; then a
 //! default sized from the kernel's occupancy. On the GPU a gang is a block, a worker a
 //! row of `vector` threads (`block = (vector, workers, 1)`).
+//!
+//! The default gang count, when nothing fixes it, is many times what the GPU holds at
+//! once: twice the occupancy calculator's grid (the blocks of this size resident on the
+//! whole device) times the block's warps, as GCC's plugin launches. Measured on the
+//! H100 with GCC 16's OpenACC code (docs/autotune.md), one grid of resident gangs (what
+//! this plugin launched before) made real loop nests up to 4.5x slower: a gang loop's
+//! iterations are dealt to the gangs in blocks, so few gangs leave SMs idle behind the
+//! slowest block. Where the gang count is the runtime's choice the tuner
+//! (`openacc::tune`) also tries fewer gangs ([`gang_candidates`]), which is what a loop
+//! far smaller than the GPU wants.
 
 /// Gang, worker and vector counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,11 +42,34 @@ pub struct Inputs {
 pub struct Limits {
     /// Most threads per block the kernel can be launched with.
     pub max_threads_per_block: u32,
-    /// The occupancy calculator's (minimum grid for full occupancy, block size), if the
-    /// driver has one.
-    pub occupancy: Option<(u32, u32)>,
     /// Streaming multiprocessors (fallback when there is no occupancy calculator).
     pub num_sms: u32,
+}
+
+/// The occupancy calculator of one kernel: for a block-size limit (0: none), the
+/// smallest grid that fills the device and the block size that does it
+/// (`cuOccupancyMaxPotentialBlockSize`), or `None` when the driver has no calculator.
+pub trait Occupancy {
+    /// (grid, block) under `limit` threads per block.
+    fn at(&self, limit: u32) -> Option<(u32, u32)>;
+}
+
+impl<F: Fn(u32) -> Option<(u32, u32)>> Occupancy for F {
+    fn at(&self, limit: u32) -> Option<(u32, u32)> {
+        self(limit)
+    }
+}
+
+/// The dimensions of a launch and whether the runtime chose its gang count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// What to launch when nothing is tuned.
+    pub dims: Dims,
+    /// The gang count was left to the runtime (no compiled dimension, clause or
+    /// `GOMP_OPENACC_DIM` gang value): the tuner may choose it.
+    pub gangs_open: bool,
+    /// Gangs of this block size the device runs at once (one "wave").
+    pub wave: u32,
 }
 
 /// A launch the device cannot run with the dimensions the program fixed.
@@ -56,8 +89,8 @@ pub const MAX_WORKERS: u32 = 32;
 /// 16 hardware barriers, and barrier 0 is the gang's.
 pub const MAX_WORKERS_WIDE: u32 = 15;
 
-/// Picks the launch dimensions.
-pub fn choose(inp: &Inputs, lim: &Limits) -> Result<Dims, DimsError> {
+/// Picks the launch dimensions; `occ` is the kernel's occupancy calculator.
+pub fn choose(inp: &Inputs, lim: &Limits, occ: &impl Occupancy) -> Result<Choice, DimsError> {
     let fixed: [u32; 3] = std::array::from_fn(|i| {
         if inp.compiled[i] != 0 {
             u32::from(inp.compiled[i])
@@ -72,10 +105,7 @@ pub fn choose(inp: &Inputs, lim: &Limits) -> Result<Dims, DimsError> {
     let workers = if fixed[1] != 0 {
         fixed[1]
     } else {
-        let block = lim
-            .occupancy
-            .map_or(max_threads, |(_, b)| b)
-            .min(max_threads);
+        let block = occ.at(0).map_or(max_threads, |(_, b)| b).min(max_threads);
         let cap = if vector > WARP {
             MAX_WORKERS_WIDE
         } else {
@@ -83,12 +113,23 @@ pub fn choose(inp: &Inputs, lim: &Limits) -> Result<Dims, DimsError> {
         };
         (block / vector).clamp(1, cap)
     };
-    let gangs = if fixed[0] != 0 {
+    let threads = workers.saturating_mul(vector);
+    // The calculator for blocks of this launch's size (GCC's plugin asks it with the
+    // fixed worker and vector counts as the limit; an open worker count was sized from
+    // the unlimited answer, which the limit then gives again).
+    let sized = occ.at(if fixed[1] != 0 { threads } else { 0 });
+    let wave = match sized {
+        Some((grid, block)) => grid.max(1) * (block / threads.max(1)).max(1),
+        None => lim.num_sms.max(1) * (2048 / threads.max(1)).max(1),
+    };
+    let gangs_open = fixed[0] == 0;
+    let gangs = if !gangs_open {
         fixed[0]
     } else {
-        match lim.occupancy {
-            Some((grid, block)) => grid.max(1) * (block / (workers * vector)).max(1),
-            None => lim.num_sms.max(1) * 2,
+        match sized {
+            // Twice the resident grid times the block's warps.
+            Some((grid, block)) => 2 * grid.max(1) * (block / WARP).max(1),
+            None => 2 * wave * (threads / WARP).max(1),
         }
     };
     let d = Dims {
@@ -102,7 +143,27 @@ pub fn choose(inp: &Inputs, lim: &Limits) -> Result<Dims, DimsError> {
     if vector > WARP && workers > MAX_WORKERS_WIDE {
         return Err(DimsError::Barriers(d));
     }
-    Ok(d)
+    Ok(Choice {
+        dims: d,
+        gangs_open,
+        wave,
+    })
+}
+
+/// The gang counts the tuner tries for a launch the runtime sizes, the untuned one
+/// first: `c.dims.gangs`, then one, four and sixteen waves of resident gangs where
+/// they are fewer (more gangs than the default never measured faster: a loop's
+/// iterations are already dealt out finely, and each extra gang costs its
+/// gang-redundant part).
+pub fn gang_candidates(c: &Choice) -> Vec<u32> {
+    let mut out = vec![c.dims.gangs];
+    for waves in [1u32, 4, 16] {
+        let g = c.wave.saturating_mul(waves).max(1);
+        if g < c.dims.gangs && !out.contains(&g) {
+            out.push(g);
+        }
+    }
+    out
 }
 
 impl DimsError {
@@ -127,9 +188,15 @@ mod tests {
 
     const LIM: Limits = Limits {
         max_threads_per_block: 1024,
-        occupancy: Some((132, 1024)),
         num_sms: 132,
     };
+
+    /// An H100-like calculator for a kernel that fits two 1024-thread blocks per SM:
+    /// resident blocks per SM = 2048 / block (at most 32), 132 SMs.
+    fn h100(limit: u32) -> Option<(u32, u32)> {
+        let block = if limit == 0 { 1024 } else { limit.min(1024) };
+        Some((132 * (2048 / block).min(32), block))
+    }
 
     fn dims(
         compiled: [u16; 3],
@@ -143,7 +210,9 @@ mod tests {
                 defaults,
             },
             &LIM,
+            &h100,
         )
+        .map(|c| c.dims)
     }
 
     #[test]
@@ -159,9 +228,73 @@ mod tests {
     }
 
     #[test]
+    fn given_dimensions_are_launched_exactly() {
+        let d = dims([0; 3], [1000, 4, 64], [0; 3]).unwrap();
+        assert_eq!((d.gangs, d.workers, d.vector), (1000, 4, 64));
+        let c = choose(
+            &Inputs {
+                requested: [1000, 4, 64],
+                ..Inputs::default()
+            },
+            &LIM,
+            &h100,
+        )
+        .unwrap();
+        assert!(!c.gangs_open);
+        let env = choose(
+            &Inputs {
+                defaults: [4224, 0, 0],
+                ..Inputs::default()
+            },
+            &LIM,
+            &h100,
+        )
+        .unwrap();
+        assert_eq!(env.dims.gangs, 4224);
+        assert!(!env.gangs_open);
+    }
+
+    #[test]
     fn environment_fills_what_is_left() {
         let d = dims([1, 0, 128], [0; 3], [0, 2, 0]).unwrap();
         assert_eq!(d.workers, 2);
+    }
+
+    #[test]
+    fn default_gangs_are_many_waves() {
+        // 32 workers of 32: 2 blocks per SM, 264 resident; 2 * 264 * 32 warps.
+        let c = choose(&Inputs::default(), &LIM, &h100).unwrap();
+        assert_eq!(
+            (c.dims.gangs, c.dims.workers, c.dims.vector),
+            (16896, 32, 32)
+        );
+        assert!(c.gangs_open);
+        assert_eq!(c.wave, 264);
+        // 16 workers fixed by the compiler: the calculator asked for 512-thread
+        // blocks (4 per SM, 528 resident): 2 * 528 * 16.
+        let c = choose(
+            &Inputs {
+                compiled: [0, 16, 32],
+                ..Inputs::default()
+            },
+            &LIM,
+            &h100,
+        )
+        .unwrap();
+        assert_eq!((c.dims.gangs, c.wave), (16896, 528));
+        // A register-heavy kernel: one 512-thread block per SM.
+        let heavy = |limit: u32| Some((132, if limit == 0 { 512 } else { limit.min(512) }));
+        let c = choose(
+            &Inputs {
+                compiled: [0, 16, 32],
+                ..Inputs::default()
+            },
+            &LIM,
+            &heavy,
+        )
+        .unwrap();
+        assert_eq!((c.dims.gangs, c.wave), (4224, 132));
+        assert_eq!(gang_candidates(&c), [4224, 132, 528, 2112]);
     }
 
     #[test]
@@ -170,14 +303,32 @@ mod tests {
         assert_eq!((d.workers, d.vector), (8, 128));
         let d = dims([0; 3], [0; 3], [0; 3]).unwrap();
         assert_eq!((d.workers, d.vector), (32, 32));
-        assert_eq!(d.gangs, 132);
         let small = Limits {
             max_threads_per_block: 256,
-            occupancy: None,
             num_sms: 10,
         };
-        let d = choose(&Inputs::default(), &small).unwrap();
-        assert_eq!((d.gangs, d.workers, d.vector), (20, 8, 32));
+        let none = |_: u32| None;
+        let c = choose(&Inputs::default(), &small, &none).unwrap();
+        assert_eq!((c.dims.workers, c.dims.vector), (8, 32));
+        // 8 resident blocks of 256 threads per SM: 80 at once, 2 * 80 * 8 launched.
+        assert_eq!((c.wave, c.dims.gangs), (80, 1280));
+    }
+
+    #[test]
+    fn candidates_are_fewer_gangs_than_the_default() {
+        let c = choose(&Inputs::default(), &LIM, &h100).unwrap();
+        assert_eq!(gang_candidates(&c), [16896, 264, 1056, 4224]);
+        // A default already one wave: nothing else to try.
+        let one = Choice {
+            dims: Dims {
+                gangs: 264,
+                workers: 32,
+                vector: 32,
+            },
+            gangs_open: true,
+            wave: 264,
+        };
+        assert_eq!(gang_candidates(&one), [264]);
     }
 
     #[test]

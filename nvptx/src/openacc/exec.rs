@@ -3,27 +3,31 @@
 //! An OpenACC entry point takes one parameter: the device address of the block of
 //! mapped-variable addresses, which libgomp has already copied to the device.
 
-use super::dims::{choose, Dims, Inputs, Limits};
+use super::dims::{choose, Choice, Inputs, Limits};
+use super::tune;
 use crate::cuda::safe::module::occupancy as occupancy_of;
 use crate::cuda::safe::Stream;
 use crate::device::Device;
 use crate::image::{Code, TargetFn};
+use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::libgomp::host;
 use gomp_plugin::openacc::AccLaunch;
 use std::ffi::c_void;
+use std::time::Instant;
 
-fn occupancy(f: &TargetFn, code: &Code) -> Option<(u32, u32)> {
+/// The occupancy calculator's (grid, block) for `f` under a block-size `limit`.
+fn occupancy(f: &TargetFn, code: &Code, limit: u32) -> Option<(u32, u32)> {
     // SAFETY: `f` is a kernel of a loaded image (its handle came from load_image).
-    *f.occupancy
-        .get_or_init(|| unsafe { occupancy_of(code.func) })
+    f.occupancy
+        .get(limit, || unsafe { occupancy_of(code.func, limit) })
 }
 
-/// Picks the dimensions for launching `f`, given libgomp's `requested` ones (0 = not
-/// set).
-pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Dims> {
+/// Picks the untuned dimensions for launching `f`, given libgomp's `requested` ones
+/// (0 = not set).
+pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Choice> {
     let code = f.code(dev)?;
     let mut defaults = [0i32; 3];
     if let Some(dd) = host::host().and_then(|h| h.acc_default_dim) {
@@ -39,10 +43,10 @@ pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Dims>
     };
     let limits = Limits {
         max_threads_per_block: code.max_threads_per_block.max(0) as u32,
-        occupancy: occupancy(f, code),
         num_sms: dev.props.num_sms.max(1) as u32,
     };
-    choose(&inputs, &limits).map_err(|e| Error::invalid(e.message(&f.name)))
+    choose(&inputs, &limits, &|limit| occupancy(f, code, limit))
+        .map_err(|e| Error::invalid(e.message(&f.name)))
 }
 
 /// Launches `f` as `launch` asks on `stream` (CUDA's legacy default stream when
@@ -55,14 +59,25 @@ pub fn exec(
     launch: &AccLaunch,
     stream: Option<Stream>,
 ) -> Result<[u32; 3]> {
-    let d = dims_for(dev, f, launch.dims)?;
+    let choice = dims_for(dev, f, launch.dims)?;
     let func = f.code(dev)?.func;
+    let tuned = tune::eligible(dev, &choice);
+    let (d, trial) = if tuned {
+        tune::pick(dev, f, &choice, stream.is_some())
+    } else {
+        (choice.dims, None)
+    };
     log::debug!(
-        "nvptx_exec: kernel {}: launch gangs={}, workers={}, vectors={}",
+        "nvptx_exec: kernel {}: launch gangs={}, workers={}, vectors={}{}",
         f.name,
         d.gangs,
         d.workers,
-        d.vector
+        d.vector,
+        if tuned {
+            autotune::launch_note(f, trial.as_ref())
+        } else {
+            String::new()
+        }
     );
     let s = stream.unwrap_or(Stream::LEGACY);
     let waited = if stream.is_none() {
@@ -95,6 +110,11 @@ pub fn exec(
     });
     let mut arg = launch.devaddrs;
     let mut params: [*mut c_void; 1] = [(&mut arg as *mut u64).cast()];
+    // The host time of the launch and its wait, for a synchronous warm-up launch.
+    let wall = trial.as_ref().map(|_| Instant::now());
+    if let Some(t) = &trial {
+        t.begin(s);
+    }
     // SAFETY: the entry point takes one u64; the driver copies it from the live local.
     let launched = unsafe {
         s.launch(
@@ -105,18 +125,38 @@ pub fn exec(
             params.as_mut_ptr(),
         )
     };
+    if let Some(t) = &trial {
+        t.end(s);
+    }
     if let (Some((p, _)), Some(ev)) = (&name, &mut event) {
         p.launch(acc_prof::EV_ENQUEUE_LAUNCH_END, ev);
     }
     if let (Some(o), Some(t)) = (obs, &timer) {
         o.stop(t, s);
     }
-    launched?;
-    if let Some(w) = waited {
-        // Waiting on the legacy default stream of the current context.
-        let synced = s.synchronize();
-        dev.copy_order.synced(&w, &dev.events);
-        synced.map_err(|e| kernel_error(e.into()))?;
+    if let Err(e) = launched {
+        if let Some(t) = trial {
+            autotune::finish(dev, f, t, false, false, 0);
+        }
+        return Err(e.into());
+    }
+    match waited {
+        Some(w) => {
+            // Waiting on the legacy default stream of the current context.
+            let synced = s.synchronize();
+            dev.copy_order.synced(&w, &dev.events);
+            if let (Some(t), Some(w)) = (trial, wall) {
+                let wall_ns = u64::try_from(w.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                autotune::finish(dev, f, t, synced.is_ok(), true, wall_ns);
+            }
+            synced.map_err(|e| kernel_error(e.into()))?;
+        }
+        // Read by a later launch once the queue has run it.
+        None => {
+            if let Some(t) = trial {
+                autotune::defer(f, t);
+            }
+        }
     }
     if let (Some(o), Some(t)) = (obs, timer) {
         // Read now if complete (no queue), else when found complete later.

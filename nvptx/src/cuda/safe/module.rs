@@ -135,13 +135,14 @@ pub unsafe fn set_func_attribute(f: CUfunction, a: CUfunction_attribute, v: i32)
     unsafe { cu!(cuFuncSetAttribute(f, a, v)) }
 }
 
-/// The occupancy calculator's (grid, block) for `f` without dynamic shared memory;
-/// `None` when the driver has no calculator or it gives no answer.
+/// The occupancy calculator's (grid, block) for `f` without dynamic shared memory,
+/// blocks of at most `limit` threads (0: no limit); `None` when the driver has no
+/// calculator or it gives no answer.
 ///
 /// # Safety
 /// `f` must be a function of a loaded module.
 #[inline]
-pub unsafe fn occupancy(f: CUfunction) -> Option<(u32, u32)> {
+pub unsafe fn occupancy(f: CUfunction, limit: u32) -> Option<(u32, u32)> {
     if !driver::get().has("cuOccupancyMaxPotentialBlockSize") {
         return None;
     }
@@ -154,7 +155,7 @@ pub unsafe fn occupancy(f: CUfunction) -> Option<(u32, u32)> {
             f,
             std::ptr::null_mut(),
             0,
-            0
+            limit.min(i32::MAX as u32) as i32
         ))
     };
     (r.is_ok() && grid > 0 && block > 0).then_some((grid as u32, block as u32))
