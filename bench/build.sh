@@ -4,7 +4,8 @@
 # bench/kernel_bench.c and bench/kernel_bench.f90 (gfortran-16: kernel_bench_f),
 # bench/tune_bench.c (the launch-shape tuner's costs) and bench/cuda_floor.c into .carry/, next to the plugin, for bench/device-run.sh; and
 # .carry/gcc_empty.ptx, the PTX of bench/gcc_empty.c's offload image (bench/gcc_ptx.py),
-# whose kernel cuda_floor launches through the bare driver.
+# whose kernel cuda_floor launches through the bare driver. .carry/plugin/COMMIT names
+# the commit the plugin was built from.
 # usage: bench/build.sh      (env WORK, default ./.toolchain; makes the sid root if missing)
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 case "${1:-}" in -?*) echo "bench/build.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
@@ -35,4 +36,7 @@ python3 bench/gcc_ptx.py "$WORK/bench/gcc_empty" .carry/gcc_empty.ptx
 cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl -lpthread
 scripts/build >/dev/null 2>&1
 objcopy --strip-debug target/plugin/nvptx/libgomp-plugin-nvptx.so.1 .carry/plugin/libgomp-plugin-nvptx.so.1
+# Which commit ours is (device-run.sh records it in bench-raw.txt); -dirty: with changes
+# to tracked files that are not committed.
+{ git rev-parse HEAD | tr -d '\n'; git diff --quiet HEAD -- 2>/dev/null || printf -- -dirty; echo; } > .carry/plugin/COMMIT
 echo "bench: .carry/{offload_bench,region_bench,revoff_bench,tune_bench,acc_bench,acc_kernel_bench,kernel_bench,kernel_bench_f,cuda_floor,gcc_empty.ptx} and .carry/plugin ready"

@@ -2,7 +2,8 @@
 # device-run.sh - run the benchmarks on the GPU machine with the stock plugin and ours,
 # alternating (stock, ours, stock, ours, ...) on the same binary in one call.
 # usage: bench/device-run.sh CARRY_DIR [REPS]
-# CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours) and
+# CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours; before/ from
+# bench/build-before.sh for PLUGINS="stock before ours", the regression gate) and
 # offload_bench, region_bench, revoff_bench, acc_bench, kernel_bench, kernel_bench_f,
 # cuda_floor and gcc_empty.ptx (built by bench/build.sh).
 # env BENCHES (default "floor omp region revoff acc jit stress suite") picks what runs:
@@ -30,8 +31,9 @@
 # Each mode list's entries are the program's arguments, e.g. REGION_MODES="map 4096;jacobi
 #   2048 10"; an entry may start with --allow-host (off the GPU: checks the plumbing).
 # BENCH_TMP (default /tmp/bench): the scratch folder (the unpacked bundle, run output).
-# Writes $OUT/bench-raw.txt: "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines;
-# the raw-driver floor's lines have "floor" in place of the plugin), then, through
+# Writes $OUT/bench-raw.txt: "# plugin NAME commit HASH" per plugin (its COMMIT file), then
+# "plugin rep metric NAME VALUE UNIT" lines (or ERROR lines; the raw-driver floor's lines
+# have "floor" in place of the plugin), then, through
 # bench/report.py, $OUT/bench.md (the table) and $OUT/bench.png (the plot; needs
 # matplotlib: WHEELS=DIR installs it from wheels carried there, see bench/README.md).
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
@@ -50,6 +52,13 @@ declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin [before]=$C/before)
 # name is the plugin in CARRY_DIR/NAME/, e.g. "before" for ours as it was before a change).
 PLUGINS=${PLUGINS:-stock ours}
 for p in $PLUGINS; do [ -n "${DIR[$p]:-}" ] || DIR[$p]=$C/$p; done   # any other name: CARRY_DIR/NAME/
+# Which build each plugin is, first in bench-raw.txt ("# plugin NAME commit HASH", from
+# the COMMIT file bench/build.sh and bench/build-before.sh leave beside the plugin).
+for p in $PLUGINS; do
+  if [ "$p" = stock ]; then echo "# plugin stock bundle-16.tar.xz"
+  elif [ -s "${DIR[$p]}/COMMIT" ]; then echo "# plugin $p commit $(head -1 "${DIR[$p]}/COMMIT")"
+  else echo "# plugin $p commit unknown (no ${DIR[$p]}/COMMIT)"; fi
+done >> "$O/bench-raw.txt"
 MODES=("empty 2000" "nowait 1000" "nomap_worker" "threads 8 1 50" "alloc 1000 1048576"
        "alloc_cycles 100000"
        "bw 4096" "bw 67108864" "bw 1073741824"

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""bench_gate.py - the benchmark's regression gate (bench/report.py) on a fixture, no GPU.
+
+usage: tests/bench_gate.py        (scripts/test stage bench-gate; takes no arguments)
+Runs bench/report.py on tests/fixtures/bench/gate-raw.txt (bench-raw.txt's format: stock,
+before and ours, 5 repetitions; each row's name says what it is) and on variants of it
+made here, and checks: a row 5 % worse than before and stock is marked a regression and
+a row 1 % worse is not, for times (us, ms) and for rates (GB/s, 1/s: lower is worse);
+5 % better is not marked; a row 5 % worse with a wide spread is marked "within spread"
+and does not fail the gate; a row only stock beats is marked against stock alone;
+--gate exits 1 with the regressions, 0 without them, and 0 without --gate whatever the
+verdict; --threshold moves the line; an ERROR line of ours or a row ours lacks fails
+the gate, one of stock does not; a run with nothing to judge fails it; the plugins'
+commits are printed; and every unit in bench/results/*-raw.txt has a direction.
+Prints PASS/FAIL per check; exit status 1 when any check fails. Python 3.11 stdlib only."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPORT = os.path.join(ROOT, "bench", "report.py")
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "bench", "gate-raw.txt")
+PLUGINS = "stock before ours"
+failures = []
+
+
+def check(what, ok, detail=""):
+    print(f"{'PASS' if ok else 'FAIL'}: {what}" + ("" if ok else f" ({detail})"))
+    if not ok:
+        failures.append(what)
+
+
+def run(raw_lines, *extra, plugins=PLUGINS):
+    """Runs report.py on these raw lines: (exit status, stdout, {metric: gate cell}, md text)."""
+    with tempfile.TemporaryDirectory() as d:
+        raw = os.path.join(d, "raw.txt")
+        with open(raw, "w") as f:
+            f.write("\n".join(raw_lines) + "\n")
+        # (with matplotlib installed this draws the plot too; the checks are on the table,
+        # the summary and the exit status)
+        p = subprocess.run([sys.executable, REPORT, raw, os.path.join(d, "out"), "--plugins", plugins, *extra],
+                           capture_output=True, text=True)
+        md = open(os.path.join(d, "out.md")).read() if os.path.exists(os.path.join(d, "out.md")) else ""
+    cells, col = {}, None
+    for line in md.splitlines():
+        c = [x.strip() for x in line.strip().strip("|").split("|")]
+        if c and c[0] == "metric" and "gate" in c:
+            col = c.index("gate")
+        elif col is not None and line.startswith("|") and len(c) > col and not set(c[0]) <= set("-"):
+            cells[c[0]] = c[col]
+        elif not line.startswith("|"):
+            col = None
+    return p.returncode, p.stdout + p.stderr, cells, md
+
+
+def without(lines, *names):
+    """The lines but those of these metrics."""
+    return [line for line in lines if not (len(line.split()) > 3 and line.split()[3] in names)]
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if len(sys.argv) > 1:
+        print(f"bench_gate.py: unknown option or argument '{sys.argv[1]}' (see --help)", file=sys.stderr)
+        return 2
+    lines = open(FIXTURE).read().splitlines()
+
+    rc, out, cell, md = run(lines, "--gate")
+    check("report.py runs on the fixture and writes the table", bool(cell) and "worse5_us" in cell, out[-500:])
+    check("--gate exits 1 on the fixture (it has regressions)", rc == 1, f"exit status {rc}; {out[-300:]}")
+    for name, refs in (("worse5_us", ("before", "stock")), ("rate_worse5", ("before", "stock"))):
+        c = cell.get(name, "")
+        check(f"{name} (5 % worse) is a regression against {' and '.join(refs)}",
+              all(f"**{r} +" in c for r in refs) and c.count("regression") == len(refs), c)
+    c = cell.get("worse5_ms_vs_stock", "")
+    check("worse5_ms_vs_stock is a regression against stock only (before is as slow)",
+          "**stock +" in c and "regression" in c and "before" not in c, c)
+    for name in ("worse1_us", "rate_worse1", "passed_count", "growth_mib", "better5_us", "rate_better5"):
+        check(f"{name} (1 % worse, equal or 5 % better) is not marked", cell.get(name) == "ok", cell.get(name))
+    c = cell.get("noisy_worse5_us", "")
+    check("noisy_worse5_us (5 % worse, wide spread) is marked within spread, not a regression",
+          "within spread" in c and "regression" not in c and "before +5.0 %" in c, c)
+    check("odd_unit_row (unit without a direction) is not judged and is listed",
+          cell.get("odd_unit_row") == "—" and "unit without a direction (1): odd_unit_row" in out,
+          cell.get("odd_unit_row"))
+    summary = next((line for line in out.splitlines() if "regressions beyond" in line), "")
+    listed = set(re.findall(r"(\w+) \((?:before|stock) \+", summary))
+    check("the summary lists the regressions and only them",
+          listed == {"worse5_us", "rate_worse5", "worse5_ms_vs_stock"}, summary)
+    check("the summary is in the Markdown too",
+          "## Regression gate" in md and "FAIL" in md.split("## Regression gate")[-1])
+    check("the plugins' commits are printed",
+          "ours = commit 2222222222222222222222222222222222222222" in out
+          and "before = commit 1111111111111111111111111111111111111111" in out, out[:300])
+    check("the table names the plugins' builds", "before = commit 1111111111111111111111111111111111111111" in md)
+
+    rc, out, cell, _ = run(lines)
+    check("without --gate the exit status is 0 whatever the verdict", rc == 0, f"exit status {rc}")
+
+    clean = without(lines, "worse5_us", "rate_worse5", "worse5_ms_vs_stock")
+    rc, out, cell, _ = run(clean, "--gate")
+    check("--gate exits 0 without the regressions (the noisy row alone does not fail it)",
+          rc == 0 and "PASS" in out and "within spread" in cell.get("noisy_worse5_us", ""),
+          f"exit status {rc}; {out[-300:]}")
+
+    rc, out, cell, _ = run(lines, "--gate", "--threshold", "6")
+    check("--threshold 6: the 5 % rows are not marked and the gate passes",
+          rc == 0 and cell.get("worse5_us") == "ok" and cell.get("rate_worse5") == "ok",
+          f"exit status {rc}; {cell.get('worse5_us')}")
+    rc, out, cell, _ = run(clean, "--gate", "--threshold", "0.5")
+    check("--threshold 0.5: the 1 % rows are regressions and the gate fails",
+          rc == 1 and "regression" in cell.get("worse1_us", "") and "regression" in cell.get("rate_worse1", ""),
+          f"exit status {rc}; {cell.get('worse1_us')}")
+
+    rc, out, _, _ = run(clean + ["ours 1 ERROR region_bench 'map 8' exit 1: wrong result"], "--gate")
+    check("an ERROR line of ours fails the gate", rc == 1 and "ERROR lines of ours (1)" in out, f"exit status {rc}")
+    rc, out, _, _ = run([line for line in clean if not (line.startswith("ours ") and " better5_us " in line)],
+                        "--gate")
+    check("a row ours lacks (before and stock have it) fails the gate",
+          rc == 1 and "better5_us (in before)" in out, f"exit status {rc}; {out[-300:]}")
+
+    rc, out, cell, _ = run(lines, "--gate", plugins="stock ours")
+    check("with PLUGINS=\"stock ours\" the rows are judged against stock alone",
+          rc == 1 and "before" not in cell.get("worse5_us", "x") and "**stock +" in cell.get("worse5_us", ""),
+          cell.get("worse5_us"))
+    rc, out, _, _ = run([line for line in lines if not line.startswith("ours ")], "--gate")
+    check("a run without ours' rows (nothing to judge) fails the gate", rc == 1 and "nothing judged" in out,
+          f"exit status {rc}; {out[-200:]}")
+    rc, out, _, _ = run(lines, "--no-such-option")
+    check("report.py refuses an unknown option", rc != 0 and "--no-such-option" in out, f"exit status {rc}")
+
+    # Every unit the landed results use has a direction (a new unit needs one in
+    # report.py's HIGHER_BETTER before its rows can be judged).
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    sys.dont_write_bytecode = True   # no bench/__pycache__ left in the checkout
+    import report
+    res = os.path.join(ROOT, "bench", "results")
+    units = set()
+    for f in sorted(os.listdir(res)):
+        if f.endswith("-raw.txt"):
+            for line in open(os.path.join(res, f)):
+                w = line.split()
+                if len(w) >= 6 and w[2] == "metric":
+                    units.add(w[5])
+    check(f"bench/results/*-raw.txt has units ({len(units)})", len(units) >= 5, sorted(units))
+    bad = sorted(u for u in units if report.higher_better(u) is None)
+    check("every unit of bench/results/*-raw.txt has a direction", not bad, bad)
+    for unit, hb in (("us", False), ("ms", False), ("s", False), ("MiB", False), ("GB/s", True),
+                     ("GFLOP/s", True), ("1/s", True), ("x", True), ("regions_per_s", True)):
+        check(f"unit {unit}: {'higher' if hb else 'lower'} is better", report.higher_better(unit) is hb,
+              report.higher_better(unit))
+    worse, flagged, beyond = report.judge("us", [0.5], [0.0])
+    check("a time above a zero reference is infinitely worse", worse == float("inf") and flagged, worse)
+    worse, flagged, _ = report.judge("GB/s", [0.0], [0.0])
+    check("two zeros are equal", worse == 0 and not flagged, worse)
+
+    print(f"{'FAIL' if failures else 'PASS'}: bench gate, {len(failures)} check(s) failed"
+          + (": " + "; ".join(failures) if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
