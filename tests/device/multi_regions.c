@@ -12,9 +12,9 @@
  *   5. one host array mapped on every device at once (`target enter data device(d)`,
  *      different contents each): each device's kernel changes its own copy, each copy
  *      comes back through `target update from device(d)` as that device left it, and
- *      after `target exit data` it is present on none;
- *   6. omp_target_memcpy from device d's memory to device d+1's (the last to the
- *      first), checked by a kernel on the receiving device and by a copy to the host.
+ *      after `target exit data` it is present on none.
+ * (omp_target_memcpy between two devices is not tried: libgomp refuses it, EINVAL,
+ * before any plugin is asked.)
  * Every result is compared with the host's own computation. Prints "OK ..." or "FAIL
  * ..." lines (exit 1). */
 #include <omp.h>
@@ -143,56 +143,12 @@ int main (void)
   for (int d = 0; d < nd; d++)
     if (omp_target_is_present (s, d))
       fail ("omp_target_is_present after exit data", d, 0, 1, 0);
-  /* 6. Device to device.  */
-  long *mem[64] = { 0 };
-  int ndm = nd < 64 ? nd : 64;
-  for (int d = 0; d < ndm; d++)
-    {
-      long *p = mem[d] = omp_target_alloc (N * sizeof (long), d);
-      if (!p)
-	{
-	  fail ("omp_target_alloc returned NULL", d, 0, 0, 1);
-	  continue;
-	}
-#pragma omp target teams distribute parallel for device(d) is_device_ptr(p)
-      for (long i = 0; i < N; i++)
-	p[i] = (long) d * 1000003 + i * 7 + 1;
-    }
-  long *in[64] = { 0 };
-  for (int d = 0; d < ndm; d++)
-    {
-      int e = (d + 1) % ndm;
-      long *q = in[e] = omp_target_alloc (N * sizeof (long), e);
-      if (!q || !mem[d])
-	continue;
-      if (omp_target_memcpy (q, mem[d], N * sizeof (long), 0, 0, e, d))
-	fail ("omp_target_memcpy device to device", e, 0, 1, 0);
-      long bad = 0;
-#pragma omp target teams distribute parallel for device(e) is_device_ptr(q) reduction(+: bad) map(tofrom: bad)
-      for (long i = 0; i < N; i++)
-	bad += q[i] != (long) d * 1000003 + i * 7 + 1;
-      if (bad)
-	fail ("words wrong after a copy from the previous device (kernel's count)", e, 0, bad, 0);
-      memset (a, 0, sizeof a);
-      omp_target_memcpy (a, q, N * sizeof (long), 0, 0, host, e);
-      for (long i = 0; i < N; i++)
-	if (a[i] != pattern (d, i))
-	  {
-	    fail ("copy from the previous device, read back", e, i, a[i], pattern (d, i));
-	    break;
-	  }
-    }
-  for (int d = 0; d < ndm; d++)
-    {
-      omp_target_free (mem[d], d);
-      omp_target_free (in[d], d);
-    }
   if (failures)
     {
       printf ("FAIL %d check(s) on %d devices\n", failures, nd);
       return 1;
     }
   printf ("OK %d devices each ran and checked its regions, maps, allocations, default "
-	  "device, its own copy of a shared host array and copies from its neighbour\n", nd);
+	  "device and its own copy of a shared host array\n", nd);
   return 0;
 }
