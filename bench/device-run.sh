@@ -10,7 +10,9 @@
 #   floor   bench/cuda_floor.c (raw driver costs, no plugin; with CARRY_DIR/gcc_empty.ptx
 #           also GCC's own kernel of an empty region and the region floors built on it)
 #   omp     offload_bench modes (OMP_MODES="a;b" picks some)
-#   region  region_bench modes, real region shapes (REGION_MODES="a;b" picks some)
+#   region  region_bench modes, real region shapes (REGION_MODES="a;b" picks some);
+#           "multi 64" (default) is the several-GPU row: the same work on one device and
+#           on all visible devices, one host thread each (no row with one GPU)
 #   revoff  revoff_bench 1000;  acc  acc_bench modes (ACC_MODES="a;b" picks some)
 #   jit     first target region with an empty CUDA JIT cache and again with it filled
 #   stress  revoff_bench 100000 once per plugin (1e5 reverse-offload requests)
@@ -71,7 +73,7 @@ AMODES=("sync 2000" "async 500" "asyncdata 500"
         "async_bw 67108864" "async_bw 1073741824")
 [ -n "${ACC_MODES:-}" ] && IFS=';' read -ra AMODES <<< "$ACC_MODES"
 RMODES=("map 8" "map 4096" "map 65536" "map 1048576 20" "tofrom" "copy8" "update 4096"
-        "teams 5" "jacobi 1024 10" "threads 8 500")
+        "teams 5" "jacobi 1024 10" "threads 8 500" "multi 64")
 [ -n "${REGION_MODES:-}" ] && IFS=';' read -ra RMODES <<< "$REGION_MODES"
 BENCHES=${BENCHES:-floor omp region revoff acc jit stress suite}
 has() { [[ " $BENCHES " == *" $1 "* ]]; }

@@ -30,6 +30,20 @@
  *                     -> region_to_4096B_threads1_per_s, region_to_4096B_threads<T>_per_s
  *                     (regions per second over all threads) and
  *                     region_to_4096B_threads<T>_speedup (median of 5 rounds each)
+ *   multi [U [N [K]]] the same work on one device and spread over all D visible devices
+ *                     (D >= 2), one host thread per device: U work units (default 64,
+ *                     rounded down to a multiple of D), each a region `target teams
+ *                     distribute parallel for map(to: x[0:N]) map(from: y[0:N])` over
+ *                     N 32-bit words (default 2^20) whose kernel runs K steps (default
+ *                     20000) of y = y * A + C (A and C given at run time) per word; the
+ *                     host checks every word of every unit against the closed form
+ *                     (A^K, C (A^K - 1) / (A - 1) mod 2^32). One device: one thread runs
+ *                     all U units on device 0; D devices: thread d runs U/D of them on
+ *                     device d. Median of 5 rounds each (alternating), after one
+ *                     warm-up unit per device -> multi_device_1dev_per_s,
+ *                     multi_device_<D>dev_per_s (units per second) and
+ *                     multi_device_speedup_<D> (the ratio, x); with fewer than 2 devices
+ *                     a "#" line says so and no metric is printed
  *   --allow-host      go on when target regions run on the host (checks only: the
  *                     numbers are then host numbers)
  * N is the number of regions per batch (defaults per mode); the time per region is the
@@ -457,11 +471,115 @@ static int mode_threads (int nthreads, int k)
   return 0;
 }
 
+/* The multi mode's unit: y[i] = K steps of y = y * A + C from x[i] on device DEV; then
+   the host checks every word against the closed form (AK, CK); 0 if one was wrong.  */
+static int multi_unit (int dev, unsigned *x, unsigned *y, size_t n, int k, unsigned a,
+                       unsigned c, unsigned ak, unsigned ck, long seq)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      x[i] = (unsigned) (i * 2654435761u) ^ (unsigned) seq;
+      y[i] = 0xdeadbeef;
+    }
+#pragma omp target teams distribute parallel for device(dev) map(to: x[0:n]) map(from: y[0:n])
+  for (size_t i = 0; i < n; i++)
+    {
+      unsigned v = x[i];
+      for (int s = 0; s < k; s++)
+        v = v * a + c;
+      y[i] = v;
+    }
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != x[i] * ak + ck)
+      {
+        printf ("ERROR multi: device %d, unit %ld, word %zu is %u, want %u\n", dev, seq, i,
+                y[i], x[i] * ak + ck);
+        return 0;
+      }
+  return 1;
+}
+
+static int mode_multi (int units, size_t n, int k)
+{
+  int nd = omp_get_num_devices ();
+  if (nd < 2)
+    {
+      printf ("# multi: %d device(s) visible; the multi-device row needs 2 or more\n", nd);
+      return 0;
+    }
+  if (nd > 64)
+    nd = 64;
+  if (units < nd)
+    units = nd;
+  units -= units % nd;
+  /* Run-time constants, so no compiler folds the loop; the closed form of K steps.  */
+  volatile unsigned av = 1664525u, cv = 1013904223u;
+  unsigned a = av, c = cv, ak = 1, ck = 0;
+  for (int s = 0; s < k; s++)
+    {
+      ak *= a;
+      ck = ck * a + c;
+    }
+  unsigned *xs[64], *ys[64];
+  for (int d = 0; d < nd; d++)
+    {
+      xs[d] = malloc (n * sizeof (unsigned));
+      ys[d] = malloc (n * sizeof (unsigned));
+    }
+  int bad = 0;
+  long seq = 0;
+  /* Warm-up: each device's context and image, and a first unit, off the clock.  */
+  for (int d = 0; d < nd && !bad; d++)
+    {
+      int where = -1;
+#pragma omp target device(d) map(from: where)
+      where = omp_is_initial_device () ? -1 : omp_get_device_num ();
+      if (where != d && on_device)
+        {
+          printf ("ERROR multi: a region for device %d ran on %d\n", d, where);
+          bad = 1;
+        }
+      bad |= !multi_unit (d, xs[d], ys[d], n, k, a, c, ak, ck, ++seq);
+    }
+  double one[ROUNDS], many[ROUNDS];
+  for (int r = 0; r < ROUNDS && !bad; r++)
+    {
+      double t0 = omp_get_wtime ();
+      for (int u = 0; u < units && !bad; u++)
+        bad |= !multi_unit (0, xs[0], ys[0], n, k, a, c, ak, ck, ++seq);
+      one[r] = units / (omp_get_wtime () - t0);
+      long base = seq;
+      seq += units;
+      t0 = omp_get_wtime ();
+#pragma omp parallel num_threads(nd) reduction(|: bad)
+      {
+        int d = omp_get_thread_num ();
+        int per = units / nd;
+        for (int u = 0; u < per && !bad; u++)
+          bad |= !multi_unit (d, xs[d], ys[d], n, k, a, c, ak, ck, base + (long) d * per + u + 1);
+      }
+      many[r] = units / (omp_get_wtime () - t0);
+    }
+  for (int d = 0; d < nd; d++)
+    {
+      free (xs[d]);
+      free (ys[d]);
+    }
+  if (bad)
+    return 1;
+  double m1 = median (one, ROUNDS), mn = median (many, ROUNDS);
+  printf ("# multi: %d units of %zu words x %d steps, %d devices\n", units, n, k, nd);
+  printf ("metric multi_device_1dev_per_s %.2f 1/s\n", m1);
+  printf ("metric multi_device_%ddev_per_s %.2f 1/s\n", nd, mn);
+  printf ("metric multi_device_speedup_%d %.3f x\n", nd, mn / m1);
+  return 0;
+}
+
 static void usage (FILE *f, const char *prog)
 {
   fprintf (f, "usage: %s [--allow-host] MODE [ARGS]\n"
            "  map BYTES [N] | tofrom [N] | copy8 [N] | update BYTES [N] | teams [N] |\n"
-           "  jacobi [SIZE [ITERS]] | threads [T [N]]\n"
+           "  jacobi [SIZE [ITERS]] | threads [T [N]] | multi [UNITS [WORDS [STEPS]]]\n"
            "N regions per batch, median over %d batches; see the header of region_bench.c.\n",
            prog, BATCHES);
 }
@@ -515,6 +633,9 @@ int main (int argc, char **argv)
     rc = mode_jacobi (arg (argc, argv, 2, 1024), arg (argc, argv, 3, 10));
   else if (!strcmp (m, "threads"))
     rc = mode_threads (arg (argc, argv, 2, 8), arg (argc, argv, 3, 500));
+  else if (!strcmp (m, "multi"))
+    rc = mode_multi (arg (argc, argv, 2, 64), argc > 3 ? strtoull (argv[3], 0, 0) : (size_t) 1 << 20,
+                     arg (argc, argv, 4, 20000));
   else
     {
       fprintf (stderr, "region_bench: unknown mode or missing argument: %s\n", m);

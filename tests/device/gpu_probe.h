@@ -1,6 +1,7 @@
-/* gpu_probe.h - two probes shared by the device tests (tests/device/) and the
- * benchmarks (bench/): whether target regions really run on the GPU, and how much
- * device memory the driver reports free.  Each build script copies this header next
+/* gpu_probe.h - probes shared by the device tests (tests/device/) and the
+ * benchmarks (bench/): whether target regions really run on the GPU, how much
+ * device memory the driver reports free (or a device has in all), and the skip
+ * convention of the tests that need several devices.  Each build script copies this header next
  * to the sources it compiles.  A program that says `requires reverse_offload` (or any
  * other `requires`) includes it after that directive: it holds a target region. */
 #ifndef GPU_PROBE_H
@@ -8,6 +9,8 @@
 #include <dlfcn.h>
 #include <omp.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* 1 if a target region runs on a device, 0 if it fell back to the host.  */
 static int __attribute__ ((unused)) on_gpu (void)
@@ -48,5 +51,44 @@ static double __attribute__ ((unused)) free_mib (void)
   if (gpu_mem (&f, &t) != 0)
     return -1;
   return f / 1048576.0;
+}
+/* The exit status of a test that cannot run on this machine (too few devices, ...):
+   tests/device/run.sh counts a run as skipped, never as passed, when it exits with it
+   and printed a line starting "SKIP".  */
+#define TEST_SKIP 77
+
+/* The number of offload devices, when it is at least WANT; otherwise prints
+   "SKIP TEST: ..." with the count and exits with TEST_SKIP.  Initialises every device
+   (omp_get_num_devices): not for a parent that forks before any device is touched.  */
+static int __attribute__ ((unused)) need_devices (int want, const char *test)
+{
+  int n = omp_get_num_devices ();
+  if (n < want)
+    {
+      printf ("SKIP %s: %d offload device(s) visible, the test needs %d\n", test, n, want);
+      fflush (stdout);
+      exit (TEST_SKIP);
+    }
+  return n;
+}
+
+/* Total memory of the device of CUDA ordinal ORD (libcuda's cuDeviceTotalMem_v2,
+   loaded with dlopen; needs no context, only cuInit), in bytes; 0 if it cannot be read.
+   The plugins number their devices in CUDA's order, so ORD is also the OpenMP device
+   number.  */
+static size_t __attribute__ ((unused)) gpu_total_of (int ord)
+{
+  void *h = dlopen ("libcuda.so.1", RTLD_NOW);
+  int (*init) (unsigned), (*get) (int *, int), (*total) (size_t *, int);
+  if (!h)
+    return 0;
+  *(void **) &init = dlsym (h, "cuInit");
+  *(void **) &get = dlsym (h, "cuDeviceGet");
+  *(void **) &total = dlsym (h, "cuDeviceTotalMem_v2");
+  int dev;
+  size_t t = 0;
+  if (!init || !get || !total || init (0) != 0 || get (&dev, ord) != 0 || total (&t, dev) != 0)
+    return 0;
+  return t;
 }
 #endif

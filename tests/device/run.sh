@@ -4,8 +4,14 @@
 # lines) if there is one. A test passes when it exits 0, or, when CARRY_DIR/tests/TEST.expect
 # exists, when it ends as that file says: a line "exit N" (the wanted exit status) and any
 # number of lines "grep ERE" (each must match a line of the test's output).
-# Prints "PLUGIN TEST: PASS|FAIL|TIMEOUT (why; last output line)"; with OUT set, each
-# output is also kept as $OUT/devtests/PLUGIN-TEST.txt.
+# A test that cannot run on this machine (e.g. it needs 2 devices and sees 1) exits 77
+# (TEST_SKIP of gpu_probe.h) after a line starting "SKIP": that run is SKIP, counted
+# apart, never as passed (exit 77 without such a line is a failure).
+# Prints "PLUGIN TEST: PASS|FAIL|SKIP|TIMEOUT (why; last output line)", then per plugin
+# "PLUGIN: N passed, N failed, N skipped" and last "N passed, N failed, N skipped" (all
+# plugins; TIMEOUT counts as failed); with OUT set, each output is also kept as
+# $OUT/devtests/PLUGIN-TEST.txt. Exits 0 whatever the verdicts (the stock plugin is
+# expected to fail some tests): read the lines.
 # env TEST_TIMEOUT: seconds per run (default 60); TESTS: ERE on test names (default all);
 #     PLUGINS: which plugins (default "stock ours"; any other name is the plugin in
 #     CARRY_DIR/NAME/, e.g. "before" for ours as it was before a change).
@@ -22,9 +28,12 @@ CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
 for p in ${PLUGINS:-stock ours}; do [ -n "${DIR[$p]:-}" ] || DIR[$p]=$C/$p; done
 [ -n "${OUT:-}" ] && mkdir -p "$OUT/devtests"
+declare -A NPASS NFAIL NSKIP
+for p in ${PLUGINS:-stock ours}; do NPASS[$p]=0 NFAIL[$p]=0 NSKIP[$p]=0; done
 verdict() {  # verdict RC OUTPUT_FILE EXPECT_FILE -> prints the verdict word and why
   local rc=$1 out=$2 exp=$3 want=0 why="" key arg
   [ "$rc" = 124 ] && { echo "TIMEOUT"; return; }
+  [ "$rc" = 77 ] && grep -q '^SKIP' "$out" && { echo "SKIP"; return; }
   if [ -f "$exp" ]; then
     while read -r key arg; do
       case $key in
@@ -47,6 +56,14 @@ for t in "$C"/tests/*; do
     rc=$?
     v=$(verdict "$rc" "$T/out.txt" "$t.expect")
     echo "$p $(basename "$t"): $v ($(tail -1 "$T/out.txt" | cut -c1-200))"
+    case $v in PASS) NPASS[$p]=$((NPASS[$p] + 1)) ;; SKIP) NSKIP[$p]=$((NSKIP[$p] + 1)) ;;
+               *) NFAIL[$p]=$((NFAIL[$p] + 1)) ;; esac
     [ -n "${OUT:-}" ] && head -c 200000 "$T/out.txt" > "$OUT/devtests/$p-$(basename "$t").txt"
   done
 done
+np=0 nf=0 ns=0
+for p in ${PLUGINS:-stock ours}; do
+  echo "$p: ${NPASS[$p]} passed, ${NFAIL[$p]} failed, ${NSKIP[$p]} skipped"
+  np=$((np + NPASS[$p])) nf=$((nf + NFAIL[$p])) ns=$((ns + NSKIP[$p]))
+done
+echo "$np passed, $nf failed, $ns skipped"

@@ -12,8 +12,9 @@
  * when MemAvailable is below 8 GiB.  MemAvailable (/proc/meminfo) around A's frees is
  * printed as information.  The parent touches no device (CUDA must not be initialised
  * before fork).
- * Prints "ok: ..." / "FAIL: ..." and "OK two processes pinned"; exit 0 when it passed
- * (or was skipped), 1 otherwise, 2 when there is no device. */
+ * Prints "ok: ..." / "FAIL: ..." and "OK two processes pinned"; exit 0 when it passed,
+ * 77 (TEST_SKIP, after the SKIP line) when it was skipped, 1 otherwise, 2 when there is
+ * no device. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,7 +173,7 @@ int main (void)
   if (avail < 8)
     {
       printf ("SKIP two processes pinned: MemAvailable %.1f GiB is below 8 GiB\n", avail);
-      return 0;
+      return TEST_SKIP;
     }
   if (gib > avail * 0.4)
     gib = (size_t) (avail * 0.4);
