@@ -17,6 +17,8 @@
  *   reduce_sum     `parallel loop reduction(+:s)` over 2^24 doubles
  *   reduce_max     `parallel loop reduction(max:m)` over 2^24 doubles
  *   kernels        a `kernels` region with one `loop independent` over 2^24 elements
+ *                  (bench/build.sh compiles with --param=openacc-kernels=decompose:
+ *                  GCC 16's default runs this loop on one thread, 1.5 s a launch)
  *   small          `parallel loop` over 1000 elements (far fewer than the GPU runs)
  *   explicit       `parallel loop gang worker vector num_gangs(1000) num_workers(4)
  *                  vector_length(64)` over 2^24 elements; the kernel records the gang, worker and vector counts
@@ -42,6 +44,7 @@
 #define NX 4096
 #define NY 4096
 #define N1 (1 << 24)
+#define NN ((size_t) NX * NY)
 #define NSMALL 1000
 #define BLOCK_ROWS 8
 #define BATCH 20
@@ -83,7 +86,7 @@ static void fill (void)
 
 static void k_stencil (void)
 {
-#pragma acc parallel loop collapse(2) present(a, b, c, d, out)
+#pragma acc parallel loop collapse(2) present(a[0:NN], b[0:NN], c[0:NN], d[0:NN], out[0:NN])
   for (int i = 1; i < NY - 1; i++)
     for (int j = 1; j < NX - 1; j++)
       {
@@ -131,7 +134,7 @@ static double want_upwind (size_t p)
 
 static void k_upwind (void)
 {
-#pragma acc parallel loop gang present(a, b, c, u, out)
+#pragma acc parallel loop gang present(a[0:NN], b[0:NN], c[0:NN], u[0:NN], out[0:NN])
   for (int i = 1; i < NY - 1; i++)
     {
 #pragma acc loop vector
@@ -145,7 +148,7 @@ static void k_upwind (void)
 
 static void k_upwind_async (void)
 {
-#pragma acc parallel loop gang present(a, b, c, u, out) async(1)
+#pragma acc parallel loop gang present(a[0:NN], b[0:NN], c[0:NN], u[0:NN], out[0:NN]) async(1)
   for (int i = 1; i < NY - 1; i++)
     {
 #pragma acc loop vector
@@ -159,7 +162,7 @@ static void k_upwind_async (void)
 
 static void k_upwind_worker (void)
 {
-#pragma acc parallel loop gang present(a, b, c, u, out)
+#pragma acc parallel loop gang present(a[0:NN], b[0:NN], c[0:NN], u[0:NN], out[0:NN])
   for (int bi = 0; bi < NY / BLOCK_ROWS; bi++)
     {
 #pragma acc loop worker
@@ -188,7 +191,7 @@ static double want_redundant_scale (void)
 
 static void k_redundant (void)
 {
-#pragma acc parallel present(a, coef, out)
+#pragma acc parallel present(a[0:NN], coef[0:64], out[0:NN])
   {
     /* Gang-redundant: every gang computes the same scale. */
     double s = 0;
@@ -203,7 +206,7 @@ static void k_redundant (void)
 static double k_reduce_sum (void)
 {
   double s = 0;
-#pragma acc parallel loop reduction(+:s) present(a)
+#pragma acc parallel loop reduction(+:s) present(a[0:NN])
   for (int i = 0; i < N1; i++)
     s += a[i];
   return s;
@@ -212,7 +215,7 @@ static double k_reduce_sum (void)
 static double k_reduce_max (void)
 {
   double m = -1.0;
-#pragma acc parallel loop reduction(max:m) present(d)
+#pragma acc parallel loop reduction(max:m) present(d[0:NN])
   for (int i = 0; i < N1; i++)
     m = d[i] > m ? d[i] : m;
   return m;
@@ -220,7 +223,7 @@ static double k_reduce_max (void)
 
 static void k_kernels (void)
 {
-#pragma acc kernels present(a, b, out)
+#pragma acc kernels present(a[0:NN], b[0:NN], out[0:NN])
   {
 #pragma acc loop independent
     for (int i = 0; i < N1; i++)
@@ -230,7 +233,7 @@ static void k_kernels (void)
 
 static void k_small (void)
 {
-#pragma acc parallel loop present(a, b, out)
+#pragma acc parallel loop present(a[0:NN], b[0:NN], out[0:NN])
   for (int i = 0; i < NSMALL; i++)
     out[i] = a[i] * b[i] + 3.0;
 }
@@ -242,7 +245,7 @@ static void k_explicit (void)
   int g = EXPLICIT_GANGS;
   int *ds = dims_seen;
 #pragma acc parallel loop gang worker vector num_gangs(g) \
-  num_workers(EXPLICIT_WORKERS) vector_length(EXPLICIT_VECTOR) present(a, out) \
+  num_workers(EXPLICIT_WORKERS) vector_length(EXPLICIT_VECTOR) present(a[0:NN], out[0:NN]) \
   copyout(ds[0:3])
   for (int i = 0; i < N1; i++)
     {

@@ -151,15 +151,17 @@ pub fn choose(inp: &Inputs, lim: &Limits, occ: &impl Occupancy) -> Result<Choice
 }
 
 /// The gang counts the tuner tries for a launch the runtime sizes, the untuned one
-/// first: `c.dims.gangs`, then one, four and sixteen waves of resident gangs where
-/// they are fewer (more gangs than the default never measured faster: a loop's
-/// iterations are already dealt out finely, and each extra gang costs its
-/// gang-redundant part).
-pub fn gang_candidates(c: &Choice) -> Vec<u32> {
+/// first: `c.dims.gangs`, then a quarter, a sixteenth and a sixty-fourth of it, none
+/// below `floor` gangs (one per SM). Never more gangs than the default: measured on the
+/// H100 (docs/autotune.md), more never ran faster, while fewer won where each gang
+/// costs something of its own: a gang reduction's combining step (a `+` reduction over
+/// 2^24 doubles 3.7x faster with a quarter of the gangs), a gang-redundant part, or a
+/// loop far smaller than the grid.
+pub fn gang_candidates(c: &Choice, floor: u32) -> Vec<u32> {
     let mut out = vec![c.dims.gangs];
-    for waves in [1u32, 4, 16] {
-        let g = c.wave.saturating_mul(waves).max(1);
-        if g < c.dims.gangs && !out.contains(&g) {
+    for div in [4u32, 16, 64] {
+        let g = c.dims.gangs / div;
+        if g >= floor.max(1) && !out.contains(&g) {
             out.push(g);
         }
     }
@@ -294,7 +296,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.dims.gangs, c.wave), (4224, 132));
-        assert_eq!(gang_candidates(&c), [4224, 132, 528, 2112]);
+        assert_eq!(gang_candidates(&c, 132), [4224, 1056, 264]);
     }
 
     #[test]
@@ -317,8 +319,20 @@ mod tests {
     #[test]
     fn candidates_are_fewer_gangs_than_the_default() {
         let c = choose(&Inputs::default(), &LIM, &h100).unwrap();
-        assert_eq!(gang_candidates(&c), [16896, 264, 1056, 4224]);
-        // A default already one wave: nothing else to try.
+        assert_eq!(gang_candidates(&c, 132), [16896, 4224, 1056, 264]);
+        // Blocks of one warp (32 resident per SM): down to one gang per SM.
+        let c = choose(
+            &Inputs {
+                compiled: [0, 1, 32],
+                ..Inputs::default()
+            },
+            &LIM,
+            &h100,
+        )
+        .unwrap();
+        assert_eq!(c.dims.gangs, 8448);
+        assert_eq!(gang_candidates(&c, 132), [8448, 2112, 528, 132]);
+        // A default of a few gangs per SM: nothing else to try.
         let one = Choice {
             dims: Dims {
                 gangs: 264,
@@ -328,7 +342,7 @@ mod tests {
             gangs_open: true,
             wave: 264,
         };
-        assert_eq!(gang_candidates(&one), [264]);
+        assert_eq!(gang_candidates(&one, 132), [264]);
     }
 
     #[test]

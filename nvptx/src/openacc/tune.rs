@@ -1,6 +1,6 @@
 //! The launch-shape tuner for OpenACC kernels whose gang count the runtime chooses:
 //! the OpenMP kernels' trials (`launch::autotune`) over gang counts
-//! ([`dims::gang_candidates`]: the default first, then fewer gangs), the worker and
+//! ([`super::dims::gang_candidates`]: the default first, then fewer gangs), the worker and
 //! vector counts as chosen. Synchronous launches are timed as OpenMP ones are; a launch
 //! on a queue gets timing events on the queue's stream, read by a later launch of the
 //! kernel once complete (never waited for). Samples of queued launches are taken as
@@ -55,7 +55,7 @@ pub fn pick(dev: &Device, f: &TargetFn, c: &Choice, queued: bool) -> (Dims, Opti
         timing,
         || candidate(c, c.dims.gangs),
         || {
-            gang_candidates(c)
+            gang_candidates(c, dev.props.num_sms.max(1) as u32)
                 .into_iter()
                 .map(|g| candidate(c, g))
                 .collect()
@@ -93,7 +93,7 @@ mod tests {
             gangs_open: true,
             wave: 132,
         };
-        let all: Vec<(String, u32, u32)> = gang_candidates(&c)
+        let all: Vec<(String, u32, u32)> = gang_candidates(&c, 132)
             .into_iter()
             .map(|g| candidate(&c, g))
             .map(|k| (k.label, k.teams, k.warps))
@@ -102,9 +102,8 @@ mod tests {
             all,
             [
                 ("gangs=default".to_string(), 4224, 16),
-                ("gangs=132".to_string(), 132, 16),
-                ("gangs=528".to_string(), 528, 16),
-                ("gangs=2112".to_string(), 2112, 16),
+                ("gangs=1056".to_string(), 1056, 16),
+                ("gangs=264".to_string(), 264, 16),
             ]
         );
         let wide = Dims {
