@@ -1,6 +1,8 @@
 //! The files produced from the entry-point table ([`super::table`]): each product's
 //! export list (libgomp.map, libgomp-gcn.map), abi-tests/entry_points.inc (the C
-//! prototypes abi-tests/prototypes.c compiles against the header), the two tables of
+//! prototypes abi-tests/prototypes.c compiles against the header),
+//! abi-tests/entry_points.sh (the required lists abi-tests/check-exports.sh checks), the
+//! two tables of
 //! docs/plugin-abi.md (between marker comments), and the Rust declarations
 //! include/generate.sh gives cbindgen. `cargo run -p gomp-plugin --example edge_table
 //! -- write` rewrites the files; this module's unit test fails when one differs from
@@ -72,6 +74,36 @@ pub fn prototypes_inc() -> String {
         );
     }
     s
+}
+
+/// abi-tests/entry_points.sh, sourced by abi-tests/check-exports.sh: the lists of
+/// required entry points it checks ours and the stock plugins against, and the exports
+/// no libgomp up to the stock plugin's release (16) looks up.
+pub fn required_sh() -> String {
+    let names = |f: &dyn Fn(&EntryPoint) -> bool| -> String {
+        ENTRY_POINTS
+            .iter()
+            .filter(|e| f(e))
+            .map(|e| e.short())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let omp = |r: u32| names(&|e| e.required == Required::Cap(CAP_OPENMP_400) && e.looked_up_by(r));
+    format!(
+        "# entry_points.sh - lists for abi-tests/check-exports.sh (sourced). Generated from\n\
+         # src/edge/table.rs by {GENERATED_BY}; do not edit.\n\
+         # Required by libgomp 16 whatever the capabilities (spec section 1.2).\n\
+         ALWAYS=\"{}\"\n\
+         # Required with caps & OPENMP_400 by libgomp 14 and by libgomp 16.\n\
+         OPENMP14=\"{}\"\n\
+         OPENMP16=\"{}\"\n\
+         # nvptx exports that no libgomp up to 16 looks up (the stock GCC 16 plugin lacks them).\n\
+         NEWER_THAN_16=\"{}\"\n",
+        names(&|e| e.required == Required::Always && e.looked_up_by(16)),
+        omp(14),
+        omp(16),
+        names(&|e| e.exported_by.contains(&"nvptx") && e.from > 16),
+    )
 }
 
 /// The Rust declarations of `product`'s entry points, for cbindgen (include/generate.sh):
@@ -248,6 +280,11 @@ pub fn outputs() -> Vec<Output> {
         text: prototypes_inc(),
     });
     v.push(Output {
+        path: "abi-tests/entry_points.sh",
+        markers: None,
+        text: required_sh(),
+    });
+    v.push(Output {
         path: "docs/plugin-abi.md",
         markers: Some((
             "<!-- BEGIN lookup table: generated from src/edge/table.rs, do not edit -->",
@@ -350,6 +387,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A table of two made-up rows through the same macros: a symbol whose signature
+    /// changes with a release and one that only some releases look up.
+    mod made_up {
+        crate::__gomp_entry_points_from! { [describe]
+            /// Doc.
+            GOMP_OFFLOAD_widened in [nvptx] looked_up(12..) required(openmp)
+            c(12: "void (int)", 17: "void (int, void *session)")
+            note("Widened in 17.")
+            fn(ord: c_int, session: *mut c_void) { let _ = (ord, session); }
+
+            /// Doc.
+            GOMP_OFFLOAD_dropped in [gcn] looked_up(13..=16) required(if_present GOMP_OFFLOAD_widened)
+            ifunc(dropped, true)
+            c(13: "int (void)")
+            note("Dropped after 16.")
+            fn() -> c_int { 0 }
+        }
+    }
+
+    #[test]
+    fn rows_say_releases_signatures_and_requirements() {
+        let [w, d] = made_up::ENTRY_POINTS else {
+            panic!("two rows")
+        };
+        assert_eq!((w.from, w.to, d.from, d.to), (12, None, 13, Some(16)));
+        assert!(w.looked_up_by(17) && !d.looked_up_by(17) && !d.looked_up_by(12));
+        assert!(d.looked_up_by(13) && d.looked_up_by(16));
+        assert_eq!(
+            w.c,
+            &[(12, "void (int)"), (17, "void (int, void *session)")]
+        );
+        assert_eq!(
+            w.declaration(w.newest_c()),
+            "void GOMP_OFFLOAD_widened (int, void *session)"
+        );
+        assert_eq!(w.required, Required::Cap(CAP_OPENMP_400));
+        assert_eq!(d.required, Required::IfPresent("GOMP_OFFLOAD_widened"));
+        assert!(d.indirect && !w.indirect);
+        assert_eq!(
+            (w.exported_by, d.exported_by),
+            (&["nvptx"][..], &["gcn"][..])
+        );
+        assert!(w.rust.contains("session"), "{}", w.rust);
+        assert_eq!(w.doc.len(), 1);
     }
 
     #[test]

@@ -34,8 +34,6 @@
 //! docs/plugin-abi.md, and the Rust declarations include/generate.sh gives cbindgen.
 //! Adding an entry point: docs/architecture.md, "Adding an entry point".
 
-use crate::libgomp::abi::{CAP_OPENACC_200, CAP_OPENMP_400};
-
 /// When libgomp requires an entry point (a missing required one makes it skip the
 /// plugin with "missing function was ...").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,10 +91,12 @@ impl EntryPoint {
         self.c.last().map_or("", |c| c.1)
     }
 
-    /// `RET NAME (PARAMS)` of prototype `c`.
+    /// `RET NAME (PARAMS)` of prototype `c` (`"RET (PARAMS)"`).
     pub fn declaration(&self, c: &str) -> String {
         let (ret, params) = c.split_at(c.find('(').unwrap_or(c.len()));
-        format!("{} {}{}", ret.trim_end(), self.name, params)
+        let ret = ret.trim_end();
+        let sep = if ret.ends_with('*') { "" } else { " " };
+        format!("{ret}{sep}{} {params}", self.name)
     }
 }
 
@@ -129,7 +129,8 @@ pub const PRODUCTS: &[Product] = &[
     },
 ];
 
-/// The libgomp releases the table describes (GCC majors), oldest first.
+/// The libgomp releases the table describes (GCC majors), oldest first: the columns of
+/// docs/plugin-abi.md §1.2.
 pub const RELEASES: &[u32] = &[12, 13, 14, 15, 16];
 
 /// Expands the product's shells: `export_entry_points!(nvptx, crate::plugin::Nvptx);`
@@ -924,6 +925,3 @@ macro_rules! __gomp_entry_point_table {
 }
 
 __gomp_entry_point_table!(describe);
-
-// Keep the capability constants referenced from this module's docs in use.
-const _: (u32, u32) = (CAP_OPENMP_400, CAP_OPENACC_200);
