@@ -1,5 +1,6 @@
 #!/bin/sh
-# check-exports.sh - check the built plugin's ELF interface against libgomp.map, the ABI
+# check-exports.sh - check the built plugin's ELF interface against libgomp.map (the export
+# list generated from src/edge/table.rs; not a linker input), the ABI
 # spec (docs/plugin-abi.md sections 1.1, 1.2) and GCC's stock nvptx plugins.
 #
 # usage: abi-tests/check-exports.sh [OURS [STOCK16 [STOCK14]]]
@@ -48,11 +49,11 @@ bundles=${BUNDLES:-$repo/../shared/bundles}
 CC=${CC:-gcc}
 SONAME=libgomp-plugin-nvptx.so.1
 
-# Spec section 1.2: looked up with DLSYM (a missing one makes libgomp skip the plugin).
-ALWAYS="version get_name get_caps get_type get_num_devices init_device fini_device
-  load_image unload_image alloc free dev2host host2dev"
-OPENMP14="run dev2dev"          # caps & OPENMP_400, libgomp 13-15
-OPENMP16="run dev2dev memset"   # caps & OPENMP_400, libgomp 16
+# Spec section 1.2: looked up with DLSYM (a missing one makes libgomp skip the plugin):
+# ALWAYS, OPENMP14 and OPENMP16 (caps & OPENMP_400, libgomp 14 / 16), and NEWER_THAN_16
+# (entry points only a libgomp newer than the stock plugins looks up), from the
+# entry-point table (src/edge/table.rs), generated into abi-tests/entry_points.sh.
+. "$repo/abi-tests/entry_points.sh" || exit 2
 # The plugin's own C API (src/edge/extensions.rs, README "Page-locking host memory"):
 # exported on purpose beside the entry points, not part of libgomp's contract. Any
 # other non-GOMP_OFFLOAD_* export is a leak.
@@ -186,6 +187,8 @@ if [ -n "$stock16" ]; then
   # Optional entry points libgomp looks up (spec section 1.2) that GCC's nvptx plugin
   # lacks but its GCN plugin has: async_run (nowait) and can_run.
   printf '%s\n' GOMP_OFFLOAD_async_run GOMP_OFFLOAD_can_run >> "$tmp/stock16_all"
+  # And those no libgomp up to 16 looks up (the table's newer entry points).
+  prefixed "$NEWER_THAN_16" >> "$tmp/stock16_all"
   sort -u -o "$tmp/stock16_all" "$tmp/stock16_all"
   grep '^GOMP_OFFLOAD_' "$tmp/ours" | comm -23 - "$tmp/stock16_all" > "$tmp/invented"
   if [ ! -s "$tmp/invented" ]; then
