@@ -90,9 +90,16 @@ uint32_t GOMP_OFFLOAD_version(void);
 const char *GOMP_OFFLOAD_get_name(void);
 
 /**
- * Capabilities (`GOMP_OFFLOAD_CAP_*`).
+ * Capabilities (`GOMP_OFFLOAD_CAP_*`); for libgomp 17 also the `requires` clauses
+ * every device meets (`Plugin::CAPS_17`), which that libgomp checks itself.
  */
 uint32_t GOMP_OFFLOAD_get_caps(void);
+
+/**
+ * Capabilities of device `ord` beyond `get_caps` (libgomp 17 only looks it up):
+ * `GOMP_OFFLOAD_CAP_SHARED_MEM` when the device can use the host's pageable memory.
+ */
+uint32_t GOMP_OFFLOAD_get_dev_caps(int ord);
 
 /**
  * `OFFLOAD_TARGET_TYPE_*`.
@@ -170,8 +177,26 @@ bool GOMP_OFFLOAD_memset(int ord, void *ptr, int val, size_t n);
 
 /**
  * Runs an OpenMP target region and waits for it; errors are fatal (contract).
+ * Under libgomp 17 the same symbol takes `(session, tgt_fn, args)` ([`run_any`]).
  */
-void GOMP_OFFLOAD_run(int ord, void *tgt_fn, void *tgt_vars, void **args);
+extern void GOMP_OFFLOAD_run(int ord, void *tgt_fn, void *tgt_vars, void **args);
+
+/**
+ * `session_size`: the bytes of this plugin's session block (libgomp 17).
+ */
+size_t GOMP_OFFLOAD_session_size(void);
+
+/**
+ * `session_start`: a fresh session for a launch on device `ord` (libgomp 17). Errors
+ * (a NULL or misaligned block) are fatal: libgomp has no failure value here.
+ */
+void GOMP_OFFLOAD_session_start(void *session, int ord);
+
+/**
+ * `session_set_target_var_table`: the launch's table of mapped-variable addresses, as
+ * the kernel receives it (libgomp 17). Errors are fatal.
+ */
+void GOMP_OFFLOAD_session_set_target_var_table(void *session, void *table);
 
 /**
  * Launches an OpenMP target region without waiting (`nowait`); completion is
@@ -280,25 +305,28 @@ const char *GOMP_OFFLOAD_get_interop_str(struct InteropObj *obj, int prop, int *
 const char *GOMP_OFFLOAD_get_interop_type_desc(struct InteropObj *obj, int prop);
 
 /**
- * Runs an OpenACC kernel and waits for it. Errors are fatal.
+ * Runs an OpenACC kernel and waits for it. Errors are fatal. Under libgomp 17 the
+ * same symbol takes `(session, fn, mapnum, hostaddrs, dims, tmd)` ([`exec_any`]).
  */
-void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
-                               size_t mapnum,
-                               void **hostaddrs,
-                               void **devaddrs,
-                               uint32_t *dims,
-                               void *_targ_mem_desc);
+extern void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
+                                      size_t mapnum,
+                                      void **hostaddrs,
+                                      void **devaddrs,
+                                      uint32_t *dims,
+                                      void *targ_mem_desc);
 
 /**
- * Enqueues an OpenACC kernel on `aq`. Errors are fatal.
+ * Enqueues an OpenACC kernel on `aq`. Errors are fatal. Under libgomp 17 the same
+ * symbol takes `(session, fn, mapnum, hostaddrs, dims, tmd, aq)`
+ * ([`async_exec_any`]).
  */
-void GOMP_OFFLOAD_openacc_async_exec(void (*fn_)(void*),
-                                     size_t mapnum,
-                                     void **hostaddrs,
-                                     void **devaddrs,
-                                     uint32_t *dims,
-                                     void *_targ_mem_desc,
-                                     struct GoaccAsyncqueue *aq);
+extern void GOMP_OFFLOAD_openacc_async_exec(void (*fn_)(void*),
+                                            size_t mapnum,
+                                            void **hostaddrs,
+                                            void **devaddrs,
+                                            uint32_t *dims,
+                                            void *targ_mem_desc,
+                                            struct GoaccAsyncqueue *aq);
 
 /**
  * Per-thread data for device `ord`; NULL after an error message.

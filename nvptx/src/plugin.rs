@@ -77,6 +77,10 @@ impl Plugin for Nvptx {
     const TAG: &'static str = "";
     const GPUS: &'static str = "NVIDIA GPUs";
     const CAPS: u32 = CAP_OPENMP_400 | CAP_OPENACC_200;
+    /// Unified addresses (CUDA's unified virtual addressing, every device of a 64-bit
+    /// process) and reverse offload (`GOMP_PLUGIN_target_rev` through the device's
+    /// reverse-offload queue): what get_num_devices accepts under libgomp 13-16.
+    const CAPS_17: u32 = CAP_UNIFIED_ADDRESS | CAP_REVERSE_OFFLOAD;
     const TARGET_TYPE: c_int = TARGET_TYPE_NVIDIA_PTX;
     const IMAGE_KIND: &'static str = "PTX";
     const IMAGE_VERSION: u32 = VERSION_NVIDIA_PTX;
@@ -146,6 +150,24 @@ impl Plugin for Nvptx {
 
     fn open(ord: i32) -> Result<OpenDevice> {
         OpenDevice::open(ord)
+    }
+
+    /// Shared memory when the device can access the host's pageable memory (HMM or
+    /// ATS, `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`): the rule get_num_devices
+    /// applies to `requires unified_shared_memory` / `self_maps` under libgomp 15-16,
+    /// per device.
+    fn dev_caps(ord: i32) -> u32 {
+        if driver::loaded().is_none() {
+            return 0;
+        }
+        match query::device(ord) {
+            Ok(dev)
+                if device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0 =>
+            {
+                CAP_SHARED_MEM
+            }
+            _ => 0,
+        }
     }
 
     /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, or `None` if the driver cannot tell.

@@ -8,9 +8,10 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use super::Backend;
-use gomp_plugin::edge::{args, guard};
+use gomp_plugin::edge::{args, guard, handshake};
 use gomp_plugin::libgomp::abi::{GoaccAsyncqueue, PropertyValue};
 use gomp_plugin::libgomp::host;
+use gomp_plugin::libgomp::session::Session;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::{AccQueue, Error, OpenAcc, Plugin, Result};
 use std::ffi::{c_int, c_uint, c_void};
@@ -59,34 +60,75 @@ fn exec(
     Ok(())
 }
 
-/// Runs an OpenACC kernel and waits for it. Errors are fatal.
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_openacc_exec(
-    fn_: Option<unsafe extern "C" fn(*mut c_void)>,
-    mapnum: usize,
-    hostaddrs: *mut *mut c_void,
-    devaddrs: *mut *mut c_void,
-    dims: *mut u32,
-    _targ_mem_desc: *mut c_void,
-) {
+// Declared, not called, here: the declarations are what include/generate.sh puts in the
+// C header (libgomp 12-16's prototypes); the definitions are `exec_any` and
+// `async_exec_any` below.
+#[allow(dead_code)]
+extern "C" {
+    /// Runs an OpenACC kernel and waits for it. Errors are fatal. Under libgomp 17 the
+    /// same symbol takes `(session, fn, mapnum, hostaddrs, dims, tmd)` ([`exec_any`]).
+    pub fn GOMP_OFFLOAD_openacc_exec(
+        fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+        mapnum: usize,
+        hostaddrs: *mut *mut c_void,
+        devaddrs: *mut *mut c_void,
+        dims: *mut u32,
+        targ_mem_desc: *mut c_void,
+    );
+    /// Enqueues an OpenACC kernel on `aq`. Errors are fatal. Under libgomp 17 the same
+    /// symbol takes `(session, fn, mapnum, hostaddrs, dims, tmd, aq)`
+    /// ([`async_exec_any`]).
+    pub fn GOMP_OFFLOAD_openacc_async_exec(
+        fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+        mapnum: usize,
+        hostaddrs: *mut *mut c_void,
+        devaddrs: *mut *mut c_void,
+        dims: *mut u32,
+        targ_mem_desc: *mut c_void,
+        aq: *mut GoaccAsyncqueue,
+    );
+}
+
+/// The kernel handle of a register word (NULL: none).
+fn handle(w: usize) -> Option<unsafe extern "C" fn(*mut c_void)> {
+    // SAFETY: a function pointer and `usize` have the same size; NULL maps to None
+    // (the niche of `Option<fn>`), anything else is libgomp's kernel handle, checked
+    // against the live set before any use.
+    unsafe { std::mem::transmute::<usize, Option<unsafe extern "C" fn(*mut c_void)>>(w) }
+}
+
+/// `GOMP_OFFLOAD_openacc_exec` as exported: libgomp 12-16 pass `(fn, mapnum,
+/// hostaddrs, devaddrs, dims, tmd)`, libgomp 17 `(session, fn, mapnum, hostaddrs,
+/// dims, tmd)` (the table comes through the session). Six register-wide words either
+/// way (x86-64 System V), read as the libgomp that loaded us passes them
+/// (`handshake::uses_sessions`, see `run_any` in openmp.rs).
+///
+/// cbindgen:ignore
+#[export_name = "GOMP_OFFLOAD_openacc_exec"]
+pub extern "C" fn exec_any(w0: usize, w1: usize, w2: usize, w3: usize, w4: usize, _w5: usize) {
     guard::or_fatal("openacc_exec", || {
+        let (fn_, mapnum, hostaddrs, devaddrs, dims) = words(w0, w1, w2, w3, w4)?;
         exec("openacc_exec", fn_, mapnum, hostaddrs, devaddrs, dims, None)
     })
 }
 
-/// Enqueues an OpenACC kernel on `aq`. Errors are fatal.
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
-    fn_: Option<unsafe extern "C" fn(*mut c_void)>,
-    mapnum: usize,
-    hostaddrs: *mut *mut c_void,
-    devaddrs: *mut *mut c_void,
-    dims: *mut u32,
-    _targ_mem_desc: *mut c_void,
+/// `GOMP_OFFLOAD_openacc_async_exec` as exported: as [`exec_any`], with the queue as
+/// the seventh argument (on the stack in both forms).
+///
+/// cbindgen:ignore
+#[export_name = "GOMP_OFFLOAD_openacc_async_exec"]
+pub extern "C" fn async_exec_any(
+    w0: usize,
+    w1: usize,
+    w2: usize,
+    w3: usize,
+    w4: usize,
+    _w5: usize,
     aq: *mut GoaccAsyncqueue,
 ) {
     guard::or_fatal("openacc_async_exec", || {
         let q = queue(aq)?;
+        let (fn_, mapnum, hostaddrs, devaddrs, dims) = words(w0, w1, w2, w3, w4)?;
         exec(
             "openacc_async_exec",
             fn_,
@@ -97,6 +139,37 @@ pub extern "C" fn GOMP_OFFLOAD_openacc_async_exec(
             Some(q),
         )
     })
+}
+
+type ExecArgs = (
+    Option<unsafe extern "C" fn(*mut c_void)>,
+    usize,
+    *mut *mut c_void,
+    *mut *mut c_void,
+    *mut u32,
+);
+
+/// The first five argument words of `openacc_exec`/`openacc_async_exec` as libgomp
+/// 12-16 pass them: under libgomp 17 the device-address block is the session's table.
+fn words(w0: usize, w1: usize, w2: usize, w3: usize, w4: usize) -> Result<ExecArgs> {
+    if !handshake::uses_sessions() {
+        return Ok((
+            handle(w0),
+            w1,
+            w2 as *mut *mut c_void,
+            w3 as *mut *mut c_void,
+            w4 as *mut u32,
+        ));
+    }
+    // SAFETY: libgomp 17's session block, started, used by this launch only.
+    let s = unsafe { Session::get(w0 as *mut c_void) }?;
+    Ok((
+        handle(w1),
+        w2,
+        w3 as *mut *mut c_void,
+        s.table as *mut *mut c_void,
+        w4 as *mut u32,
+    ))
 }
 
 /// Per-thread data for device `ord`; NULL after an error message.

@@ -13,6 +13,7 @@ use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::device::check_image_version;
 use gomp_plugin::edge::{args, guard, handshake};
 use gomp_plugin::libgomp::abi::AddrPair;
+use gomp_plugin::libgomp::session::{self, Session};
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 use gomp_plugin::libgomp::{host, report};
 use gomp_plugin::plugin::KernelOf;
@@ -36,10 +37,22 @@ pub extern "C" fn GOMP_OFFLOAD_get_name() -> *const c_char {
     NAME.as_ptr()
 }
 
-/// Capabilities (`GOMP_OFFLOAD_CAP_*`).
+/// Capabilities (`GOMP_OFFLOAD_CAP_*`); for libgomp 17 also the `requires` clauses
+/// every device meets (`Plugin::CAPS_17`), which that libgomp checks itself.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_get_caps() -> u32 {
-    Backend::CAPS
+    if handshake::uses_sessions() {
+        Backend::CAPS | Backend::CAPS_17
+    } else {
+        Backend::CAPS
+    }
+}
+
+/// Capabilities of device `ord` beyond `get_caps` (libgomp 17 only looks it up):
+/// `GOMP_OFFLOAD_CAP_SHARED_MEM` when the device can use the host's pageable memory.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_dev_caps(ord: c_int) -> u32 {
+    guard::value("get_dev_caps", 0, || Backend::dev_caps(ord))
 }
 
 /// `OFFLOAD_TARGET_TYPE_*`.
@@ -262,9 +275,49 @@ fn with_kernel(
         })
 }
 
-/// Runs an OpenMP target region and waits for it; errors are fatal (contract).
-#[no_mangle]
-pub extern "C" fn GOMP_OFFLOAD_run(
+// Declared, not called, here: the declaration is what include/generate.sh puts in the C
+// header (libgomp 12-16's prototype); the definition is `run_any` below.
+#[allow(dead_code)]
+extern "C" {
+    /// Runs an OpenMP target region and waits for it; errors are fatal (contract).
+    /// Under libgomp 17 the same symbol takes `(session, tgt_fn, args)` ([`run_any`]).
+    pub fn GOMP_OFFLOAD_run(
+        ord: c_int,
+        tgt_fn: *mut c_void,
+        tgt_vars: *mut c_void,
+        args: *mut *mut c_void,
+    );
+}
+
+/// `GOMP_OFFLOAD_run` as exported: libgomp 12-16 call it as `run(int ord, void *fn,
+/// void *vars, void **args)`, libgomp 17 as `run(void *session, void *fn, void
+/// **args)`. Each argument arrives in its own register (x86-64 System V: the first six
+/// integer or pointer arguments), so the entry point takes four register-wide words and
+/// reads them as the libgomp that loaded us passes them ([`handshake::uses_sessions`],
+/// set by `GOMP_OFFLOAD_version` before libgomp looks `run` up): under 17 the fourth
+/// register holds whatever the caller left there and is not read; under 12-16 only the
+/// low 32 bits of the first are the `int` device number (the upper half of an `int`
+/// argument's register is unspecified). Before any detection (a program linked with
+/// the library) it is 12-16's `run`.
+///
+/// cbindgen:ignore
+#[export_name = "GOMP_OFFLOAD_run"]
+pub extern "C" fn run_any(w0: usize, tgt_fn: *mut c_void, w2: usize, w3: usize) {
+    if handshake::uses_sessions() {
+        run_session(w0 as *mut c_void, tgt_fn, w2 as *mut *mut c_void)
+    } else {
+        run(
+            w0 as u32 as c_int,
+            tgt_fn,
+            w2 as *mut c_void,
+            w3 as *mut *mut c_void,
+        )
+    }
+}
+
+/// `GOMP_OFFLOAD_run` of libgomp 12-16 (the contract above). Public for the product's
+/// tests.
+pub extern "C" fn run(
     ord: c_int,
     tgt_fn: *mut c_void,
     tgt_vars: *mut c_void,
@@ -278,6 +331,61 @@ pub extern "C" fn GOMP_OFFLOAD_run(
         // SAFETY: libgomp's argument array, checked non-NULL above.
         let req = unsafe { launch_request(tgt_vars, args) };
         with_kernel("run", ord, tgt_fn, |k| Device::run(&*dev, k, &req))
+    })
+}
+
+/// `GOMP_OFFLOAD_run` of libgomp 17: `run(session, tgt_fn, args)`; the device and the
+/// table come from the session. Public for the product's tests.
+pub extern "C" fn run_session(session: *mut c_void, tgt_fn: *mut c_void, args: *mut *mut c_void) {
+    guard::or_fatal("run", || {
+        // SAFETY: libgomp's session block, started, used by this launch only.
+        let s = *unsafe { Session::get(session) }?;
+        if args.is_null() {
+            return Err(Error::invalid("No target arguments provided"));
+        }
+        let dev = Backend::device(s.ord)?;
+        // SAFETY: libgomp's argument array, checked non-NULL above.
+        let req = unsafe { launch_request(s.table as *mut c_void, args) };
+        with_kernel("run", s.ord, tgt_fn, |k| Device::run(&*dev, k, &req))
+    })
+}
+
+/// `session_size`: the bytes of this plugin's session block (libgomp 17).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_session_size() -> usize {
+    session::SIZE
+}
+
+/// `session_start`: a fresh session for a launch on device `ord` (libgomp 17). Errors
+/// (a NULL or misaligned block) are fatal: libgomp has no failure value here.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_session_start(session: *mut c_void, ord: c_int) {
+    guard::or_fatal("session_start", || {
+        // SAFETY: libgomp's block of session_size() bytes.
+        unsafe { Session::start(session, ord) }?;
+        log::trace!("session {session:p}: started for device {ord}");
+        Ok(())
+    })
+}
+
+/// `session_set_target_var_table`: the launch's table of mapped-variable addresses, as
+/// the kernel receives it (libgomp 17). Errors are fatal.
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_session_set_target_var_table(
+    session: *mut c_void,
+    table: *mut c_void,
+) {
+    guard::or_fatal("session_set_target_var_table", || {
+        // SAFETY: libgomp's session block, started, used by this launch only.
+        let s = unsafe { Session::get(session) }?;
+        if s.sets != 0 {
+            return Err(Error::invalid(format!(
+                "session {session:p}: target-variable table set twice"
+            )));
+        }
+        s.set_table(table);
+        log::trace!("session {session:p}: table {table:p}");
+        Ok(())
     })
 }
 
@@ -303,7 +411,7 @@ extern "C" {
 /// symbol's value is this function (exported under that name like every entry point)
 /// and its type STT_GNU_IFUNC. The dynamic loader calls it when the symbol is looked up
 /// (libgomp's dlsym, after `GOMP_OFFLOAD_version`) and hands out the address it
-/// returns: [`async_run`], or NULL where the libgomp that loaded us must not be offered
+/// returns: [`async_run`] (libgomp 13-16), [`async_run_session`] (17), or NULL where the libgomp that loaded us must not be offered
 /// one (`handshake::offers_async_run`); glibc's dlsym then answers NULL, which libgomp
 /// takes for an absent optional entry point. The loader may run it before the
 /// program's libraries are initialised, so it only reads an atomic and calls nothing
@@ -323,14 +431,16 @@ extern "C" fn resolve_async_run() -> *const c_void {
             options(nomem, nostack, preserves_flags)
         )
     };
-    if handshake::offers_async_run() {
-        async_run as *const c_void
-    } else {
+    if !handshake::offers_async_run() {
         std::ptr::null()
+    } else if handshake::uses_sessions() {
+        async_run_session as *const c_void
+    } else {
+        async_run as *const c_void
     }
 }
 
-/// `GOMP_OFFLOAD_async_run` itself (the contract above), for every libgomp but 12.
+/// `GOMP_OFFLOAD_async_run` itself (the contract above), for libgomp 13-16.
 /// Public for the product's tests, which link the library and cannot reach it by the
 /// exported name (see [`resolve_async_run`]).
 pub extern "C" fn async_run(
@@ -348,6 +458,29 @@ pub extern "C" fn async_run(
         // SAFETY: libgomp's argument array, checked non-NULL above.
         let req = unsafe { launch_request(tgt_vars, args) };
         with_kernel("async_run", ord, tgt_fn, |k| {
+            Device::run_async(&dev, k, &req, async_data)
+        })
+    })
+}
+
+/// `GOMP_OFFLOAD_async_run` of libgomp 17: `async_run(session, tgt_fn, args,
+/// async_data)`. Public for the product's tests.
+pub extern "C" fn async_run_session(
+    session: *mut c_void,
+    tgt_fn: *mut c_void,
+    args: *mut *mut c_void,
+    async_data: *mut c_void,
+) {
+    guard::or_fatal("async_run", || {
+        // SAFETY: libgomp's session block, started, used by this launch only.
+        let s = *unsafe { Session::get(session) }?;
+        if args.is_null() {
+            return Err(Error::invalid("async_run: no target arguments"));
+        }
+        let dev = Backend::device(s.ord)?;
+        // SAFETY: libgomp's argument array, checked non-NULL above.
+        let req = unsafe { launch_request(s.table as *mut c_void, args) };
+        with_kernel("async_run", s.ord, tgt_fn, |k| {
             Device::run_async(&dev, k, &req, async_data)
         })
     })
