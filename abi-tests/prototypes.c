@@ -33,6 +33,8 @@ void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
   (void (*)(void)) GOMP_OFFLOAD_version,
   (void (*)(void)) GOMP_OFFLOAD_get_name,
   (void (*)(void)) GOMP_OFFLOAD_get_caps,
+  (void (*)(void)) GOMP_OFFLOAD_get_dev_caps,
+  (void (*)(void)) GOMP_OFFLOAD_get_numa_node,
   (void (*)(void)) GOMP_OFFLOAD_get_type,
   (void (*)(void)) GOMP_OFFLOAD_get_num_devices,
   (void (*)(void)) GOMP_OFFLOAD_get_uid,
@@ -48,6 +50,9 @@ void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
   (void (*)(void)) GOMP_OFFLOAD_memset,
   (void (*)(void)) GOMP_OFFLOAD_run,
   (void (*)(void)) GOMP_OFFLOAD_async_run,
+  (void (*)(void)) GOMP_OFFLOAD_session_size,
+  (void (*)(void)) GOMP_OFFLOAD_session_start,
+  (void (*)(void)) GOMP_OFFLOAD_session_set_target_var_table,
   (void (*)(void)) GOMP_OFFLOAD_memcpy2d,
   (void (*)(void)) GOMP_OFFLOAD_memcpy3d,
   (void (*)(void)) GOMP_OFFLOAD_managed_alloc,
@@ -117,6 +122,14 @@ extern bool GOMP_OFFLOAD_host2dev (int, void *dst, const void *src, size_t);
 extern bool GOMP_OFFLOAD_dev2dev (int, void *dst, const void *src, size_t);
 extern bool GOMP_OFFLOAD_memset (int ord, void *ptr, int val, size_t n);
 extern void GOMP_OFFLOAD_run (int ord, void *fn, void *vars, void **args);
+/* libgomp 17 (plugin-abi.md section 7); run, async_run and openacc_*exec keep the
+   prototypes above in the header, the libgomp 17 forms being read from the same
+   registers (section 7.2). */
+extern unsigned GOMP_OFFLOAD_get_dev_caps (int ord);
+extern int GOMP_OFFLOAD_get_numa_node (int ord);
+extern size_t GOMP_OFFLOAD_session_size (void);
+extern void GOMP_OFFLOAD_session_start (void *session, int ord);
+extern void GOMP_OFFLOAD_session_set_target_var_table (void *session, void *table);
 extern void GOMP_OFFLOAD_async_run (int ord, void *fn, void *vars, void **args, void *async_data);
 extern int GOMP_OFFLOAD_memcpy2d (int dst_ord, int src_ord, size_t dim1_size, size_t dim0_len,
 				  void *dst, size_t dst_off1_size, size_t dst_off0_len,

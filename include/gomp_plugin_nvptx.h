@@ -102,6 +102,12 @@ uint32_t GOMP_OFFLOAD_get_caps(void);
 uint32_t GOMP_OFFLOAD_get_dev_caps(int ord);
 
 /**
+ * The host NUMA node closest to device `ord`, -1 when unknown (libgomp 17 only looks
+ * it up).
+ */
+int GOMP_OFFLOAD_get_numa_node(int ord);
+
+/**
  * `OFFLOAD_TARGET_TYPE_*`.
  */
 int GOMP_OFFLOAD_get_type(void);

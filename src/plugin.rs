@@ -73,6 +73,11 @@ pub trait Plugin: 'static {
     fn dev_caps(_ord: i32) -> u32 {
         0
     }
+    /// `get_numa_node` (libgomp 17): the host NUMA node closest to device `ord`, -1 when
+    /// unknown. Called before the device is opened. Default: unknown.
+    fn numa_node(_ord: i32) -> i32 {
+        -1
+    }
     /// `get_uid`: the device's unique id, if the driver tells one.
     fn uid(_ord: i32) -> Option<String> {
         None

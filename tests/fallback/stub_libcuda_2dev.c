@@ -632,7 +632,7 @@ static int live_dev (uintptr_t p, size_t n)
 
 /* STUB_LIBCUDA_ARG0=1: what an ordinary kernel's first parameter (an OpenMP or OpenACC
    kernel's table of mapped-variable addresses) points to when the kernel runs, logged
-   as "stub libcuda: arg0 NAME TABLE WORD0" with TABLE and WORD0 each "device N",
+   as "stub libcuda: arg0 NAME ADDRESS TABLE WORD0" with TABLE and WORD0 each "device N",
    "host" (page-locked), "null" or "unknown"; WORD0 is the table's first entry, read
    only when the table is device or page-locked memory. A table that is neither NULL
    nor device-accessible memory fails the kernel with an illegal address, as on a GPU
@@ -660,7 +660,8 @@ static void check_arg0 (struct handle *s, struct op *o, uint64_t pos)
   const char *w = "-";
   if (strcmp (t, "null") && strcmp (t, "unknown"))
     w = where ((uintptr_t) * (uint64_t *) a, b2, sizeof b2);
-  fprintf (stderr, "stub libcuda: arg0 %s %s %s\n", o->func->text ? o->func->text : "?", t, w);
+  fprintf (stderr, "stub libcuda: arg0 %s %#lx %s %s\n", o->func->text ? o->func->text : "?",
+           (unsigned long) a, t, w);
   if (!strcmp (t, "unknown"))
     fail_at (s, CUDA_ERROR_ILLEGAL_ADDRESS, pos);
 }

@@ -55,6 +55,13 @@ pub extern "C" fn GOMP_OFFLOAD_get_dev_caps(ord: c_int) -> u32 {
     guard::value("get_dev_caps", 0, || Backend::dev_caps(ord))
 }
 
+/// The host NUMA node closest to device `ord`, -1 when unknown (libgomp 17 only looks
+/// it up).
+#[no_mangle]
+pub extern "C" fn GOMP_OFFLOAD_get_numa_node(ord: c_int) -> c_int {
+    guard::value("get_numa_node", -1, || Backend::numa_node(ord))
+}
+
 /// `OFFLOAD_TARGET_TYPE_*`.
 #[no_mangle]
 pub extern "C" fn GOMP_OFFLOAD_get_type() -> c_int {

@@ -1,0 +1,56 @@
+/* session.c - OpenMP target regions whose launches tests/snapshot_gcc.sh follows through
+ * libgomp 17's session protocol (docs/plugin-abi.md §7) on the two-device stand-in
+ * libcuda (tests/fallback/stub_libcuda_2dev.c): regions on device 0 and device 1 (the
+ * session must carry the right device number), one mapping two arrays and a scalar
+ * (the kernel's table: device addresses), one mapping nothing but a firstprivate
+ * scalar, one `nowait` (async_run with a session). The stand-in runs no kernel code, so
+ * the values are not checked; with no device (host fallback) they are. Prints
+ * "session: N regions done" and, on the host, "session: host results right". */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define N 256
+
+int main (void)
+{
+  static double a[N], b[N];
+  double s = 0;
+  int n = N, regions = 0, on_host = omp_get_num_devices () == 0;
+  for (int i = 0; i < N; i++)
+    a[i] = i, b[i] = 0;
+  for (int d = 0; d < (on_host ? 1 : 2); d++)
+    {
+#pragma omp target teams distribute parallel for device(d) map(to: a[0:N]) map(from: b[0:N]) map(tofrom: s) reduction(+: s)
+      for (int i = 0; i < N; i++)
+        {
+          b[i] = 2 * a[i];
+          s += a[i];
+        }
+      regions++;
+#pragma omp target device(d) firstprivate(n)
+      {
+        if (n != N)
+          abort ();
+      }
+      regions++;
+#pragma omp target device(d) nowait map(to: a[0:N])
+      {
+        if (a[1] != 1)
+          abort ();
+      }
+#pragma omp taskwait
+      regions++;
+    }
+  printf ("session: %d regions done\n", regions);
+  if (on_host)
+    {
+      for (int i = 0; i < N; i++)
+        if (b[i] != 2 * i)
+          return 1;
+      if (s != (double) N * (N - 1) / 2)
+        return 1;
+      printf ("session: host results right\n");
+    }
+  return 0;
+}
