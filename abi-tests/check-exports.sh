@@ -1,5 +1,6 @@
 #!/bin/sh
-# check-exports.sh - check the built plugin's ELF interface against libgomp.map, the ABI
+# check-exports.sh - check the built plugin's ELF interface against libgomp.map (the export
+# list generated from src/edge/table.rs; not a linker input), the ABI
 # spec (docs/plugin-abi.md sections 1.1, 1.2) and GCC's stock nvptx plugins.
 #
 # usage: abi-tests/check-exports.sh [OURS [STOCK16 [STOCK14]]]

@@ -19,7 +19,8 @@
  *      prototypes the README documents.
  * Types that are typedefs of the same C type are compatible, so uint32_t for
  * `unsigned` and size_t for uintptr_t are accepted on LP64 Linux, as the ABI is.
- * Add an entry point here when it is added to libgomp.map.
+ * The entry points and their prototypes are entry_points.inc, generated from the
+ * table src/edge/table.rs (cargo run -p gomp-plugin --example edge_table -- write).
  */
 #include <stdalign.h>
 #include <stdbool.h>
@@ -28,65 +29,16 @@
 
 #include "gomp_plugin_nvptx.h"
 
-/* 1. Declared by the header (before this file declares anything itself). */
+/* 1. Declared by the header (before this file declares anything itself): every entry
+   point of entry_points.inc, generated from the table src/edge/table.rs. */
+#define ENTRY_POINT(name, ...) (void (*)(void)) name,
 void (*const gomp_plugin_nvptx_declared_by_header[])(void) = {
-  (void (*)(void)) GOMP_OFFLOAD_version,
-  (void (*)(void)) GOMP_OFFLOAD_get_name,
-  (void (*)(void)) GOMP_OFFLOAD_get_caps,
-  (void (*)(void)) GOMP_OFFLOAD_get_dev_caps,
-  (void (*)(void)) GOMP_OFFLOAD_get_numa_node,
-  (void (*)(void)) GOMP_OFFLOAD_get_type,
-  (void (*)(void)) GOMP_OFFLOAD_get_num_devices,
-  (void (*)(void)) GOMP_OFFLOAD_get_uid,
-  (void (*)(void)) GOMP_OFFLOAD_init_device,
-  (void (*)(void)) GOMP_OFFLOAD_fini_device,
-  (void (*)(void)) GOMP_OFFLOAD_load_image,
-  (void (*)(void)) GOMP_OFFLOAD_unload_image,
-  (void (*)(void)) GOMP_OFFLOAD_alloc,
-  (void (*)(void)) GOMP_OFFLOAD_free,
-  (void (*)(void)) GOMP_OFFLOAD_dev2host,
-  (void (*)(void)) GOMP_OFFLOAD_host2dev,
-  (void (*)(void)) GOMP_OFFLOAD_dev2dev,
-  (void (*)(void)) GOMP_OFFLOAD_memset,
-  (void (*)(void)) GOMP_OFFLOAD_run,
-  (void (*)(void)) GOMP_OFFLOAD_async_run,
-  (void (*)(void)) GOMP_OFFLOAD_session_size,
-  (void (*)(void)) GOMP_OFFLOAD_session_start,
-  (void (*)(void)) GOMP_OFFLOAD_session_set_target_var_table,
-  (void (*)(void)) GOMP_OFFLOAD_memcpy2d,
-  (void (*)(void)) GOMP_OFFLOAD_memcpy3d,
-  (void (*)(void)) GOMP_OFFLOAD_managed_alloc,
-  (void (*)(void)) GOMP_OFFLOAD_managed_free,
-  (void (*)(void)) GOMP_OFFLOAD_is_accessible_ptr,
-  (void (*)(void)) GOMP_OFFLOAD_page_locked_host_alloc,
-  (void (*)(void)) GOMP_OFFLOAD_page_locked_host_free,
-  (void (*)(void)) GOMP_OFFLOAD_interop,
-  (void (*)(void)) GOMP_OFFLOAD_get_interop_int,
-  (void (*)(void)) GOMP_OFFLOAD_get_interop_ptr,
-  (void (*)(void)) GOMP_OFFLOAD_get_interop_str,
-  (void (*)(void)) GOMP_OFFLOAD_get_interop_type_desc,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_exec,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_exec,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_create_thread_data,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_destroy_thread_data,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_construct,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_destruct,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_test,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_synchronize,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_serialize,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_queue_callback,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_host2dev,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_dev2host,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_async_dev2dev,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_get_property,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_get_current_device,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_get_current_context,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_get_stream,
-  (void (*)(void)) GOMP_OFFLOAD_openacc_cuda_set_stream,
+#include "entry_points.inc"
   /* The plugin's own API (not libgomp's contract; section 4 below). */
   (void (*)(void)) gomp_nvptx_host_lock,
   (void (*)(void)) gomp_nvptx_host_unlock,
 };
+#undef ENTRY_POINT
 
 /* 3. libgomp's table entry (libgomp-plugin.h) and the header's equivalent. */
 struct addr_pair
@@ -105,47 +57,10 @@ _Static_assert (offsetof (AddrPair, end) == offsetof (struct addr_pair, end),
 _Static_assert (SAME_TYPE (((AddrPair *) 0)->start, uintptr_t), "AddrPair.start type");
 _Static_assert (SAME_TYPE (((AddrPair *) 0)->end, uintptr_t), "AddrPair.end type");
 
-/* 2. The spec's prototypes (plugin-abi.md section 2), verbatim. */
-extern unsigned GOMP_OFFLOAD_version (void);
-extern const char *GOMP_OFFLOAD_get_name (void);
-extern unsigned GOMP_OFFLOAD_get_caps (void);
-extern int GOMP_OFFLOAD_get_type (void);
-extern int GOMP_OFFLOAD_get_num_devices (unsigned omp_requires_mask);
-extern const char *GOMP_OFFLOAD_get_uid (int ord);
-extern bool GOMP_OFFLOAD_init_device (int ord);
-extern bool GOMP_OFFLOAD_fini_device (int ord);
-extern bool GOMP_OFFLOAD_unload_image (int ord, unsigned version, const void *target_data);
-extern void *GOMP_OFFLOAD_alloc (int ord, size_t);
-extern bool GOMP_OFFLOAD_free (int ord, void *);
-extern bool GOMP_OFFLOAD_dev2host (int, void *dst, const void *src, size_t);
-extern bool GOMP_OFFLOAD_host2dev (int, void *dst, const void *src, size_t);
-extern bool GOMP_OFFLOAD_dev2dev (int, void *dst, const void *src, size_t);
-extern bool GOMP_OFFLOAD_memset (int ord, void *ptr, int val, size_t n);
-extern void GOMP_OFFLOAD_run (int ord, void *fn, void *vars, void **args);
-/* libgomp 17 (plugin-abi.md section 7); run, async_run and openacc_*exec keep the
-   prototypes above in the header, the libgomp 17 forms being read from the same
-   registers (section 7.2). */
-extern unsigned GOMP_OFFLOAD_get_dev_caps (int ord);
-extern int GOMP_OFFLOAD_get_numa_node (int ord);
-extern size_t GOMP_OFFLOAD_session_size (void);
-extern void GOMP_OFFLOAD_session_start (void *session, int ord);
-extern void GOMP_OFFLOAD_session_set_target_var_table (void *session, void *table);
-extern void GOMP_OFFLOAD_async_run (int ord, void *fn, void *vars, void **args, void *async_data);
-extern int GOMP_OFFLOAD_memcpy2d (int dst_ord, int src_ord, size_t dim1_size, size_t dim0_len,
-				  void *dst, size_t dst_off1_size, size_t dst_off0_len,
-				  size_t dst_dim1_size, const void *src, size_t src_off1_size,
-				  size_t src_off0_len, size_t src_dim1_size);
-extern int GOMP_OFFLOAD_memcpy3d (int dst_ord, int src_ord, size_t dim2_size, size_t dim1_len,
-				  size_t dim0_len, void *dst, size_t dst_off2_size,
-				  size_t dst_off1_len, size_t dst_off0_len, size_t dst_dim2_size,
-				  size_t dst_dim1_len, const void *src, size_t src_off2_size,
-				  size_t src_off1_len, size_t src_off0_len, size_t src_dim2_size,
-				  size_t src_dim1_len);
-extern void *GOMP_OFFLOAD_managed_alloc (int, size_t);
-extern bool GOMP_OFFLOAD_managed_free (int, void *);
-extern int GOMP_OFFLOAD_is_accessible_ptr (int ord, const void *, size_t);
-extern bool GOMP_OFFLOAD_page_locked_host_alloc (void **ptr, size_t);
-extern bool GOMP_OFFLOAD_page_locked_host_free (void *);
+/* 2. The spec's prototypes (plugin-abi.md section 2, libgomp-plugin.h), one per entry
+   point, from the table src/edge/table.rs (entry_points.inc), after the types they use.
+   libgomp's struct, union and enum tags are mapped to the header's names, whose layouts
+   are checked here (addr_pair in section 3). */
 
 /* Interop (libgomp 15+): libgomp-plugin.h's object and omp.h's enums.  The header's
    InteropObj must have the layout of struct interop_obj_t. */
@@ -158,27 +73,10 @@ _Static_assert (sizeof (InteropObj) == sizeof (struct interop_obj_t), "InteropOb
 _Static_assert (offsetof (InteropObj, fr) == offsetof (struct interop_obj_t, fr), "InteropObj.fr");
 _Static_assert (offsetof (InteropObj, device_num) == offsetof (struct interop_obj_t, device_num),
 		"InteropObj.device_num");
-extern void GOMP_OFFLOAD_interop (InteropObj *, int, enum gomp_interop_flag, bool, const char *);
-extern intptr_t GOMP_OFFLOAD_get_interop_int (InteropObj *, omp_interop_property_t,
-					      omp_interop_rc_t *);
-extern void *GOMP_OFFLOAD_get_interop_ptr (InteropObj *, omp_interop_property_t,
-					   omp_interop_rc_t *);
-extern const char *GOMP_OFFLOAD_get_interop_str (InteropObj *obj, omp_interop_property_t,
-						 omp_interop_rc_t *);
-extern const char *GOMP_OFFLOAD_get_interop_type_desc (InteropObj *, omp_interop_property_t);
 
-/* load_image, 6-argument form (GCC 14+; libgomp 13 passes the first five). The tag
-   is mapped to the header's name, whose layout section 3 proved identical. */
-#define addr_pair AddrPair
-extern int GOMP_OFFLOAD_load_image (int ord, unsigned version, const void *target_data,
-				    struct addr_pair **target_table,
-				    uint64_t **rev_fn_table, uint64_t *host_ind_fn_table);
-#undef addr_pair
-
-/* OpenACC (all versions; async_dev2dev 16+). The queue is opaque to libgomp; the
-   header names its tag GoaccAsyncqueue. libgomp's property union and enum are
-   declared as in libgomp-plugin.h; the union must have the header's layout and the
-   tags are mapped like addr_pair above. */
+/* OpenACC: the queue is opaque to libgomp; the header names its tag GoaccAsyncqueue.
+   libgomp's property union and enum are declared as in libgomp-plugin.h; the union must
+   have the header's layout. */
 enum goacc_property
 {
   GOACC_PROPERTY_MEMORY = 1,
@@ -190,34 +88,16 @@ enum goacc_property
 union goacc_property_value_spec { const char *ptr; size_t val; };
 _Static_assert (sizeof (PropertyValue) == sizeof (union goacc_property_value_spec),
 		"PropertyValue size");
+
+#define addr_pair AddrPair
+#define interop_obj_t InteropObj
 #define goacc_asyncqueue GoaccAsyncqueue
 #define goacc_property_value PropertyValue
-extern void GOMP_OFFLOAD_openacc_exec (void (*) (void *), size_t, void **, void **,
-				       unsigned *, void *);
-extern void GOMP_OFFLOAD_openacc_async_exec (void (*) (void *), size_t, void **, void **,
-					     unsigned *, void *, struct goacc_asyncqueue *);
-extern void *GOMP_OFFLOAD_openacc_create_thread_data (int);
-extern void GOMP_OFFLOAD_openacc_destroy_thread_data (void *);
-extern struct goacc_asyncqueue *GOMP_OFFLOAD_openacc_async_construct (int);
-extern bool GOMP_OFFLOAD_openacc_async_destruct (struct goacc_asyncqueue *);
-extern int GOMP_OFFLOAD_openacc_async_test (struct goacc_asyncqueue *);
-extern bool GOMP_OFFLOAD_openacc_async_synchronize (struct goacc_asyncqueue *);
-extern bool GOMP_OFFLOAD_openacc_async_serialize (struct goacc_asyncqueue *,
-						  struct goacc_asyncqueue *);
-extern void GOMP_OFFLOAD_openacc_async_queue_callback (struct goacc_asyncqueue *,
-						       void (*)(void *), void *);
-extern bool GOMP_OFFLOAD_openacc_async_host2dev (int, void *, const void *, size_t,
-						 struct goacc_asyncqueue *);
-extern bool GOMP_OFFLOAD_openacc_async_dev2host (int, void *, const void *, size_t,
-						 struct goacc_asyncqueue *);
-extern bool GOMP_OFFLOAD_openacc_async_dev2dev (int, void *, const void *, size_t,
-						struct goacc_asyncqueue *);
-extern union goacc_property_value GOMP_OFFLOAD_openacc_get_property (int,
-								     enum goacc_property);
-extern void *GOMP_OFFLOAD_openacc_cuda_get_current_device (void);
-extern void *GOMP_OFFLOAD_openacc_cuda_get_current_context (void);
-extern void *GOMP_OFFLOAD_openacc_cuda_get_stream (struct goacc_asyncqueue *);
-extern int GOMP_OFFLOAD_openacc_cuda_set_stream (struct goacc_asyncqueue *, void *);
+#define ENTRY_POINT(name, ...) __VA_ARGS__
+#include "entry_points.inc"
+#undef ENTRY_POINT
+#undef addr_pair
+#undef interop_obj_t
 #undef goacc_asyncqueue
 #undef goacc_property_value
 

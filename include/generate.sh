@@ -1,12 +1,14 @@
 #!/bin/sh
 # generate.sh - regenerate include/gomp_plugin_nvptx.h with cbindgen from the very
-# sources the nvptx plugin exports: the framework's shells that nvptx/src/lib.rs
-# includes (src/edge/exports/{openmp,page_locked,interop,openacc,openacc_cuda}.rs), the plugin's own
-# C API (nvptx/src/extensions.rs) and the libgomp types they use (src/libgomp/abi.rs,
-# src/libgomp/interop.rs), gathered into a scratch crate (cbindgen reads source only).
+# sources the nvptx plugin exports: the entry points of the table src/edge/table.rs that
+# name nvptx (their docs and Rust signatures, printed by
+# `cargo run -p gomp-plugin --example edge_table -- rust-decls nvptx`, which builds that
+# small example), the plugin's own C API (nvptx/src/extensions.rs) and the libgomp types
+# they use (src/libgomp/abi.rs, src/libgomp/interop.rs), gathered into a scratch crate
+# (cbindgen reads source only, and the shells themselves are macro-expanded).
 # usage: include/generate.sh [--check]     (--check: fail if the committed file differs)
-# Needs cbindgen (cargo install cbindgen; configured by cbindgen.toml at the repo root)
-# and gcc (to list the header's declarations).
+# Needs cbindgen (cargo install cbindgen; configured by cbindgen.toml at the repo root),
+# cargo, and gcc (to list the header's declarations).
 #
 # Before writing (or comparing) it refuses a header that declares anything but the
 # functions libgomp.map exports (the GOMP_OFFLOAD_* entry points and the plugin's own
@@ -25,11 +27,10 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/crate/src"
 printf '[package]\nname = "gomp-plugin-nvptx-header"\nversion = "0.0.0"\nedition = "2021"\n[lib]\npath = "src/lib.rs"\n' > "$tmp/crate/Cargo.toml"
 : > "$tmp/crate/src/lib.rs"
-for f in src/libgomp/abi.rs src/libgomp/interop.rs src/edge/exports/openmp.rs \
-         src/edge/exports/page_locked.rs src/edge/exports/interop.rs \
-         src/edge/exports/openacc.rs src/edge/exports/openacc_cuda.rs \
+cargo run -q --release -p gomp-plugin --example edge_table -- rust-decls nvptx > "$tmp/entry_points.rs"
+for f in src/libgomp/abi.rs src/libgomp/interop.rs "$tmp/entry_points.rs" \
          nvptx/src/extensions.rs; do
-  m=$(echo "$f" | tr '/.' '__')
+  m=$(echo "${f#"$tmp"/}" | tr '/.' '__')
   cp "$f" "$tmp/crate/src/$m.rs"
   echo "mod $m;" >> "$tmp/crate/src/lib.rs"
 done

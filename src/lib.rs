@@ -3,9 +3,10 @@
 //! (`libgomp-plugin-nvptx.so.1`, CUDA) and `gcn/` (`libgomp-plugin-gcn.so.1`, HSA).
 //!
 //! Layers, each depending only on those below it (docs/architecture.md draws them):
-//! - `src/edge/exports/*.rs`: the exported `GOMP_OFFLOAD_*` shells, written once and
-//!   compiled into each product crate (see [`edge`]): panic boundary, libgomp's error
-//!   convention, one call into the product's [`Plugin`] / [`Device`];
+//! - [`edge::table`]: the exported `GOMP_OFFLOAD_*` entry points, one row each, whose
+//!   shells each product crate expands ([`export_entry_points!`]; see [`edge`]): panic
+//!   boundary, libgomp's error convention, one call into the product's [`Plugin`] /
+//!   [`Device`];
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
 //!   [`registry`]: the open devices; [`kernels`]: the live kernel handles and their

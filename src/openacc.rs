@@ -1,6 +1,6 @@
 //! The OpenACC side of a product: [`OpenAcc`] (kernel execution, per-thread data,
 //! properties, the CUDA-interop calls) and its async queue, [`AccQueue`]. Only products
-//! whose `get_caps` offers OpenACC implement it and export `src/edge/exports/openacc.rs`.
+//! whose `get_caps` offers OpenACC implement it and export the OpenACC rows of the entry-point table (`src/edge/table.rs`).
 
 use crate::error::{Error, Result};
 use crate::kernels::Live;

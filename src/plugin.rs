@@ -2,7 +2,7 @@
 //! entry points that name no device); beside it [`crate::Device`] (one open device)
 //! and, for products that offer OpenACC, [`crate::OpenAcc`] with its
 //! [`crate::AccQueue`]. The exported shells
-//! (`src/edge/exports/`) call only these. A default method answers "not implemented"
+//! (the rows of `src/edge/table.rs`) call only these. A default method answers "not implemented"
 //! the way libgomp expects (an error message and the entry point's failure value), so
 //! a backend implements what it supports and nothing else.
 //!

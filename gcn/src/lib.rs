@@ -48,22 +48,12 @@ pub mod table;
 
 pub mod hsa;
 
-// The exported `GOMP_OFFLOAD_*` entry points: the framework's shells
-// (`src/edge/exports/`), written once for every product, compiled here over this
-// backend (they call `super::Backend`). OpenACC without the CUDA-interop shells
-// (`openacc_cuda.rs`, which GCC's gcn plugin does not export either); no interop or
-// page-locked memory: the backend does not offer them (see `plugin`).
-/// The backend every exported shell calls.
-type Backend = plugin::Gcn;
-#[path = "../../src/edge/exports/can_run.rs"]
-mod can_run_exports;
-#[path = "../../src/edge/exports/openacc.rs"]
-mod openacc_exports;
-#[path = "../../src/edge/exports/openmp.rs"]
-mod openmp_exports;
+// The exported `GOMP_OFFLOAD_*` entry points: the shells of the framework's table
+// (`src/edge/table.rs`) that name this product, expanded here over this backend.
+gomp_plugin::export_entry_points!(gcn, crate::plugin::Gcn);
 /// `GOMP_OFFLOAD_async_run`'s implementation, for tests that link this library: there
-/// the exported name denotes its IFUNC resolver (src/edge/exports/openmp.rs).
-pub use openmp_exports::async_run;
+/// the exported name denotes its IFUNC resolver (src/edge/table.rs).
+pub use entry_points::async_run;
 
 #[cfg(test)]
 pub mod image_tests;

@@ -22,21 +22,9 @@ pub mod open;
 pub mod openacc;
 pub mod rect;
 
-// The exported `GOMP_OFFLOAD_*` entry points: the framework's shells
-// (`src/edge/exports/`), written once for every product, compiled here over this
-// backend (they call `super::Backend`).
-/// The backend every exported shell calls.
-type Backend = plugin::Nvptx;
-#[path = "../../src/edge/exports/interop.rs"]
-mod interop_exports;
-#[path = "../../src/edge/exports/openacc_cuda.rs"]
-mod openacc_cuda_exports;
-#[path = "../../src/edge/exports/openacc.rs"]
-mod openacc_exports;
-#[path = "../../src/edge/exports/openmp.rs"]
-mod openmp_exports;
+// The exported `GOMP_OFFLOAD_*` entry points: the shells of the framework's table
+// (`src/edge/table.rs`) that name this product, expanded here over this backend.
+gomp_plugin::export_entry_points!(nvptx, crate::plugin::Nvptx);
 /// `GOMP_OFFLOAD_async_run`'s implementation, for tests that link this library: there
-/// the exported name denotes its IFUNC resolver (src/edge/exports/openmp.rs).
-pub use openmp_exports::async_run;
-#[path = "../../src/edge/exports/page_locked.rs"]
-mod page_locked_exports;
+/// the exported name denotes its IFUNC resolver (src/edge/table.rs).
+pub use entry_points::async_run;

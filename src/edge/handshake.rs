@@ -32,7 +32,7 @@ pub fn serves<P: Plugin>() -> bool {
 /// which detects the release, before it looks the entry point up; before any detection
 /// (a program linked with a product's library, resolved by the loader at start-up) it
 /// is offered. Lock-free and allocation-free: called from the IFUNC resolver of
-/// `GOMP_OFFLOAD_async_run` (src/edge/exports/openmp.rs).
+/// `GOMP_OFFLOAD_async_run` (its `ifunc` row in src/edge/table.rs).
 pub fn offers_async_run() -> bool {
     host::libgomp_if_detected().is_none_or(Libgomp::takes_async_run)
 }

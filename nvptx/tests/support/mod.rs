@@ -451,7 +451,7 @@ pub fn stub_stats(dev: c_int) -> StubStats {
     s
 }
 
-/// The shells of `src/edge/exports/openmp.rs`, which both products export (C
+/// The OpenMP shells of the table `src/edge/table.rs`, which both products export (C
 /// signatures: docs/plugin-abi.md §2). Declared, not imported: the tests call the
 /// exported symbols, as libgomp does.
 pub mod api {
@@ -506,18 +506,12 @@ pub mod api {
             n: usize,
         ) -> bool;
         pub fn GOMP_OFFLOAD_memset(ord: c_int, ptr: *mut c_void, val: c_int, n: usize) -> bool;
-        pub fn GOMP_OFFLOAD_run(
-            ord: c_int,
-            tgt_fn: *mut c_void,
-            tgt_vars: *mut c_void,
-            args: *mut *mut c_void,
-        );
         pub fn GOMP_OFFLOAD_is_accessible_ptr(ord: c_int, ptr: *const c_void, size: usize)
             -> c_int;
     }
 
-    // The OpenACC async-queue shells of `src/edge/exports/openacc.rs` (the queue is
-    // opaque: `*mut c_void`) and the page-locked memory shells of `page_locked.rs`.
+    // The OpenACC async-queue shells of the table `src/edge/table.rs` (the queue is
+    // opaque: `*mut c_void`) and its page-locked memory shells.
     extern "C" {
         pub fn GOMP_OFFLOAD_openacc_async_construct(ord: c_int) -> *mut c_void;
         pub fn GOMP_OFFLOAD_openacc_async_destruct(aq: *mut c_void) -> bool;

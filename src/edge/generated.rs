@@ -1,0 +1,370 @@
+//! The files produced from the entry-point table ([`super::table`]): each product's
+//! export list (libgomp.map, libgomp-gcn.map), abi-tests/entry_points.inc (the C
+//! prototypes abi-tests/prototypes.c compiles against the header), the two tables of
+//! docs/plugin-abi.md (between marker comments), and the Rust declarations
+//! include/generate.sh gives cbindgen. `cargo run -p gomp-plugin --example edge_table
+//! -- write` rewrites the files; this module's unit test fails when one differs from
+//! the table. Pure functions over constants; thread-safe.
+
+use super::table::{EntryPoint, Product, Required, ENTRY_POINTS, PRODUCTS, RELEASES};
+use crate::libgomp::abi::{CAP_OPENACC_200, CAP_OPENMP_400};
+use std::fmt::Write as _;
+use std::path::Path;
+
+const GENERATED_BY: &str = "`cargo run -p gomp-plugin --example edge_table -- write`";
+
+/// The table's rows that `product` exports, in the table's order.
+pub fn exported_by(product: &str) -> impl Iterator<Item = &'static EntryPoint> + '_ {
+    ENTRY_POINTS
+        .iter()
+        .filter(move |e| e.exported_by.contains(&product))
+}
+
+/// The product named `name`.
+pub fn product(name: &str) -> Option<&'static Product> {
+    PRODUCTS.iter().find(|p| p.name == name)
+}
+
+/// A product's export list, in version-script syntax.
+pub fn map(p: &Product) -> String {
+    let mut s = format!(
+        "/* {map} - the symbols {so} exports: the GOMP_OFFLOAD_* entry points of\n   \
+         src/edge/table.rs that name {name}{own}. Generated from that table by\n   \
+         {GENERATED_BY}; do not edit.\n   \
+         Written in linker version-script syntax but not passed to the linker: rustc exports\n   \
+         exactly the crate's #[no_mangle] functions, and a second version script breaks GNU ld\n   \
+         ({name}/build.rs). abi-tests/check-exports.sh (nvptx) and tests/host_fallback.sh (gcn)\n   \
+         check the built library's dynamic symbols against this list. */\n{{\n  global:\n",
+        map = p.map,
+        so = p.soname,
+        name = p.name,
+        own = if p.own.is_empty() {
+            String::new()
+        } else {
+            ", then the plugin's own C API\n   (not part of libgomp's contract)".to_string()
+        },
+    );
+    for e in exported_by(p.name) {
+        let _ = writeln!(s, "    {};", e.name);
+    }
+    for o in p.own {
+        let _ = writeln!(s, "    {o};");
+    }
+    s.push_str("  local:\n    *;\n};\n");
+    s
+}
+
+/// abi-tests/entry_points.inc: one `ENTRY_POINT(NAME, DECLARATION)` per entry point
+/// the nvptx product exports (the header's), with its newest C prototype.
+pub fn prototypes_inc() -> String {
+    let mut s = format!(
+        "/* entry_points.inc - the GOMP_OFFLOAD_* entry points of libgomp-plugin-nvptx.so.1\n   \
+         with the C prototype of the newest libgomp (docs/plugin-abi.md section 2), one\n   \
+         ENTRY_POINT (NAME, DECLARATION) each, for abi-tests/prototypes.c. Generated from\n   \
+         src/edge/table.rs by {GENERATED_BY}; do not edit. */\n"
+    );
+    for e in exported_by("nvptx") {
+        let _ = writeln!(
+            s,
+            "ENTRY_POINT ({}, extern {};)",
+            e.name,
+            e.declaration(e.newest_c())
+        );
+    }
+    s
+}
+
+/// The Rust declarations of `product`'s entry points, for cbindgen (include/generate.sh):
+/// each shell's doc and signature with an empty body.
+pub fn rust_decls(p: &Product) -> String {
+    let mut s = String::from(
+        "// The exported entry points as src/edge/table.rs declares them (cbindgen input).\n\
+         use std::ffi::{c_char, c_int, c_uint, c_void};\n",
+    );
+    for e in exported_by(p.name) {
+        for d in e.doc {
+            s.push_str(d);
+            s.push('\n');
+        }
+        let _ = writeln!(
+            s,
+            "#[no_mangle]\npub extern \"C\" {} {{\n    loop {{}}\n}}",
+            e.rust
+        );
+    }
+    s
+}
+
+fn releases(e: &EntryPoint) -> String {
+    match e.to {
+        Some(t) => format!("{}–{t}", e.from),
+        None => format!("{}+", e.from),
+    }
+}
+
+fn required(e: &EntryPoint) -> String {
+    match e.required {
+        Required::Always => "req".into(),
+        Required::Cap(CAP_OPENMP_400) => "req (OMP)".into(),
+        Required::Cap(CAP_OPENACC_200) => "req (ACC)".into(),
+        Required::Cap(c) => format!("req (caps & {c})"),
+        Required::Optional => "opt".into(),
+        Required::AllOrNone(g) => format!("all {g}_* or none"),
+        Required::IfPresent(s) => format!("req if {}", s.trim_start_matches("GOMP_OFFLOAD_")),
+    }
+}
+
+/// docs/plugin-abi.md §2: every entry point, its C prototype per release, the releases
+/// that look it up and whether they require it, the products that export it, the
+/// semantics.
+pub fn docs_entry_points() -> String {
+    let mut s = String::from(
+        "| Entry point (C signature; from the libgomp release given) | Looked up | Exported by | Semantics / error convention |\n\
+         |---|---|---|---|\n",
+    );
+    for e in ENTRY_POINTS {
+        let many = e.c.len() + e.also.len() > 1;
+        let sigs: Vec<String> =
+            e.c.iter()
+                .chain(e.also)
+                .map(|(v, c)| {
+                    let d = e.declaration(c).replacen("GOMP_OFFLOAD_", "", 1);
+                    if many {
+                        format!("{v}: `{d}`")
+                    } else {
+                        format!("`{d}`")
+                    }
+                })
+                .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} {}{} | {} | {} |",
+            sigs.join("<br>"),
+            releases(e),
+            required(e),
+            if e.indirect { ", IFUNC" } else { "" },
+            e.exported_by.join(", "),
+            e.note
+        );
+    }
+    s
+}
+
+/// docs/plugin-abi.md §1.2: per release, which entry points it looks up, by when it
+/// requires them ("same": as the release before; "+": those added).
+pub fn docs_lookup() -> String {
+    // The rows of the table: a title and which entry points belong to it.
+    type Class = (String, fn(&EntryPoint) -> bool);
+    let mut classes: Vec<Class> = vec![
+        ("always".into(), |e| e.required == Required::Always),
+        ("caps & OPENMP_400".into(), |e| {
+            e.required == Required::Cap(CAP_OPENMP_400)
+        }),
+        (
+            "caps & OPENACC_200 (all of these, else \"plugin missing OpenACC handler function\")"
+                .into(),
+            |e| e.required == Required::Cap(CAP_OPENACC_200),
+        ),
+        ("all of the group or none".into(), |e| {
+            matches!(e.required, Required::AllOrNone(_))
+        }),
+    ];
+    let mut present: Vec<&str> = ENTRY_POINTS
+        .iter()
+        .filter_map(|e| match e.required {
+            Required::IfPresent(s) => Some(s.trim_start_matches("GOMP_OFFLOAD_")),
+            _ => None,
+        })
+        .collect();
+    present.dedup();
+    if !present.is_empty() {
+        classes.push((
+            format!("required if {} is exported", present.join(" / ")),
+            |e| matches!(e.required, Required::IfPresent(_)),
+        ));
+    }
+    classes.push(("optional".into(), |e| e.required == Required::Optional));
+    let mut s = String::from("| Required when |");
+    for r in RELEASES {
+        let _ = write!(s, " GCC {r} |");
+    }
+    s.push_str("\n|---|");
+    for _ in RELEASES {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    for (title, class) in &classes {
+        let _ = write!(s, "| {title} |");
+        let mut before: Vec<&str> = Vec::new();
+        for &r in RELEASES {
+            let now: Vec<&str> = ENTRY_POINTS
+                .iter()
+                .filter(|e| class(e) && e.looked_up_by(r))
+                .map(|e| e.short())
+                .collect();
+            let cell = if now.is_empty() {
+                "—".to_string()
+            } else if now == before {
+                "same".to_string()
+            } else if !before.is_empty() && before.iter().all(|b| now.contains(b)) {
+                let added: Vec<&str> = now
+                    .iter()
+                    .filter(|n| !before.contains(n))
+                    .copied()
+                    .collect();
+                format!("+ {}", added.join(", "))
+            } else {
+                now.join(", ")
+            };
+            let _ = write!(s, " {cell} |");
+            before = now;
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// A generated file, or the generated part of one between two marker lines.
+pub struct Output {
+    /// Path relative to the repository root.
+    pub path: &'static str,
+    /// `Some((begin, end))`: only the lines between these marker lines are generated.
+    pub markers: Option<(&'static str, &'static str)>,
+    /// The generated text.
+    pub text: String,
+}
+
+/// Every generated file or part.
+pub fn outputs() -> Vec<Output> {
+    let mut v: Vec<Output> = PRODUCTS
+        .iter()
+        .map(|p| Output {
+            path: p.map,
+            markers: None,
+            text: map(p),
+        })
+        .collect();
+    v.push(Output {
+        path: "abi-tests/entry_points.inc",
+        markers: None,
+        text: prototypes_inc(),
+    });
+    v.push(Output {
+        path: "docs/plugin-abi.md",
+        markers: Some((
+            "<!-- BEGIN lookup table: generated from src/edge/table.rs, do not edit -->",
+            "<!-- END lookup table -->",
+        )),
+        text: docs_lookup(),
+    });
+    v.push(Output {
+        path: "docs/plugin-abi.md",
+        markers: Some((
+            "<!-- BEGIN entry-point table: generated from src/edge/table.rs, do not edit -->",
+            "<!-- END entry-point table -->",
+        )),
+        text: docs_entry_points(),
+    });
+    v
+}
+
+/// `current` with `out` put in (the whole text, or between its markers); an error
+/// names a missing marker.
+pub fn apply(current: &str, out: &Output) -> Result<String, String> {
+    let Some((begin, end)) = out.markers else {
+        return Ok(out.text.clone());
+    };
+    let b = current
+        .find(begin)
+        .ok_or_else(|| format!("{}: no line '{begin}'", out.path))?;
+    let body = b + begin.len();
+    let e = current[body..]
+        .find(end)
+        .map(|i| body + i)
+        .ok_or_else(|| format!("{}: no line '{end}' after '{begin}'", out.path))?;
+    Ok(format!(
+        "{}\n{}{}",
+        &current[..body],
+        out.text,
+        &current[e..]
+    ))
+}
+
+/// The generated files under `root` that differ from the table (empty: all current);
+/// with `write`, rewrites them instead.
+pub fn sync(root: &Path, write: bool) -> Result<Vec<String>, String> {
+    let mut stale = Vec::new();
+    for out in outputs() {
+        let path = root.join(out.path);
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        let want = apply(&current, &out)?;
+        if want != current {
+            if write {
+                std::fs::write(&path, &want).map_err(|e| format!("{}: {e}", out.path))?;
+            }
+            stale.push(out.path.to_string());
+        }
+    }
+    Ok(stale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_files_agree_with_the_table() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let stale = sync(root, false).expect("markers present");
+        assert!(stale.is_empty(), "stale (run {GENERATED_BY}): {stale:?}");
+    }
+
+    #[test]
+    fn names_are_unique_entry_points_of_known_products() {
+        let mut seen = std::collections::HashSet::new();
+        for e in ENTRY_POINTS {
+            assert!(e.name.starts_with("GOMP_OFFLOAD_"), "{}", e.name);
+            assert!(seen.insert(e.name), "{} twice", e.name);
+            assert!(!e.exported_by.is_empty(), "{}", e.name);
+            for p in e.exported_by {
+                assert!(product(p).is_some(), "{}: unknown product {p}", e.name);
+            }
+            // Signatures oldest first, from the first release that looks it up.
+            assert_eq!(e.c.first().map(|c| c.0), Some(e.from), "{}", e.name);
+            assert!(e.c.windows(2).all(|w| w[0].0 < w[1].0), "{}", e.name);
+            assert!(e.c.iter().all(|(_, c)| c.contains('(')), "{}", e.name);
+            if let Required::IfPresent(s) = e.required {
+                assert!(ENTRY_POINTS.iter().any(|o| o.name == s), "{}: {s}", e.name);
+            }
+        }
+    }
+
+    #[test]
+    fn all_or_none_groups_are_exported_whole() {
+        for e in ENTRY_POINTS {
+            if let Required::AllOrNone(g) = e.required {
+                for o in ENTRY_POINTS.iter().filter(|o| o.required == e.required) {
+                    assert_eq!(
+                        o.exported_by, e.exported_by,
+                        "{g}: {} vs {}",
+                        o.name, e.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_marker_pair_is_replaced_between_its_lines() {
+        let out = Output {
+            path: "x",
+            markers: Some(("<!-- B -->", "<!-- E -->")),
+            text: "new\n".into(),
+        };
+        assert_eq!(
+            apply("a\n<!-- B -->\nold\n<!-- E -->\nz\n", &out).unwrap(),
+            "a\n<!-- B -->\nnew\n<!-- E -->\nz\n"
+        );
+        assert!(apply("a\n", &out).is_err());
+    }
+}
