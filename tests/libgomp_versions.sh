@@ -72,7 +72,7 @@ if cc -shared -fPIC -pthread -I"$T" tests/fallback/stub_libcuda_2dev.c tests/fal
   LIBCUDA=$T/libcuda-2dev.so MASK=0x20 DEVICES=2 case_ gcc12-leftover-mask 1 '' "$n12"
   LIBCUDA=$T/libcuda-2dev.so MASK=0x20 DEVICES=-1 case_ gcc16-usm-mask 3 '' "$n12" "$n13" "$n14" "$n15" "$n16"
   # libgomp 17 calls get_num_devices() without an argument again: it checks the mask
-  # itself against get_caps() | get_dev_caps(device) (docs/plugin-abi.md section 7.3).
+  # itself against get_caps() | get_dev_caps(device) (docs/plugin-abi.md section 12.3).
   LIBCUDA=$T/libcuda-2dev.so MASK=0x20 DEVICES=2 case_ gcc17-leftover-mask 4 '' "$n12" "$n13" "$n14" "$n15" "$n16" "$n17"
 else
   echo "FAIL: building the two-device stand-in libcuda"; fail=$((fail + 1))

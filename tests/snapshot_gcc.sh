@@ -2,7 +2,7 @@
 # snapshot_gcc.sh - libgomp 17 (GCC's development branch as Debian's gcc-snapshot ships
 # it, /usr/lib/gcc-snapshot in the root $WORK/snapshot, made on first use by
 # scripts/toolchain/mkroot.sh snapshot) loads our plugins and launches through its
-# session protocol (docs/plugin-abi.md §7). Prints the gcc-snapshot version, then:
+# session protocol (docs/plugin-abi.md §12). Prints the gcc-snapshot version, then:
 #   contract: the snapshot's gomp-constants.h says GOMP_VERSION 4 (NVIDIA_PTX 1, GCN
 #     3) and its libgomp.so.1 looks up exactly abi-tests/libgomp17-lookups.tsv; a
 #     snapshot whose contract differs fails here, with what differs, and nothing else
@@ -70,7 +70,7 @@ strings -a "$R$SL/libgomp.so.1" 2>/dev/null | grep -E '^GOMP_OFFLOAD_[a-z0-9_]+$
 if [ "$consts" = "GOMP_VERSION=4 GOMP_VERSION_GCN=3 GOMP_VERSION_NVIDIA_PTX=1" ] && cmp -s "$T/want" "$T/real"; then
   ok "gcc-snapshot $ver: the libgomp 17 contract this plugin implements (GOMP_VERSION 4, $(wc -l < "$T/want") entry points looked up)"
 else
-  bad "gcc-snapshot $ver's plugin contract differs from the libgomp 17 this plugin implements (docs/plugin-abi.md §7): a newer snapshot needs the plugin updated" \
+  bad "gcc-snapshot $ver's plugin contract differs from the libgomp 17 this plugin implements (docs/plugin-abi.md §12): a newer snapshot needs the plugin updated" \
     "gomp-constants.h (${H:-not found}): ${consts:-nothing}; want GOMP_VERSION=4 GOMP_VERSION_GCN=3 GOMP_VERSION_NVIDIA_PTX=1" \
     "entry points looked up (< abi-tests/libgomp17-lookups.tsv only, > libgomp.so.1 only):" \
     "$(diff "$T/want" "$T/real" | grep '^[<>]')"

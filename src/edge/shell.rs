@@ -239,7 +239,7 @@ pub fn interop_query<P: Plugin>(
     v
 }
 
-// ---- libgomp 17's session forms (docs/plugin-abi.md §7), served by the indirect
+// ---- libgomp 17's session forms (docs/plugin-abi.md §12), served by the indirect
 // functions of `run`, `async_run`, `openacc_exec` and `openacc_async_exec` under a
 // libgomp that launches through sessions (`ifunc(IMPL, OFFER, SESSION)` in the table).
 

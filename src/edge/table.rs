@@ -372,7 +372,7 @@ macro_rules! __gomp_entry_point_table {
     /// every device meets (`Plugin::CAPS_17`), which that libgomp checks itself.
     GOMP_OFFLOAD_get_caps in [nvptx gcn] looked_up(12..) required(always)
     c(12: "unsigned (void)")
-    note("Capability bits (§1.4); called before get_num_devices. libgomp 17 also reads 0x20 (unified_address) and 0x40 (reverse_offload) and checks the program's requires mask itself (§7.3).")
+    note("Capability bits (§1.4); called before get_num_devices. libgomp 17 also reads 0x20 (unified_address) and 0x40 (reverse_offload) and checks the program's requires mask itself (§12.3).")
     fn() -> u32 {
         if handshake::uses_sessions() {
             Backend::CAPS | Backend::CAPS_17
@@ -385,7 +385,7 @@ macro_rules! __gomp_entry_point_table {
     /// `GOMP_OFFLOAD_CAP_SHARED_MEM` when the device can use the host's pageable memory.
     GOMP_OFFLOAD_get_dev_caps in [nvptx gcn] looked_up(17..) required(optional)
     c(17: "unsigned (int ord)")
-    note("OR-ed into get_caps per device; libgomp 17 skips a device whose caps lack what the program requires (§7.3). Ours: SHARED_MEM (1) on an nvptx device with pageable memory access, else 0.")
+    note("OR-ed into get_caps per device; libgomp 17 skips a device whose caps lack what the program requires (§12.3). Ours: SHARED_MEM (1) on an nvptx device with pageable memory access, else 0.")
     fn(ord: c_int) -> u32 { guard::value("get_dev_caps", 0, || Backend::dev_caps(ord)) }
 
     /// The host NUMA node closest to device `ord`, -1 when unknown (libgomp 17 only looks
@@ -407,7 +407,7 @@ macro_rules! __gomp_entry_point_table {
     GOMP_OFFLOAD_get_num_devices in [nvptx gcn] looked_up(12..) required(always)
     c(12: "int (void)", 13: "int (unsigned omp_requires_mask)")
     also(17: "int (void)")
-    note("§1.5. libgomp 12 and 17 pass no mask (the register holds a leftover); 17 checks the mask itself against get_caps | get_dev_caps (§7.3).")
+    note("§1.5. libgomp 12 and 17 pass no mask (the register holds a leftover); 17 checks the mask itself against get_caps | get_dev_caps (§12.3).")
     fn(omp_requires_mask: u32) -> c_int {
         guard::value("get_num_devices", 0, || {
             if host::libgomp().is_some() && !handshake::serves::<Backend>() {
@@ -557,14 +557,14 @@ macro_rules! __gomp_entry_point_table {
     /// `session_size`: the bytes of this plugin's session block (libgomp 17).
     GOMP_OFFLOAD_session_size in [nvptx gcn] looked_up(17..) required(openmp)
     c(17: "size_t (void)")
-    note("§7.1. Called once at load, without a NULL check (a plugin without it crashes libgomp 17). Ours: 32.")
+    note("§12.2. Called once at load, without a NULL check (a plugin without it crashes libgomp 17). Ours: 32.")
     fn() -> usize { session::SIZE }
 
     /// `session_start`: a fresh session for a launch on device `ord` (libgomp 17). Errors
     /// (a NULL or misaligned block) are fatal: libgomp has no failure value here.
     GOMP_OFFLOAD_session_start in [nvptx gcn] looked_up(17..) required(openmp)
     c(17: "void (void *session, int ord)")
-    note("§7.1. Per launch, on libgomp's 16-aligned block of session_size bytes (the stack for run, the heap for a nowait task).")
+    note("§12.2. Per launch, on libgomp's 16-aligned block of session_size bytes (the stack for run, the heap for a nowait task).")
     fn(session: *mut c_void, ord: c_int) {
         guard::or_fatal("session_start", || {
             // SAFETY: libgomp's block of session_size() bytes.
@@ -578,7 +578,7 @@ macro_rules! __gomp_entry_point_table {
     /// the kernel receives it (libgomp 17). Errors are fatal.
     GOMP_OFFLOAD_session_set_target_var_table in [nvptx gcn] looked_up(17..) required(openmp)
     c(17: "void (void *session, void *table)")
-    note("§7.1. Once per session, after session_start: the device address of the table inside libgomp's block of the launch (NULL when nothing is mapped), what run's vars was.")
+    note("§12.2. Once per session, after session_start: the device address of the table inside libgomp's block of the launch (NULL when nothing is mapped), what run's vars was.")
     fn(session: *mut c_void, table: *mut c_void) {
         guard::or_fatal("session_set_target_var_table", || {
             // SAFETY: libgomp's session block, started, used by this launch only.
@@ -601,7 +601,7 @@ macro_rules! __gomp_entry_point_table {
     ifunc(run, true, shell::run_session::<Backend>)
     c(12: "void (int ord, void *fn, void *vars, void **args)")
     also(17: "void (void *session, void *fn, void **args)")
-    note("§6. Synchronous. Errors are fatal. libgomp 17: the device and the table come through the session (§7.2).")
+    note("§6. Synchronous. Errors are fatal. libgomp 17: the device and the table come through the session (§12.2).")
     fn(ord: c_int, tgt_fn: *mut c_void, tgt_vars: *mut c_void, args: *mut *mut c_void) {
         guard::or_fatal("run", || shell::run::<Backend>("run", ord, tgt_fn, tgt_vars, args, None))
     }

@@ -9,7 +9,7 @@ pub const CAP_OPENMP_400: u32 = 4;
 pub const CAP_OPENACC_200: u32 = 8;
 /// Capability (libgomp 17, `get_caps`): the devices meet `requires unified_address`;
 /// libgomp 17 checks the program's mask against `get_caps() | get_dev_caps(device)`
-/// itself (docs/plugin-abi.md §7.3). Never answered to libgomp 12-16.
+/// itself (docs/plugin-abi.md §12.3). Never answered to libgomp 12-16.
 pub const CAP_UNIFIED_ADDRESS: u32 = 0x20;
 /// Capability (libgomp 17, `get_caps`): the devices meet `requires reverse_offload`.
 pub const CAP_REVERSE_OFFLOAD: u32 = 0x40;

@@ -1,4 +1,4 @@
-//! libgomp 17's launch session (docs/plugin-abi.md §7): a block of `session_size()`
+//! libgomp 17's launch session (docs/plugin-abi.md §12): a block of `session_size()`
 //! bytes that libgomp allocates per launch (16-byte aligned), hands to `session_start`
 //! with the device number, then to `session_set_target_var_table` with the launch's
 //! target-variable table, and finally to `run`/`async_run` or `openacc_exec`/

@@ -24,7 +24,7 @@ pub enum Libgomp {
     V16,
     /// GCC 17 (the development branch as Debian's gcc-snapshot 1:20261020-1 ships it):
     /// `GOMP_VERSION` 4, the launch session (`session_*`), `run`/`async_run` and
-    /// `openacc_exec`/`openacc_async_exec` taking the session (docs/plugin-abi.md §7).
+    /// `openacc_exec`/`openacc_async_exec` taking the session (docs/plugin-abi.md §12).
     V17,
 }
 
@@ -51,7 +51,7 @@ impl Libgomp {
 
     /// Whether `GOMP_OFFLOAD_get_num_devices` receives the program's `requires` mask
     /// (13-16); libgomp 12 calls it without an argument, and so does libgomp 17, which
-    /// checks the mask itself against `get_caps() | get_dev_caps(device)` (§7.3).
+    /// checks the mask itself against `get_caps() | get_dev_caps(device)` (§12.3).
     pub fn passes_requires_mask(self) -> bool {
         (Libgomp::V13..=Libgomp::V16).contains(&self)
     }

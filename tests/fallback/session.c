@@ -1,5 +1,5 @@
 /* session.c - OpenMP target regions whose launches tests/snapshot_gcc.sh follows through
- * libgomp 17's session protocol (docs/plugin-abi.md §7) on the two-device stand-in
+ * libgomp 17's session protocol (docs/plugin-abi.md §12) on the two-device stand-in
  * libcuda (tests/fallback/stub_libcuda_2dev.c): regions on device 0 and device 1 (the
  * session must carry the right device number), one mapping two arrays and a scalar
  * (the kernel's table: device addresses), one mapping nothing but a firstprivate
