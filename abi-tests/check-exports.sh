@@ -13,7 +13,7 @@
 #                                 from the trixie root)
 # environment: PLUGIN, STOCK16, STOCK14 (same as the arguments), BUNDLES (default:
 #   ../shared/bundles next to the repository), MAP (default: libgomp.map), CC (gcc).
-# needs: readelf, tar + xz, $CC; cbindgen for the header freshness check (skipped without).
+# needs: readelf, strings, tar + xz, $CC; cbindgen for the header freshness check (skipped without).
 #
 # Checks (each prints PASS/FAIL and a reason; see abi-tests/README.md):
 #   ours is an ELF shared object for the stock plugin's machine; SONAME is
@@ -25,7 +25,11 @@
 #   the required entry points of spec section 1.2 (always: version ...
 #   host2dev; OpenMP on libgomp 16: run, dev2dev, memset) are exported, and the stock
 #   plugins export them too (cross-check of the lists below); GOMP_OFFLOAD_async_run is
-#   an indirect function (its resolver hides it from libgomp 12); no GOMP_OFFLOAD_* symbol
+#   an indirect function (its resolver hides it from libgomp 12); libgomp 17:
+#   abi-tests/libgomp17-lookups.tsv is exactly what gcc-snapshot's libgomp.so.1 looks up
+#   (env LIBGOMP17, default the snapshot root's, made on first use) and both products
+#   (GCN_PLUGIN: the gcn one) export every required lookup and exactly the optional ones
+#   the file marks theirs; no GOMP_OFFLOAD_* symbol
 #   carries a symbol version; abi-tests/prototypes.c compiles against
 #   include/gomp_plugin_nvptx.h; the header is what include/generate.sh produces.
 # Informational: stock GCC 16 / GCC 14 exports we do not implement yet.
@@ -189,10 +193,12 @@ if [ -n "$stock16" ]; then
   printf '%s\n' GOMP_OFFLOAD_async_run GOMP_OFFLOAD_can_run >> "$tmp/stock16_all"
   # And those no libgomp up to 16 looks up (the table's newer entry points).
   prefixed "$NEWER_THAN_16" >> "$tmp/stock16_all"
+  # And what libgomp 17 looks up (abi-tests/libgomp17-lookups.tsv, checked below).
+  grep -v '^#' abi-tests/libgomp17-lookups.tsv | cut -f1 | sed 's/^/GOMP_OFFLOAD_/' >> "$tmp/stock16_all"
   sort -u -o "$tmp/stock16_all" "$tmp/stock16_all"
   grep '^GOMP_OFFLOAD_' "$tmp/ours" | comm -23 - "$tmp/stock16_all" > "$tmp/invented"
   if [ ! -s "$tmp/invented" ]; then
-    pass "every GOMP_OFFLOAD_* symbol ours exports is exported by the stock GCC 16 plugin (or is the spec's optional async_run/can_run)"
+    pass "every GOMP_OFFLOAD_* symbol ours exports is exported by the stock GCC 16 plugin (or is the spec's optional async_run/can_run, or one libgomp 17 looks up)"
   else
     fail "ours exports $(wc -l < "$tmp/invented") GOMP_OFFLOAD_* symbol(s) the stock GCC 16 plugin does not:"
     head -n 10 "$tmp/invented" | detail
@@ -225,6 +231,49 @@ required "OpenMP entry points libgomp 16 requires" "$OPENMP16" "$tmp/ours" ours
 # Cross-check the lists above against what GCC's own plugins export.
 [ -n "$stock16" ] && required "required entry points of libgomp 16" "$ALWAYS $OPENMP16" "$tmp/stock16" "stock GCC 16"
 [ -n "$stock14" ] && required "required entry points of libgomp 14" "$ALWAYS $OPENMP14" "$tmp/stock14" "stock GCC 14"
+
+# --- libgomp 17 (docs/plugin-abi.md section 7) -------------------------------------------------
+# abi-tests/libgomp17-lookups.tsv: every name libgomp 17's loader looks up, whether it is
+# required, and what each product exports. The file against the real loader (the
+# GOMP_OFFLOAD_* strings of gcc-snapshot's libgomp.so.1, root made on first use), then
+# each product against the file: a required lookup missing, or an optional one the file
+# says we export but we do not (or the reverse), fails.
+L17=$repo/abi-tests/libgomp17-lookups.tsv
+libgomp17=${LIBGOMP17:-}
+if [ -z "$libgomp17" ]; then
+  work=${WORK:-$repo/.toolchain}
+  libgomp17=$work/snapshot/usr/lib/gcc-snapshot/lib/libgomp.so.1
+  [ -e "$libgomp17" ] || WORK=$work scripts/toolchain/mkroot.sh snapshot > "$tmp/mkroot17.log" 2>&1 ||
+    fail "the snapshot root (gcc-snapshot, libgomp 17) could not be made (scripts/toolchain/mkroot.sh snapshot; log: $(tail -3 "$tmp/mkroot17.log"))"
+fi
+grep -v '^#' "$L17" | cut -f1 | sed 's/^/GOMP_OFFLOAD_/' | sort -u > "$tmp/l17"
+if [ -r "$libgomp17" ]; then
+  strings -a "$libgomp17" | grep -E '^GOMP_OFFLOAD_[a-z0-9_]+$' | sort -u > "$tmp/l17_real"
+  if cmp -s "$tmp/l17" "$tmp/l17_real"; then
+    pass "abi-tests/libgomp17-lookups.tsv lists exactly the $(wc -l < "$tmp/l17") entry points libgomp 17's loader looks up ($libgomp17)"
+  else
+    fail "abi-tests/libgomp17-lookups.tsv differs from what $libgomp17 looks up (< file only, > loader only):"
+    diff "$tmp/l17" "$tmp/l17_real" | grep '^[<>]' | detail
+  fi
+else
+  fail "no libgomp 17 to check abi-tests/libgomp17-lookups.tsv against: $libgomp17"
+fi
+lookups17() {  # $1 = product column (3 nvptx, 4 gcn), $2 = plugin file, $3 = product name
+  [ -r "$2" ] || { fail "$3 plugin missing: $2 (run scripts/build)"; return; }
+  dynsyms "$2" | grep '^GOMP_OFFLOAD_' > "$tmp/p17"
+  awk -F'\t' '!/^#/ && $2 != "optional" && $2 != "cuda" { print "GOMP_OFFLOAD_" $1 }' "$L17" |
+    sort -u | comm -23 - "$tmp/p17" > "$tmp/p17_req"
+  awk -F'\t' -v c="$1" '!/^#/ && $c == "yes" { print "GOMP_OFFLOAD_" $1 }' "$L17" | sort -u > "$tmp/p17_yes"
+  comm -12 "$tmp/l17" "$tmp/p17" > "$tmp/p17_has"
+  if [ ! -s "$tmp/p17_req" ] && cmp -s "$tmp/p17_yes" "$tmp/p17_has"; then
+    pass "$3 exports every entry point libgomp 17 requires and exactly the optional ones libgomp17-lookups.tsv says ($(wc -l < "$tmp/p17_has") of $(wc -l < "$tmp/l17"))"
+  else
+    fail "$3 against libgomp 17's lookups (required missing, then < file says yes but not exported, > exported but file says no):"
+    { sed 's/^/required missing: /' "$tmp/p17_req"; diff "$tmp/p17_yes" "$tmp/p17_has" | grep '^[<>]'; } | detail
+  fi
+}
+lookups17 3 "$ours" ours
+lookups17 4 "${GCN_PLUGIN:-$repo/target/plugin/gcn/libgomp-plugin-gcn.so.1}" "ours (gcn)"
 
 # --- async_run is an indirect function ------------------------------------------------------
 # Its symbol's code is the resolver that answers NULL under libgomp 12 (docs/plugin-abi.md

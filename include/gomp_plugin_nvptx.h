@@ -90,9 +90,22 @@ uint32_t GOMP_OFFLOAD_version(void);
 const char *GOMP_OFFLOAD_get_name(void);
 
 /**
- * Capabilities (`GOMP_OFFLOAD_CAP_*`).
+ * Capabilities (`GOMP_OFFLOAD_CAP_*`); for libgomp 17 also the `requires` clauses
+ * every device meets (`Plugin::CAPS_17`), which that libgomp checks itself.
  */
 uint32_t GOMP_OFFLOAD_get_caps(void);
+
+/**
+ * Capabilities of device `ord` beyond `get_caps` (libgomp 17 only looks it up):
+ * `GOMP_OFFLOAD_CAP_SHARED_MEM` when the device can use the host's pageable memory.
+ */
+uint32_t GOMP_OFFLOAD_get_dev_caps(int ord);
+
+/**
+ * The host NUMA node closest to device `ord`, -1 when unknown (libgomp 17 only looks
+ * it up).
+ */
+int GOMP_OFFLOAD_get_numa_node(int ord);
 
 /**
  * `OFFLOAD_TARGET_TYPE_*`.
@@ -101,8 +114,8 @@ int GOMP_OFFLOAD_get_type(void);
 
 /**
  * Number of devices usable under the program's `requires` mask (spec §1.5): 0 without
- * a usable driver or device, -1 when devices cannot meet the mask. libgomp 12 passes
- * no mask: the argument is then ignored.
+ * a usable driver or device, -1 when devices cannot meet the mask. libgomp 12 and
+ * 17 pass no mask: the argument is then ignored.
  */
 int GOMP_OFFLOAD_get_num_devices(uint32_t omp_requires_mask);
 
@@ -169,7 +182,26 @@ bool GOMP_OFFLOAD_dev2dev(int ord, void *dst, const void *src, size_t n);
 bool GOMP_OFFLOAD_memset(int ord, void *ptr, int val, size_t n);
 
 /**
- * Runs an OpenMP target region and waits for it; errors are fatal (contract).
+ * `session_size`: the bytes of this plugin's session block (libgomp 17).
+ */
+size_t GOMP_OFFLOAD_session_size(void);
+
+/**
+ * `session_start`: a fresh session for a launch on device `ord` (libgomp 17). Errors
+ * (a NULL or misaligned block) are fatal: libgomp has no failure value here.
+ */
+void GOMP_OFFLOAD_session_start(void *session, int ord);
+
+/**
+ * `session_set_target_var_table`: the launch's table of mapped-variable addresses, as
+ * the kernel receives it (libgomp 17). Errors are fatal.
+ */
+void GOMP_OFFLOAD_session_set_target_var_table(void *session, void *table);
+
+/**
+ * Runs an OpenMP target region and waits for it; errors are fatal (contract). An
+ * indirect function: under libgomp 17 it resolves to the session form
+ * (`shell::run_session`).
  */
 void GOMP_OFFLOAD_run(int ord, void *tgt_fn, void *tgt_vars, void **args);
 
@@ -276,7 +308,8 @@ const char *GOMP_OFFLOAD_get_interop_str(struct InteropObj *obj, int prop, int *
 const char *GOMP_OFFLOAD_get_interop_type_desc(struct InteropObj *obj, int prop);
 
 /**
- * Runs an OpenACC kernel and waits for it. Errors are fatal.
+ * Runs an OpenACC kernel and waits for it. Errors are fatal. An indirect function:
+ * under libgomp 17 it resolves to the session form (`shell::acc_exec_session`).
  */
 void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
                                size_t mapnum,
@@ -286,7 +319,8 @@ void GOMP_OFFLOAD_openacc_exec(void (*fn_)(void*),
                                void *_targ_mem_desc);
 
 /**
- * Enqueues an OpenACC kernel on `aq`. Errors are fatal.
+ * Enqueues an OpenACC kernel on `aq`. Errors are fatal. An indirect function: under
+ * libgomp 17 it resolves to the session form (`shell::acc_async_exec_session`).
  */
 void GOMP_OFFLOAD_openacc_async_exec(void (*fn_)(void*),
                                      size_t mapnum,

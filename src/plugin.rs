@@ -42,6 +42,11 @@ pub trait Plugin: 'static {
     const IMAGE_KIND: &'static str;
     /// The newest image device-data version the plugin reads (`GOMP_VERSION_*`).
     const IMAGE_VERSION: u32;
+    /// What `get_caps` adds for libgomp 17 ([`crate::libgomp::abi::CAP_UNIFIED_ADDRESS`],
+    /// [`crate::libgomp::abi::CAP_REVERSE_OFFLOAD`]): the `requires` clauses every
+    /// device of the product meets, which libgomp 17 checks itself (its
+    /// `get_num_devices` passes no mask). Default: none.
+    const CAPS_17: u32 = 0;
     /// The oldest libgomp release whose images and launch protocol the product
     /// implements; under an older known one the product reports 0 devices.
     const OLDEST_LIBGOMP: Libgomp = Libgomp::V12;
@@ -61,6 +66,18 @@ pub trait Plugin: 'static {
     /// Opens device `ord` (called by `init_device` through the registry).
     fn open(ord: i32) -> Result<Self::Device>;
 
+    /// `get_dev_caps` (libgomp 17): capabilities of device `ord` beyond `get_caps`;
+    /// [`crate::libgomp::abi::CAP_SHARED_MEM`] when it can use the host's pageable
+    /// memory, which libgomp 17 asks for `requires unified_shared_memory` and
+    /// `self_maps`. Called before the device is opened. Default: none (0).
+    fn dev_caps(_ord: i32) -> u32 {
+        0
+    }
+    /// `get_numa_node` (libgomp 17): the host NUMA node closest to device `ord`, -1 when
+    /// unknown. Called before the device is opened. Default: unknown.
+    fn numa_node(_ord: i32) -> i32 {
+        -1
+    }
     /// `get_uid`: the device's unique id, if the driver tells one.
     fn uid(_ord: i32) -> Option<String> {
         None

@@ -10,8 +10,10 @@
 # kernarg offset and a packet field in a trace of ours it just recorded, and runs
 # scripts/gcn-trace selftest: planted differences must fail the comparison.
 # usage: tests/gcn_compare.sh [--gcc "16 14"] [--only REGEX] [--keep DIR]
-#   --gcc LIST    the GCC versions to compile and run with: "16 14" (default), "16"
-#                 or "14"
+#   --gcc LIST    the GCC versions to compile and run with, of 16, 14 and 17 (default
+#                 "16 14"); 17 is Debian's gcc-snapshot in the root $WORK/snapshot
+#                 (scripts/toolchain/mkroot.sh snapshot; amdgcn offload included), its
+#                 programs run with its libgomp 17 and its own gcn plugin ("stock")
 #   --only REGEX  only the programs whose file name matches (grep -E)
 #   --keep DIR    keep every run's directory (trace, stdout, stderr, rc) under DIR
 # Needs root (the toolchain roots) and scripts/build's target/plugin/gcn. Installs
@@ -21,7 +23,7 @@
 #
 # Directives in a corpus file (lines starting with "// gcn: "):
 #   flags FLAGS...       compiler flags (besides -foffload=amdgcn-amdhsa and -march)
-#   gcc 16 14            the compilers it is built with (default: both)
+#   gcc 16 14            the compilers it is built with (default: all of --gcc's)
 #   script ITEMS         the stand-in script (STUB_HSA_SCRIPT) of every run
 #   env VAR=VALUE...     environment of every run
 #   run NAME [rc=N] [timeout=S] [bad=ok] [VAR=VALUE...]   one run; VAR=VALUE goes to
@@ -34,8 +36,8 @@ case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0
 ONLY= KEEP= GCCS="16 14"
 while [ $# -gt 0 ]; do
   case $1 in
-    --gcc) [ $# -ge 2 ] && [[ "$2" =~ ^(16|14)( (16|14))?$ ]] ||
-             { echo "gcn_compare.sh: --gcc takes \"16\", \"14\" or \"16 14\"" >&2; exit 2; }; GCCS=$2; shift 2 ;;
+    --gcc) [ $# -ge 2 ] && [[ "$2" =~ ^(16|14|17)( (16|14|17)){0,2}$ ]] ||
+             { echo "gcn_compare.sh: --gcc takes a list of 16, 14 and 17, e.g. \"16 14\"" >&2; exit 2; }; GCCS=$2; shift 2 ;;
     --only) [ $# -ge 2 ] || { echo "gcn_compare.sh: --only needs a REGEX" >&2; exit 2; }; ONLY=$2; shift 2 ;;
     --keep) [ $# -ge 2 ] || { echo "gcn_compare.sh: --keep needs a DIR" >&2; exit 2; }; KEEP=$2; shift 2 ;;
     *) echo "gcn_compare.sh: unknown argument '$1' (see $0 --help)" >&2; exit 2 ;;
@@ -48,12 +50,21 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 OURS=$PWD/target/plugin/gcn
 [ -e "$OURS/libgomp-plugin-gcn.so.1" ] || { echo "gcn_compare.sh: $OURS/libgomp-plugin-gcn.so.1 missing (run scripts/build)"; exit 1; }
 ISA=gfx90a
-declare -A ROOT=([16]=sid [14]=trixie)
+declare -A ROOT=([16]=sid [14]=trixie [17]=snapshot)
+# Where each GCC's compiler drivers and its libgomp (with the stock gcn plugin) are.
+declare -A BIN=([16]=/usr/bin [14]=/usr/bin [17]=/usr/lib/gcc-snapshot/bin)
+declare -A SFX=([16]=-16 [14]=-14 [17]=)
+declare -A LIB=([16]=usr/lib/x86_64-linux-gnu [14]=usr/lib/x86_64-linux-gnu [17]=usr/lib/gcc-snapshot/lib)
 
 # The amdgcn offload compilers (and with them the stock gcn plugins), once.
 for v in $GCCS; do
   r=${ROOT[$v]}
-  [ -x "$WORK/$r/usr/bin/x86_64-linux-gnu-accel-amdgcn-amdhsa-gcc-$v" ] && continue
+  [ -x "$WORK/$r${BIN[$v]}/x86_64-linux-gnu-accel-amdgcn-amdhsa-gcc${SFX[$v]}" ] && continue
+  if [ "$v" = 17 ]; then
+    scripts/toolchain/mkroot.sh snapshot > "$T/mkroot-snapshot.log" 2>&1 ||
+      { echo "gcn_compare.sh: cannot make the snapshot root"; tail "$T/mkroot-snapshot.log"; exit 1; }
+    continue
+  fi
   [ -x "$WORK/$r/usr/bin/apt-get" ] || scripts/toolchain/mkroot.sh "$r" > "$T/mkroot-$r.log" 2>&1 ||
     { echo "gcn_compare.sh: cannot make the $r root"; tail "$T/mkroot-$r.log"; exit 1; }
   scripts/toolchain/inroot.sh "$r" env DEBIAN_FRONTEND=noninteractive sh -c \
@@ -79,18 +90,19 @@ done
 C=$WORK/gcn-corpus
 for v in $GCCS; do
   r=${ROOT[$v]}
-  ver=$(cat "$WORK/$r/var/lib/dpkg/info/gcc-$v-offload-amdgcn.list" 2>/dev/null | md5sum | cut -c1-8)
+  pkg=gcc-$v-offload-amdgcn; [ "$v" = 17 ] && pkg=gcc-snapshot
+  ver=$(cat "$WORK/$r/var/lib/dpkg/info/$pkg.list" 2>/dev/null | md5sum | cut -c1-8)
   mkdir -p "$C/$v/src"
   : > "$T/todo-$v"
   for f in "${programs[@]}"; do
-    gccs=$(directive "$f" gcc); [[ " ${gccs:-16 14} " == *" $v "* ]] || continue
+    gccs=$(directive "$f" gcc); [[ " ${gccs:-16 14 17} " == *" $v "* ]] || continue
     name=$(basename "$f"); flags=$(directive "$f" flags)
     key=$( { cat "$f"; echo "$flags $ISA $ver"; } | md5sum | cut -c1-12)
     bin=$C/$v/${name%.*}-$key
     echo "$bin" > "$T/bin-$v-$name"
     [ -x "$bin" ] && continue
     cp "$f" "$C/$v/src/$name"
-    drv=gcc-$v; [[ $name == *.cc ]] && drv=g++-$v
+    drv=${BIN[$v]}/gcc${SFX[$v]}; [[ $name == *.cc ]] && drv=${BIN[$v]}/g++${SFX[$v]}
     printf '%s\n' "$drv -O1 $flags -foffload=amdgcn-amdhsa -foffload-options=-march=$ISA /w/gcn-corpus/$v/src/$name -o /w/${bin#$WORK/} > /w/${bin#$WORK/}.log 2>&1 || echo FAILED: $name" >> "$T/todo-$v"
   done
   if [ -s "$T/todo-$v" ]; then
@@ -110,7 +122,7 @@ run_one() {  # run_one V BIN DIR PLUGIN_DIR_OR_EMPTY TIMEOUT ENV...
   # that end with abort() stay out of the report.
   ( env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C "$@" HSA_RUNTIME_LIB="$T/libhsa.so" STUB_HSA_TRACE="$dir/trace" \
       timeout "$limit" "$R/lib64/ld-linux-x86-64.so.2" --library-path \
-      "$plug$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$bin" > "$dir/stdout" 2> "$dir/stderr"
+      "$plug$R/${LIB[$v]}:$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$bin" > "$dir/stdout" 2> "$dir/stderr"
     echo $? > "$dir/rc" ) 2> /dev/null
 }
 for f in "${programs[@]}"; do

@@ -1,12 +1,14 @@
 #!/bin/bash
 # libgomp_versions.sh - the plugin's libgomp detection against stand-in libgomps that
-# carry the symbol-version nodes of GCC 11 (too old), 12, 13, 14, 15, 16 and an invented
-# newer release (tests/fake_libgomp/). Checks GOMP_OFFLOAD_version's answer (1 for 12,
-# 2 for 13, 3 for 14-16, 0 plus a clear message otherwise) and that no GPU means 0
+# carry the symbol-version nodes of GCC 11 (too old), 12, 13, 14, 15, 16, 17 and an
+# invented newer release (tests/fake_libgomp/). Checks GOMP_OFFLOAD_version's answer (1
+# for 12, 2 for 13, 3 for 14-16, 4 for 17, 0 plus a clear message naming the supported
+# range otherwise) and that no GPU means 0
 # devices; that the gcn plugin under libgomp 12 (which it does not implement) reports
 # 0 devices without an error; that under libgomp 12
-# (whose get_num_devices takes no argument) a leftover in the argument register is not
-# read as a 'requires' mask (stand-in libcuda with two devices); then calls every entry
+# and libgomp 17 (whose get_num_devices take no argument) a leftover in the argument
+# register is not read as a 'requires' mask (stand-in libcuda with two devices); then
+# calls every entry
 # point the wrong way and checks the error convention.
 # usage: tests/libgomp_versions.sh      (after scripts/build; prints "N passed, M failed")
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
@@ -45,16 +47,19 @@ n13=$(node GOMP_5.1.1 GOMP_taskwait_depend_nowait)
 n14=$(node GOMP_5.1.2 GOMP_add_alloc)
 n15=$(node GOMP_6.0 omp_get_uid_from_device)
 n16=$(node GOMP_6.0.1 omp_target_memset)
+n17=$(node GOMP_6.0.2 GOMP_barrier_ext)
 case_ gcc11 0 'does not support a libgomp older than GCC 12' "$(node GOMP_5.0.1 GOMP_alloc)"
 case_ gcc12 1 '' "$n12"
 case_ gcc13 2 '' "$n12" "$n13"
 case_ gcc14 3 '' "$n12" "$n13" "$n14"
 case_ gcc15 3 '' "$n12" "$n13" "$n14" "$n15"
 case_ gcc16 3 '' "$n12" "$n13" "$n14" "$n15" "$n16"
-case_ gcc17 0 'does not support a libgomp newer than GCC 16 \(defines GOMP_7\.0\)' \
-  "$n12" "$n13" "$n14" "$n15" "$n16" "$(node GOMP_7.0 GOMP_future_entry)"
-case_ plugin-abi-1.5 0 'newer than GCC 16 \(defines GOMP_PLUGIN_1\.5\)' \
-  "$n12" "$n13" "$n14" "$n15" "$n16" "$(node GOMP_PLUGIN_1.5 GOMP_future_entry)"
+case_ gcc17 4 '' "$n12" "$n13" "$n14" "$n15" "$n16" "$n17"
+case_ gcc18 0 'does not support a libgomp newer than GCC 17 \(defines GOMP_7\.0; supported: libgomp 12 to 17\)' \
+  "$n12" "$n13" "$n14" "$n15" "$n16" "$n17" "$(node GOMP_7.0 GOMP_future_entry)"
+case_ plugin-abi-1.5 0 'newer than GCC 17 \(defines GOMP_PLUGIN_1\.5; supported: libgomp 12 to 17\)' \
+  "$n12" "$n13" "$n14" "$n15" "$n16" "$n17" "$(node GOMP_PLUGIN_1.5 GOMP_future_entry)"
+P=gcn case_ gcn-gcc17 4 '' "$n12" "$n13" "$n14" "$n15" "$n16" "$n17"
 GOMP_DEBUG=1 P=gcn case_ gcn-gcc12 1 'the gcn plugin supports libgomp 13 and newer, not 12: 0 devices' "$n12"
 P=gcn case_ gcn-gcc13 2 '' "$n12" "$n13"
 
@@ -66,6 +71,9 @@ if cc -shared -fPIC -pthread -I"$T" tests/fallback/stub_libcuda_2dev.c tests/fal
      -o "$T/libcuda-2dev.so"; then
   LIBCUDA=$T/libcuda-2dev.so MASK=0x20 DEVICES=2 case_ gcc12-leftover-mask 1 '' "$n12"
   LIBCUDA=$T/libcuda-2dev.so MASK=0x20 DEVICES=-1 case_ gcc16-usm-mask 3 '' "$n12" "$n13" "$n14" "$n15" "$n16"
+  # libgomp 17 calls get_num_devices() without an argument again: it checks the mask
+  # itself against get_caps() | get_dev_caps(device) (docs/plugin-abi.md section 12.3).
+  LIBCUDA=$T/libcuda-2dev.so MASK=0x20 DEVICES=2 case_ gcc17-leftover-mask 4 '' "$n12" "$n13" "$n14" "$n15" "$n16" "$n17"
 else
   echo "FAIL: building the two-device stand-in libcuda"; fail=$((fail + 1))
 fi

@@ -29,6 +29,9 @@ impl Plugin for Gcn {
     const GPUS: &'static str = "AMD GPUs";
     /// OpenMP and OpenACC, as GCC's own gcn plugin.
     const CAPS: u32 = CAP_OPENMP_400 | CAP_OPENACC_200;
+    /// Reverse offload only: get_num_devices under libgomp 13-16 refuses
+    /// `requires unified_address` (and shared memory), accepts `reverse_offload`.
+    const CAPS_17: u32 = CAP_REVERSE_OFFLOAD;
     const TARGET_TYPE: c_int = TARGET_TYPE_GCN;
     const IMAGE_KIND: &'static str = "GCN";
     const IMAGE_VERSION: u32 = VERSION_GCN;

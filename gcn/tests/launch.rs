@@ -24,23 +24,6 @@ extern "C" {
     #[link_name = "free"]
     fn libc_free(p: *mut c_void);
     // OpenACC (the kernel handle is passed where libgomp passes its `fn`).
-    fn GOMP_OFFLOAD_openacc_exec(
-        f: *mut c_void,
-        mapnum: usize,
-        hostaddrs: *mut *mut c_void,
-        devaddrs: *mut *mut c_void,
-        dims: *mut c_uint,
-        targ_mem_desc: *mut c_void,
-    );
-    fn GOMP_OFFLOAD_openacc_async_exec(
-        f: *mut c_void,
-        mapnum: usize,
-        hostaddrs: *mut *mut c_void,
-        devaddrs: *mut *mut c_void,
-        dims: *mut c_uint,
-        targ_mem_desc: *mut c_void,
-        aq: *mut c_void,
-    );
     fn GOMP_OFFLOAD_openacc_create_thread_data(ord: c_int) -> *mut c_void;
     fn GOMP_OFFLOAD_openacc_destroy_thread_data(data: *mut c_void);
     /// `union goacc_property_value`: a size or a string pointer, in RAX.
@@ -224,9 +207,17 @@ fn open(rev: bool) -> Session {
     }
 }
 
+/// A kernel handle as the OpenACC entry points take it (libgomp passes the handle where
+/// the C prototype has a function pointer).
+fn kernel_fn(k: *mut c_void) -> Option<unsafe extern "C" fn(*mut c_void)> {
+    // SAFETY: same size; the handle is only compared against the live kernels, never
+    // called.
+    unsafe { std::mem::transmute::<*mut c_void, Option<unsafe extern "C" fn(*mut c_void)>>(k) }
+}
+
 fn run(s: &Session, a: &mut [usize]) {
-    // SAFETY: a loaded kernel, a device block, a NULL-terminated argument array.
-    unsafe { GOMP_OFFLOAD_run(0, s.kernel, s.vars, a.as_mut_ptr().cast()) };
+    // A loaded kernel, a device block, a NULL-terminated argument array.
+    gomp_plugin_gcn::entry_points::run(0, s.kernel, s.vars, a.as_mut_ptr().cast());
 }
 
 fn device_int(s: &Session) -> i32 {
@@ -333,17 +324,15 @@ fn child() {
                 .split(',')
                 .map(|v| v.parse().unwrap())
                 .collect();
-            // SAFETY: a loaded kernel, libgomp's devaddrs block, a 3-entry dims array.
-            unsafe {
-                GOMP_OFFLOAD_openacc_exec(
-                    s.kernel,
-                    1,
-                    std::ptr::null_mut(),
-                    s.vars.cast(),
-                    dims.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            };
+            // A loaded kernel, libgomp's devaddrs block, a 3-entry dims array.
+            gomp_plugin_gcn::entry_points::openacc_exec(
+                kernel_fn(s.kernel),
+                1,
+                std::ptr::null_mut(),
+                s.vars.cast(),
+                dims.as_mut_ptr(),
+                std::ptr::null_mut(),
+            );
             assert_eq!(device_int(&s), 42, "the device's store through devaddrs");
             close();
         }
@@ -376,18 +365,16 @@ fn acc_queue() {
     let x = s.out;
     let exec = |aq: *mut c_void| {
         let mut dims: [c_uint; 3] = [2, 4, 0];
-        // SAFETY: a loaded kernel, the devaddrs block, dims, a live queue.
-        unsafe {
-            GOMP_OFFLOAD_openacc_async_exec(
-                s.kernel,
-                1,
-                std::ptr::null_mut(),
-                s.vars.cast(),
-                dims.as_mut_ptr(),
-                std::ptr::null_mut(),
-                aq,
-            )
-        };
+        // A loaded kernel, the devaddrs block, dims, a live queue.
+        gomp_plugin_gcn::entry_points::openacc_async_exec(
+            kernel_fn(s.kernel),
+            1,
+            std::ptr::null_mut(),
+            s.vars.cast(),
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            aq.cast(),
+        );
     };
     // SAFETY (all blocks below): the entry points with live queues, device blocks of
     // 4 bytes and host ints that outlive the synchronization of their queue.

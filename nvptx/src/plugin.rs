@@ -77,6 +77,10 @@ impl Plugin for Nvptx {
     const TAG: &'static str = "";
     const GPUS: &'static str = "NVIDIA GPUs";
     const CAPS: u32 = CAP_OPENMP_400 | CAP_OPENACC_200;
+    /// Unified addresses (CUDA's unified virtual addressing, every device of a 64-bit
+    /// process) and reverse offload (`GOMP_PLUGIN_target_rev` through the device's
+    /// reverse-offload queue): what get_num_devices accepts under libgomp 13-16.
+    const CAPS_17: u32 = CAP_UNIFIED_ADDRESS | CAP_REVERSE_OFFLOAD;
     const TARGET_TYPE: c_int = TARGET_TYPE_NVIDIA_PTX;
     const IMAGE_KIND: &'static str = "PTX";
     const IMAGE_VERSION: u32 = VERSION_NVIDIA_PTX;
@@ -148,6 +152,48 @@ impl Plugin for Nvptx {
         OpenDevice::open(ord)
     }
 
+    /// Shared memory when the device can access the host's pageable memory (HMM or
+    /// ATS, `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`): the rule get_num_devices
+    /// applies to `requires unified_shared_memory` / `self_maps` under libgomp 15-16,
+    /// per device.
+    fn dev_caps(ord: i32) -> u32 {
+        if driver::loaded().is_none() {
+            return 0;
+        }
+        match query::device(ord) {
+            Ok(dev)
+                if device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0 =>
+            {
+                CAP_SHARED_MEM
+            }
+            _ => 0,
+        }
+    }
+
+    /// The `numa_node` Linux gives the device's PCI function
+    /// (/sys/bus/pci/devices/DOMAIN:BUS:DEVICE.0/numa_node, from the driver's PCI
+    /// attributes); -1 when the driver, the attributes or the file do not tell (Linux
+    /// itself writes -1 there on a machine with one node).
+    fn numa_node(ord: i32) -> i32 {
+        if driver::loaded().is_none() {
+            return -1;
+        }
+        let Ok(dev) = query::device(ord) else {
+            return -1;
+        };
+        let a = |x| query::attribute(dev, x).ok().filter(|&v| v >= 0);
+        let (Some(domain), Some(bus), Some(slot)) = (
+            a(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+            a(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+            a(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+        ) else {
+            return -1;
+        };
+        numa_node_of(&format!(
+            "/sys/bus/pci/devices/{domain:04x}:{bus:02x}:{slot:02x}.0/numa_node"
+        ))
+    }
+
     /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, or `None` if the driver cannot tell.
     fn uid(ord: i32) -> Option<String> {
         driver::loaded()?;
@@ -207,6 +253,16 @@ impl Plugin for Nvptx {
     fn interop_type_desc(obj: Option<&InteropObj>, prop: c_int) -> Option<&'static CStr> {
         interop::type_desc(obj.map_or(interop::FR_CUDA, |o| o.fr), prop)
     }
+}
+
+/// The NUMA node in a sysfs `numa_node` file at `path`: its number, -1 when the file is
+/// missing or says something else (Linux writes -1 for "no node").
+fn numa_node_of(path: &str) -> i32 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .filter(|&n| n >= 0)
+        .unwrap_or(-1)
 }
 
 /// The device of an OpenACC launch: the queue's, else the calling thread's, made
@@ -373,5 +429,19 @@ mod tests {
             super::format_uuid(&b),
             "GPU-00112233-4455-6677-8899-aabbccddeeff"
         );
+    }
+
+    #[test]
+    fn numa_node_file() {
+        let d = std::env::temp_dir().join(format!("numa-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("numa_node");
+        let path = f.to_str().unwrap();
+        for (text, want) in [("1\n", 1), ("0", 0), ("-1\n", -1), ("x", -1)] {
+            std::fs::write(&f, text).unwrap();
+            assert_eq!(super::numa_node_of(path), want, "{text:?}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+        assert_eq!(super::numa_node_of(path), -1);
     }
 }

@@ -5,7 +5,7 @@
 //! the time `STUB_LIBCUDA_KERNEL_NS` says (here by grid size) on the virtual clock its
 //! timing events read.
 //!
-//! Each scenario runs `GOMP_OFFLOAD_openacc_async_exec` on a queue in a child process
+//! Each scenario runs `openacc_async_exec` (libgomp 12-16's form) on a queue in a child process
 //! (waiting for the queue after each launch, as `acc wait` would), which prints the
 //! stand-in's launch log (`NAME GANGS WORKERS`) and the dimensions the plugin gave back
 //! to libgomp; the test checks them: dimensions the program gives are launched exactly,
@@ -21,16 +21,15 @@ use support::api::*;
 use support::image::{Image, VERSION};
 
 extern "C" {
-    fn GOMP_OFFLOAD_openacc_async_exec(
-        f: *mut c_void,
-        mapnum: usize,
-        hostaddrs: *mut *mut c_void,
-        devaddrs: *mut *mut c_void,
-        dims: *mut u32,
-        targ_mem_desc: *mut c_void,
-        aq: *mut c_void,
-    );
     fn free(p: *mut c_void);
+}
+
+/// A kernel handle as the OpenACC entry points take it (libgomp passes the handle where
+/// the C prototype has a function pointer).
+fn kernel_fn(k: *mut c_void) -> Option<unsafe extern "C" fn(*mut c_void)> {
+    // SAFETY: same size; the handle is only compared against the live kernels, never
+    // called.
+    unsafe { std::mem::transmute::<*mut c_void, Option<unsafe extern "C" fn(*mut c_void)>>(k) }
 }
 
 /// The image's kernels: dimensions left open, one fixed to 16 workers of 32 by the
@@ -95,18 +94,17 @@ fn child() {
         };
         for _ in 0..n.parse::<usize>().unwrap() {
             let mut dims = req;
-            // SAFETY: a kernel of the loaded image, no mapped variables, a live queue.
-            unsafe {
-                GOMP_OFFLOAD_openacc_async_exec(
-                    fns[k],
-                    0,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    dims.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                    aq,
-                )
-            };
+            // A kernel of the loaded image (libgomp 12-16's form of the entry point), no
+            // mapped variables, a live queue.
+            gomp_plugin_nvptx::entry_points::openacc_async_exec(
+                kernel_fn(fns[k]),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                dims.as_mut_ptr(),
+                std::ptr::null_mut(),
+                aq.cast(),
+            );
             // SAFETY: the live queue.
             assert!(unsafe { GOMP_OFFLOAD_openacc_async_synchronize(aq) });
             println!("DIMS {} {} {}", dims[0], dims[1], dims[2]);

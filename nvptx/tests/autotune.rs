@@ -108,8 +108,8 @@ fn child() {
             none.as_mut_ptr()
         };
         for _ in 0..n.parse::<usize>().unwrap() {
-            // SAFETY: a kernel of the loaded image; NULL-terminated arguments.
-            unsafe { GOMP_OFFLOAD_run(0, fns[k], std::ptr::null_mut(), args) };
+            // A kernel of the loaded image; NULL-terminated arguments.
+            gomp_plugin_nvptx::entry_points::run(0, fns[k], std::ptr::null_mut(), args);
         }
     }
     unload(&img);

@@ -29,15 +29,6 @@ extern "C" {
     );
     fn GOMP_OFFLOAD_openacc_create_thread_data(ord: c_int) -> *mut c_void;
     fn GOMP_OFFLOAD_openacc_destroy_thread_data(data: *mut c_void);
-    fn GOMP_OFFLOAD_openacc_async_exec(
-        f: *mut c_void,
-        mapnum: usize,
-        hostaddrs: *mut *mut c_void,
-        devaddrs: *mut *mut c_void,
-        dims: *mut u32,
-        targ_mem_desc: *mut c_void,
-        aq: *mut c_void,
-    );
 }
 
 /// libgomp's `struct interop_obj_t` prefix the plugin fills.
@@ -162,11 +153,24 @@ fn back(p: usize, n: usize) -> Vec<u8> {
     v
 }
 
+/// A kernel handle as the OpenACC entry points take it (libgomp passes the handle where
+/// the C prototype has a function pointer).
+fn kernel_fn(k: usize) -> Option<unsafe extern "C" fn(*mut c_void)> {
+    // SAFETY: same size; the handle is only compared against the live kernels, never
+    // called.
+    unsafe { std::mem::transmute::<usize, Option<unsafe extern "C" fn(*mut c_void)>>(k) }
+}
+
 /// `GOMP_OFFLOAD_run` of kernel `f` with `vars` (no target arguments).
 fn run(f: usize, vars: usize) {
     let mut args: [*mut c_void; 1] = [std::ptr::null_mut()];
-    // SAFETY: a kernel handle of the loaded image; a NULL-terminated argument array.
-    unsafe { GOMP_OFFLOAD_run(0, f as *mut c_void, vars as *mut c_void, args.as_mut_ptr()) }
+    // A kernel handle of the loaded image; a NULL-terminated argument array.
+    gomp_plugin_nvptx::entry_points::run(
+        0,
+        f as *mut c_void,
+        vars as *mut c_void,
+        args.as_mut_ptr(),
+    )
 }
 
 /// Opens device 0 and loads the two-kernel image.
@@ -582,14 +586,14 @@ fn openacc_copies_on_the_legacy_stream() {
         let mut dims = [0u32; 3];
         // SAFETY: a kernel handle, libgomp's arrays (unused ones NULL), a live queue.
         unsafe {
-            GOMP_OFFLOAD_openacc_async_exec(
-                k.snapshot as *mut c_void,
+            gomp_plugin_nvptx::entry_points::openacc_async_exec(
+                kernel_fn(k.snapshot),
                 0,
                 std::ptr::null_mut(),
                 p as *mut *mut c_void,
                 dims.as_mut_ptr(),
                 std::ptr::null_mut(),
-                aq,
+                aq.cast(),
             );
             assert!(GOMP_OFFLOAD_openacc_async_synchronize(aq));
         }
@@ -657,17 +661,15 @@ fn libgomp_12_async_exec_frees_its_block_in_queue_order() {
         for _ in 0..3 {
             // SAFETY: a kernel handle; libgomp 12's host arrays of `VARS` entries (the
             // plugin reads them before returning); a live queue.
-            unsafe {
-                GOMP_OFFLOAD_openacc_async_exec(
-                    k.snapshot as *mut c_void,
-                    VARS,
-                    hostaddrs.as_mut_ptr(),
-                    devaddrs.as_mut_ptr(),
-                    dims.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                    q.aq,
-                )
-            };
+            gomp_plugin_nvptx::entry_points::openacc_async_exec(
+                kernel_fn(k.snapshot),
+                VARS,
+                hostaddrs.as_mut_ptr(),
+                devaddrs.as_mut_ptr(),
+                dims.as_mut_ptr(),
+                std::ptr::null_mut(),
+                q.aq.cast(),
+            );
             if lazy {
                 assert!(pending() > 0, "the launch is left queued");
             }
@@ -797,17 +799,15 @@ impl Queue {
     fn exec(&self, f: usize, vars: usize) {
         let mut dims = [0u32; 3];
         // SAFETY: a kernel handle, libgomp's arrays (unused ones NULL), a live queue.
-        unsafe {
-            GOMP_OFFLOAD_openacc_async_exec(
-                f as *mut c_void,
-                0,
-                std::ptr::null_mut(),
-                vars as *mut *mut c_void,
-                dims.as_mut_ptr(),
-                std::ptr::null_mut(),
-                self.aq,
-            )
-        };
+        gomp_plugin_nvptx::entry_points::openacc_async_exec(
+            kernel_fn(f),
+            0,
+            std::ptr::null_mut(),
+            vars as *mut *mut c_void,
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            self.aq.cast(),
+        );
     }
 
     /// `acc_wait`: `openacc_async_synchronize`.

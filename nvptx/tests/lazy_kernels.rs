@@ -78,12 +78,17 @@ fn child() {
     println!("LOOKUPS load {}", lookups());
     let mut args: [*mut c_void; 1] = [std::ptr::null_mut()];
     for k in [0, 0, 1] {
-        // SAFETY: a kernel of the loaded image; NULL-terminated target arguments.
-        unsafe { GOMP_OFFLOAD_run(0, handles[k], std::ptr::null_mut(), args.as_mut_ptr()) };
+        // A kernel of the loaded image; NULL-terminated target arguments.
+        gomp_plugin_nvptx::entry_points::run(
+            0,
+            handles[k],
+            std::ptr::null_mut(),
+            args.as_mut_ptr(),
+        );
         println!("LOOKUPS run {}", lookups());
     }
-    // SAFETY: as above; the plugin reports the missing kernel as a fatal error.
-    unsafe { GOMP_OFFLOAD_run(0, handles[2], std::ptr::null_mut(), args.as_mut_ptr()) };
+    // As above; the plugin reports the missing kernel as a fatal error.
+    gomp_plugin_nvptx::entry_points::run(0, handles[2], std::ptr::null_mut(), args.as_mut_ptr());
     panic!("the launch of a kernel the module lacks returned");
 }
 

@@ -56,6 +56,7 @@ fn version_per_libgomp_release() {
     }
     let dir = support::Scratch::new("fake-libgomp");
     let r = support::RELEASE_NODES;
+    let n17 = ("GOMP_6.0.2", "GOMP_barrier_ext");
     let future = ("GOMP_7.0", "GOMP_future_entry");
     let plugin_1_5 = ("GOMP_PLUGIN_1.5", "GOMP_future_entry");
     let cases = [
@@ -70,17 +71,18 @@ fn version_per_libgomp_release() {
         ("gcc14", r[..2].to_vec(), 3, ""),
         ("gcc15", r[..3].to_vec(), 3, ""),
         ("gcc16", r.to_vec(), 3, ""),
+        ("gcc17", [&r[..], &[n17]].concat(), 4, ""),
         (
-            "gcc17",
-            [&r[..], &[future]].concat(),
+            "gcc18",
+            [&r[..], &[n17, future]].concat(),
             0,
-            "does not support a libgomp newer than GCC 16 (defines GOMP_7.0)",
+            "does not support a libgomp newer than GCC 17 (defines GOMP_7.0; supported: libgomp 12 to 17)",
         ),
         (
             "plugin-abi-1.5",
-            [&r[..], &[plugin_1_5]].concat(),
+            [&r[..], &[n17, plugin_1_5]].concat(),
             0,
-            "newer than GCC 16 (defines GOMP_PLUGIN_1.5)",
+            "newer than GCC 17 (defines GOMP_PLUGIN_1.5; supported: libgomp 12 to 17)",
         ),
     ];
     for (name, nodes, want, msg) in cases {

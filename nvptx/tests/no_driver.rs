@@ -104,15 +104,13 @@ fn entry_points_without_libcuda() {
 fn run_errors_are_fatal() {
     const T: &str = "run_errors_are_fatal";
     if support::is_child(T) {
-        // SAFETY: NULL arguments, which the shell refuses before touching anything.
-        unsafe {
-            GOMP_OFFLOAD_run(
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
+        // NULL arguments, which the shell refuses before touching anything.
+        gomp_plugin_nvptx::entry_points::run(
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        );
         panic!("GOMP_OFFLOAD_run returned after an error");
     }
     let c = support::run_child(T, &[("GOMP_PLUGIN_RS_LIBCUDA", OsStr::new(NO_LIBCUDA))]);

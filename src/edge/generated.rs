@@ -155,11 +155,13 @@ pub fn docs_entry_points() -> String {
          |---|---|---|---|\n",
     );
     for e in ENTRY_POINTS {
+        let many = e.c.len() + e.also.len() > 1;
         let sigs: Vec<String> =
             e.c.iter()
+                .chain(e.also)
                 .map(|(v, c)| {
                     let d = e.declaration(c).replacen("GOMP_OFFLOAD_", "", 1);
-                    if e.c.len() > 1 {
+                    if many {
                         format!("{v}: `{d}`")
                     } else {
                         format!("`{d}`")

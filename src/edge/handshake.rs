@@ -5,6 +5,20 @@
 use crate::libgomp::version::{Detected, Libgomp};
 use crate::libgomp::{host, logger, report};
 use crate::plugin::Plugin;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by [`version`] when the libgomp that loaded us launches through sessions
+/// (libgomp 17): the launch entry points whose C signature changed there (`run`,
+/// `openacc_exec`, `openacc_async_exec`) are trampolines that read this one byte and
+/// jump to the libgomp 12-16 or the libgomp 17 body (src/edge/exports/openmp.rs). An
+/// `AtomicBool`, one byte, read by plain loads from assembly; written once, before
+/// libgomp looks any launch entry point up.
+pub static SESSIONS: AtomicBool = AtomicBool::new(false);
+
+/// Whether launches take a session (libgomp 17; see [`SESSIONS`]).
+pub fn uses_sessions() -> bool {
+    SESSIONS.load(Ordering::Relaxed)
+}
 
 /// Whether product `P` serves the libgomp that loaded it; a known release older than
 /// the product's oldest (the gcn plugin under libgomp 12) gets the handshake it expects
@@ -41,6 +55,13 @@ pub fn version<P: Plugin>() -> u32 {
                     P::NAME,
                     P::OLDEST_LIBGOMP.gcc(),
                     v.gcc()
+                );
+            } else if v.uses_sessions() {
+                SESSIONS.store(true, Ordering::Release);
+                log::debug!(
+                    "libgomp {}: launches take a session (session_size {} bytes)",
+                    v.gcc(),
+                    crate::libgomp::session::SIZE
                 );
             } else if !v.takes_async_run() {
                 log::debug!(

@@ -10,6 +10,7 @@ use crate::edge::args;
 use crate::error::{Error, Result};
 use crate::libgomp::abi::{AddrPair, GoaccAsyncqueue};
 use crate::libgomp::interop::{self, InteropObj, Value};
+use crate::libgomp::session::Session;
 use crate::libgomp::target_args::LaunchRequest;
 use crate::libgomp::{host, report};
 use crate::openacc::{AccLaunch, OpenAcc};
@@ -25,6 +26,7 @@ pub mod prelude {
     pub use crate::edge::{args, guard, handshake, shell};
     pub use crate::libgomp::abi::{AddrPair, GoaccAsyncqueue, PropertyValue};
     pub use crate::libgomp::interop::InteropObj;
+    pub use crate::libgomp::session::{self, Session};
     pub use crate::libgomp::{host, report};
     pub use crate::openacc::AccProperty;
     pub use crate::{AccQueue, Device, DeviceCore, Error, OpenAcc, Plugin};
@@ -235,4 +237,93 @@ pub fn interop_query<P: Plugin>(
         unsafe { *rc = code };
     }
     v
+}
+
+// ---- libgomp 17's session forms (docs/plugin-abi.md §12), served by the indirect
+// functions of `run`, `async_run`, `openacc_exec` and `openacc_async_exec` under a
+// libgomp that launches through sessions (`ifunc(IMPL, OFFER, SESSION)` in the table).
+
+/// `run(session, fn, args)` of libgomp 17: the device and the table from the session.
+pub extern "C" fn run_session<P: Plugin>(
+    session: *mut c_void,
+    tgt_fn: *mut c_void,
+    args: *mut *mut c_void,
+) {
+    crate::edge::guard::or_fatal("run", || {
+        // SAFETY: libgomp's session block, started, used by this launch only.
+        let s = *unsafe { Session::get(session) }?;
+        run::<P>("run", s.ord, tgt_fn, s.table as *mut c_void, args, None)
+    })
+}
+
+/// `async_run(session, fn, args, async_data)` of libgomp 17.
+pub extern "C" fn async_run_session<P: Plugin>(
+    session: *mut c_void,
+    tgt_fn: *mut c_void,
+    args: *mut *mut c_void,
+    async_data: *mut c_void,
+) {
+    crate::edge::guard::or_fatal("async_run", || {
+        // SAFETY: libgomp's session block, started, used by this launch only.
+        let s = *unsafe { Session::get(session) }?;
+        run::<P>(
+            "async_run",
+            s.ord,
+            tgt_fn,
+            s.table as *mut c_void,
+            args,
+            Some(async_data),
+        )
+    })
+}
+
+/// `openacc_exec(session, fn, mapnum, hostaddrs, dims, tmd)` of libgomp 17: the block
+/// of device addresses is the session's table.
+pub extern "C" fn acc_exec_session<P: OpenAcc>(
+    session: *mut c_void,
+    fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+    mapnum: usize,
+    hostaddrs: *mut *mut c_void,
+    dims: *mut u32,
+    _targ_mem_desc: *mut c_void,
+) {
+    crate::edge::guard::or_fatal("openacc_exec", || {
+        // SAFETY: libgomp's session block, started, used by this launch only.
+        let s = *unsafe { Session::get(session) }?;
+        acc_exec::<P>(
+            "openacc_exec",
+            fn_,
+            mapnum,
+            hostaddrs,
+            s.table as *mut *mut c_void,
+            dims,
+            None,
+        )
+    })
+}
+
+/// `openacc_async_exec(session, fn, mapnum, hostaddrs, dims, tmd, aq)` of libgomp 17.
+pub extern "C" fn acc_async_exec_session<P: OpenAcc>(
+    session: *mut c_void,
+    fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+    mapnum: usize,
+    hostaddrs: *mut *mut c_void,
+    dims: *mut u32,
+    _targ_mem_desc: *mut c_void,
+    aq: *mut GoaccAsyncqueue,
+) {
+    crate::edge::guard::or_fatal("openacc_async_exec", || {
+        // SAFETY: libgomp's session block, started, used by this launch only.
+        let s = *unsafe { Session::get(session) }?;
+        let q = queue::<P>(aq)?;
+        acc_exec::<P>(
+            "openacc_async_exec",
+            fn_,
+            mapnum,
+            hostaddrs,
+            s.table as *mut *mut c_void,
+            dims,
+            Some(q),
+        )
+    })
 }

@@ -13,12 +13,20 @@
 //! - optionally `ifunc(IMPL, OFFER)`: the symbol is a GNU indirect function whose
 //!   resolver answers `IMPL` when `OFFER()` is true and NULL otherwise (an optional
 //!   entry point hidden from some libgomp releases, e.g. `async_run` from libgomp 12);
+//!   `ifunc(IMPL, OFFER, SESSION)`: the same, but under a libgomp that launches through
+//!   sessions (17, [`crate::edge::handshake::uses_sessions`]) it answers `SESSION`, the
+//!   function serving that release's prototype (see `also`);
 //! - `c(RELEASE: "PROTOTYPE", ...)`: the C prototype libgomp calls, per release it
 //!   applies from (`"RET (PARAMS)"`, the name left out). When the signature differs by
 //!   release, the exported function has the newest (widest) one and reads the
 //!   arguments an older libgomp does not pass only after asking `host::libgomp()`
 //!   (see [`crate::edge::args`]); the newest prototype is checked against the C header
 //!   by abi-tests/prototypes.c;
+//! - optionally `also(RELEASE: "PROTOTYPE")`: from that release libgomp calls the symbol
+//!   with this prototype instead, one that is not a widening of the ones in `c(...)`
+//!   (libgomp 17's session forms): served by `ifunc`'s `SESSION` function, or read from
+//!   the same argument registers where it only drops arguments (`get_num_devices`). The
+//!   C header and abi-tests/prototypes.c keep the newest `c(...)` prototype;
 //! - `note("...")`: the contract's semantics and error convention (docs/plugin-abi.md §2);
 //! - the shell itself: its Rust signature and a body (one call into the backend through
 //!   [`crate::edge::guard`]; longer conversions in [`crate::edge::shell`]), which names
@@ -67,6 +75,9 @@ pub struct EntryPoint {
     pub indirect: bool,
     /// The C prototype per release it applies from, oldest first: `"RET (PARAMS)"`.
     pub c: &'static [(u32, &'static str)],
+    /// Prototypes a newer release calls the symbol with instead (`also(...)`), oldest
+    /// first; not the header's.
+    pub also: &'static [(u32, &'static str)],
     /// Semantics and error convention.
     pub note: &'static str,
     /// The shell's doc attributes as Rust source (`#[doc = "..."]` ...).
@@ -131,7 +142,7 @@ pub const PRODUCTS: &[Product] = &[
 
 /// The libgomp releases the table describes (GCC majors), oldest first: the columns of
 /// docs/plugin-abi.md §1.2.
-pub const RELEASES: &[u32] = &[12, 13, 14, 15, 16];
+pub const RELEASES: &[u32] = &[12, 13, 14, 15, 16, 17];
 
 /// Expands the product's shells: `export_entry_points!(nvptx, crate::plugin::Nvptx);`
 /// in the product's crate root defines `pub mod entry_points` with every `GOMP_OFFLOAD_*`
@@ -174,7 +185,21 @@ macro_rules! __gomp_shell {
         #[no_mangle]
         pub extern "C" fn $name($($arg: $ty),*) $(-> $ret)? $body
     };
+    ([$imp:ident, $offer:expr, $session:expr] $(#[$attr:meta])* $name:ident ($($arg:ident: $ty:ty),*) ($($ret:ty)?) $body:block) => {
+        $crate::__gomp_shell!(@pick [$imp, $offer] $(#[$attr])* $name ($($arg: $ty),*) ($($ret)?) {
+            if $crate::edge::handshake::uses_sessions() {
+                $session as *const c_void
+            } else {
+                $imp as *const c_void
+            }
+        } $body);
+    };
     ([$imp:ident, $offer:expr] $(#[$attr:meta])* $name:ident ($($arg:ident: $ty:ty),*) ($($ret:ty)?) $body:block) => {
+        $crate::__gomp_shell!(@pick [$imp, $offer] $(#[$attr])* $name ($($arg: $ty),*) ($($ret)?) {
+            $imp as *const c_void
+        } $body);
+    };
+    (@pick [$imp:ident, $offer:expr] $(#[$attr:meta])* $name:ident ($($arg:ident: $ty:ty),*) ($($ret:ty)?) $pick:block $body:block) => {
         $(#[$attr])*
         ///
         /// The implementation behind the indirect function of the same symbol (see
@@ -185,8 +210,9 @@ macro_rules! __gomp_shell {
         /// The resolver of a GNU indirect function: the symbol's value is this function
         /// and its type STT_GNU_IFUNC. The dynamic loader calls it when the symbol is
         /// looked up (libgomp's dlsym, after `GOMP_OFFLOAD_version`) and hands out the
-        /// address it returns: the implementation, or NULL where the libgomp that loaded
-        /// us must not be offered it; glibc's dlsym then answers NULL, which libgomp
+        /// address it returns: the implementation (under libgomp 17, for a symbol whose
+        /// prototype changed there, the one serving that prototype), or NULL where the
+        /// libgomp that loaded us must not be offered it; glibc's dlsym then answers NULL, which libgomp
         /// takes for an absent optional entry point. The loader may run it before the
         /// program's libraries are initialised, so the offer only reads an atomic and
         /// calls nothing that could allocate, lock or unwind.
@@ -204,7 +230,7 @@ macro_rules! __gomp_shell {
                 )
             };
             if $offer {
-                $imp as *const c_void
+                $pick
             } else {
                 ::std::ptr::null()
             }
@@ -246,14 +272,15 @@ macro_rules! __gomp_entry_points_from {
         $name:ident in [$($by:ident)+]
         looked_up($from:literal $range:tt $($to:literal)?)
         required($($req:ident)+)
-        $(ifunc($imp:ident, $offer:expr))?
+        $(ifunc($imp:ident, $offer:expr $(, $session:expr)?))?
         c($($since:literal: $csig:literal),+ $(,)?)
+        $(also($($asince:literal: $asig:literal),+ $(,)?))?
         note($note:literal)
         fn($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
     )*) => {
         $crate::__gomp_entry_points_mode! { [$($mode)*] $(
-            [$(#[$attr])*] $name [$($by)+] [$from $range $($to)?] [$($req)+] [$($imp, $offer)?]
-            [$(($since, $csig)),+] [$note] [$($arg: $ty),*] [$($ret)?] $body
+            [$(#[$attr])*] $name [$($by)+] [$from $range $($to)?] [$($req)+] [$($imp, $offer $(, $session)?)?]
+            [$(($since, $csig)),+] [$($(($asince, $asig)),+)?] [$note] [$($arg: $ty),*] [$($ret)?] $body
         )* }
     };
 }
@@ -263,7 +290,7 @@ macro_rules! __gomp_entry_points_from {
 macro_rules! __gomp_entry_points_mode {
     ([describe] $(
         [$(#[$attr:meta])*] $name:ident [$($by:ident)+] [$from:literal $range:tt $($to:literal)?]
-        [$($req:ident)+] [$($ifunc:tt)*] [$($c:tt),+] [$note:literal]
+        [$($req:ident)+] [$($ifunc:tt)*] [$($c:tt),+] [$($also:tt),*] [$note:literal]
         [$($arg:ident: $ty:ty),*] [$($ret:ty)?] $body:block
     )*) => {
         /// Every row of the table, in the table's order.
@@ -276,6 +303,7 @@ macro_rules! __gomp_entry_points_mode {
                 required: $crate::__gomp_required!($($req)+),
                 indirect: $crate::__gomp_nonempty!($($ifunc)*),
                 c: &[$($c),+],
+                also: &[$($also),*],
                 note: $note,
                 doc: &[$(stringify!(#[$attr])),*],
                 rust: stringify!(fn $name($($arg: $ty),*) $(-> $ret)?),
@@ -284,7 +312,7 @@ macro_rules! __gomp_entry_points_mode {
     };
     ([export $product:ident] $(
         [$(#[$attr:meta])*] $name:ident [$($by:ident)+] [$from:literal $range:tt $($to:literal)?]
-        [$($req:ident)+] [$($ifunc:tt)*] [$($c:tt),+] [$note:literal]
+        [$($req:ident)+] [$($ifunc:tt)*] [$($c:tt),+] [$($also:tt),*] [$note:literal]
         [$($arg:ident: $ty:ty),*] [$($ret:ty)?] $body:block
     )*) => {
         $($crate::__gomp_if_exported!($product [$($by)+] {
@@ -327,7 +355,7 @@ macro_rules! __gomp_entry_point_table {
     /// rejects as a version mismatch) for a libgomp we do not support, after saying why.
     GOMP_OFFLOAD_version in [nvptx gcn] looked_up(12..) required(always)
     c(12: "unsigned (void)")
-    note("Returns GOMP_VERSION (1 in 12, 2 in 13, else 3). Looked up and called first.")
+    note("Returns GOMP_VERSION (1 in 12, 2 in 13, 3 in 14-16, 4 in 17). Looked up and called first.")
     fn() -> u32 { guard::value("version", 0, handshake::version::<Backend>) }
 
     /// The plugin's name ("nvptx", "gcn").
@@ -341,11 +369,32 @@ macro_rules! __gomp_entry_point_table {
         NAME.as_ptr()
     }
 
-    /// Capabilities (`GOMP_OFFLOAD_CAP_*`).
+    /// Capabilities (`GOMP_OFFLOAD_CAP_*`); for libgomp 17 also the `requires` clauses
+    /// every device meets (`Plugin::CAPS_17`), which that libgomp checks itself.
     GOMP_OFFLOAD_get_caps in [nvptx gcn] looked_up(12..) required(always)
     c(12: "unsigned (void)")
-    note("Capability bits (§1.4); called before get_num_devices.")
-    fn() -> u32 { Backend::CAPS }
+    note("Capability bits (§1.4); called before get_num_devices. libgomp 17 also reads 0x20 (unified_address) and 0x40 (reverse_offload) and checks the program's requires mask itself (§12.3).")
+    fn() -> u32 {
+        if handshake::uses_sessions() {
+            Backend::CAPS | Backend::CAPS_17
+        } else {
+            Backend::CAPS
+        }
+    }
+
+    /// Capabilities of device `ord` beyond `get_caps` (libgomp 17 only looks it up):
+    /// `GOMP_OFFLOAD_CAP_SHARED_MEM` when the device can use the host's pageable memory.
+    GOMP_OFFLOAD_get_dev_caps in [nvptx gcn] looked_up(17..) required(optional)
+    c(17: "unsigned (int ord)")
+    note("OR-ed into get_caps per device; libgomp 17 skips a device whose caps lack what the program requires (§12.3). Ours: SHARED_MEM (1) on an nvptx device with pageable memory access, else 0.")
+    fn(ord: c_int) -> u32 { guard::value("get_dev_caps", 0, || Backend::dev_caps(ord)) }
+
+    /// The host NUMA node closest to device `ord`, -1 when unknown (libgomp 17 only looks
+    /// it up).
+    GOMP_OFFLOAD_get_numa_node in [nvptx gcn] looked_up(17..) required(optional)
+    c(17: "int (int ord)")
+    note("Ours: nvptx reads the PCI function's sysfs numa_node; gcn answers -1 (unknown).")
+    fn(ord: c_int) -> c_int { guard::value("get_numa_node", -1, || Backend::numa_node(ord)) }
 
     /// `OFFLOAD_TARGET_TYPE_*`.
     GOMP_OFFLOAD_get_type in [nvptx gcn] looked_up(12..) required(always)
@@ -354,11 +403,12 @@ macro_rules! __gomp_entry_point_table {
     fn() -> c_int { Backend::TARGET_TYPE }
 
     /// Number of devices usable under the program's `requires` mask (spec §1.5): 0 without
-    /// a usable driver or device, -1 when devices cannot meet the mask. libgomp 12 passes
-    /// no mask: the argument is then ignored.
+    /// a usable driver or device, -1 when devices cannot meet the mask. libgomp 12 and
+    /// 17 pass no mask: the argument is then ignored.
     GOMP_OFFLOAD_get_num_devices in [nvptx gcn] looked_up(12..) required(always)
     c(12: "int (void)", 13: "int (unsigned omp_requires_mask)")
-    note("§1.5. libgomp 12 passes no mask (the register holds a leftover).")
+    also(17: "int (void)")
+    note("§1.5. libgomp 12 and 17 pass no mask (the register holds a leftover); 17 checks the mask itself against get_caps | get_dev_caps (§12.3).")
     fn(omp_requires_mask: u32) -> c_int {
         guard::value("get_num_devices", 0, || {
             if host::libgomp().is_some() && !handshake::serves::<Backend>() {
@@ -505,10 +555,54 @@ macro_rules! __gomp_entry_point_table {
         })
     }
 
-    /// Runs an OpenMP target region and waits for it; errors are fatal (contract).
+    /// `session_size`: the bytes of this plugin's session block (libgomp 17).
+    GOMP_OFFLOAD_session_size in [nvptx gcn] looked_up(17..) required(openmp)
+    c(17: "size_t (void)")
+    note("§12.2. Called once at load, without a NULL check (a plugin without it crashes libgomp 17). Ours: 32.")
+    fn() -> usize { session::SIZE }
+
+    /// `session_start`: a fresh session for a launch on device `ord` (libgomp 17). Errors
+    /// (a NULL or misaligned block) are fatal: libgomp has no failure value here.
+    GOMP_OFFLOAD_session_start in [nvptx gcn] looked_up(17..) required(openmp)
+    c(17: "void (void *session, int ord)")
+    note("§12.2. Per launch, on libgomp's 16-aligned block of session_size bytes (the stack for run, the heap for a nowait task).")
+    fn(session: *mut c_void, ord: c_int) {
+        guard::or_fatal("session_start", || {
+            // SAFETY: libgomp's block of session_size() bytes.
+            unsafe { Session::start(session, ord) }?;
+            log::trace!("session {session:p}: started for device {ord}");
+            Ok(())
+        })
+    }
+
+    /// `session_set_target_var_table`: the launch's table of mapped-variable addresses, as
+    /// the kernel receives it (libgomp 17). Errors are fatal.
+    GOMP_OFFLOAD_session_set_target_var_table in [nvptx gcn] looked_up(17..) required(openmp)
+    c(17: "void (void *session, void *table)")
+    note("§12.2. Once per session, after session_start: the device address of the table inside libgomp's block of the launch (NULL when nothing is mapped), what run's vars was.")
+    fn(session: *mut c_void, table: *mut c_void) {
+        guard::or_fatal("session_set_target_var_table", || {
+            // SAFETY: libgomp's session block, started, used by this launch only.
+            let s = unsafe { Session::get(session) }?;
+            if s.sets != 0 {
+                return Err(Error::invalid(format!(
+                    "session {session:p}: target-variable table set twice"
+                )));
+            }
+            s.set_table(table);
+            log::trace!("session {session:p}: table {table:p}");
+            Ok(())
+        })
+    }
+
+    /// Runs an OpenMP target region and waits for it; errors are fatal (contract). An
+    /// indirect function: under libgomp 17 it resolves to the session form
+    /// (`shell::run_session`).
     GOMP_OFFLOAD_run in [nvptx gcn] looked_up(12..) required(openmp)
+    ifunc(run, true, shell::run_session::<Backend>)
     c(12: "void (int ord, void *fn, void *vars, void **args)")
-    note("§6. Synchronous. Errors are fatal.")
+    also(17: "void (void *session, void *fn, void **args)")
+    note("§6. Synchronous. Errors are fatal. libgomp 17: the device and the table come through the session (§12.2).")
     fn(ord: c_int, tgt_fn: *mut c_void, tgt_vars: *mut c_void, args: *mut *mut c_void) {
         guard::or_fatal("run", || shell::run::<Backend>("run", ord, tgt_fn, tgt_vars, args, None))
     }
@@ -519,8 +613,9 @@ macro_rules! __gomp_entry_point_table {
     /// resolves to NULL there, so libgomp runs `nowait` regions through `run`, as with
     /// GCC 12's own plugin (docs/plugin-abi.md §4.1).
     GOMP_OFFLOAD_async_run in [nvptx gcn] looked_up(12..) required(optional)
-    ifunc(async_run, handshake::offers_async_run())
+    ifunc(async_run, handshake::offers_async_run(), shell::async_run_session::<Backend>)
     c(12: "void (int ord, void *fn, void *vars, void **args, void *async_data)")
+    also(17: "void (void *session, void *fn, void **args, void *async_data)")
     note("**Not implemented by GCC's nvptx plugin**, so libgomp drops `nowait` (PR 93481). Must call `GOMP_PLUGIN_target_task_completion(async_data)` when done (§6.5). Ours is an indirect function resolving to NULL under libgomp 12 (§4.1).")
     fn(ord: c_int, tgt_fn: *mut c_void, tgt_vars: *mut c_void, args: *mut *mut c_void, async_data: *mut c_void) {
         guard::or_fatal("async_run", || {
@@ -717,9 +812,12 @@ macro_rules! __gomp_entry_point_table {
 
     // ---- OpenACC --------------------------------------------------------------------
 
-    /// Runs an OpenACC kernel and waits for it. Errors are fatal.
+    /// Runs an OpenACC kernel and waits for it. Errors are fatal. An indirect function:
+    /// under libgomp 17 it resolves to the session form (`shell::acc_exec_session`).
     GOMP_OFFLOAD_openacc_exec in [nvptx gcn] looked_up(12..) required(openacc)
+    ifunc(openacc_exec, true, shell::acc_exec_session::<Backend>)
     c(12: "void (void (*) (void *), size_t, void **, void **, unsigned *, void *)")
+    also(17: "void (void *session, void (*) (void *), size_t, void **, unsigned *, void *)")
     note("fn is our descriptor; devaddrs is the *device* address of the pointer block (libgomp 12: a host array of the mapped device addresses, §4.1); dims[3] are in/out (gang, worker, vector; 0 means choose). Launch plus cuStreamSynchronize(NULL).")
     fn(
         fn_: Option<unsafe extern "C" fn(*mut c_void)>,
@@ -734,9 +832,12 @@ macro_rules! __gomp_entry_point_table {
         })
     }
 
-    /// Enqueues an OpenACC kernel on `aq`. Errors are fatal.
+    /// Enqueues an OpenACC kernel on `aq`. Errors are fatal. An indirect function: under
+    /// libgomp 17 it resolves to the session form (`shell::acc_async_exec_session`).
     GOMP_OFFLOAD_openacc_async_exec in [nvptx gcn] looked_up(12..) required(openacc)
+    ifunc(openacc_async_exec, true, shell::acc_async_exec_session::<Backend>)
     c(12: "void (void (*) (void *), size_t, void **, void **, unsigned *, void *, struct goacc_asyncqueue *)")
+    also(17: "void (void *session, void (*) (void *), size_t, void **, unsigned *, void *, struct goacc_asyncqueue *)")
     note("Same as openacc_exec on aq's stream, without sync.")
     fn(
         fn_: Option<unsafe extern "C" fn(*mut c_void)>,

@@ -7,6 +7,12 @@ pub const CAP_SHARED_MEM: u32 = 1;
 pub const CAP_OPENMP_400: u32 = 4;
 /// Capability: OpenACC 2.0.
 pub const CAP_OPENACC_200: u32 = 8;
+/// Capability (libgomp 17, `get_caps`): the devices meet `requires unified_address`;
+/// libgomp 17 checks the program's mask against `get_caps() | get_dev_caps(device)`
+/// itself (docs/plugin-abi.md §12.3). Never answered to libgomp 12-16.
+pub const CAP_UNIFIED_ADDRESS: u32 = 0x20;
+/// Capability (libgomp 17, `get_caps`): the devices meet `requires reverse_offload`.
+pub const CAP_REVERSE_OFFLOAD: u32 = 0x40;
 
 /// `OFFLOAD_TARGET_TYPE_NVIDIA_PTX`.
 pub const TARGET_TYPE_NVIDIA_PTX: i32 = 5;

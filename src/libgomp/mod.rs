@@ -8,6 +8,7 @@ pub mod host;
 pub mod interop;
 pub mod logger;
 pub mod report;
+pub mod session;
 pub mod target;
 pub mod target_args;
 pub mod verdef;

@@ -1,4 +1,4 @@
-//! Which libgomp loaded us: 12, 13, 14, 15 or 16, or something we must refuse.
+//! Which libgomp loaded us: 12, 13, 14, 15, 16 or 17, or something we must refuse.
 //!
 //! The known releases are told apart by `dlvsym` probes for the newest symbol version
 //! node of each (see the ABI spec, §4). A libgomp that defines a node newer than the
@@ -22,6 +22,10 @@ pub enum Libgomp {
     V15,
     /// GCC 16.
     V16,
+    /// GCC 17 (the development branch as Debian's gcc-snapshot 1:20261020-1 ships it):
+    /// `GOMP_VERSION` 4, the launch session (`session_*`), `run`/`async_run` and
+    /// `openacc_exec`/`openacc_async_exec` taking the session (docs/plugin-abi.md §12).
+    V17,
 }
 
 impl Libgomp {
@@ -30,14 +34,26 @@ impl Libgomp {
         match self {
             Libgomp::V12 => 1,
             Libgomp::V13 => 2,
+            Libgomp::V17 => 4,
             _ => 3,
         }
     }
 
+    /// Whether this libgomp launches through a session (17+): it asks for
+    /// `session_size`, starts a session per launch with `session_start`, hands the
+    /// target-variable table over with `session_set_target_var_table` (or has it written
+    /// where `session_allocate_target_var_table` says) and calls `run(session, fn, args)`,
+    /// `async_run(session, fn, args, async_data)`, `openacc_exec(session, fn, mapnum,
+    /// hostaddrs, dims, tmd)` and `openacc_async_exec(..., aq)`.
+    pub fn uses_sessions(self) -> bool {
+        self >= Libgomp::V17
+    }
+
     /// Whether `GOMP_OFFLOAD_get_num_devices` receives the program's `requires` mask
-    /// (13+); libgomp 12 calls it without an argument.
+    /// (13-16); libgomp 12 calls it without an argument, and so does libgomp 17, which
+    /// checks the mask itself against `get_caps() | get_dev_caps(device)` (§12.3).
     pub fn passes_requires_mask(self) -> bool {
-        self >= Libgomp::V13
+        (Libgomp::V13..=Libgomp::V16).contains(&self)
     }
 
     /// How many arguments libgomp passes to `GOMP_OFFLOAD_load_image`: 4 in 12 (no
@@ -78,6 +94,7 @@ impl Libgomp {
             Libgomp::V14 => 14,
             Libgomp::V15 => 15,
             Libgomp::V16 => 16,
+            Libgomp::V17 => 17,
         }
     }
 }
@@ -100,23 +117,34 @@ impl fmt::Display for Detected {
         match self {
             Detected::Known(v) => write!(f, "libgomp {}", v.gcc()),
             Detected::TooOld => f.write_str("a libgomp older than GCC 12"),
-            Detected::TooNew(n) => write!(f, "a libgomp newer than GCC 16 (defines {n})"),
+            Detected::TooNew(n) => write!(
+                f,
+                "a libgomp newer than GCC {} (defines {n}; supported: libgomp {} to {})",
+                NEWEST.gcc(),
+                Libgomp::V12.gcc(),
+                NEWEST.gcc()
+            ),
             Detected::NotLoaded => f.write_str("no libgomp"),
         }
     }
 }
 
-/// The newest node of each libgomp symbol-version family that this plugin knows (GCC 16).
+/// The newest release this plugin implements.
+pub const NEWEST: Libgomp = Libgomp::V17;
+
+/// The newest node of each libgomp symbol-version family that this plugin knows (GCC 17
+/// as of gcc-snapshot 1:20261020-1, which added OMP_6.0, OMP_6.1 and GOMP_6.0.2).
 const NEWEST_KNOWN: &[(&str, &[u32])] = &[
     ("GOMP_PLUGIN_", &[1, 4]),
-    ("GOMP_", &[6, 0, 1]),
-    ("GOACC_", &[2, 0, 2]),
+    ("GOMP_", &[6, 0, 2]),
+    ("GOACC_", &[2, 5]),
     ("OACC_", &[2, 6, 1]),
-    ("OMP_", &[5, 2]),
+    ("OMP_", &[6, 1]),
 ];
 
 /// Probes, newest first: (symbol, version node, release it proves).
 pub const PROBES: &[(&str, &str, Libgomp)] = &[
+    ("GOMP_barrier_ext", "GOMP_6.0.2", Libgomp::V17),
     ("omp_target_memset", "GOMP_6.0.1", Libgomp::V16),
     ("omp_get_uid_from_device", "GOMP_6.0", Libgomp::V15),
     ("GOMP_add_alloc", "GOMP_5.1.2", Libgomp::V14),
@@ -163,6 +191,8 @@ mod tests {
 
     #[test]
     fn probes_pick_newest_release() {
+        let has17 = |_: &str, n: &str| ["GOMP_6.0.2", "GOMP_6.0.1", "GOMP_6.0"].contains(&n);
+        assert_eq!(classify(has17, None), Detected::Known(Libgomp::V17));
         let has16 = |_: &str, n: &str| ["GOMP_6.0.1", "GOMP_6.0", "GOMP_5.1.2"].contains(&n);
         assert_eq!(classify(has16, None), Detected::Known(Libgomp::V16));
         let has14 = |_: &str, n: &str| ["GOMP_5.1.2", "GOMP_5.1.1"].contains(&n);
@@ -180,16 +210,20 @@ mod tests {
     #[test]
     fn unknown_newer_nodes_are_refused() {
         let all = |_: &str, _: &str| true;
+        let n = nodes(&["GLIBC_2.99", "GOMP_6.0.2", "OMP_6.1", "GOMP_PLUGIN_1.4"]);
+        assert_eq!(classify(all, Some(&n)), Detected::Known(Libgomp::V17));
+        let has16 = |_: &str, n: &str| n != "GOMP_6.0.2";
         let n = nodes(&["GLIBC_2.99", "GOMP_6.0.1", "OMP_5.2", "GOMP_PLUGIN_1.4"]);
-        assert_eq!(classify(all, Some(&n)), Detected::Known(Libgomp::V16));
+        assert_eq!(classify(has16, Some(&n)), Detected::Known(Libgomp::V16));
         for new in [
+            "GOMP_6.0.3",
             "GOMP_6.1",
             "GOMP_7.0",
             "GOMP_PLUGIN_1.5",
             "OACC_3.0",
-            "OMP_6.0",
+            "OMP_6.2",
         ] {
-            let n = nodes(&["GOMP_6.0.1", new]);
+            let n = nodes(&["GOMP_6.0.2", new]);
             assert_eq!(
                 classify(all, Some(&n)),
                 Detected::TooNew(new.into()),
@@ -204,6 +238,16 @@ mod tests {
         assert_eq!(Libgomp::V13.plugin_version(), 2);
         assert_eq!(Libgomp::V14.plugin_version(), 3);
         assert_eq!(Libgomp::V16.plugin_version(), 3);
+        assert_eq!(Libgomp::V17.plugin_version(), 4);
+    }
+
+    #[test]
+    fn refusal_names_the_supported_range() {
+        let m = Detected::TooNew("GOMP_7.0".into()).to_string();
+        assert_eq!(
+            m,
+            "a libgomp newer than GCC 17 (defines GOMP_7.0; supported: libgomp 12 to 17)"
+        );
     }
 
     #[test]
@@ -217,9 +261,15 @@ mod tests {
         );
         assert!(V12.trailing_entry_is_device_num());
         assert_eq!(
-            [V12, V13, V14, V15, V16].map(Libgomp::takes_async_run),
-            [false, true, true, true, true]
+            [V12, V13, V14, V15, V16, V17].map(Libgomp::takes_async_run),
+            [false, true, true, true, true, true]
         );
+        assert_eq!(
+            [V12, V13, V14, V15, V16, V17].map(Libgomp::uses_sessions),
+            [false, false, false, false, false, true]
+        );
+        assert_eq!(V17.load_image_args(), 6);
+        assert!(!V17.trailing_entry_is_device_num() && !V17.passes_requires_mask());
         assert!(!V13.trailing_entry_is_device_num());
         assert_eq!(V12.gcc(), 12);
     }

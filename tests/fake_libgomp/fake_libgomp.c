@@ -53,4 +53,5 @@ void GOMP_taskwait_depend_nowait (void) {}
 void GOMP_add_alloc (void) {}
 void omp_get_uid_from_device (void) {}
 void omp_target_memset (void) {}
+void GOMP_barrier_ext (void) {}
 void GOMP_future_entry (void) {}

@@ -70,6 +70,10 @@
  * A kernel whose address is outside live device memory fails with "an illegal memory
  * access was encountered".
  *
+ * env STUB_LIBCUDA_ARG0=1: every other kernel's first parameter is checked when it
+ * runs (device or page-locked memory, or NULL; else an illegal address) and logged with
+ * what its first word points to (check_arg0).
+ *
  * Launch times and registers (the launch-shape tuner's tests, nvptx/tests/autotune.rs):
  *   env STUB_LIBCUDA_KERNEL_NS="ITEM,ITEM...": how long a launch takes on the virtual
  *     clock, in ns (and on the host's clock: the launch sleeps that long when it runs); ITEM is W=NS (blocks of W warps), gG=NS (grids of G blocks,
@@ -628,6 +632,42 @@ static int live_dev (uintptr_t p, size_t n)
   return find_range (p, n, 1u << DEV_MEM) != NULL;
 }
 
+/* STUB_LIBCUDA_ARG0=1: what an ordinary kernel's first parameter (an OpenMP or OpenACC
+   kernel's table of mapped-variable addresses) points to when the kernel runs, logged
+   as "stub libcuda: arg0 NAME ADDRESS TABLE WORD0" with TABLE and WORD0 each "device N",
+   "host" (page-locked), "null" or "unknown"; WORD0 is the table's first entry, read
+   only when the table is device or page-locked memory. A table that is neither NULL
+   nor device-accessible memory fails the kernel with an illegal address, as on a GPU
+   without pageable memory access. */
+static int arg0_check;
+
+static const char *where (uintptr_t p, char *buf, size_t cap)
+{
+  struct range *r = find_range (p, 8, 1u << DEV_MEM | 1u << HOST_ALLOC | 1u << HOST_REG);
+  if (!p)
+    return "null";
+  if (!r)
+    return "unknown";
+  if (r->kind != DEV_MEM)
+    return "host";
+  snprintf (buf, cap, "device %d", r->dev);
+  return buf;
+}
+
+static void check_arg0 (struct handle *s, struct op *o, uint64_t pos)
+{
+  uintptr_t a = (uintptr_t) o->args[0];
+  char b1[32], b2[32];
+  const char *t = where (a, b1, sizeof b1);
+  const char *w = "-";
+  if (strcmp (t, "null") && strcmp (t, "unknown"))
+    w = where ((uintptr_t) * (uint64_t *) a, b2, sizeof b2);
+  fprintf (stderr, "stub libcuda: arg0 %s %#lx %s %s\n", o->func->text ? o->func->text : "?",
+           (unsigned long) a, t, w);
+  if (!strcmp (t, "unknown"))
+    fail_at (s, CUDA_ERROR_ILLEGAL_ADDRESS, pos);
+}
+
 static void run_kernel (struct handle *s, struct op *o, uint64_t pos)
 {
   uintptr_t a = (uintptr_t) o->args[0];
@@ -658,6 +698,8 @@ static void run_kernel (struct handle *s, struct op *o, uint64_t pos)
       }
       break;
     default:
+      if (o->func->kernel == K_NONE && arg0_check)
+        check_arg0 (s, o, pos);
       break;
     }
 }
@@ -867,6 +909,7 @@ CUresult cuInit (unsigned flags)
           legacy[i].dev = i;
           legacy[i].legacy = 1;
         }
+      arg0_check = getenv ("STUB_LIBCUDA_ARG0") != NULL;
       const char *l = getenv ("STUB_LIBCUDA_LAZY");
       lazy = l && *l == '1';
       __atomic_store_n (&initialized, 1, __ATOMIC_RELEASE);
@@ -2081,7 +2124,7 @@ CUresult cuLaunchKernel (void *f, unsigned gx, unsigned gy, unsigned gz, unsigne
     {
       struct op *o = new_op (OP_LAUNCH);
       o->func = h;
-      int nargs = h->kernel == K_COPY ? 3 : h->kernel == K_NONE ? 0 : 1;
+      int nargs = h->kernel == K_COPY ? 3 : h->kernel == K_NONE && !arg0_check ? 0 : 1;
       for (int i = 0; i < nargs && params; i++)
         o->args[i] = *(uint64_t *) params[i];
       if (h->kernel == K_SNAPSHOT || h->kernel == K_DOUBLE)

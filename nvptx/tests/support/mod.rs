@@ -506,12 +506,6 @@ pub mod api {
             n: usize,
         ) -> bool;
         pub fn GOMP_OFFLOAD_memset(ord: c_int, ptr: *mut c_void, val: c_int, n: usize) -> bool;
-        pub fn GOMP_OFFLOAD_run(
-            ord: c_int,
-            tgt_fn: *mut c_void,
-            tgt_vars: *mut c_void,
-            args: *mut *mut c_void,
-        );
         pub fn GOMP_OFFLOAD_is_accessible_ptr(ord: c_int, ptr: *const c_void, size: usize)
             -> c_int;
     }
