@@ -25,6 +25,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Set in a child run to the name of the test it runs.
 pub const CHILD_ENV: &str = "GOMP_PLUGIN_RS_TEST_CHILD";
 
+/// Set (to anything) in the developer's shell: [`run_child`] prints every child's
+/// environment, exit, stdout and stderr, passed or not (seen with `--nocapture`).
+pub const SHOW_ENV: &str = "GOMP_PLUGIN_RS_TEST_SHOW";
+
 /// Variables that change a plugin's behaviour; removed from every child's environment
 /// before the scenario's own are set, so the developer's shell cannot leak in.
 const PLUGIN_ENV: &[&str] = &[
@@ -324,12 +328,16 @@ pub fn run_child(test: &str, env: &[(&str, &OsStr)]) -> Child {
     }
     cmd.env(CHILD_ENV, test).envs(env.iter().copied());
     let out = cmd.output().expect("re-run the test binary");
-    Child {
+    let c = Child {
         what: format!("{test} with {env:?}"),
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    if std::env::var_os(SHOW_ENV).is_some() {
+        eprintln!("{}", c.show());
     }
+    c
 }
 
 /// Decompresses `tests/fixtures/gcn/<file>` with `xz` into `dest`.
