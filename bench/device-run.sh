@@ -6,7 +6,7 @@
 # bench/build-before.sh for PLUGINS="stock before ours", the regression gate) and
 # offload_bench, region_bench, revoff_bench, acc_bench, kernel_bench, kernel_bench_f,
 # cuda_floor and gcc_empty.ptx (built by bench/build.sh).
-# env BENCHES (default "floor omp region revoff acc jit stress suite") picks what runs:
+# env BENCHES (default "floor omp region revoff acc acck jit stress suite") picks what runs:
 #   floor   bench/cuda_floor.c (raw driver costs, no plugin; with CARRY_DIR/gcc_empty.ptx
 #           also GCC's own kernel of an empty region and the region floors built on it)
 #   omp     offload_bench modes (OMP_MODES="a;b" picks some)
@@ -14,6 +14,10 @@
 #           "multi 64" (default) is the several-GPU row: the same work on one device and
 #           on all visible devices, one host thread each (no row with one GPU)
 #   revoff  revoff_bench 1000;  acc  acc_bench modes (ACC_MODES="a;b" picks some)
+#   acck    acc_kernel_bench (ACCK_ARGS, default all its kernels): OpenACC compute
+#           kernels of real codes' shapes, median us per launch (acc_kernel_NAME rows);
+#           then once per plugin a GOMP_DEBUG=1 pass (-n 20) whose launch lines go to
+#           $OUT/acc-launches.txt (the dimensions each plugin chose, per kernel)
 #   jit     first target region with an empty CUDA JIT cache and again with it filled
 #   stress  revoff_bench 100000 once per plugin (1e5 reverse-offload requests)
 #   suite   wall time of the upstream suite's SUITE_FILTER tests (default the
@@ -75,7 +79,7 @@ AMODES=("sync 2000" "async 500" "asyncdata 500"
 RMODES=("map 8" "map 4096" "map 65536" "map 1048576 20" "tofrom" "copy8" "update 4096"
         "teams 5" "jacobi 1024 10" "threads 8 500" "multi 64")
 [ -n "${REGION_MODES:-}" ] && IFS=';' read -ra RMODES <<< "$REGION_MODES"
-BENCHES=${BENCHES:-floor omp region revoff acc jit stress suite}
+BENCHES=${BENCHES:-floor omp region revoff acc acck jit stress suite}
 has() { [[ " $BENCHES " == *" $1 "* ]]; }
 RUN_ENV=()   # extra VAR=VAL for run_bin (the kernels step's KNOBS)
 run_bin() { # PLUGIN BINARY ARGS... -> $T/one.txt; returns the exit status
@@ -164,6 +168,10 @@ for rep in $(seq 1 "$REPS"); do
         one "$p" "$rep" acc_bench $m
       done
     fi
+    if has acck; then
+      # shellcheck disable=SC2086
+      one "$p" "$rep" acc_kernel_bench ${ACCK_ARGS:-}
+    fi
     if has omp; then
       for m in "${MODES[@]}"; do
         # shellcheck disable=SC2086
@@ -188,6 +196,21 @@ for rep in $(seq 1 "$REPS"); do
   for c in ${KCONF[@]+"${KCONF[@]}"}; do kernels_run "$c" "$rep"; done
 done
 for c in ${KCONF[@]+"${KCONF[@]}"}; do kernels_extra "$c"; done
+if has acck; then
+  rm -f "$O/acc-launches.txt"
+  for p in $PLUGINS; do
+    RUN_ENV=(GOMP_DEBUG=1)
+    # shellcheck disable=SC2086
+    run_bin "$p" acc_kernel_bench -n 20 ${ACCK_ARGS:-}
+    rc=$?
+    RUN_ENV=()
+    { echo "== $p: OpenACC launches (count), from GOMP_DEBUG=1 =="
+      [ $rc = 0 ] || echo "ERROR exit $rc: $(tail -c 300 "$T/one.txt" | tr '\n' ' ')"
+      grep -E 'nvptx_exec: kernel [^ ]+: launch|autotune: (chose|kept)' "$T/one.txt" |
+        sed 's/^.*\(nvptx_exec: \|kernel \)/\1/' | sort | uniq -c
+    } >> "$O/acc-launches.txt"
+  done
+fi
 for p in $PLUGINS; do
   if has stress; then
     s0=$(date +%s.%N)

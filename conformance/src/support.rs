@@ -644,6 +644,12 @@ pub mod image {
         /// The image of PTX objects `texts` whose table names kernels `names`, in order
         /// (no variables, no indirect functions).
         pub fn new(texts: Vec<CString>, names: &[&str]) -> Image {
+            Image::with_dims(texts, names, &vec![[0; 3]; names.len()])
+        }
+
+        /// As [`Image::new`], the kernels' OpenACC dimensions fixed by the compiler
+        /// `dims` (0: left to the runtime), one per name.
+        pub fn with_dims(texts: Vec<CString>, names: &[&str], dims: &[[u16; 3]]) -> Image {
             let names: Vec<CString> = names.iter().map(|n| CString::new(*n).unwrap()).collect();
             let objs: Vec<PtxObj> = texts
                 .iter()
@@ -654,9 +660,10 @@ pub mod image {
                 .collect();
             let fns: Vec<FnEntry> = names
                 .iter()
-                .map(|n| FnEntry {
+                .zip(dims)
+                .map(|(n, d)| FnEntry {
                     name: n.as_ptr(),
-                    dim: [0; 3],
+                    dim: *d,
                 })
                 .collect();
             let desc = Box::new(Desc {

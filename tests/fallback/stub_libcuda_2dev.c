@@ -72,14 +72,16 @@
  *
  * Launch times and registers (the launch-shape tuner's tests, nvptx/tests/autotune.rs):
  *   env STUB_LIBCUDA_KERNEL_NS="ITEM,ITEM...": how long a launch takes on the virtual
- *     clock, in ns (and on the host's clock: the launch sleeps that long when it runs); ITEM is W=NS (blocks of W warps), *=NS (any other shape; default
- *     0) or @K=NS (the K-th launch of the process, counted from 1, whatever its
- *     shape: noise);
+ *     clock, in ns (and on the host's clock: the launch sleeps that long when it runs); ITEM is W=NS (blocks of W warps), gG=NS (grids of G blocks,
+ *     before W), *=NS (any other shape; default 0) or @K=NS (the K-th launch of the
+ *     process, counted from 1, whatever its shape: noise);
  *   env STUB_LIBCUDA_DRIVER_VERSION=N: what cuDriverGetVersion says (default 12080).
  *   env STUB_LIBCUDA_REGS=N: the registers per thread of every kernel (default 32).
  *     The function attributes and the occupancy calculator answer as an H100 would for
  *     that many: 64 Ki registers per SM allocated per warp in units of 256, 64 warps
- *     and 32 blocks per SM.
+ *     and 32 blocks per SM, 132 SMs (cuOccupancyMaxPotentialBlockSize: the largest
+ *     block the registers and the block-size limit allow, and 132 times its resident
+ *     blocks per SM).
  * Every launch is logged as "NAME TEAMS WARPS\n" (grid x, block y) when it is made
  * (stub_libcuda_launch_log).
  *
@@ -1755,12 +1757,12 @@ static int max_threads (void)
   return w >= 32 ? 1024 : w * 32;
 }
 
-/* How long launch number `n` (of the process) of blocks of `warps` warps takes. */
-static uint64_t launch_ns (long n, unsigned warps)
+/* How long launch number `n` (of the process) of `grid` blocks of `warps` warps takes. */
+static uint64_t launch_ns (long n, unsigned grid, unsigned warps)
 {
   const char *v = getenv ("STUB_LIBCUDA_KERNEL_NS");
-  uint64_t any = 0, mine = 0, noise = 0;
-  int have_mine = 0, have_noise = 0;
+  uint64_t any = 0, mine = 0, noise = 0, of_grid = 0;
+  int have_mine = 0, have_noise = 0, have_grid = 0;
   for (const char *p = v; p && *p;)
     {
       const char *eq = strchr (p, '=');
@@ -1771,12 +1773,14 @@ static uint64_t launch_ns (long n, unsigned warps)
         any = ns;
       else if (*p == '@' && atol (p + 1) == n)
         noise = ns, have_noise = 1;
-      else if (*p != '@' && (unsigned) atoi (p) == warps)
+      else if (*p == 'g' && (unsigned) atol (p + 1) == grid)
+        of_grid = ns, have_grid = 1;
+      else if (*p != '@' && *p != 'g' && (unsigned) atoi (p) == warps)
         mine = ns, have_mine = 1;
       p = strchr (eq, ',');
       p = p ? p + 1 : NULL;
     }
-  return have_noise ? noise : have_mine ? mine : any;
+  return have_noise ? noise : have_grid ? of_grid : have_mine ? mine : any;
 }
 
 /* ---- JIT link, modules, kernels ----
@@ -2010,6 +2014,17 @@ CUresult cuFuncSetAttribute (void *f, int attr, int v)
 
 #endif /* STUB_SEPARATE_JIT */
 
+/* Blocks of `block` threads resident on one SM, as an H100 for STUB_LIBCUDA_REGS
+   registers (see the header). */
+static int resident_per_sm (int block)
+{
+  int warps = (block + 31) / 32;
+  int b = 65536 / (regs_per_warp () * warps);
+  if (b > 64 / warps)
+    b = 64 / warps;
+  return b > 32 ? 32 : b;
+}
+
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor (int *n, void *f, int block, size_t smem)
 {
   (void) smem;
@@ -2023,12 +2038,7 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor (int *n, void *f, int block
     return CUDA_ERROR_INVALID_HANDLE;
   if (block > max_threads ())
     return CUDA_ERROR_INVALID_VALUE;
-  /* As an H100 for STUB_LIBCUDA_REGS registers (see the header). */
-  int warps = (block + 31) / 32;
-  int b = 65536 / (regs_per_warp () * warps);
-  if (b > 64 / warps)
-    b = 64 / warps;
-  *n = b > 32 ? 32 : b;
+  *n = resident_per_sm (block);
   return CUDA_SUCCESS;
 }
 
@@ -2037,7 +2047,6 @@ CUresult cuOccupancyMaxPotentialBlockSize (int *grid, int *block, void *f, void 
 {
   (void) cb;
   (void) smem;
-  (void) limit;
   CHECK_INIT;
   if (!grid || !block)
     return CUDA_ERROR_INVALID_VALUE;
@@ -2046,8 +2055,12 @@ CUresult cuOccupancyMaxPotentialBlockSize (int *grid, int *block, void *f, void 
   UNLOCK;
   if (!h)
     return CUDA_ERROR_INVALID_HANDLE;
-  *grid = 264;
-  *block = 1024;
+  /* The largest block the registers and the limit allow (whole warps). */
+  int b = max_threads ();
+  if (limit > 0 && limit < b)
+    b = limit < 32 ? 32 : limit / 32 * 32;
+  *block = b;
+  *grid = 132 * resident_per_sm (b);
   return CUDA_SUCCESS;
 }
 
@@ -2076,7 +2089,7 @@ CUresult cuLaunchKernel (void *f, unsigned gx, unsigned gy, unsigned gz, unsigne
           o->lo1 = (uintptr_t) o->args[0];
           o->hi1 = o->lo1 + 64;
         }
-      o->ns = launch_ns (++launches, by);
+      o->ns = launch_ns (++launches, gx, by);
       char line[512];
       int w = snprintf (line, sizeof line, "%s %u %u\n", h->text ? h->text : "?", gx, by);
       if (w >= (int) sizeof line)
