@@ -8,8 +8,7 @@
 //! child process (exits and aborts end it). A stand-in is not an AMD GPU: this checks
 //! the host side of the protocol, not device code.
 
-#[path = "../../nvptx/tests/support/mod.rs"]
-mod support;
+use gomp_plugin_conformance::support;
 
 mod gcn_image;
 use gcn_image::{GcnImage, GcnImageDesc, Kernel};
@@ -38,29 +37,10 @@ const IMAGE_ENV: &str = "GOMP_PLUGIN_RS_TEST_IMAGE";
 
 // ---- building the stand-ins ----
 
-/// The `GOMP_PLUGIN_*` nodes of every libgomp (as nvptx/tests/support's fake).
-const PLUGIN_NODES: &str = "GOMP_PLUGIN_1.0 { global: GOMP_PLUGIN_malloc; GOMP_PLUGIN_malloc_cleared; GOMP_PLUGIN_realloc; GOMP_PLUGIN_debug; GOMP_PLUGIN_error; GOMP_PLUGIN_fatal; local: *; };
-GOMP_PLUGIN_1.1 { global: GOMP_PLUGIN_target_task_completion; } GOMP_PLUGIN_1.0;
-GOMP_PLUGIN_1.4 { global: GOMP_PLUGIN_target_rev; } GOMP_PLUGIN_1.1;
-";
-
 /// The recording libgomp with the version nodes of GCC `gcc` (14 or 16).
 fn recording_libgomp(dir: &Path, gcc: u32) -> PathBuf {
     let nodes = &support::RELEASE_NODES[..if gcc == 14 { 2 } else { 4 }];
-    let mut map = PLUGIN_NODES.to_string();
-    for (node, sym) in nodes {
-        map += &format!("{node} {{ global: {sym}; gcn_rev_calls; gcn_rev_count; gcn_completion_count; gcn_completions; }};\n");
-    }
-    let map_file = dir.join("libgomp.map");
-    std::fs::write(&map_file, map).expect("write the version script");
-    let out = dir.join("libgomp.so.1");
-    let script = format!("-Wl,--version-script={}", map_file.display());
-    support::cc_shared(
-        "tests/fallback/gcn_libgomp.c",
-        &out,
-        &["-Wl,-soname,libgomp.so.1", &script],
-    );
-    out
+    support::recording_libgomp(dir, nodes)
 }
 
 /// The stand-in runtime with its gfx90a agent (it defines every entry point).

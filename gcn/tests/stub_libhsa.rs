@@ -10,8 +10,7 @@
 //! tests/fallback/gcn_calls.c. A stand-in is not an AMD GPU: this checks the plugin's
 //! HSA call sequence and bookkeeping, not behaviour on hardware.
 
-#[path = "../../nvptx/tests/support/mod.rs"]
-mod support;
+use gomp_plugin_conformance::support;
 
 mod gcn_image;
 use gcn_image::{GcnImage, GcnImageDesc, Kernel};
@@ -66,7 +65,7 @@ fn calls_without_device() {
 /// Builds `tests/fallback/stub_libhsa.c` with `flags` into `dir/libhsa.so`; its
 /// stub_names.h stubs every table entry the C file does not define (`defined`).
 fn build_stub(dir: &Path, flags: &[&str], defined: &[&str]) -> std::path::PathBuf {
-    support::write_stub_names(dir, defined);
+    support::write_stub_names(dir, "gcn", defined);
     let include = format!("-I{}", dir.display());
     let mut all = vec![include.as_str()];
     all.extend(flags);

@@ -12,7 +12,7 @@
 //! defaults stay within the kernel's limits, the tuner tries fewer gangs and keeps the
 //! fastest, and `autotune=0` turns it off.
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_void, CString, OsStr};

@@ -14,7 +14,7 @@
 //! load in one process), ignored when corrupt or stale, tried again with
 //! `autotune=fresh`, and keyed by the settings that change the geometry.
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin::cache::{entry, Key};
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells

@@ -9,11 +9,11 @@
 //! before that copy (the stand-in's 0xcd filling), and memory freed while queued work
 //! still uses it is reported as `stub libcuda: ...`.
 //!
-//! Every scenario runs in a child process (see support/mod.rs) once per setting of
+//! Every scenario runs in a child process (see conformance/src/support.rs) once per setting of
 //! the threads' streams (`GOMP_NVPTX_TUNE=tstream=blocking|nonblocking|legacy`) and
 //! per query behaviour of the stand-in (running work or lazy).
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_char, c_int, c_void, OsStr};

@@ -8,7 +8,7 @@
 //! asks for the reverse-offload table whatever the knob says, every kernel is looked up
 //! by `load_image`, and a missing one fails the load.
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_void, CString, OsStr};

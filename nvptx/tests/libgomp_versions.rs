@@ -8,7 +8,7 @@
 //! by libgomp's error convention through `GOMP_PLUGIN_error`. The Rust port of
 //! tests/libgomp_versions.sh (with tests/fake_libgomp/drive.c and badcalls.c).
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_void, OsStr};

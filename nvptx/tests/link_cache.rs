@@ -8,7 +8,7 @@
 //! off, the compiler's threads (`CU_JIT_SPLIT_COMPILE`) and a driver refusing them, a read-only directory, two processes storing the same entry at once, entries
 //! and directories another user could have written, and the size bound.
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin::cache::{entry, Key};
 use gomp_plugin_nvptx as _; // the rlib holds the exported shells
@@ -162,7 +162,7 @@ impl Env {
             return None;
         }
         let scratch = support::Scratch::new("link-cache");
-        support::write_stub_names(scratch.path(), &[]);
+        support::write_stub_names(scratch.path(), "nvptx", &[]);
         let lib = scratch.join("libcuda.so.1");
         let repo = support::repo();
         let mut args: Vec<std::ffi::OsString> = vec![

@@ -14,7 +14,7 @@
 //! cargo test --release -p gomp-plugin-nvptx --test link_cache_hit_cost -- --nocapture
 //! ```
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin::cache::sha256::{Engine, Sha256};
 use gomp_plugin::cache::{entry, Lookup, Store};

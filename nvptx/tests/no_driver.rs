@@ -3,7 +3,7 @@
 //! point called here answers by libgomp's error convention, says why on stderr, and
 //! never crashes; errors of `run` are fatal. Nothing here needs a compiler or a GPU.
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_int, c_void, OsStr};

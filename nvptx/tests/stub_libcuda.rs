@@ -6,7 +6,7 @@
 //! `init_device` and the plugin's host-lock API with a `libgomp:` message, and never
 //! crashes. No libgomp is loaded (messages go to stderr).
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_int, c_void, OsStr};
@@ -49,6 +49,7 @@ fn with_stub(test: &str, flags: &[&str]) -> Option<support::Child> {
     // The stand-in defines these three itself; every other table entry returns 0.
     support::write_stub_names(
         dir.path(),
+        "nvptx",
         &["cuInit", "cuDeviceGetCount", "cuGetErrorString"],
     );
     let include = format!("-I{}", dir.path().display());

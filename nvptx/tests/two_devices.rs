@@ -8,9 +8,9 @@
 //! references, streams, events and page-locked blocks each device holds, and whether a
 //! call was refused (no or wrong current context, a stream of another device, an
 //! address outside every allocation), which the stand-in also reports on stderr as
-//! `stub libcuda: ...`. Each scenario runs in a child process (see support/mod.rs).
+//! `stub libcuda: ...`. Each scenario runs in a child process (see conformance/src/support.rs).
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, OsStr};

@@ -2,7 +2,9 @@
  * GOMP_PLUGIN_target_rev (libgomp 14+'s seven arguments) and
  * GOMP_PLUGIN_target_task_completion record their calls, for the gcn launch tests
  * (gcn/tests/launch.rs): the plugin's reverse-offload requests and async completions
- * are then compared with what the stand-in HSA runtime's device posted. */
+ * are then compared with what the stand-in HSA runtime's device posted. The
+ * conformance suite (conformance/src/suite.rs) runs every backend under it; the
+ * symbols keep their gcn_ names. */
 #include <stdint.h>
 #define GOMP_PLUGIN_target_rev fake_target_rev_unused
 #define GOMP_PLUGIN_target_task_completion fake_task_completion_unused

@@ -66,6 +66,16 @@ status hsa_memory_allocate(handle_t r, size_t n, void **p) {
   return 0;
 }
 
+/* For the tests (conformance/, gcn/tests/conformance.rs): whether [p, p+n) lies inside
+   one live block of device memory (hsa_memory_allocate's, not a loaded code object). */
+int stub_hsa_holds(const void *p, size_t n) {
+  pthread_mutex_lock(&stub_lock);
+  struct block *b = find_block(p, n);
+  int r = b && b->image < 0;
+  pthread_mutex_unlock(&stub_lock);
+  return r;
+}
+
 static void ring_after_block(const char *p, size_t n);
 status hsa_memory_free(void *p) {
   pthread_mutex_lock(&stub_lock);

@@ -1,5 +1,6 @@
-//! Helpers shared by the products' integration tests (`nvptx/tests/*.rs`, and
-//! `gcn/tests/*.rs`, which include this file through `#[path]`).
+//! Helpers shared by the products' integration tests (`nvptx/tests/*.rs`,
+//! `gcn/tests/*.rs`, each `use gomp_plugin_conformance::support;`) and by the
+//! conformance suite ([`crate::suite`]).
 //!
 //! The tests call the exported `GOMP_OFFLOAD_*` shells directly: a test binary links
 //! the product's rlib, where they are `#[no_mangle]` symbols. The stand-in C libraries
@@ -12,7 +13,9 @@
 //! with the environment the scenario needs; the child does the calls and asserts their
 //! results, the parent checks the child's exit and its stderr (the `libgomp: ...`
 //! messages and `GOMP_DEBUG` lines, which go to stderr when no libgomp is loaded).
-#![allow(dead_code)]
+//!
+//! Everything here is used by one test thread at a time (the child's scenario, or the
+//! parent that starts it), except where an item says otherwise.
 
 use std::ffi::{c_char, c_int, c_void, CString, OsStr};
 use std::path::{Path, PathBuf};
@@ -21,6 +24,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Set in a child run to the name of the test it runs.
 pub const CHILD_ENV: &str = "GOMP_PLUGIN_RS_TEST_CHILD";
+
+/// Set (to anything) in the developer's shell: [`run_child`] prints every child's
+/// environment, exit, stdout and stderr, passed or not (seen with `--nocapture`).
+pub const SHOW_ENV: &str = "GOMP_PLUGIN_RS_TEST_SHOW";
 
 /// Variables that change a plugin's behaviour; removed from every child's environment
 /// before the scenario's own are set, so the developer's shell cannot leak in.
@@ -52,9 +59,10 @@ pub fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// The product crate's `src/` (where its symbol table is declared).
-pub fn crate_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+/// The `src/` of the product crate in directory `product` (`"nvptx"`, `"gcn"`), where
+/// its symbol table is declared.
+pub fn crate_src(product: &str) -> PathBuf {
+    repo().join(product).join("src")
 }
 
 /// True when every tool answers `--version`; otherwise prints why `test` is skipped.
@@ -141,10 +149,10 @@ pub fn cc_shared(src: &str, out: &Path, flags: &[&str]) {
     cc(&args);
 }
 
-/// The symbols of the product's run-time symbol table (every `name = "symbol" (...)`
-/// line of a `symbol_table!` invocation under the crate's `src/`), in order. Panics if
-/// there is none: the stand-ins would then test nothing.
-pub fn table_symbols() -> Vec<String> {
+/// The symbols of the run-time symbol table of the product in directory `product`
+/// (every `name = "symbol" (...)` line of a `symbol_table!` invocation under its
+/// `src/`), in order. Panics if there is none: the stand-ins would then test nothing.
+pub fn table_symbols(product: &str) -> Vec<String> {
     fn walk(dir: &Path, out: &mut Vec<String>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -173,11 +181,12 @@ pub fn table_symbols() -> Vec<String> {
         }
     }
     let mut out = Vec::new();
-    walk(&crate_src(), &mut out);
+    let src = crate_src(product);
+    walk(&src, &mut out);
     assert!(
         !out.is_empty(),
         "no symbol_table! entries found under {}",
-        crate_src().display()
+        src.display()
     );
     out
 }
@@ -192,11 +201,11 @@ fn table_line(line: &str) -> Option<&str> {
     rest.trim_start().starts_with('(').then_some(sym)
 }
 
-/// Writes `dir/stub_names.h`: one `STUB(symbol)` line per table symbol not in
-/// `defined` (those the stand-in's C file defines itself), as tests/host_fallback.sh
-/// generates it.
-pub fn write_stub_names(dir: &Path, defined: &[&str]) {
-    let text: String = table_symbols()
+/// Writes `dir/stub_names.h`: one `STUB(symbol)` line per symbol of the table of
+/// `product` (see [`table_symbols`]) not in `defined` (those the stand-in's C file
+/// defines itself), as tests/host_fallback.sh generates it.
+pub fn write_stub_names(dir: &Path, product: &str, defined: &[&str]) {
+    let text: String = table_symbols(product)
         .iter()
         .filter(|s| !defined.contains(&s.as_str()))
         .map(|s| format!("STUB({s})\n"))
@@ -208,7 +217,7 @@ pub fn write_stub_names(dir: &Path, defined: &[&str]) {
 /// C `flags`) into `dir`: its own entries plus weak "not implemented" ones for the
 /// rest of the plugin's table (tests/fallback/stub_libcuda_rest.c).
 pub fn stub_libcuda_2dev(dir: &Scratch, flags: &[&str]) -> PathBuf {
-    write_stub_names(dir.path(), &[]);
+    write_stub_names(dir.path(), "nvptx", &[]);
     let lib = dir.join("libcuda.so.1");
     let mut args: Vec<std::ffi::OsString> = ["-shared", "-fPIC", "-pthread", "-Wall"]
         .iter()
@@ -319,12 +328,16 @@ pub fn run_child(test: &str, env: &[(&str, &OsStr)]) -> Child {
     }
     cmd.env(CHILD_ENV, test).envs(env.iter().copied());
     let out = cmd.output().expect("re-run the test binary");
-    Child {
+    let c = Child {
         what: format!("{test} with {env:?}"),
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    if std::env::var_os(SHOW_ENV).is_some() {
+        eprintln!("{}", c.show());
     }
+    c
 }
 
 /// Decompresses `tests/fixtures/gcn/<file>` with `xz` into `dest`.
@@ -367,6 +380,28 @@ pub fn fake_libgomp(dir: &Path, nodes: &[(&str, &str)]) -> PathBuf {
     let script = format!("-Wl,--version-script={}", map_file.display());
     cc_shared(
         "tests/fake_libgomp/fake_libgomp.c",
+        &out,
+        &["-Wl,-soname,libgomp.so.1", &script],
+    );
+    out
+}
+
+/// Builds `dir/libgomp.so.1` from tests/fallback/gcn_libgomp.c: the fake libgomp whose
+/// `GOMP_PLUGIN_target_rev` and `GOMP_PLUGIN_target_task_completion` record their calls
+/// (in its exported `gcn_rev_calls`, `gcn_rev_count`, `gcn_completions` and
+/// `gcn_completion_count`, whatever the product), with the plugin nodes plus `nodes`.
+pub fn recording_libgomp(dir: &Path, nodes: &[(&str, &str)]) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mut map = PLUGIN_NODES.to_string();
+    for (node, sym) in nodes {
+        map += &format!("{node} {{ global: {sym}; gcn_rev_calls; gcn_rev_count; gcn_completion_count; gcn_completions; }};\n");
+    }
+    let map_file = dir.join("libgomp.map");
+    std::fs::write(&map_file, map).expect("write the version script");
+    let out = dir.join("libgomp.so.1");
+    let script = format!("-Wl,--version-script={}", map_file.display());
+    cc_shared(
+        "tests/fallback/gcn_libgomp.c",
         &out,
         &["-Wl,-soname,libgomp.so.1", &script],
     );
