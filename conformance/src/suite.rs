@@ -97,6 +97,10 @@ pub trait Backend {
     /// Child: after `fini_device(0)`, asserts the stand-in holds nothing of device 0
     /// (memory, queues, code objects...).
     fn assert_released();
+    /// Child: `GOMP_OFFLOAD_run`'s implementation for libgomp 12-16 (the product's
+    /// `entry_points::run`: within the test's link the exported name is its IFUNC
+    /// resolver).
+    fn run(ord: c_int, tgt_fn: *mut c_void, vars: *mut c_void, args: *mut *mut c_void);
     /// Child: `GOMP_OFFLOAD_async_run`'s implementation (the product's `async_run`:
     /// within the test's link the exported name is its IFUNC resolver).
     fn async_run(
@@ -283,11 +287,11 @@ fn target_args() -> [*mut c_void; 3] {
     ]
 }
 
-fn run(kernel: *mut c_void, vars: *mut c_void) {
+fn run<B: Backend>(kernel: *mut c_void, vars: *mut c_void) {
     let mut args = target_args();
-    // SAFETY: a kernel handle of a loaded image, its argument block, and a
-    // NULL-terminated argument array.
-    unsafe { GOMP_OFFLOAD_run(0, kernel, vars, args.as_mut_ptr()) }
+    // A kernel handle of a loaded image, its argument block, and a NULL-terminated
+    // argument array.
+    B::run(0, kernel, vars, args.as_mut_ptr())
 }
 
 /// The kernel's model applied `times` times.
@@ -454,9 +458,9 @@ pub fn run_kernel<B: Backend>(test: &str) {
         let vars = B::vars(buf);
         let input = pattern(3, BUF);
         assert!(h2d(buf, &input));
-        run(k, vars);
+        run::<B>(k, vars);
         assert_eq!(back(buf, BUF), kernel_times::<B>(&input, 1), "one run");
-        run(k, vars);
+        run::<B>(k, vars);
         assert_eq!(back(buf, BUF), kernel_times::<B>(&input, 2), "two runs");
         B::free_vars(vars, buf);
         assert!(dfree(buf));
@@ -650,7 +654,7 @@ pub fn bad_images_are_refused<B: Backend>(test: &str) {
         let vars = B::vars(buf);
         let input = pattern(8, BUF);
         assert!(h2d(buf, &input));
-        run(k, vars);
+        run::<B>(k, vars);
         assert_eq!(back(buf, BUF), kernel_times::<B>(&input, 1), "a run after");
         B::free_vars(vars, buf);
         assert!(dfree(buf));
@@ -699,7 +703,7 @@ pub fn reverse_offload<B: Backend>(test: &str) {
         assert_ne!(f0, 0, "function 0's device address");
         let buf = alloc(BUF);
         let vars = B::vars(buf);
-        run(t[0].start as *mut c_void, vars);
+        run::<B>(t[0].start as *mut c_void, vars);
         assert_eq!(read(gomp_sym::<c_int>("gcn_rev_count")), 1, "one request");
         let calls: [[u64; 6]; 64] = read(gomp_sym("gcn_rev_calls"));
         assert_eq!(calls[0][0], f0, "the request names function 0");

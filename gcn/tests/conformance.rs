@@ -189,6 +189,10 @@ impl Backend for Gcn {
         assert_eq!(bad, 0, "failed checks of the stand-in");
     }
 
+    fn run(ord: c_int, tgt_fn: *mut c_void, vars: *mut c_void, args: *mut *mut c_void) {
+        gomp_plugin_gcn::entry_points::run(ord, tgt_fn, vars, args);
+    }
+
     fn async_run(
         ord: c_int,
         tgt_fn: *mut c_void,

@@ -118,6 +118,10 @@ impl Backend for Nvptx {
         assert_eq!(s.misuse, 0, "calls the stand-in refused: {s:?}");
     }
 
+    fn run(ord: c_int, tgt_fn: *mut c_void, vars: *mut c_void, args: *mut *mut c_void) {
+        gomp_plugin_nvptx::entry_points::run(ord, tgt_fn, vars, args);
+    }
+
     fn async_run(
         ord: c_int,
         tgt_fn: *mut c_void,
