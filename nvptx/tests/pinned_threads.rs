@@ -203,6 +203,34 @@ fn threads_get_their_own_blocks_and_free_each_others() {
     with_stub(T, &[]);
 }
 
+/// A block from the pool of a device that is no longer the first open one (device 1
+/// opened alone, device 0 opened after the allocation) still goes back to its own
+/// pool: the free asks the host-range registry when the first device's pool does not
+/// hold it.
+#[test]
+fn a_block_goes_back_to_the_pool_that_made_it() {
+    const T: &str = "a_block_goes_back_to_the_pool_that_made_it";
+    if support::is_child(T) {
+        start(2);
+        assert!(init(1));
+        let before = stats(1).live_host_allocs;
+        let small = pinned_alloc(4096);
+        let large = pinned_alloc(1 << 20);
+        assert_eq!(stats(1).live_host_allocs, before + 2, "device 1's pool");
+        assert!(init(0));
+        let before0 = stats(0).live_host_allocs;
+        assert!(pinned_free(small) && pinned_free(large));
+        assert!(!pinned_free(small), "double free refused");
+        assert!(!pinned_free(large), "double free refused");
+        assert_eq!(stats(0).live_host_allocs, before0, "nothing from device 0");
+        assert!(fini(1));
+        assert_eq!(stats(1).live_host_allocs, 0);
+        assert!(fini(0));
+        return;
+    }
+    with_stub(T, &[]);
+}
+
 /// The first small page-locked allocation pins a small chunk, not the pool's largest:
 /// pinning costs time by the byte, and the first request waits for it.
 #[test]
