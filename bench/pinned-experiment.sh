@@ -11,8 +11,9 @@
 # thread gives, for stock, main, ours and ours with pinnednuma=0.
 # usage: bash bench/pinned-experiment.sh [CARRY_DIR [REPS]]   (CARRY_DIR default .carry-pinned)
 # CARRY_DIR holds bundle-16.tar.xz (libgomp 16, the stock plugin), offload_bench, and
-# main/ and ours/ with libgomp-plugin-nvptx.so.1 (and COMMIT). Configurations:
-#   stock, main, ours, ours-1shard (GOMP_NVPTX_TUNE=pinnedshards=1),
+# main/ and ours/ with libgomp-plugin-nvptx.so.1 (and COMMIT), and optionally before/ (an
+# earlier commit's plugin, bench/build-before.sh COMMIT CARRY_DIR). Configurations:
+#   stock, before (if there), main, ours, ours-1shard (GOMP_NVPTX_TUNE=pinnedshards=1),
 #   ours-4m (pinnedchunk=4m: every pool chunk 4 MiB), ours-nonuma (pinnednuma=0)
 # Writes $OUT (default /tmp/pinned-out): raw.txt ("CONFIG REP metric NAME VALUE UNIT" and
 # ERROR lines), summary.txt (median, min and max per configuration and metric),
@@ -31,10 +32,12 @@ CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 declare -A DIR=([stock]=$B/plugin [main]=$C/main [ours]=$C/ours)
 declare -A PLUG=([stock]=stock [main]=main [ours]=ours [ours-1shard]=ours [ours-4m]=ours [ours-nonuma]=ours)
 declare -A TUNE=([ours-1shard]=pinnedshards=1 [ours-4m]=pinnedchunk=4m [ours-nonuma]=pinnednuma=0)
-CONFIGS=${CONFIGS:-stock main ours ours-1shard ours-4m ours-nonuma}
+# CARRY_DIR/before/ (bench/build-before.sh COMMIT CARRY_DIR), when there: one more column.
+if [ -f "$C/before/libgomp-plugin-nvptx.so.1" ]; then DIR[before]=$C/before PLUG[before]=before; fi
+CONFIGS=${CONFIGS:-stock ${PLUG[before]:+before} main ours ours-1shard ours-4m ours-nonuma}
 MODES=("pinned_alloc_mt 8 1000 4096" "pinned_alloc 1000 4096" "bw 67108864")
 R=$O/raw.txt; : > "$R"
-for p in main ours; do echo "# plugin $p commit $(head -1 "${DIR[$p]}/COMMIT" 2>/dev/null || echo unknown)" >> "$R"; done
+for p in ${PLUG[before]:+before} main ours; do echo "# plugin $p commit $(head -1 "${DIR[$p]}/COMMIT" 2>/dev/null || echo unknown)" >> "$R"; done
 # CONFIG [PREFIX...] -- ARGS: offload_bench under CONFIG's plugin and knobs (PREFIX: a
 # command such as taskset put before the loader), output on stdout and stderr.
 rb() {
