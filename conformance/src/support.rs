@@ -320,9 +320,19 @@ pub fn is_child(test: &str) -> bool {
 /// Runs this test binary again with only the test `test` (a top-level `#[test]` fn of
 /// the calling file), output uncaptured, the plugins' variables cleared and `env` set.
 pub fn run_child(test: &str, env: &[(&str, &OsStr)]) -> Child {
+    run_child_with(test, env, &[])
+}
+
+/// [`run_child`] of an `#[ignore]`d test (a benchmark run by hand).
+pub fn run_ignored_child(test: &str, env: &[(&str, &OsStr)]) -> Child {
+    run_child_with(test, env, &["--include-ignored"])
+}
+
+fn run_child_with(test: &str, env: &[(&str, &OsStr)], extra: &[&str]) -> Child {
     let exe = std::env::current_exe().expect("current_exe");
     let mut cmd = Command::new(exe);
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    cmd.args(extra);
     for v in PLUGIN_ENV {
         cmd.env_remove(v);
     }
@@ -470,6 +480,7 @@ pub struct StubStats {
     pub pool_trims: i64,
     pub pool_released: i64,
     pub frees: i64,
+    pub live_host_bytes: i64,
 }
 
 /// What the stand-in libcuda (`GOMP_PLUGIN_RS_LIBCUDA`, loaded by the plugin) saw on

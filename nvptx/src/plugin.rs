@@ -206,15 +206,22 @@ impl Plugin for Nvptx {
         REGISTRY.any()?.shared().pinned_alloc(size)
     }
 
-    /// Back to the pinned pool of the device that allocated `p` (found through the
-    /// host-range registry; the first open device if the registry does not know it).
+    /// Back to the pinned pool of the device that allocated `p`: the first open device's
+    /// (where `page_locked_host_alloc` takes it) if it holds `p`, else the one the
+    /// host-range registry names; an error if none does.
     fn page_locked_host_free(p: usize) -> Result<()> {
         if p == 0 {
             return Ok(());
         }
+        let first = REGISTRY.any()?;
+        if first.shared().pinned_try_free(p)? {
+            return Ok(());
+        }
         match host_ranges::global().find(p).map(|r| r.origin) {
-            Some(host_ranges::Origin::Pool(ord)) => device(ord)?.shared().pinned_free(p),
-            _ => REGISTRY.any()?.shared().pinned_free(p),
+            Some(host_ranges::Origin::Pool(ord)) if ord != first.shared().ord => {
+                device(ord)?.shared().pinned_free(p)
+            }
+            _ => first.shared().pinned_free(p),
         }
     }
 

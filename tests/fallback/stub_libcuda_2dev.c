@@ -163,6 +163,7 @@ struct stub_libcuda_stats {
   int64_t pool_trims;       /* cuMemPoolTrimTo calls */
   int64_t pool_released;    /* pool blocks given back to the device (trim, destroy) */
   int64_t frees;            /* cuMemFree calls that freed device memory */
+  int64_t live_host_bytes;  /* bytes of the live cuMemHostAlloc blocks */
 };
 
 struct ctx {
@@ -413,7 +414,10 @@ static void add_range (uintptr_t p, size_t size, enum kind kind, int dev, void *
       stats[dev].total_allocs++;
     }
   else if (kind == HOST_ALLOC)
-    stats[dev].live_host_allocs++;
+    {
+      stats[dev].live_host_allocs++;
+      stats[dev].live_host_bytes += (int64_t) size;
+    }
   else
     stats[dev].live_host_regs++;
 }
@@ -433,7 +437,10 @@ static void drop_range (struct range *r)
       stats[r->dev].live_bytes -= (int64_t) r->size;
     }
   else if (r->kind == HOST_ALLOC)
-    stats[r->dev].live_host_allocs--;
+    {
+      stats[r->dev].live_host_allocs--;
+      stats[r->dev].live_host_bytes -= (int64_t) r->size;
+    }
   else
     stats[r->dev].live_host_regs--;
   if (r->kind != HOST_REG)

@@ -21,12 +21,23 @@ impl Device {
         Ok(self.pinned.alloc(size)?.map(|p| p as *mut c_void))
     }
 
-    /// Frees memory from [`Device::pinned_alloc`] (NULL is accepted). Any thread.
+    /// Frees memory from [`Device::pinned_alloc`] (NULL is accepted); an address the
+    /// pool does not hold is an error. Any thread.
     pub fn pinned_free(&self, p: usize) -> Result<()> {
         if p == 0 {
             return Ok(());
         }
         self.activate()?;
         self.pinned.free(p)
+    }
+
+    /// [`Device::pinned_free`] answering `Ok(false)` (nothing freed) for an address the
+    /// pool does not hold. Any thread.
+    pub fn pinned_try_free(&self, p: usize) -> Result<bool> {
+        if p == 0 {
+            return Ok(true);
+        }
+        self.activate()?;
+        self.pinned.try_free(p)
     }
 }

@@ -230,7 +230,24 @@ impl Device {
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
             kernel_copy: KernelCopy::default(),
-            pinned: HostPool::new(HostChunks { ord }, config.pinned_cache),
+            pinned: HostPool::with_shape(
+                HostChunks {
+                    ord,
+                    node: config
+                        .tune
+                        .pinnednuma
+                        .then(|| crate::host::numa::device_node(cu_dev))
+                        .flatten(),
+                },
+                config.pinned_cache,
+                crate::host::pinned_pool::Shape {
+                    first_chunk: config.tune.pinnedchunk,
+                    shards: config
+                        .tune
+                        .pinnedshards
+                        .unwrap_or(crate::host::pinned_pool::Shape::default().shards),
+                },
+            ),
             openacc: AtomicBool::new(false),
             observe,
             primary: Mutex::new(primary),

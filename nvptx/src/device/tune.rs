@@ -104,6 +104,12 @@ pub struct Tune {
     /// Threads of the JIT's compiler for every image (`None`: the driver's single
     /// thread; `image::link::split_threads`).
     pub jitthreads: Option<u32>,
+    /// Bytes of each pinned-pool shard's first chunk (`host::pinned_pool::Shape`).
+    pub pinnedchunk: usize,
+    /// Shards of the pinned pool's small blocks (`None`: one per processor, up to 16).
+    pub pinnedshards: Option<usize>,
+    /// Whether page-locked memory is asked on the device's NUMA node (`host::numa`).
+    pub pinnednuma: bool,
 }
 
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
@@ -150,6 +156,9 @@ impl Default for Tune {
             lazykernels: false,
             autotune: Autotune::On,
             jitthreads: None,
+            pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
+            pinnedshards: None,
+            pinnednuma: true,
         }
     }
 }
@@ -169,7 +178,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 15] = [
+static KEYS: [Entry<Parsing>; 18] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -345,6 +354,36 @@ static KEYS: [Entry<Parsing>; 15] = [
               (`CU_JIT_SPLIT_COMPILE`, drivers of CUDA 12.9 and later; older ones compile on \
               one thread); 1: one thread, the driver's default",
     },
+    Entry {
+        name: "pinnedchunk",
+        value: Value::Bytes {
+            min: 4 << 10,
+            max: crate::host::pinned_pool::CHUNK,
+            set: |p, n| p.t.pinnedchunk = n,
+        },
+        default: "64k",
+        doc: "bytes of the first chunk of each shard of the page-locked pool \
+              (`host/pinned_pool.rs`; later chunks grow 4x up to 4 MiB); 4m: every chunk 4 MiB",
+    },
+    Entry {
+        name: "pinnedshards",
+        value: Value::Number {
+            min: 1,
+            max: crate::host::pinned_pool::MAX_SHARDS,
+            set: |p, n| p.t.pinnedshards = Some(n),
+        },
+        default: "one per processor, up to 16",
+        doc: "shards (each with its own lock) of the page-locked pool's small blocks; \
+              a thread allocates from its own; 1: one lock for every thread",
+    },
+    Entry {
+        name: "pinnednuma",
+        value: Value::Word(&["0", "1"], |p, i| p.t.pinnednuma = i == 1),
+        default: "1",
+        doc: "page-locked memory the plugin allocates is asked on the device's NUMA node \
+              (`host/numa.rs`; hosts of several nodes); 0: where the allocating thread's \
+              policy puts it",
+    },
 ];
 
 impl Tune {
@@ -396,7 +435,15 @@ mod tests {
                 lazykernels: true,
                 autotune: Autotune::Off,
                 jitthreads: Some(4),
+                pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
+                pinnedshards: None,
+                pinnednuma: true,
             }
+        );
+        let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();
+        assert_eq!(
+            (t.pinnedchunk, t.pinnedshards, t.pinnednuma),
+            (4 << 20, Some(1), false)
         );
         assert_eq!(Tune::parse("poolwarm=0").unwrap().poolwarm, PoolWarm::Off);
         assert_eq!(
@@ -474,6 +521,11 @@ mod tests {
             "ring=128k",
             "readahead=2m",
             "tstream=fast",
+            "pinnedchunk=8m",
+            "pinnedchunk=1k",
+            "pinnedshards=0",
+            "pinnedshards=65",
+            "pinnednuma=2",
             "autotune=2",
             "autotune=yes",
             "speed=max",

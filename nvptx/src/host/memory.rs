@@ -3,18 +3,23 @@
 
 use crate::cuda::safe::HostAlloc;
 use crate::cuda::sys::*;
+use crate::host::numa;
 use crate::host::pinned_pool::{ChunkSource, PinnedPool};
 use crate::host::ranges::{self as host_ranges, Origin};
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
 
 /// The pinned pool's memory source for one device: `cuMemHostAlloc` (PORTABLE |
-/// DEVICEMAP, so every context can use it for DMA) in the device's context, each piece
-/// recorded in the host-range registry so copies from it are known to be page-locked.
-/// Plain data; the caller makes the device's context current.
+/// DEVICEMAP, so every context can use it for DMA) in the device's context, on the
+/// device's NUMA node where it has one (`host::numa`), each piece recorded in the
+/// host-range registry so copies from it are known to be page-locked. Plain data; the
+/// caller makes the device's context current.
 pub struct HostChunks {
     /// The device whose context allocates.
     pub ord: i32,
+    /// The NUMA node the pieces are asked on (`None`: where the thread's policy puts
+    /// them).
+    pub node: Option<i32>,
 }
 
 impl ChunkSource for HostChunks {
@@ -22,7 +27,7 @@ impl ChunkSource for HostChunks {
         let flags = (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32;
         // The device's context is current (Device methods activate it before using the
         // pool). The pool owns the chunk from here on, as an address.
-        let p = match HostAlloc::alloc(bytes, flags) {
+        let p = match numa::prefer(self.node, || HostAlloc::alloc(bytes, flags)) {
             Ok(h) => h.into_raw(),
             Err(e) if e.code == CUDA_ERROR_OUT_OF_MEMORY => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -31,6 +36,16 @@ impl ChunkSource for HostChunks {
             host_ranges::global().insert_owned(p as usize, bytes, Origin::Pool(self.ord))
         {
             log::debug!("pinned chunk {p:p} not registered: {e}");
+        }
+        if log::log_enabled!(log::Level::Debug) {
+            let last = p as usize + bytes - 4096;
+            log::debug!(
+                "page-locked {bytes} bytes at {p:p} for device {}: first page on NUMA node {}, last on {} (asked: {})",
+                self.ord,
+                numa::node_of(p as usize).map_or("?".into(), |n| n.to_string()),
+                numa::node_of(last).map_or("?".into(), |n| n.to_string()),
+                self.node.map_or("any".into(), |n| n.to_string()),
+            );
         }
         Ok(Some(p as usize))
     }

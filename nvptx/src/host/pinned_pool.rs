@@ -4,10 +4,20 @@
 //!
 //! - Small requests (up to [`SMALL_MAX`]) are rounded up to one of [`NCLASSES`] size
 //!   classes (multiples of 64 bytes, four per power of two) and carved from shared
-//!   [`CHUNK`]-byte chunks; a freed block goes to its class's free list and is reused by
-//!   the next request of that class. Blocks are 64-byte aligned.
+//!   chunks; a freed block goes to its class's free list and is reused by the next
+//!   request of that class. Blocks are 64-byte aligned.
+//! - Chunks grow: a shard's first chunk is small ([`Shape::first_chunk`], at least the
+//!   request's block), each later one [`GROWTH`] times the previous, up to [`CHUNK`].
+//!   Pinning costs time by the byte, so the first small request (which waits for its
+//!   chunk) pins little, and a program that uses a few blocks holds little.
+//! - Small blocks live in *shards* ([`Shape::shards`]), each with its own lock, free
+//!   lists and chunks; a thread allocates from its own shard (threads are spread over
+//!   the shards in the order they first allocate), so threads allocating at once do
+//!   not queue on one lock. A free goes to the shard that holds the block: the freeing
+//!   thread's own first (the usual case: the thread that allocated it), then the
+//!   others.
 //! - Large requests get their own allocation, rounded up to [`LARGE_GRANULE`] (page-aligned);
-//!   freed ones are kept for a request of the same rounded size.
+//!   freed ones are kept for a request of the same rounded size (one lock for them all).
 //! - What the pool keeps unused is bounded (`bound`, `GOMP_NVPTX_PINNED_CACHE`): cached
 //!   large blocks and chunks with no live block together stay within it, the chunks
 //!   always allowed one [`CHUNK`] of it (so a single small block allocated and freed in
@@ -27,11 +37,17 @@ use gomp_plugin::error::{Error, Result};
 use gomp_plugin::free_lists::FreeLists;
 use gomp_plugin::size_cache::SizeCache;
 use gomp_plugin::sync::Lock;
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Bytes of each small-block chunk.
+/// Bytes of the largest small-block chunk.
 pub const CHUNK: usize = 4 << 20;
+/// The default first chunk of a shard.
+pub const FIRST_CHUNK: usize = 64 << 10;
+/// Each chunk of a shard is this many times its previous one (up to [`CHUNK`]).
+pub const GROWTH: usize = 4;
 /// Largest request served from chunks.
 pub const SMALL_MAX: usize = 256 << 10;
 /// Rounding of large requests (a multiple of the page size).
@@ -40,8 +56,12 @@ pub const LARGE_GRANULE: usize = 64 << 10;
 pub const ALIGN: usize = 64;
 /// Number of small size classes.
 pub const NCLASSES: usize = 44;
+/// The page size chunks are rounded to.
+const PAGE: usize = 4096;
+/// Most shards.
+pub const MAX_SHARDS: usize = 64;
 
-/// Where the pool's memory comes from. Called without the pool's lock held, from any
+/// Where the pool's memory comes from. Called without the pool's locks held, from any
 /// thread that allocates or frees.
 pub trait ChunkSource {
     /// `bytes` (a multiple of 4096) of page-aligned page-locked memory; `Ok(None)` when
@@ -82,15 +102,55 @@ pub fn large_size(size: usize) -> usize {
     size.next_multiple_of(LARGE_GRANULE)
 }
 
+/// How a pool lays out its small blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Live {
-    Small { class: usize, slot: u32 },
-    Large(usize),
+pub struct Shape {
+    /// Bytes of a shard's first chunk (a page multiple, at most [`CHUNK`]).
+    pub first_chunk: usize,
+    /// Shards of small blocks, 1..=[`MAX_SHARDS`].
+    pub shards: usize,
+}
+
+impl Default for Shape {
+    /// [`FIRST_CHUNK`], and a shard per processor up to 16.
+    fn default() -> Self {
+        Shape {
+            first_chunk: FIRST_CHUNK,
+            shards: std::thread::available_parallelism().map_or(4, |n| n.get().min(16)),
+        }
+    }
+}
+
+impl Shape {
+    /// The shape within its limits.
+    fn clamped(self) -> Shape {
+        Shape {
+            first_chunk: self.first_chunk.clamp(PAGE, CHUNK).next_multiple_of(PAGE),
+            shards: self.shards.clamp(1, MAX_SHARDS),
+        }
+    }
+}
+
+/// The calling thread's shard number among `n` (threads take 0, 1, 2, ... in the order
+/// they first ask; the same number for every pool).
+fn thread_shard(n: usize) -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static MINE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    let i = MINE.with(|m| {
+        if m.get() == usize::MAX {
+            m.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        m.get()
+    });
+    i % n
 }
 
 /// A chunk of small blocks.
 struct Chunk {
     base: usize,
+    bytes: usize,
     /// Blocks handed out.
     live: usize,
     /// Blocks carved from the chunk so far (each is live or in a free list).
@@ -99,58 +159,73 @@ struct Chunk {
 
 const NO_SLOT: u32 = u32::MAX;
 
-struct State {
+/// The small blocks of one shard.
+struct Shard {
     /// Free small blocks by class, and the chunks.
     free: FreeLists<usize, Chunk>,
     /// The chunk being carved: next free byte, end, slot.
     bump: (usize, usize, u32),
-    live: HashMap<usize, Live>,
-    /// Freed large blocks kept for reuse.
-    cached: SizeCache<usize>,
-    /// Bytes of chunks with no live block.
-    empty_bytes: usize,
+    /// Live blocks: class and chunk slot.
+    live: HashMap<usize, (usize, u32)>,
+    /// Bytes of the next chunk.
+    next_chunk: usize,
 }
 
-impl State {
-    fn new() -> State {
-        State {
+/// The large blocks.
+#[derive(Default)]
+struct Large {
+    live: HashMap<usize, usize>,
+    /// Freed large blocks kept for reuse.
+    cached: SizeCache<usize>,
+}
+
+impl Shard {
+    fn new(first_chunk: usize) -> Shard {
+        Shard {
             free: FreeLists::default(),
             bump: (0, 0, NO_SLOT),
             live: HashMap::new(),
-            cached: SizeCache::default(),
-            empty_bytes: 0,
+            next_chunk: first_chunk,
         }
     }
 
     /// Marks a block of chunk `slot` handed out.
-    fn hand_out(&mut self, slot: u32) {
+    fn hand_out(&mut self, slot: u32, empty: &AtomicUsize) {
         let s = self.free.chunk_mut(slot);
         s.live += 1;
         if s.live == 1 {
-            self.empty_bytes -= CHUNK;
+            empty.fetch_sub(s.bytes, Ordering::Relaxed);
         }
     }
 
     #[inline]
-    fn take_small(&mut self, c: usize) -> Option<(usize, u32)> {
-        if let Some((p, slot)) = self.free.pop(c) {
-            self.hand_out(slot);
-            return Some((p, slot));
-        }
-        let (at, end, slot) = self.bump;
-        let size = class_size(c);
-        if slot != NO_SLOT && end - at >= size {
-            self.bump.0 = at + size;
-            self.free.chunk_mut(slot).carved += 1;
-            self.hand_out(slot);
-            return Some((at, slot));
-        }
-        None
+    fn take_small(&mut self, c: usize, empty: &AtomicUsize) -> Option<usize> {
+        let (p, slot) = match self.free.pop(c) {
+            Some(x) => x,
+            None => {
+                let (at, end, slot) = self.bump;
+                let size = class_size(c);
+                if slot == NO_SLOT || end - at < size {
+                    return None;
+                }
+                self.bump.0 = at + size;
+                self.free.chunk_mut(slot).carved += 1;
+                (at, slot)
+            }
+        };
+        self.hand_out(slot, empty);
+        self.live.insert(p, (c, slot));
+        Some(p)
+    }
+
+    /// The bytes of the chunk to allocate for a block of class `c`.
+    fn chunk_for(&self, c: usize) -> usize {
+        self.next_chunk.max(class_size(c).next_multiple_of(PAGE))
     }
 
     /// Hands the rest of the current chunk to the free lists (largest classes first)
-    /// and starts carving `chunk`.
-    fn new_chunk(&mut self, chunk: usize) {
+    /// and starts carving `chunk` (`bytes` long).
+    fn new_chunk(&mut self, chunk: usize, bytes: usize, empty: &AtomicUsize) {
         let (mut at, end, old) = self.bump;
         while old != NO_SLOT && end - at >= ALIGN {
             let c = class_of(end - at).map_or(NCLASSES - 1, |c| {
@@ -166,52 +241,89 @@ impl State {
         }
         let slot = self.free.open(Chunk {
             base: chunk,
+            bytes,
             live: 0,
             carved: 0,
         });
-        self.empty_bytes += CHUNK;
-        self.bump = (chunk, chunk + CHUNK, slot);
+        empty.fetch_add(bytes, Ordering::Relaxed);
+        self.bump = (chunk, chunk + bytes, slot);
+        self.next_chunk = self.next_chunk.max(bytes.saturating_mul(GROWTH)).min(CHUNK);
     }
 
-    /// Forgets chunk `slot` (no live block) and returns its address: its entries
-    /// become stale.
-    fn remove_chunk(&mut self, slot: u32) -> usize {
+    /// Forgets chunk `slot` (no live block) and returns its address and bytes: its
+    /// entries become stale.
+    fn remove_chunk(&mut self, slot: u32, empty: &AtomicUsize) -> (usize, usize) {
         let carved = self.free.chunk(slot).carved;
-        let base = self.free.close(slot, carved).base;
-        self.empty_bytes -= CHUNK;
+        let c = self.free.close(slot, carved);
+        let (base, bytes) = (c.base, c.bytes);
+        empty.fetch_sub(bytes, Ordering::Relaxed);
         if self.bump.2 == slot {
             self.bump = (0, 0, NO_SLOT);
         }
-        base
+        (base, bytes)
     }
 
-    fn chunks(&self) -> usize {
-        self.free.held()
+    /// Bytes of the chunks held.
+    fn chunk_bytes(&self) -> usize {
+        self.free
+            .held_where(|_| true)
+            .into_iter()
+            .map(|i| self.free.chunk(i).bytes)
+            .sum()
     }
 }
 
-/// The pinned pool of one device. Thread-safe (one mutex, never held across a call to
-/// the source); owns the memory it got from the source until it gives it back.
+/// The pinned pool of one device. Thread-safe (a lock per shard and one for the large
+/// blocks, never held across a call to the source, never two at once); owns the memory
+/// it got from the source until it gives it back.
 pub struct PinnedPool<S: ChunkSource> {
     source: S,
     /// Most bytes kept unused (cached large blocks and empty chunks).
     bound: usize,
-    state: Mutex<State>,
+    shape: Shape,
+    shards: Box<[Mutex<Shard>]>,
+    large: Mutex<Large>,
+    /// Bytes of chunks with no live block, over every shard.
+    empty: AtomicUsize,
+    /// Bytes of cached large blocks (as `large.cached` holds them).
+    cached: AtomicUsize,
 }
 
 impl<S: ChunkSource> PinnedPool<S> {
-    /// An empty pool drawing on `source`, keeping at most `bound` bytes unused.
+    /// An empty pool drawing on `source`, keeping at most `bound` bytes unused, of the
+    /// default [`Shape`].
     pub fn new(source: S, bound: usize) -> Self {
+        Self::with_shape(source, bound, Shape::default())
+    }
+
+    /// An empty pool of shape `shape` (clamped to its limits).
+    pub fn with_shape(source: S, bound: usize, shape: Shape) -> Self {
+        let shape = shape.clamped();
         PinnedPool {
             source,
             bound,
-            state: Mutex::new(State::new()),
+            shape,
+            shards: (0..shape.shards)
+                .map(|_| Mutex::new(Shard::new(shape.first_chunk)))
+                .collect(),
+            large: Mutex::new(Large::default()),
+            empty: AtomicUsize::new(0),
+            cached: AtomicUsize::new(0),
         }
+    }
+
+    /// The pool's shape.
+    pub fn shape(&self) -> Shape {
+        self.shape
     }
 
     /// The empty chunks the pool may always keep.
     fn floor(&self) -> usize {
         CHUNK.min(self.bound)
+    }
+
+    fn my_shard(&self) -> usize {
+        thread_shard(self.shards.len())
     }
 
     /// A block of at least `size` bytes, 64-byte aligned (page-aligned when larger than
@@ -227,24 +339,32 @@ impl<S: ChunkSource> PinnedPool<S> {
     }
 
     fn alloc_small(&self, c: usize) -> Result<Option<usize>> {
-        let mut st = self.state.locked();
-        if let Some((p, slot)) = st.take_small(c) {
-            st.live.insert(p, Live::Small { class: c, slot });
-            return Ok(Some(p));
-        }
-        drop(st);
-        let Some(chunk) = self.source_alloc(CHUNK)? else {
+        let shard = &self.shards[self.my_shard()];
+        let bytes = {
+            let mut sh = shard.locked();
+            if let Some(p) = sh.take_small(c, &self.empty) {
+                return Ok(Some(p));
+            }
+            sh.chunk_for(c)
+        };
+        let Some(chunk) = self.source_alloc(bytes)? else {
             return Ok(None);
         };
-        let mut st = self.state.locked();
-        st.new_chunk(chunk);
-        let (p, slot) = st.take_small(c).expect("a fresh chunk holds every class");
-        st.live.insert(p, Live::Small { class: c, slot });
+        let mut sh = shard.locked();
+        sh.new_chunk(chunk, bytes, &self.empty);
+        let p = sh
+            .take_small(c, &self.empty)
+            .expect("a fresh chunk holds its block");
         Ok(Some(p))
     }
 
     fn alloc_large(&self, bytes: usize) -> Result<Option<usize>> {
-        let cached = { self.state.locked().cached.take(bytes) };
+        let cached = {
+            let mut l = self.large.locked();
+            let p = l.cached.take(bytes);
+            self.cached.store(l.cached.bytes(), Ordering::Relaxed);
+            p
+        };
         let p = match cached {
             Some(p) => p,
             None => match self.source_alloc(bytes)? {
@@ -252,7 +372,7 @@ impl<S: ChunkSource> PinnedPool<S> {
                 None => return Ok(None),
             },
         };
-        self.state.locked().live.insert(p, Live::Large(bytes));
+        self.large.locked().live.insert(p, bytes);
         Ok(Some(p))
     }
 
@@ -271,13 +391,17 @@ impl<S: ChunkSource> PinnedPool<S> {
     /// Gives the cached large blocks and the chunks with no live block back to the
     /// source; returns how many bytes.
     pub fn trim(&self) -> Result<usize> {
-        let out: Vec<(usize, usize)> = {
-            let mut st = self.state.locked();
-            let mut out = st.cached.drain();
-            let empty = st.free.held_where(|c| c.live == 0);
-            out.extend(empty.into_iter().map(|i| (st.remove_chunk(i), CHUNK)));
+        let mut out = {
+            let mut l = self.large.locked();
+            let out = l.cached.drain();
+            self.cached.store(0, Ordering::Relaxed);
             out
         };
+        for shard in self.shards.iter() {
+            let mut sh = shard.locked();
+            let empty = sh.free.held_where(|c| c.live == 0);
+            out.extend(empty.into_iter().map(|i| sh.remove_chunk(i, &self.empty)));
+        }
         self.give_back(&out)?;
         Ok(out.iter().map(|&(_, b)| b).sum())
     }
@@ -297,95 +421,117 @@ impl<S: ChunkSource> PinnedPool<S> {
     /// did not hand out (or already freed) is an error. What the bound does not let the
     /// pool keep is given back to the source before this returns.
     pub fn free(&self, p: usize) -> Result<()> {
-        if p == 0 {
+        if self.try_free(p)? {
             return Ok(());
         }
-        let mut st = self.state.locked();
-        let out: Vec<(usize, usize)> = match st.live.remove(&p) {
-            Some(Live::Small { class, slot }) => {
-                let s = st.free.chunk_mut(slot);
-                s.live -= 1;
-                let live = s.live;
-                st.free.push(class, p, slot);
-                if live > 0 {
-                    return Ok(());
-                }
-                st.empty_bytes += CHUNK;
-                let room = self.bound.saturating_sub(st.cached.bytes()).max(self.floor());
-                if st.empty_bytes <= room {
-                    return Ok(());
-                }
-                vec![(st.remove_chunk(slot), CHUNK)]
+        Err(Error::invalid(format!(
+            "page_locked_host_free: {p:#x} is not page-locked memory from page_locked_host_alloc"
+        )))
+    }
+
+    /// [`PinnedPool::free`], answering `Ok(false)` (and changing nothing) for an address
+    /// that is not a live block of the pool.
+    pub fn try_free(&self, p: usize) -> Result<bool> {
+        if p == 0 {
+            return Ok(true);
+        }
+        let mine = self.my_shard();
+        let mut out = self.free_small(mine, p);
+        if out.is_none() {
+            out = self.free_large(p);
+        }
+        for i in (0..self.shards.len()).filter(|&i| i != mine) {
+            if out.is_some() {
+                break;
             }
-            Some(Live::Large(bytes)) => {
-                let room = self
-                    .bound
-                    .saturating_sub(st.empty_bytes.max(self.floor()));
-                let out = st.cached.put(p, bytes, room);
-                if out.is_empty() {
-                    return Ok(());
-                }
-                out
-            }
-            None => {
-                return Err(Error::invalid(format!(
-                    "page_locked_host_free: {p:#x} is not page-locked memory from page_locked_host_alloc"
-                )))
-            }
-        };
-        drop(st);
-        self.give_back(&out)
+            out = self.free_small(i, p);
+        }
+        match out {
+            None => Ok(false),
+            Some(out) => self.give_back(&out).map(|()| true),
+        }
+    }
+
+    /// Frees `p` if it is a live block of shard `i`: `None` if it is not, else what goes
+    /// back to the source.
+    fn free_small(&self, i: usize, p: usize) -> Option<Vec<(usize, usize)>> {
+        let mut sh = self.shards[i].locked();
+        let (class, slot) = sh.live.remove(&p)?;
+        let s = sh.free.chunk_mut(slot);
+        s.live -= 1;
+        let (live, bytes) = (s.live, s.bytes);
+        sh.free.push(class, p, slot);
+        if live > 0 {
+            return Some(Vec::new());
+        }
+        let empty = self.empty.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let room = self
+            .bound
+            .saturating_sub(self.cached.load(Ordering::Relaxed))
+            .max(self.floor());
+        if empty <= room {
+            return Some(Vec::new());
+        }
+        Some(vec![sh.remove_chunk(slot, &self.empty)])
+    }
+
+    /// Frees `p` if it is a live large block: `None` if it is not, else what goes back
+    /// to the source.
+    fn free_large(&self, p: usize) -> Option<Vec<(usize, usize)>> {
+        let mut l = self.large.locked();
+        let bytes = l.live.remove(&p)?;
+        let room = self
+            .bound
+            .saturating_sub(self.empty.load(Ordering::Relaxed).max(self.floor()));
+        let out = l.cached.put(p, bytes, room);
+        self.cached.store(l.cached.bytes(), Ordering::Relaxed);
+        Some(out)
     }
 
     /// Whether `p` is a live block of the pool.
     pub fn owns(&self, p: usize) -> bool {
-        self.state.locked().live.contains_key(&p)
+        let large = self.large.locked().live.contains_key(&p);
+        large || self.shards.iter().any(|s| s.locked().live.contains_key(&p))
     }
 
     /// Bytes in the pool's chunks and large blocks (live or cached).
     pub fn footprint(&self) -> usize {
-        let st = self.state.locked();
-        st.chunks() * CHUNK
-            + st.cached.bytes()
-            + st.live
-                .values()
-                .map(|l| match l {
-                    Live::Large(b) => *b,
-                    Live::Small { .. } => 0,
-                })
+        let large = {
+            let l = self.large.locked();
+            l.cached.bytes() + l.live.values().sum::<usize>()
+        };
+        large
+            + self
+                .shards
+                .iter()
+                .map(|s| s.locked().chunk_bytes())
                 .sum::<usize>()
     }
 
     /// Bytes the pool keeps unused and could give back: cached large blocks and chunks
     /// with no live block.
     pub fn unused(&self) -> usize {
-        let st = self.state.locked();
-        st.cached.bytes() + st.empty_bytes
+        self.cached.load(Ordering::Relaxed) + self.empty.load(Ordering::Relaxed)
     }
 
     /// Gives everything back to the source (device close), live blocks included: libgomp
     /// frees no pinned memory after the device is finalized. The pool is empty and
     /// usable afterwards. Returns the first error, after trying every block.
     pub fn destroy(&self) -> Result<()> {
-        let mut st = std::mem::replace(&mut *self.state.locked(), State::new());
-        let live_small = st
-            .live
-            .values()
-            .filter(|l| matches!(l, Live::Small { .. }))
-            .count();
-        if !st.live.is_empty() {
-            log::debug!(
-                "pinned pool: {} block(s) still allocated at device close ({live_small} small)",
-                st.live.len()
-            );
+        let mut l = std::mem::take(&mut *self.large.locked());
+        self.cached.store(0, Ordering::Relaxed);
+        let mut live_small = 0;
+        let mut all: Vec<(usize, usize)> = l.live.drain().collect();
+        all.extend(l.cached.drain());
+        for shard in self.shards.iter() {
+            let sh = std::mem::replace(&mut *shard.locked(), Shard::new(self.shape.first_chunk));
+            live_small += sh.live.len();
+            all.extend(sh.free.into_held().map(|c| (c.base, c.bytes)));
         }
-        let large = st.live.into_iter().filter_map(|(p, l)| match l {
-            Live::Large(b) => Some((p, b)),
-            Live::Small { .. } => None,
-        });
-        let cached = st.cached.drain();
-        let chunks = st.free.into_held().map(|c| (c.base, CHUNK));
-        let all: Vec<_> = large.chain(cached).chain(chunks).collect();
+        self.empty.store(0, Ordering::Relaxed);
+        if live_small > 0 {
+            log::debug!("pinned pool: {live_small} small block(s) still allocated at device close");
+        }
         self.give_back(&all)
     }
 }
@@ -440,7 +586,27 @@ mod tests {
         }
     }
 
+    /// A pool of one shard whose chunks all have [`CHUNK`] bytes: the layout the
+    /// bookkeeping tests count chunks in.
+    fn old_layout(source: Malloc, bound: usize) -> PinnedPool<Malloc> {
+        PinnedPool::with_shape(
+            source,
+            bound,
+            Shape {
+                first_chunk: CHUNK,
+                shards: 1,
+            },
+        )
+    }
+
     impl Malloc {
+        /// The sizes of the pieces allocated and not freed, by address.
+        fn pieces(&self) -> Vec<usize> {
+            let mut v: Vec<(usize, usize)> = self.out.lock().unwrap().clone().into_iter().collect();
+            v.sort();
+            v.into_iter().map(|(_, b)| b).collect()
+        }
+
         fn n(&self) -> (usize, usize) {
             (
                 self.allocs.load(Ordering::Relaxed),
@@ -475,7 +641,7 @@ mod tests {
 
     #[test]
     fn small_blocks_come_from_one_chunk_and_are_reused() {
-        let pool = PinnedPool::new(Malloc::default(), BOUND);
+        let pool = old_layout(Malloc::default(), BOUND);
         assert_eq!(pool.alloc(0).unwrap(), None);
         let mut ps = Vec::new();
         for size in [1, 64, 65, 4096, 4097, 100_000, SMALL_MAX] {
@@ -508,7 +674,7 @@ mod tests {
 
     #[test]
     fn chunks_are_added_and_their_tails_not_lost() {
-        let pool = PinnedPool::new(Malloc::default(), BOUND);
+        let pool = old_layout(Malloc::default(), BOUND);
         let n = CHUNK / SMALL_MAX;
         // n blocks fill chunk 1 exactly; one more starts chunk 2.
         let big: Vec<_> = (0..n + 1)
@@ -540,7 +706,7 @@ mod tests {
 
     #[test]
     fn large_blocks_are_own_allocations_cached_by_size() {
-        let pool = PinnedPool::new(Malloc::default(), BOUND);
+        let pool = old_layout(Malloc::default(), BOUND);
         let p = pool.alloc(SMALL_MAX + 1).unwrap().unwrap();
         assert_eq!(p % 4096, 0);
         assert_eq!(pool.footprint(), large_size(SMALL_MAX + 1));
@@ -566,7 +732,7 @@ mod tests {
             limit: Some(CHUNK + (1 << 20)),
             ..Malloc::default()
         };
-        let pool = PinnedPool::new(src, BOUND);
+        let pool = old_layout(src, BOUND);
         let a = pool.alloc(2 << 20).unwrap().unwrap();
         pool.free(a).unwrap();
         // A chunk does not fit beside the cached 2 MiB block until the cache is trimmed.
@@ -580,7 +746,7 @@ mod tests {
 
     #[test]
     fn destroy_returns_live_blocks_too() {
-        let pool = PinnedPool::new(Malloc::default(), BOUND);
+        let pool = old_layout(Malloc::default(), BOUND);
         let _small = pool.alloc(100).unwrap().unwrap();
         let _large = pool.alloc(1 << 20).unwrap().unwrap();
         pool.destroy().unwrap();
@@ -623,7 +789,7 @@ mod tests {
     #[test]
     fn empty_chunks_beyond_the_bound_go_back_at_the_free() {
         // Room for two chunks' worth.
-        let pool = PinnedPool::new(Malloc::default(), 2 * CHUNK);
+        let pool = old_layout(Malloc::default(), 2 * CHUNK);
         let per_chunk = CHUNK / SMALL_MAX;
         let ps: Vec<_> = (0..5 * per_chunk)
             .map(|_| pool.alloc(SMALL_MAX).unwrap().unwrap())
@@ -660,7 +826,7 @@ mod tests {
 
     #[test]
     fn cached_large_blocks_stay_within_the_bound() {
-        let pool = PinnedPool::new(Malloc::default(), 8 * MIB + CHUNK);
+        let pool = old_layout(Malloc::default(), 8 * MIB + CHUNK);
         let sizes = [MIB, 4 * MIB, 2 * MIB, MIB];
         let ps: Vec<_> = sizes
             .iter()
@@ -689,7 +855,7 @@ mod tests {
 
     #[test]
     fn a_bound_of_zero_keeps_nothing() {
-        let pool = PinnedPool::new(Malloc::default(), 0);
+        let pool = old_layout(Malloc::default(), 0);
         for size in [64, SMALL_MAX, SMALL_MAX + 1, 8 * MIB] {
             let p = pool.alloc(size).unwrap().unwrap();
             pool.free(p).unwrap();
@@ -704,7 +870,7 @@ mod tests {
     fn chunks_given_back_leave_no_stale_block() {
         // Room for one chunk only: blocks of many classes spread over many chunks,
         // freed in a scrambled order, with a few kept live throughout.
-        let pool = PinnedPool::new(Malloc::default(), CHUNK);
+        let pool = old_layout(Malloc::default(), CHUNK);
         let mut ps: Vec<(usize, usize)> = (0..2000usize)
             .map(|i| {
                 let size = 64 + (i * 7919) % (64 << 10);
@@ -742,5 +908,114 @@ mod tests {
         assert!(pool.unused() <= CHUNK);
         pool.destroy().unwrap();
         assert!(pool.source.out.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn chunks_grow_from_a_small_first_one() {
+        let pool = PinnedPool::with_shape(
+            Malloc::default(),
+            BOUND,
+            Shape {
+                first_chunk: FIRST_CHUNK,
+                shards: 1,
+            },
+        );
+        let first = pool.alloc(4096 + 64).unwrap().unwrap();
+        assert_eq!(pool.source.pieces(), [FIRST_CHUNK], "a small first chunk");
+        // Fill it and the next ones with 4 KiB blocks: each chunk GROWTH times the
+        // previous, up to CHUNK.
+        let mut ps = vec![first];
+        while pool.source.n().0 < 6 {
+            ps.push(pool.alloc(4096).unwrap().unwrap());
+        }
+        let mut sizes = pool.source.pieces();
+        sizes.sort();
+        assert_eq!(
+            sizes,
+            [
+                FIRST_CHUNK,
+                FIRST_CHUNK * GROWTH,
+                FIRST_CHUNK * GROWTH * GROWTH,
+                CHUNK,
+                CHUNK,
+                CHUNK
+            ]
+        );
+        for p in ps {
+            pool.free(p).unwrap();
+        }
+        assert_eq!(pool.footprint(), sizes.iter().sum::<usize>());
+        pool.destroy().unwrap();
+        assert!(pool.source.out.lock().unwrap().is_empty());
+        // A first request larger than the first chunk gets a chunk that holds it.
+        let p = pool.alloc(SMALL_MAX).unwrap().unwrap();
+        assert_eq!(pool.source.pieces(), [SMALL_MAX]);
+        pool.free(p).unwrap();
+        pool.destroy().unwrap();
+    }
+
+    #[test]
+    fn a_block_goes_back_to_its_shard_from_any_thread() {
+        let pool = PinnedPool::with_shape(
+            Malloc::default(),
+            BOUND,
+            Shape {
+                first_chunk: FIRST_CHUNK,
+                shards: 8,
+            },
+        );
+        let sizes = [64usize, 4096, 5000, SMALL_MAX, SMALL_MAX + 1];
+        let blocks: Vec<Vec<usize>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| sizes.map(|n| pool.alloc(n).unwrap().unwrap()).to_vec()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<(usize, usize)> = blocks
+            .iter()
+            .flat_map(|b| b.iter().copied().zip(sizes))
+            .collect();
+        all.sort();
+        for w in all.windows(2) {
+            assert!(w[0].0 + w[0].1 <= w[1].0, "overlap at {:#x}", w[1].0);
+        }
+        assert!(all.iter().all(|&(p, _)| pool.owns(p)));
+        // Freed by this thread, whichever shard holds each block.
+        for &(p, _) in &all {
+            assert!(pool.try_free(p).unwrap());
+            assert!(!pool.try_free(p).unwrap(), "double free");
+            assert!(pool.free(p).is_err());
+            assert!(!pool.owns(p));
+        }
+        assert!(!pool.try_free(12345 * 64).unwrap());
+        assert_eq!(pool.unused(), pool.footprint(), "all unused, all kept");
+        let held: usize = pool.source.pieces().iter().sum();
+        assert_eq!(pool.trim().unwrap(), held);
+        assert_eq!((pool.unused(), pool.footprint()), (0, 0));
+        pool.destroy().unwrap();
+        let (a, f) = pool.source.n();
+        assert_eq!(a, f);
+    }
+
+    #[test]
+    fn shapes_are_clamped() {
+        let s = Shape {
+            first_chunk: 1,
+            shards: 0,
+        }
+        .clamped();
+        assert_eq!((s.first_chunk, s.shards), (PAGE, 1));
+        let s = Shape {
+            first_chunk: 5000,
+            shards: 1000,
+        }
+        .clamped();
+        assert_eq!((s.first_chunk, s.shards), (8192, MAX_SHARDS));
+        let s = Shape {
+            first_chunk: 64 << 20,
+            shards: 3,
+        }
+        .clamped();
+        assert_eq!((s.first_chunk, s.shards), (CHUNK, 3));
     }
 }
