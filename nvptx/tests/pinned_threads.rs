@@ -9,7 +9,7 @@
 //! one and with several threads. Each scenario runs in a child process (see
 //! support/mod.rs).
 
-mod support;
+use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_int, c_void, OsStr};
