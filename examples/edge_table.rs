@@ -26,22 +26,9 @@ fn main() -> ExitCode {
             println!("{usage}");
             ExitCode::SUCCESS
         }
-        [mode @ ("write" | "check")] => match generated::sync(root, *mode == "write") {
-            Ok(changed) => {
-                for c in &changed {
-                    println!("{}: {c}", if *mode == "write" { "wrote" } else { "stale" });
-                }
-                if *mode == "check" && !changed.is_empty() {
-                    ExitCode::FAILURE
-                } else {
-                    ExitCode::SUCCESS
-                }
-            }
-            Err(e) => {
-                eprintln!("edge_table: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        [mode @ ("write" | "check")] => {
+            gomp_plugin::generate::cli("edge_table", root, &generated::outputs(), mode)
+        }
         ["rust-decls", p] => match generated::product(p) {
             Some(p) => {
                 print!("{}", generated::rust_decls(p));
