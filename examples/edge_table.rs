@@ -16,19 +16,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let usage = "usage: edge_table write | check | rust-decls PRODUCT";
-    match args
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["-h" | "--help"] => {
-            println!("{usage}");
-            ExitCode::SUCCESS
-        }
-        [mode @ ("write" | "check")] => {
-            gomp_plugin::generate::cli("edge_table", root, &generated::outputs(), mode)
-        }
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["rust-decls", p] => match generated::product(p) {
             Some(p) => {
                 print!("{}", generated::rust_decls(p));
@@ -39,9 +27,6 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        _ => {
-            eprintln!("{usage}");
-            ExitCode::from(2)
-        }
+        _ => gomp_plugin::generate::main("edge_table", usage, root, generated::outputs),
     }
 }

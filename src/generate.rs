@@ -59,6 +59,15 @@ pub fn sync(root: &Path, outputs: &[Output], write: bool) -> Result<Vec<String>,
     Ok(stale)
 }
 
+/// The unit test of a generator: panics, naming the stale files and the `command` that
+/// rewrites them, when any of `outputs` under `root` differs from its table.
+pub fn assert_current(root: &Path, outputs: &[Output], command: &str) {
+    match sync(root, outputs, false) {
+        Ok(stale) => assert!(stale.is_empty(), "stale (run {command}): {stale:?}"),
+        Err(e) => panic!("{e} (run {command})"),
+    }
+}
+
 /// The `write` / `check` command of a generator example named `name`: `write` rewrites
 /// the stale files of `outputs` under `root` and lists them; `check` lists them and
 /// fails when there are any. Any other `mode` is a usage error (status 2).
@@ -89,8 +98,8 @@ pub fn cli(name: &str, root: &Path, outputs: &[Output], mode: &str) -> ExitCode 
     }
 }
 
-/// The arguments of a generator example that takes only `write`, `check` or `--help`:
-/// runs [`cli`], prints `usage` for `-h`/`--help`, refuses anything else (status 2).
+/// The arguments of a generator example, `write`, `check` or `--help`: runs [`cli`],
+/// prints `usage` for `-h`/`--help`, refuses anything else (status 2).
 pub fn main(
     name: &str,
     usage: &str,

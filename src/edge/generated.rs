@@ -4,15 +4,14 @@
 //! abi-tests/entry_points.sh (the required lists abi-tests/check-exports.sh checks), the
 //! two tables of
 //! docs/plugin-abi.md (between marker comments), and the Rust declarations
-//! include/generate.sh gives cbindgen. `cargo run -p gomp-plugin --example edge_table
-//! -- write` rewrites the files; this module's unit test fails when one differs from
-//! the table. Pure functions over constants; thread-safe.
+//! include/generate.sh gives cbindgen ([`outputs`], through [`crate::generate`]).
+//! `cargo run -p gomp-plugin --example edge_table -- write` rewrites the files; this
+//! module's unit test fails when one differs from the table. Pure functions over constants; thread-safe.
 
 use super::table::{EntryPoint, Product, Required, ENTRY_POINTS, PRODUCTS, RELEASES};
 use crate::generate::Output;
 use crate::libgomp::abi::{CAP_OPENACC_200, CAP_OPENMP_400};
 use std::fmt::Write as _;
-use std::path::Path;
 
 const GENERATED_BY: &str = "`cargo run -p gomp-plugin --example edge_table -- write`";
 
@@ -296,21 +295,14 @@ pub fn outputs() -> Vec<Output> {
     v
 }
 
-/// The generated files under `root` that differ from the table (empty: all current);
-/// with `write`, rewrites them instead.
-pub fn sync(root: &Path, write: bool) -> Result<Vec<String>, String> {
-    crate::generate::sync(root, &outputs(), write)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn generated_files_agree_with_the_table() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let stale = sync(root, false).expect("markers present");
-        assert!(stale.is_empty(), "stale (run {GENERATED_BY}): {stale:?}");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::generate::assert_current(root, &outputs(), GENERATED_BY);
     }
 
     #[test]
