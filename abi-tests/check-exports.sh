@@ -12,7 +12,8 @@
 #   STOCK14  GCC 14 stock plugin (default: the same from $BUNDLES/bundle-14.tar.xz, else
 #                                 from the trixie root)
 # environment: PLUGIN, STOCK16, STOCK14 (same as the arguments), BUNDLES (default:
-#   ../shared/bundles next to the repository), MAP (default: libgomp.map), CC (gcc).
+#   $WORK/bundles, WORK defaulting to the checkout's .toolchain), MAP (default:
+#   libgomp.map), CC (gcc).
 # needs: readelf, strings, tar + xz, $CC; cbindgen for the header freshness check (skipped without).
 #
 # Checks (each prints PASS/FAIL and a reason; see abi-tests/README.md):
@@ -49,7 +50,7 @@ cd "$(dirname "$0")/.." || exit 2
 repo=$PWD
 : "${ours:=$repo/target/plugin/nvptx/libgomp-plugin-nvptx.so.1}"
 : "${map:=$repo/libgomp.map}"
-bundles=${BUNDLES:-$repo/../shared/bundles}
+bundles=${BUNDLES:-${WORK:-$repo/.toolchain}/bundles}
 CC=${CC:-gcc}
 SONAME=libgomp-plugin-nvptx.so.1
 
@@ -92,7 +93,7 @@ stock_from_bundle() {  # $1 = 14 | 16
   tar -xJf "$tb" -C "$tmp" "bundle-$1/plugin/$SONAME" || return 1
   printf '%s\n' "$tmp/bundle-$1/plugin/$SONAME"
 }
-# Without the bundles (a clone not beside ../shared): the same Debian package's plugin
+# Without the bundles (none in $BUNDLES): the same Debian package's plugin
 # from the toolchain root of that GCC (sid: 16, trixie: 14), made on first use as the
 # integration tests make theirs (scripts/toolchain/mkroot.sh, network needed).
 stock_from_root() {  # $1 = 14 | 16

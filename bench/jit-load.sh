@@ -7,7 +7,7 @@
 # cache that holds libgomp's own objects only (a small test run first with each
 # plugin), as the suite's cache does by the time it reaches these tests.
 # usage: bench/jit-load.sh CARRY_DIR
-# CARRY_DIR holds bundle-16.tar.xz (shared/bundles) and ours/libgomp-plugin-nvptx.so.1
+# CARRY_DIR holds bundle-16.tar.xz (.toolchain/bundles) and ours/libgomp-plugin-nvptx.so.1
 # (scripts/build, stripped).
 # env: CONFIGS (default "ours:ours:;stock:stock:"): LABEL:PLUGIN:EXTRA_ENV items split
 #   by ';', PLUGIN stock (the bundle's) or ours, EXTRA_ENV as run-tests.sh takes it

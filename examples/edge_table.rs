@@ -16,32 +16,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let usage = "usage: edge_table write | check | rust-decls PRODUCT";
-    match args
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["-h" | "--help"] => {
-            println!("{usage}");
-            ExitCode::SUCCESS
-        }
-        [mode @ ("write" | "check")] => match generated::sync(root, *mode == "write") {
-            Ok(changed) => {
-                for c in &changed {
-                    println!("{}: {c}", if *mode == "write" { "wrote" } else { "stale" });
-                }
-                if *mode == "check" && !changed.is_empty() {
-                    ExitCode::FAILURE
-                } else {
-                    ExitCode::SUCCESS
-                }
-            }
-            Err(e) => {
-                eprintln!("edge_table: {e}");
-                ExitCode::FAILURE
-            }
-        },
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["rust-decls", p] => match generated::product(p) {
             Some(p) => {
                 print!("{}", generated::rust_decls(p));
@@ -52,9 +27,6 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        _ => {
-            eprintln!("{usage}");
-            ExitCode::from(2)
-        }
+        _ => gomp_plugin::generate::main("edge_table", usage, root, generated::outputs),
     }
 }

@@ -10,7 +10,8 @@
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
 //!   [`registry`]: the open devices; [`kernels`]: the live kernel handles and their
-//!   one check; [`settings`]: the reader of a backend's table of environment variables;
+//!   one check; [`settings`]: the reader of a backend's table of environment variables
+//!   (and the docs' rows from it); [`generate`]: files produced from tables in the code;
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
 //! - [`autotune`]: choosing a kernel's launch shape by timing its first launches (the
@@ -33,6 +34,7 @@ pub mod device;
 pub mod edge;
 pub mod error;
 pub mod free_lists;
+pub mod generate;
 pub mod idle;
 pub mod kernels;
 pub mod libgomp;

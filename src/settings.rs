@@ -46,8 +46,9 @@ pub enum Value<S> {
     Path(fn(&mut S, PathBuf)),
     /// One of a few words; `set` gets the index of the one written.
     Word(&'static [&'static str], fn(&mut S, usize)),
-    /// Any other syntax: the parser stores the value or says what it expected.
-    Parsed(fn(&mut S, &str) -> Result<(), String>),
+    /// Any other syntax, as the first field says it (Markdown, for the docs): the
+    /// parser stores the value or says what it expected.
+    Parsed(&'static str, fn(&mut S, &str) -> Result<(), String>),
 }
 
 /// One setting: a variable of the environment, or a key of a `key=value` list. Plain
@@ -82,7 +83,35 @@ impl<S> Value<S> {
             Value::Flag(_) => "1 or 0".into(),
             Value::Path(_) => "a file name".into(),
             Value::Word(words, _) => words.join(", "),
-            Value::Parsed(_) => "a valid value".into(),
+            Value::Parsed(..) => "a valid value".into(),
+        }
+    }
+
+    /// What a value may be, as the docs' tables say it (Markdown): bounds with byte
+    /// counts in binary units, the words, the syntax of a parsed value.
+    pub fn accepted(&self) -> String {
+        match self {
+            Value::Bytes { min, max, .. } => format!("{}..{}", bytes(*min), bytes(*max)),
+            Value::Number { min, max, .. } => format!("{min}..{max}"),
+            Value::Size { min, max, .. } => {
+                let (lo, hi) = (bytes(*min as usize), bytes(*max as usize));
+                match min {
+                    0 => format!("{lo}..{hi}"),
+                    _ => format!("{lo}..{hi} (0: the default)"),
+                }
+            }
+            Value::Flag(_) => "`1` or `0` (also `yes`/`no`, `on`/`off`, `true`/`false`)".into(),
+            Value::Path(_) => "a file name".into(),
+            Value::Word(words, _) => {
+                let w: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+                match w.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => {
+                        format!("{} or {last}", rest.join(", "))
+                    }
+                    _ => w.concat(),
+                }
+            }
+            Value::Parsed(syntax, _) => syntax.to_string(),
         }
     }
 
@@ -113,7 +142,7 @@ impl<S> Value<S> {
                 Some(i) => set(s, i),
                 None => return bad(),
             },
-            Value::Parsed(parse) => return parse(s, v),
+            Value::Parsed(_, parse) => return parse(s, v),
         }
         Ok(())
     }
@@ -157,12 +186,62 @@ pub fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<St
     }
 }
 
-/// Whether `table` is well formed: every entry has a doc line and a default, and no name
-/// stands twice (the backends' tests check their tables with it).
+/// `n` bytes as the docs write a bound: in the largest binary unit that divides it
+/// (`64 KiB`, `1 TiB`), else as a number.
+fn bytes(n: usize) -> String {
+    let units = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
+    match units
+        .iter()
+        .find(|(shift, _)| n >= 1 << shift && n % (1 << shift) == 0)
+    {
+        Some((shift, unit)) => format!("{} {unit}", n >> shift),
+        None => n.to_string(),
+    }
+}
+
+/// The docs' table of `table` (Markdown; `what` heads the first column, "variable" or
+/// "key"): a row per entry with its name, doc line, [`Value::accepted`] and default.
+pub fn markdown_table<S>(what: &str, table: &[Entry<S>]) -> String {
+    let mut s = format!("| {what} | meaning | accepted | default |\n|---|---|---|---|\n");
+    for e in table {
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            e.name,
+            e.doc,
+            e.value.accepted(),
+            e.default
+        ));
+    }
+    s
+}
+
+/// A Rust source file (as rustfmt writes it) of one constant, `pub const VARIABLES:
+/// &[&str]`, the names of `table`, under the comment lines `header` (each without its
+/// `//! `): the list the tests clear in their children's environment.
+pub fn names_rs<S>(header: &[&str], table: &[Entry<S>]) -> String {
+    let mut s = String::new();
+    for h in header {
+        s.push_str(&format!("//! {h}\n"));
+    }
+    s.push_str("\npub const VARIABLES: &[&str] = &[\n");
+    for e in table {
+        s.push_str(&format!("    \"{}\",\n", e.name));
+    }
+    s.push_str("];\n");
+    s
+}
+
+/// Whether `table` is well formed: every entry has a doc line and a default, neither
+/// (nor a parsed value's syntax) breaks a row of the docs' table (a `|` or a line
+/// break), and no name stands twice (the backends' tests check their tables with it).
 pub fn check_table<S>(table: &[Entry<S>]) -> Result<(), String> {
     for (i, e) in table.iter().enumerate() {
         if e.doc.is_empty() || e.default.is_empty() {
             return Err(format!("{}: no doc line or no default", e.name));
+        }
+        let cells = [e.doc, e.default, &e.value.accepted()].concat();
+        if cells.contains(['|', '\n']) {
+            return Err(format!("{}: a '|' or a line break in its row", e.name));
         }
         if table[..i].iter().any(|o| o.name == e.name) {
             return Err(format!("{} twice", e.name));
@@ -287,7 +366,7 @@ mod tests {
         },
         Entry {
             name: "T",
-            value: Value::Parsed(|s, v| match v {
+            value: Value::Parsed("`ok`", |s, v| match v {
                 "ok" => {
                     s.text = v.into();
                     Ok(())
@@ -438,6 +517,51 @@ mod tests {
         assert_eq!(
             check_table(&undocumented),
             Err("U: no doc line or no default".into())
+        );
+        let cell_breaking = [Entry::<S> {
+            name: "C",
+            value: Value::Parsed("`a|b`", |_, _| Ok(())),
+            default: "a",
+            doc: "a choice",
+        }];
+        assert_eq!(
+            check_table(&cell_breaking),
+            Err("C: a '|' or a line break in its row".into())
+        );
+    }
+
+    #[test]
+    fn docs_rows_say_bounds_words_and_syntax() {
+        let accepted: Vec<String> = TABLE.iter().map(|e| e.value.accepted()).collect();
+        assert_eq!(
+            accepted,
+            [
+                "16..1 MiB",
+                "1..8",
+                "`1` or `0` (also `yes`/`no`, `on`/`off`, `true`/`false`)",
+                "a file name",
+                "`ca` or `cg`",
+                "`ok`",
+                "16..1 MiB (0: the default)",
+                "0..64",
+            ]
+        );
+        assert_eq!(bytes(0), "0");
+        assert_eq!(bytes(1536), "1536");
+        assert_eq!(bytes(3 << 10), "3 KiB");
+        assert_eq!(bytes(1 << 40), "1 TiB");
+        assert_eq!(bytes(i32::MAX as usize), "2147483647");
+        let words = Value::<S>::Word(&["0", "1", "fresh"], |_, _| {});
+        assert_eq!(words.accepted(), "`0`, `1` or `fresh`");
+        let table = markdown_table("key", &TABLE[..2]);
+        assert_eq!(
+            table,
+            "| key | meaning | accepted | default |\n|---|---|---|---|\n\
+             | `B` | bytes | 16..1 MiB | 0 |\n| `N` | a count | 1..8 | 0 |\n"
+        );
+        assert_eq!(
+            names_rs(&["Generated."], &TABLE[..2]),
+            "//! Generated.\n\npub const VARIABLES: &[&str] = &[\n    \"B\",\n    \"N\",\n];\n"
         );
     }
 

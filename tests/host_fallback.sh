@@ -3,7 +3,8 @@
 # made by scripts/toolchain/mkroot.sh) loads our plugin, handshakes, finds no device and
 # the offload program falls back to the host with a correct result; stand-in libcuda
 # libraries exercise the driver table's failure paths; the prebuilt upstream bundles
-# (../shared/bundles, when present) check version detection for libgomp 14 and 16 and
+# ($BUNDLES, default $WORK/bundles, when present: scripts/setup --bundles DIR links a
+# directory of them there) check version detection for libgomp 14 and 16 and
 # run a slice of the upstream suite through our plugin on the host; the experimental
 # gcn plugin is loaded beside it by real libgomp 16 and driven against stand-in HSA
 # runtimes (section 2c; a stand-in is not an AMD GPU: nothing here ran on one).
@@ -219,10 +220,10 @@ if [ -e /dev/kfd ]; then
 else check "gcn: Debian's ROCr without /dev/kfd: ours 0 devices + host fallback, GCC 16's gcn plugin exits with status 1" rocr_no_gpu; fi
 
 # 3. Upstream bundles: version detection and a slice of the suite, on the host.
-B=${BUNDLES:-../shared/bundles}
+B=${BUNDLES:-$WORK/bundles}
 for v in 16 14; do
   if [ ! -e "$B/bundle-$v.tar.xz" ]; then
-    echo "SKIPPED 2: bundle-$v checks ($B/bundle-$v.tar.xz absent; set BUNDLES to a directory holding bundle-$v.tar.xz, made by scripts/toolchain/mkbundle.sh)"
+    echo "SKIPPED 2: bundle-$v checks ($B/bundle-$v.tar.xz absent; link a directory holding it there with scripts/setup --bundles DIR, or set BUNDLES to it; scripts/toolchain/mkbundle.sh makes one)"
     skip=$((skip + 2)); continue
   fi
   tar -xJf "$B/bundle-$v.tar.xz" -C "$T" || { fail=$((fail + 1)); continue; }

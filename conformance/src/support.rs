@@ -29,27 +29,36 @@ pub const CHILD_ENV: &str = "GOMP_PLUGIN_RS_TEST_CHILD";
 /// environment, exit, stdout and stderr, passed or not (seen with `--nocapture`).
 pub const SHOW_ENV: &str = "GOMP_PLUGIN_RS_TEST_SHOW";
 
-/// Variables that change a plugin's behaviour; removed from every child's environment
-/// before the scenario's own are set, so the developer's shell cannot leak in.
-const PLUGIN_ENV: &[&str] = &[
+/// The variables each plugin reads from its settings table (generated from the tables:
+/// `cargo run -p gomp-plugin-nvptx --example nvptx_settings -- write`, likewise
+/// `gcn_settings`; their unit tests fail when these files are stale).
+#[path = "gcn_variables.rs"]
+mod gcn_variables;
+#[path = "nvptx_variables.rs"]
+mod nvptx_variables;
+
+/// Variables beside the plugins' settings tables that change a plugin's behaviour: the
+/// driver or runtime loaded, libgomp's debug switch, the CUDA driver's own. Removed,
+/// with the tables' ([`plugin_env`]), from every child's environment before the
+/// scenario's own are set, so the developer's shell cannot leak in.
+const OTHER_ENV: &[&str] = &[
     "GOMP_DEBUG",
     "GOMP_PLUGIN_RS_LIBCUDA",
     "HSA_RUNTIME_LIB",
-    "GOMP_PLUGIN_RS_GCN_EXPERIMENTAL",
     "LD_PRELOAD",
     "CUDA_VISIBLE_DEVICES",
     "CUDA_CACHE_DISABLE",
     "CUDA_CACHE_PATH",
-    "GOMP_NVPTX_LINK_CACHE",
-    "GOMP_NVPTX_LINK_CACHE_SIZE",
-    "GOMP_NVPTX_JIT",
-    "GOMP_NVPTX_INFO",
-    "GOMP_NVPTX_PROFILE",
-    "GOMP_NVPTX_TRACE",
-    "GOMP_NVPTX_TUNE",
-    "GOMP_NVPTX_LOWLAT_POOL",
-    "GOMP_NVPTX_SOFT_STACK_SIZE",
 ];
+
+/// Every variable [`run_child`] removes from a child's environment.
+pub fn plugin_env() -> impl Iterator<Item = &'static str> {
+    OTHER_ENV
+        .iter()
+        .chain(nvptx_variables::VARIABLES)
+        .chain(gcn_variables::VARIABLES)
+        .copied()
+}
 
 /// The repository root (the workspace).
 pub fn repo() -> PathBuf {
@@ -333,7 +342,7 @@ fn run_child_with(test: &str, env: &[(&str, &OsStr)], extra: &[&str]) -> Child {
     let mut cmd = Command::new(exe);
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
     cmd.args(extra);
-    for v in PLUGIN_ENV {
+    for v in plugin_env() {
         cmd.env_remove(v);
     }
     cmd.env(CHILD_ENV, test).envs(env.iter().copied());

@@ -3,7 +3,7 @@
 # upstream libgomp suite with the stock plugin and ours, side by side, in one call.
 #
 # usage: scripts/device/suite.sh CARRY_DIR       (results under $OUT, at most 8 files)
-# CARRY_DIR holds bundle-16.tar.xz (shared/bundles), plugin/libgomp-plugin-nvptx.so.1
+# CARRY_DIR holds bundle-16.tar.xz (.toolchain/bundles), plugin/libgomp-plugin-nvptx.so.1
 # (ours, from scripts/build) and saxpy (examples/saxpy.c built by scripts/run-example).
 # env: BUNDLE (default bundle-16: CARRY_DIR/$BUNDLE.tar.xz, e.g. bundle-14 for the
 #      GCC 14 suite), JOBS (per plugin, default 8), MAX_TIMEOUT (default 90), FILTER (ERE on test

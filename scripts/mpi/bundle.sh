@@ -5,7 +5,7 @@
 # usage: scripts/mpi/bundle.sh OUT_DIR      (env WORK: the toolchain roots, default ./.toolchain)
 # Writes OUT_DIR/mpi-bundle.tar.xz (Debian sid's Open MPI, PRRTE and PMIx runtime with the
 # libraries they need, laid out to be unpacked at /tmp/mpi) and OUT_DIR/mpi_offload.
-# Both run through the dynamic loader and glibc of bundle-16 (shared/bundles), which
+# Both run through the dynamic loader and glibc of bundle-16 (the bundle cache, .toolchain/bundles), which
 # scripts/mpi/run.sh copies to /tmp/mpi/glibc: every executable gets that loader as its
 # ELF interpreter and /tmp/mpi's library folders as its RPATH (patchelf), so mpirun,
 # prterun and the ranks they start need no wrapper and no LD_LIBRARY_PATH that would

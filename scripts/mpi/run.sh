@@ -4,7 +4,7 @@
 # to the host).
 #
 # usage: scripts/mpi/run.sh CARRY_DIR
-# CARRY_DIR holds bundle-16.tar.xz (shared/bundles: its loader, glibc and libgomp, and
+# CARRY_DIR holds bundle-16.tar.xz (from the bundle cache, .toolchain/bundles: its loader, glibc and libgomp, and
 # the stock plugin), mpi-bundle.tar.xz and mpi_offload (scripts/mpi/bundle.sh), and a
 # folder per plugin other than stock (plugin/ for ours, as for tests/device/run.sh).
 # Unpacks Open MPI at /tmp/mpi (its fixed place) with bundle-16's libraries in

@@ -4,14 +4,14 @@
 //! abi-tests/entry_points.sh (the required lists abi-tests/check-exports.sh checks), the
 //! two tables of
 //! docs/plugin-abi.md (between marker comments), and the Rust declarations
-//! include/generate.sh gives cbindgen. `cargo run -p gomp-plugin --example edge_table
-//! -- write` rewrites the files; this module's unit test fails when one differs from
-//! the table. Pure functions over constants; thread-safe.
+//! include/generate.sh gives cbindgen ([`outputs`], through [`crate::generate`]).
+//! `cargo run -p gomp-plugin --example edge_table -- write` rewrites the files; this
+//! module's unit test fails when one differs from the table. Pure functions over constants; thread-safe.
 
 use super::table::{EntryPoint, Product, Required, ENTRY_POINTS, PRODUCTS, RELEASES};
+use crate::generate::Output;
 use crate::libgomp::abi::{CAP_OPENACC_200, CAP_OPENMP_400};
 use std::fmt::Write as _;
-use std::path::Path;
 
 const GENERATED_BY: &str = "`cargo run -p gomp-plugin --example edge_table -- write`";
 
@@ -256,16 +256,6 @@ pub fn docs_lookup() -> String {
     s
 }
 
-/// A generated file, or the generated part of one between two marker lines.
-pub struct Output {
-    /// Path relative to the repository root.
-    pub path: &'static str,
-    /// `Some((begin, end))`: only the lines between these marker lines are generated.
-    pub markers: Option<(&'static str, &'static str)>,
-    /// The generated text.
-    pub text: String,
-}
-
 /// Every generated file or part.
 pub fn outputs() -> Vec<Output> {
     let mut v: Vec<Output> = PRODUCTS
@@ -305,55 +295,14 @@ pub fn outputs() -> Vec<Output> {
     v
 }
 
-/// `current` with `out` put in (the whole text, or between its markers); an error
-/// names a missing marker.
-pub fn apply(current: &str, out: &Output) -> Result<String, String> {
-    let Some((begin, end)) = out.markers else {
-        return Ok(out.text.clone());
-    };
-    let b = current
-        .find(begin)
-        .ok_or_else(|| format!("{}: no line '{begin}'", out.path))?;
-    let body = b + begin.len();
-    let e = current[body..]
-        .find(end)
-        .map(|i| body + i)
-        .ok_or_else(|| format!("{}: no line '{end}' after '{begin}'", out.path))?;
-    Ok(format!(
-        "{}\n{}{}",
-        &current[..body],
-        out.text,
-        &current[e..]
-    ))
-}
-
-/// The generated files under `root` that differ from the table (empty: all current);
-/// with `write`, rewrites them instead.
-pub fn sync(root: &Path, write: bool) -> Result<Vec<String>, String> {
-    let mut stale = Vec::new();
-    for out in outputs() {
-        let path = root.join(out.path);
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        let want = apply(&current, &out)?;
-        if want != current {
-            if write {
-                std::fs::write(&path, &want).map_err(|e| format!("{}: {e}", out.path))?;
-            }
-            stale.push(out.path.to_string());
-        }
-    }
-    Ok(stale)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn generated_files_agree_with_the_table() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let stale = sync(root, false).expect("markers present");
-        assert!(stale.is_empty(), "stale (run {GENERATED_BY}): {stale:?}");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::generate::assert_current(root, &outputs(), GENERATED_BY);
     }
 
     #[test]
@@ -435,19 +384,5 @@ mod tests {
         );
         assert!(w.rust.contains("session"), "{}", w.rust);
         assert_eq!(w.doc.len(), 1);
-    }
-
-    #[test]
-    fn a_marker_pair_is_replaced_between_its_lines() {
-        let out = Output {
-            path: "x",
-            markers: Some(("<!-- B -->", "<!-- E -->")),
-            text: "new\n".into(),
-        };
-        assert_eq!(
-            apply("a\n<!-- B -->\nold\n<!-- E -->\nz\n", &out).unwrap(),
-            "a\n<!-- B -->\nnew\n<!-- E -->\nz\n"
-        );
-        assert!(apply("a\n", &out).is_err());
     }
 }

@@ -3,19 +3,21 @@
 //! one moment: the plugin's first use (`get_num_devices`), through
 //! [`Config::process`], so a bad value is reported once, even on a machine without a
 //! GPU. Garbage never crashes: the plugin warns (`libgomp: Invalid value ...`) and uses
-//! the default. A new setting is a field of [`Config`] and a row of [`VARIABLES`]; the
-//! README's table of variables lists those meant for users.
+//! the default. A new setting is a field of [`Config`] and a row of [`VARIABLES`].
 //!
 //! `GOMP_NVPTX_TUNE`'s keys are a table of their own (`crate::device::tune`'s `KEYS`).
-//! `GOMP_NVPTX_STAGING` is an experiment knob, not for users (left out of the README).
-//! Read beside them, at the same moment, for what they say about the driver's caches:
+//! The README's tables of the variables and of the keys, and the list of variables the
+//! tests clear in their children (`conformance/src/nvptx_variables.rs`), are
+//! produced from the two tables ([`generated`]; [`GENERATED_BY`] rewrites them, a unit
+//! test fails when one is stale). Read beside them, at the same moment, for what they say about the driver's caches:
 //! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.
 
 use crate::device::tune::Tune;
 use crate::host::staging::StagingParams;
 use crate::image::link_cache;
 use crate::observe::{info, Switches};
-use gomp_plugin::settings::{read, Entry, Value};
+use gomp_plugin::generate::Output;
+use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, Value};
 
 /// Parsed settings. Plain data, read once per process ([`Config::process`]); each
 /// device keeps a copy.
@@ -77,12 +79,12 @@ pub use gomp_plugin::settings::parse_size;
 pub static VARIABLES: [Entry<Config>; 15] = [
     Entry {
         name: "GOMP_NVPTX_JIT",
-        value: Value::Parsed(|c, v| {
+        value: Value::Parsed("`-O0`..`-O4`", |c, v| {
             c.jit_opt_level = parse_jit(v)?;
             Ok(())
         }),
         default: "the driver's",
-        doc: "`-O0`..`-O4`: the PTX JIT's optimisation level (`CU_JIT_OPTIMIZATION_LEVEL`)",
+        doc: "the PTX JIT's optimisation level (`CU_JIT_OPTIMIZATION_LEVEL`)",
     },
     Entry {
         name: "GOMP_NVPTX_LOWLAT_POOL",
@@ -92,7 +94,8 @@ pub static VARIABLES: [Entry<Config>; 15] = [
             set: |c, n| c.lowlat_pool = n,
         },
         default: "8192",
-        doc: "bytes of dynamic shared memory per team for `omp_low_lat_mem_space`",
+        doc: "bytes of per-team GPU shared memory for `omp_low_lat_mem_space` (GCC 14 and \
+              newer)",
     },
     Entry {
         name: "GOMP_NVPTX_NATIVE_GPU_THREAD_STACK_SIZE",
@@ -103,7 +106,7 @@ pub static VARIABLES: [Entry<Config>; 15] = [
             set: |c, n| c.native_stack = (n > 0).then_some(n),
         },
         default: "the driver's",
-        doc: "CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`), bytes",
+        doc: "CUDA per-thread stack (`CU_LIMIT_STACK_SIZE`), bytes; 0: the driver's",
     },
     Entry {
         name: "GOMP_NVPTX_SOFT_STACK_SIZE",
@@ -114,7 +117,7 @@ pub static VARIABLES: [Entry<Config>; 15] = [
             set: |c, n| c.soft_stack = n.next_multiple_of(16),
         },
         default: "131072",
-        doc: "OpenMP soft stack per warp, bytes, rounded up to 16",
+        doc: "OpenMP stack per warp, bytes, rounded up to 16",
     },
     Entry {
         name: "GOMP_NVPTX_HEAP_SIZE",
@@ -123,8 +126,8 @@ pub static VARIABLES: [Entry<Config>; 15] = [
             max: 1 << 40,
             set: |c, n| c.heap = (n > 0).then_some(n),
         },
-        default: "the driver's",
-        doc: "device `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes",
+        default: "the driver's (8 MiB)",
+        doc: "GPU `malloc` heap (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes; 0: the driver's",
     },
     Entry {
         name: "GOMP_REVERSE_OFFLOAD_THREADS",
@@ -138,23 +141,23 @@ pub static VARIABLES: [Entry<Config>; 15] = [
     },
     Entry {
         name: "GOMP_NVPTX_STAGING",
-        value: Value::Parsed(|c, v| {
+        value: Value::Parsed("`threads,chunk_bytes,buffers`", |c, v| {
             c.staging = StagingParams::parse(v)?;
             Ok(())
         }),
         default: "3 lanes per 4 processors, at most 12, of 2 buffers of 4 MiB",
-        doc: "`threads,chunk_bytes,buffers`: the staging engine of large pageable copies \
-              ([`StagingParams`]); an experiment knob",
+        doc: "an experiment knob: the lanes (threads), their chunk size and their buffers of \
+              the staging engine of large pageable copies (`nvptx/src/host/staging.rs`)",
     },
     Entry {
         name: "GOMP_NVPTX_TUNE",
-        value: Value::Parsed(|c, v| {
+        value: Value::Parsed("`key=value,...` (keys below)", |c, v| {
             c.tune = Tune::parse(v)?;
             Ok(())
         }),
         default: "no knobs",
-        doc: "`key=value,...`: experiment knobs of the launch shape, the JIT and the copies, \
-              and the switch of the per-kernel shape tuner (`crate::device::tune`'s `KEYS`)",
+        doc: "the switch of the per-kernel launch-shape tuner and experiment knobs of the \
+              launch shape, the JIT and the copies (`nvptx/src/device/tune.rs`)",
     },
     Entry {
         name: "GOMP_NVPTX_DEVICE_CACHE",
@@ -164,7 +167,8 @@ pub static VARIABLES: [Entry<Config>; 15] = [
             set: |c, n| c.device_cache = n,
         },
         default: "256 MiB",
-        doc: "device memory kept per device for reuse once freed, bytes",
+        doc: "GPU memory, per device, the plugin keeps for reuse after the program freed \
+              it, bytes; 0: keep nothing",
     },
     Entry {
         name: "GOMP_NVPTX_PINNED_CACHE",
@@ -174,13 +178,15 @@ pub static VARIABLES: [Entry<Config>; 15] = [
             set: |c, n| c.pinned_cache = n,
         },
         default: "256 MiB",
-        doc: "page-locked host memory kept per device for reuse once freed, bytes",
+        doc: "page-locked host memory, per device, kept for reuse after `omp_free`, bytes; \
+              0: keep nothing",
     },
     Entry {
         name: "GOMP_NVPTX_LINK_CACHE",
         value: Value::Word(&["0", "1"], |c, i| c.link_cache_on = i == 1),
         default: "1",
-        doc: "`0`: no linked-image cache (also off with `CUDA_CACHE_DISABLE=1`)",
+        doc: "the linked-image cache (below) on or off; also off with \
+              `CUDA_CACHE_DISABLE=1`",
     },
     Entry {
         name: "GOMP_NVPTX_LINK_CACHE_SIZE",
@@ -190,27 +196,69 @@ pub static VARIABLES: [Entry<Config>; 15] = [
             set: |c, n| c.link_cache_limit = n as u64,
         },
         default: "256 MiB",
-        doc: "most bytes the linked-image cache keeps (0: off)",
+        doc: "most bytes the linked-image cache keeps on disk; the least recently used \
+              entries go first; 0: off",
     },
     Entry {
         name: "GOMP_NVPTX_INFO",
         value: Value::Flag(|c, b| c.observe.info = b),
         default: "off",
-        doc: "a line per device opened, per image loaded, and when the program runs on the host",
+        doc: "a line per device opened, per image loaded, and when the program runs on \
+              the host (below)",
     },
     Entry {
         name: "GOMP_NVPTX_PROFILE",
         value: Value::Flag(|c, b| c.observe.profile = b),
         default: "off",
-        doc: "a table of kernels, copies, allocations and JIT links at exit",
+        doc: "a table of kernels, copies, allocations and JIT links at exit (below)",
     },
     Entry {
         name: "GOMP_NVPTX_TRACE",
         value: Value::Path(|c, p| c.observe.trace = Some(p)),
         default: "off",
-        doc: "a Chrome trace-event file written at exit",
+        doc: "a Chrome trace-event file written at exit (below)",
     },
 ];
+
+/// The command that rewrites the files [`generated`] lists.
+pub const GENERATED_BY: &str = "`cargo run -p gomp-plugin-nvptx --example nvptx_settings -- write`";
+
+/// The files produced from [`VARIABLES`] and `GOMP_NVPTX_TUNE`'s keys (paths from the
+/// repository root): the README's tables of both, between marker comments, and the list
+/// of variables the tests clear in their children's environment.
+pub fn generated() -> Vec<Output> {
+    vec![
+        Output {
+            path: "README.md",
+            markers: Some((
+                "<!-- BEGIN nvptx settings: generated from nvptx/src/device/config.rs, do not edit -->",
+                "<!-- END nvptx settings -->",
+            )),
+            text: markdown_table("variable", &VARIABLES),
+        },
+        Output {
+            path: "README.md",
+            markers: Some((
+                "<!-- BEGIN GOMP_NVPTX_TUNE keys: generated from nvptx/src/device/tune.rs, do not edit -->",
+                "<!-- END GOMP_NVPTX_TUNE keys -->",
+            )),
+            text: crate::device::tune::keys_table(),
+        },
+        Output {
+            path: "conformance/src/nvptx_variables.rs",
+            markers: None,
+            text: names_rs(
+                &[
+                    "The variables the nvptx plugin reads (`VARIABLES` of",
+                    "nvptx/src/device/config.rs), which `run_child` clears in every child's",
+                    &format!("environment. Generated by {GENERATED_BY};"),
+                    "do not edit.",
+                ],
+                &VARIABLES,
+            ),
+        },
+    ]
+}
 
 /// Parses `GOMP_NVPTX_JIT`: space-separated options, of which only `-O0`..`-O4` exist.
 pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
@@ -490,13 +538,13 @@ mod tests {
 
     #[test]
     fn every_variable_is_named_once_and_documented() {
-        let readme = include_str!("../../../README.md");
         assert_eq!(gomp_plugin::settings::check_table(&VARIABLES), Ok(()));
-        for v in &VARIABLES {
-            // The README's table lists every variable meant for users.
-            if v.name != "GOMP_NVPTX_STAGING" {
-                assert!(readme.contains(&format!("`{}`", v.name)), "{}", v.name);
-            }
-        }
+    }
+
+    #[test]
+    fn generated_files_agree_with_the_tables() {
+        let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = crate_dir.parent().expect("the crate lies in the workspace");
+        gomp_plugin::generate::assert_current(root, &generated(), GENERATED_BY);
     }
 }

@@ -185,13 +185,13 @@ static KEYS: [Entry<Parsing>; 18] = [
             p.autotune = Some([Autotune::Off, Autotune::On, Autotune::Fresh][i])
         }),
         default: "1, or 0 when `warps` or `teams` is given",
-        doc: "per-kernel launch-shape tuning (`launch::autotune`): off; on, starting from a \
-              choice remembered from an earlier run; on, trying again and replacing the \
-              remembered choice",
+        doc: "per-kernel launch-shape tuning ([docs/autotune.md](docs/autotune.md)): `0` \
+              off; `1` on, starting from a choice remembered from an earlier run; `fresh` \
+              on, trying again and replacing the remembered choice",
     },
     Entry {
         name: "warps",
-        value: Value::Parsed(|p, v| {
+        value: Value::Parsed("`occupancy` or 1..32", |p, v| {
             p.fixed_shape = true;
             p.t.warps = match v.trim() {
                 "occupancy" => None,
@@ -207,19 +207,22 @@ static KEYS: [Entry<Parsing>; 18] = [
     },
     Entry {
         name: "teams",
-        value: Value::Parsed(|p, v| {
-            p.fixed_shape = true;
-            let bad = "expected occupancy, regs, Kx (K = 1..64) or 1..1048576";
-            p.t.teams = match v.trim() {
-                "occupancy" => Teams::Occupancy,
-                "regs" => Teams::Regs,
-                v => match v.strip_suffix('x') {
-                    Some(k) => Teams::Times(number(k, 1, 64).ok_or(bad)?),
-                    None => Teams::Fixed(number(v, 1, 1 << 20).ok_or(bad)?),
-                },
-            };
-            Ok(())
-        }),
+        value: Value::Parsed(
+            "`occupancy`, `regs`, K`x` (K: 1..64) or 1..1048576",
+            |p, v| {
+                p.fixed_shape = true;
+                let bad = "expected occupancy, regs, Kx (K = 1..64) or 1..1048576";
+                p.t.teams = match v.trim() {
+                    "occupancy" => Teams::Occupancy,
+                    "regs" => Teams::Regs,
+                    v => match v.strip_suffix('x') {
+                        Some(k) => Teams::Times(number(k, 1, 64).ok_or(bad)?),
+                        None => Teams::Fixed(number(v, 1, 1 << 20).ok_or(bad)?),
+                    },
+                };
+                Ok(())
+            },
+        ),
         default: "occupancy",
         doc: "teams when neither `num_teams` nor `OMP_NUM_TEAMS` gives them: the occupancy \
               calculator's resident blocks, the register estimate (`regs`, GCC's plugin), K \
@@ -280,7 +283,7 @@ static KEYS: [Entry<Parsing>; 18] = [
         },
         default: "16k",
         doc: "copies below this size go through the thread's page-locked ring \
-              (`host/ring.rs`); 0: none",
+              (`nvptx/src/host/ring.rs`); 0: none",
     },
     Entry {
         name: "defer",
@@ -291,7 +294,7 @@ static KEYS: [Entry<Parsing>; 18] = [
         },
         default: "1m",
         doc: "largest host-to-device copy that returns before its DMA has ended \
-              (`device/copy_order.rs`); 0: every copy completes before returning",
+              ([docs/copy-ordering.md](docs/copy-ordering.md)); 0: every copy completes before returning",
     },
     Entry {
         name: "readahead",
@@ -302,7 +305,7 @@ static KEYS: [Entry<Parsing>; 18] = [
         },
         default: "16k",
         doc: "most bytes a synchronous run reads ahead, in its own wait, for the \
-              device-to-host copies that follow it (`host/read_ahead.rs`); 0: none",
+              device-to-host copies that follow it (`nvptx/src/host/read_ahead.rs`); 0: none",
     },
     Entry {
         name: "tstream",
@@ -324,7 +327,7 @@ static KEYS: [Entry<Parsing>; 18] = [
             p.t.poolwarm = [PoolWarm::Off, PoolWarm::Open, PoolWarm::First][i]
         }),
         default: "first",
-        doc: "when the memory pool makes its first, slow allocation (`memory/pool.rs`): `first` \
+        doc: "when the memory pool makes its first, slow allocation (`nvptx/src/memory/pool.rs`): `first` \
               on a thread of its own started by the device's first allocation, which (like \
               any other made before that thread is done) takes plain cuMemAlloc memory; `0` \
               in the first allocation that needs it; `1` on a thread of its own at device \
@@ -385,6 +388,12 @@ static KEYS: [Entry<Parsing>; 18] = [
               policy puts it",
     },
 ];
+
+/// The docs' table of the keys (README.md, `GOMP_NVPTX_TUNE`): a row per key of
+/// `KEYS`.
+pub fn keys_table() -> String {
+    gomp_plugin::settings::markdown_table("key", &KEYS)
+}
 
 impl Tune {
     /// Parses `GOMP_NVPTX_TUNE`'s value (`KEYS`); an error names the first bad item. A
