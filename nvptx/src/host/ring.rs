@@ -19,7 +19,7 @@
 
 use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
 use gomp_plugin::error::Result;
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 
 /// Bytes of a ring.
 pub const BYTES: usize = 256 << 10;
@@ -53,9 +53,10 @@ impl Drop for Inner {
     }
 }
 
-/// One thread's ring (empty until first used).
+/// One thread's ring (empty until first used), and whether the thread has asked for
+/// it before ([`Ring::wanted`]).
 #[derive(Default)]
-pub struct Ring(UnsafeCell<Option<Inner>>);
+pub struct Ring(UnsafeCell<Option<Inner>>, Cell<bool>);
 
 // SAFETY: a ring is used only by the thread owning the lane it belongs to (one live
 // thread at a time, see `cuda::pools::thread_streams`), and dropped by the device's
@@ -63,6 +64,22 @@ pub struct Ring(UnsafeCell<Option<Inner>>);
 unsafe impl Sync for Ring {}
 
 impl Ring {
+    /// Whether the thread's small copy about to be made should go through the ring:
+    /// not its first one (making the ring, a page-locked allocation and two events,
+    /// costs more than one copy gains from it: a thread that copies once, such as a
+    /// program's first region, copies without it), every later one. Creates nothing.
+    ///
+    /// # Safety
+    /// Only the thread owning the ring's lane may call this.
+    pub unsafe fn wanted(&self) -> bool {
+        // SAFETY: only the owning thread gets here (caller); no reference into the
+        // cell outlives this call.
+        if unsafe { &*self.0.get() }.is_some() {
+            return true;
+        }
+        self.1.replace(true)
+    }
+
     /// Space for `n` bytes (at most [`HALF`]) for the copy the caller queues next on `s`;
     /// no queued copy uses it any more. Creates the ring on first use (context current).
     ///
@@ -125,5 +142,23 @@ impl Ring {
                 r.stream = None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_first_small_copy_goes_without_the_ring() {
+        let r = Ring::default();
+        // SAFETY: this test's thread owns the ring.
+        unsafe {
+            assert!(!r.wanted(), "first copy: no ring made");
+            assert!(r.wanted(), "second copy: the ring");
+            assert!(r.wanted());
+        }
+        // SAFETY: no other reference into the cell.
+        assert!(unsafe { &*r.0.get() }.is_none(), "wanted creates nothing");
     }
 }
