@@ -229,7 +229,7 @@ impl Device {
     }
 
     /// The calling thread's ring and space in it for `n` bytes of the copy queued next
-    /// on `s`; `None` for the thread's first small copy (`Ring::wanted`) and when the
+    /// on `s`; `None` for the thread's first few small copies (`Ring::wanted`) and when the
     /// ring cannot be had (logged): the caller copies another way; an error when the
     /// thread's lane cannot be had.
     ///
