@@ -107,9 +107,9 @@ pub fn rewrite(obj: &[u8]) -> Option<Vec<u8>> {
         .map_or(text.len(), |e| start + e + 1);
     let body = rewrite_body(&text[start..end])?;
     let mut out = Vec::with_capacity(obj.len() + 32);
-    out.extend_from_slice(text[..start].as_bytes());
+    out.extend_from_slice(&text.as_bytes()[..start]);
     out.extend_from_slice(body.as_bytes());
-    out.extend_from_slice(text[end..].as_bytes());
+    out.extend_from_slice(&text.as_bytes()[end..]);
     out.push(0);
     Some(out)
 }

@@ -68,7 +68,7 @@ impl Limit {
 /// Whether `max` host functions at once can be reached with `devices` devices (unknown:
 /// assume so): each device's service thread runs one at a time. Pure.
 fn limit_needed(devices: Option<i32>, max: usize) -> bool {
-    devices.map_or(true, |n| n.max(0) as usize > max)
+    devices.is_none_or(|n| n.max(0) as usize > max)
 }
 
 pub use crate::device::serving::serving_request;
