@@ -120,11 +120,14 @@ impl Resident {
 /// launches ask with their worker and vector counts; a kernel is launched with one or
 /// two limits in practice). Owned by the kernel; `Sync` (a short lock per question).
 #[derive(Debug, Default)]
-pub struct OccupancyByLimit(Mutex<Vec<(u32, Option<(u32, u32)>)>>);
+pub struct OccupancyByLimit(Mutex<Vec<(u32, GridBlock)>>);
+
+/// The occupancy calculator's (grid, block), `None` without an answer.
+pub type GridBlock = Option<(u32, u32)>;
 
 impl OccupancyByLimit {
     /// The (grid, block) for `limit` (0: none), from `ask` the first time.
-    pub fn get(&self, limit: u32, ask: impl FnOnce() -> Option<(u32, u32)>) -> Option<(u32, u32)> {
+    pub fn get(&self, limit: u32, ask: impl FnOnce() -> GridBlock) -> GridBlock {
         let mut known = self.0.locked();
         if let Some((_, v)) = known.iter().find(|(l, _)| *l == limit) {
             return *v;
