@@ -3,7 +3,7 @@
  * (libcuda loaded with dlopen; the kernel is a one-parameter empty PTX entry, so no
  * CUDA toolkit is needed). Run on the GPU machine by bench/device-run.sh.
  *
- * usage: cuda_floor [N [GCC_PTX]]
+ * usage: cuda_floor [N [GCC_PTX]]     (env FLOOR_ONLY=revoff: the revoff_* rows only)
  *   N        calls per batch (default 500; median of 20 batches; the synchronous rows
  *            use N/5+1, those of 64 KiB and more N/25+1)
  *   GCC_PTX  the PTX objects of a gcc-16 program with one empty `omp target` region, each
@@ -79,7 +79,14 @@
  *   revoff_protocol      the same with the rest of what GCC's device runtime does per
  *                        reverse-offload request (config/nvptx/target.c): a device-wide
  *                        spin lock around it and the five request fields written to the
- *                        mailbox before the flag; a plugin cannot go below this
+ *                        mailbox before the flag (sm_70's release/acquire forms)
+ *   revoff_gcc           the protocol as GCC 16's device runtime runs it in practice (its
+ *                        default sm_52 build: membar.sys around the lock, before the
+ *                        flag and in every round of the spin, which loads weakly); the
+ *                        floor of revoff_round_trip with an unchanged device runtime
+ *   revoff_gcc_vspin     as revoff_gcc with the spin's loads volatile and its per-round
+ *                        membar.sys left out (the fence after the loop kept): the device
+ *                        code as the nvptx plugin rewrites it (GOMP_NVPTX_TUNE=revspin)
  * A failing driver call prints "ERROR ..." and exits 1. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -150,6 +157,38 @@ static const char rev_ptx[] =
   "SPIN:\n\tld.acquire.sys.global.u64 %f, [%a];\n\tsetp.ne.u64 %p, %f, 0;\n\t@%p bra SPIN;\n"
   "\t@%q atom.global.exch.b32 %old, [%l], 0;\n"
   "\tsetp.lt.u32 %p, %i, %n;\n\t@%p bra LOOP;\n\tret;\n}\n";
+
+/* The same protocol as GCC 16's device runtime really runs it when built for sm_52 (its
+   default multilib; config/nvptx/target.c's pre-sm_70 branch, as the PTX of a GCC 16
+   binary shows it): the lock taken by atom.exch followed by membar.sys, the fields,
+   membar.sys, the flag by st.volatile, then a spin of a weak load followed by membar.sys
+   in every round, membar.sys and a plain store to release the lock.  VSPIN != 0: the
+   spin loads with ld.volatile and has no fence inside the loop (the fence that releases
+   the lock orders what follows): what the nvptx plugin rewrites the spin to.  */
+static const char rev_gcc_ptx[] =
+  ".version 7.0\n.target sm_70\n.address_size 64\n"
+  ".global .align 4 .u32 glock;\n"
+  ".global .align 8 .u64 gvar;\n"
+  ".visible .entry revg(.param .u64 mb, .param .u32 n, .param .u32 vspin)\n{\n"
+  "\t.reg .u64 %a, %v, %f, %l, %g;\n\t.reg .u32 %i, %n, %vs, %old;\n\t.reg .pred %p, %q;\n"
+  "\tld.param.u64 %a, [mb];\n\tld.param.u32 %n, [n];\n\tld.param.u32 %vs, [vspin];\n"
+  "\tsetp.ne.u32 %q, %vs, 0;\n\tmov.u64 %l, glock;\n\tmov.u64 %g, gvar;\n"
+  "\tst.global.u64 [%g], %a;\n\tmov.u32 %i, 0;\n"
+  "LOCK:\n\tatom.global.exch.b32 %old, [%l], 1;\n\tmembar.sys;\n"
+  "\tsetp.ne.u32 %p, %old, 0;\n\t@%p bra LOCK;\n"
+  "\tld.global.u64 %a, [%g];\n\tcvt.u64.u32 %v, %i;\n"
+  "\tst.u64 [%a+8], %v;\n\tst.u64 [%a+16], %v;\n"
+  "\tst.u64 [%a+24], %v;\n\tst.u64 [%a+32], %v;\n"
+  "\tst.u32 [%a+40], %i;\n"
+  "\tadd.u32 %i, %i, 1;\n\tcvt.u64.u32 %v, %i;\n"
+  "\tmembar.sys;\n\tst.volatile.global.u64 [%a], %v;\n"
+  "\t@%q bra VSPIN;\n"
+  "SPIN:\n\tld.global.u64 %a, [%g];\n\tld.u64 %f, [%a];\n\tmembar.sys;\n"
+  "\tsetp.ne.u64 %p, %f, 0;\n\t@%p bra SPIN;\n\tbra UNLOCK;\n"
+  "VSPIN:\n\tld.global.u64 %a, [%g];\n\tld.volatile.u64 %f, [%a];\n"
+  "\tsetp.ne.u64 %p, %f, 0;\n\t@%p bra VSPIN;\n"
+  "UNLOCK:\n\tmembar.sys;\n\tmov.u32 %old, 0;\n\tst.global.u32 [%l], %old;\n"
+  "\tsetp.lt.u32 %p, %i, %n;\n\t@%p bra LOCK;\n\tret;\n}\n";
 
 #define CHECK(call)                                                         \
   do {                                                                      \
@@ -492,7 +531,7 @@ static void measure_rev (const char *name, CUmodule mod, CUstream s, int full)
 {
   CUfunction rev;
   CUdeviceptr dmb;
-  CHECK (cuModuleGetFunction (&rev, mod, "rev"));
+  CHECK (cuModuleGetFunction (&rev, mod, strncmp (name, "revoff_gcc", 10) ? "rev" : "revg"));
   CHECK (cuMemHostGetDevicePointer (&dmb, (void *) mailbox, 0));
   unsigned n = 100;
   void *params[3] = { &dmb, &n, &full };
@@ -573,6 +612,9 @@ int main (int argc, char **argv)
   CHECK (cuMemHostAlloc (&pinned, 4096, 0));
   CHECK (cuEventCreate (&ev, 2));
   pageable = calloc (1, 4096);
+  const char *only = getenv ("FLOOR_ONLY");
+  if (only && !strcmp (only, "revoff"))
+    goto revoff;
   measure ("launch_nb", LAUNCH, nb, n);
   measure ("launch_blk", LAUNCH, blk, n);
   measure ("h2d8_pageable", H2D_PAGEABLE, nb, n);
@@ -647,6 +689,7 @@ int main (int argc, char **argv)
   else
     printf ("# no GCC_PTX given: the gcc_* rows are left out\n");
 
+revoff:;
   CUmodule rmod;
   void *mb;
   pthread_t th;
@@ -661,6 +704,10 @@ int main (int argc, char **argv)
     }
   measure_rev ("revoff_flag", rmod, nb, 0);
   measure_rev ("revoff_protocol", rmod, nb, 1);
+  CUmodule gmod;
+  CHECK (cuModuleLoadData (&gmod, rev_gcc_ptx));
+  measure_rev ("revoff_gcc", gmod, nb, 0);
+  measure_rev ("revoff_gcc_vspin", gmod, nb, 1);
   responder_stop = 1;
   pthread_join (th, NULL);
   return 0;

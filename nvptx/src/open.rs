@@ -129,7 +129,7 @@ impl gomp_plugin::Device for OpenDevice {
         // SAFETY: forwarded caller guarantees.
         let (img, table) = self.core.entry("load_image", || unsafe {
             let eager = want_rev || !dev.config.tune.lazykernels;
-            Image::load(dev, version, data.cast(), host_ind_fns, eager)
+            Image::load(dev, version, data.cast(), host_ind_fns, eager, want_rev)
         })?;
         let rev_fn_table = if want_rev {
             match reverse::setup(dev, &self.reverse, &img, img.fns.len()) {

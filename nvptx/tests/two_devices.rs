@@ -1214,6 +1214,62 @@ fn direct_chunks_are_kept_until_the_close() {
     assert_eq!(printed(&c, "FREE_GAP"), 0, "{}", c.stdout);
 }
 
+/// The child of the `poolwarm=later` test: 16 allocations of 256 KiB (each a chunk of
+/// its own) with no kernel run, then (the free-memory property waits for a warm-up
+/// that was started) `POOL_BEFORE N` and `TRIMS_BEFORE N` (the warm-up ends with a
+/// trim); a 17th, the wait again, an 18th, `POOL_AFTER N`.
+fn later_allocations() {
+    start(2);
+    assert!(init(0));
+    let mut v: Vec<_> = (0..16).map(|_| alloc(0, 256 << 10)).collect();
+    let _ = prop_size(0, PROP_FREE_MEMORY);
+    let s = stats(0);
+    println!("POOL_BEFORE {}", s.pool_used);
+    println!("TRIMS_BEFORE {}", s.pool_trims);
+    v.push(alloc(0, 256 << 10));
+    let _ = prop_size(0, PROP_FREE_MEMORY);
+    v.push(alloc(0, 256 << 10));
+    println!("POOL_AFTER {}", stats(0).pool_used);
+    for p in v {
+        assert!(dfree(0, p));
+    }
+    assert_clean();
+    assert!(fini(0));
+    assert_closed(0);
+}
+
+/// `GOMP_NVPTX_TUNE=poolwarm=later`: no warm-up before a kernel has completed, so
+/// allocations stay plain `cuMemAlloc` ones, until 16 such chunks are held: the next
+/// allocation starts it, and later ones come from the pool. By default (`first`) the
+/// first allocation starts it.
+#[test]
+fn later_warm_up_waits_for_a_kernel_or_16_chunks() {
+    const T: &str = "later_warm_up_waits_for_a_kernel_or_16_chunks";
+    if support::is_child(T) {
+        return later_allocations();
+    }
+    let Some(c) = with_stub(T, &[], &[("GOMP_NVPTX_TUNE", "poolwarm=later")]) else {
+        return;
+    };
+    c.assert_stderr_lacks("stub libcuda:");
+    assert_eq!(printed(&c, "POOL_BEFORE"), 0, "{}", c.stdout);
+    assert_eq!(
+        printed(&c, "TRIMS_BEFORE"),
+        0,
+        "no warm-up yet\n{}",
+        c.stdout
+    );
+    assert!(printed(&c, "POOL_AFTER") >= 256 << 10, "{}", c.stdout);
+    let Some(c) = with_stub(T, &[], &[]) else {
+        return;
+    };
+    assert!(
+        printed(&c, "TRIMS_BEFORE") > 0,
+        "warmed up at once\n{}",
+        c.stdout
+    );
+}
+
 /// `GOMP_NVPTX_TUNE=poolwarm=0`: the first allocation comes from the pool.
 #[test]
 fn first_allocations_from_the_pool_without_warm_up() {

@@ -229,8 +229,9 @@ impl Device {
     }
 
     /// The calling thread's ring and space in it for `n` bytes of the copy queued next
-    /// on `s`; `None` when the ring cannot be had (logged: the caller copies another
-    /// way), an error when the thread's lane cannot be had.
+    /// on `s`; `None` for the thread's first few small copies (`Ring::wanted`) and when the
+    /// ring cannot be had (logged): the caller copies another way; an error when the
+    /// thread's lane cannot be had.
     ///
     /// # Safety
     /// The space of an earlier call must not be written after this call returns.
@@ -239,6 +240,10 @@ impl Device {
             Ok(lane) => &lane.data.ring,
             Err(e) => return Some(Err(e)),
         };
+        // SAFETY: the lane is this thread's (`get`).
+        if !unsafe { ring.wanted() } {
+            return None;
+        }
         // SAFETY: the lane is this thread's (`get`); the caller's guarantee.
         match unsafe { ring.slot(n, s) } {
             Ok(p) => Some(Ok((ring, p))),

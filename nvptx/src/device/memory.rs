@@ -4,12 +4,13 @@
 
 use crate::cuda::safe::memory as cu_mem;
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::tune::PoolWarm;
+use crate::device::tune::{PoolWarm, LATER_DIRECT};
 use crate::device::Device;
 use crate::memory::large_blocks;
 use crate::memory::pool::DIRECT_MAX;
 use crate::memory::small_blocks::{self, Given};
 use gomp_plugin::error::{Error, Result};
+use std::sync::atomic::Ordering;
 
 /// Empty small-block chunks a device may always keep (within `GOMP_NVPTX_DEVICE_CACHE`
 /// when that is larger): the target-variable block every region allocates and frees
@@ -91,12 +92,22 @@ impl Device {
             o.driver_alloc();
         }
         if let Some(pool) = &self.pool {
-            if pool.ready() || self.config.tune.poolwarm != PoolWarm::First || size > DIRECT_MAX {
+            let warm = self.config.tune.poolwarm;
+            if pool.ready()
+                || !matches!(warm, PoolWarm::First | PoolWarm::Later)
+                || size > DIRECT_MAX
+            {
                 return pool.alloc(size);
             }
             // The pool's set-up runs on a thread of its own; until it is done, plain
             // cuMemAlloc memory (what the first region of a program allocates).
-            pool.warm_up_once(self.ctx);
+            // `Later`: started only once a kernel has completed (after the first region).
+            if warm == PoolWarm::First
+                || self.kernel_done.load(Ordering::Relaxed)
+                || pool.direct_chunks() >= LATER_DIRECT
+            {
+                pool.warm_up_once(self.ctx);
+            }
             // Context current (caller).
             let p = cu_mem::alloc(size)?;
             pool.note_direct(p, size);

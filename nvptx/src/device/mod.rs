@@ -118,6 +118,9 @@ pub struct Device {
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
     openacc: AtomicBool,
+    /// Set once a kernel of the device has completed ([`Device::note_kernel_done`]);
+    /// `GOMP_NVPTX_TUNE=poolwarm=later` starts the pool's warm-up only then.
+    kernel_done: AtomicBool,
     /// Where deferred copies go and how the threads' streams are made.
     tstream: ThreadStream,
     /// The profile's and trace's recorder (`None` unless `GOMP_NVPTX_PROFILE` or
@@ -249,6 +252,7 @@ impl Device {
                 },
             ),
             openacc: AtomicBool::new(false),
+            kernel_done: AtomicBool::new(false),
             observe,
             primary: Mutex::new(primary),
             config,
@@ -441,6 +445,15 @@ impl Device {
     /// True once the program uses OpenACC on this device.
     pub fn openacc_in_use(&self) -> bool {
         self.openacc.load(Ordering::Relaxed)
+    }
+
+    /// Notes that a kernel of the device has completed (the launch paths call it after
+    /// each completion; one relaxed load when already noted). Any thread.
+    #[inline]
+    pub fn note_kernel_done(&self) {
+        if !self.kernel_done.load(Ordering::Relaxed) {
+            self.kernel_done.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Notes that the program uses OpenACC on this device (see the `openacc` field).

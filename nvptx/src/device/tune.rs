@@ -110,6 +110,9 @@ pub struct Tune {
     pub pinnedshards: Option<usize>,
     /// Whether page-locked memory is asked on the device's NUMA node (`host::numa`).
     pub pinnednuma: bool,
+    /// In programs that use reverse offload, GCC's device-side wait for the host's
+    /// answer rewritten to poll without a fence per round (`image::rev_spin`).
+    pub revspin: bool,
 }
 
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
@@ -123,7 +126,15 @@ pub enum PoolWarm {
     /// On a thread of its own started by the device's first allocation; allocations
     /// made before that thread is done take plain `cuMemAlloc` memory.
     First,
+    /// As `First`, but started by the first allocation made after a kernel of the
+    /// device has completed (or after [`LATER_DIRECT`] plain allocations): a program's
+    /// first region runs with no warm-up beside it.
+    Later,
 }
+
+/// Plain allocations after which `poolwarm=later` starts the warm-up even though no
+/// kernel has completed.
+pub const LATER_DIRECT: usize = 16;
 
 /// Warps per block when no `thread_limit` is given and no occupancy calculator
 /// answers (as GCC's plugin); among warp counts that keep equally many warps resident,
@@ -159,6 +170,7 @@ impl Default for Tune {
             pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
             pinnedshards: None,
             pinnednuma: true,
+            revspin: true,
         }
     }
 }
@@ -178,7 +190,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 18] = [
+static KEYS: [Entry<Parsing>; 19] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -323,8 +335,13 @@ static KEYS: [Entry<Parsing>; 18] = [
     },
     Entry {
         name: "poolwarm",
-        value: Value::Word(&["0", "1", "first"], |p, i| {
-            p.t.poolwarm = [PoolWarm::Off, PoolWarm::Open, PoolWarm::First][i]
+        value: Value::Word(&["0", "1", "first", "later"], |p, i| {
+            p.t.poolwarm = [
+                PoolWarm::Off,
+                PoolWarm::Open,
+                PoolWarm::First,
+                PoolWarm::Later,
+            ][i]
         }),
         default: "first",
         doc: "when the memory pool makes its first, slow allocation (`nvptx/src/memory/pool.rs`): `first` \
@@ -333,7 +350,9 @@ static KEYS: [Entry<Parsing>; 18] = [
               in the first allocation that needs it; `1` on a thread of its own at device \
               open (with the pool's memory allocated before the first module is loaded, \
               reverse offload of device-heap (device `malloc`) memory came back wrong on an \
-              H100: tests/device/revoff_device_heap)",
+              H100: tests/device/revoff_device_heap); `later` as `first`, but started by the \
+              first allocation after a kernel of the device has completed (or after 16 plain \
+              allocations), so that no warm-up runs beside a program's first region",
     },
     Entry {
         name: "lazykernels",
@@ -387,6 +406,15 @@ static KEYS: [Entry<Parsing>; 18] = [
               (`host/numa.rs`; hosts of several nodes); 0: where the allocating thread's \
               policy puts it",
     },
+    Entry {
+        name: "revspin",
+        value: Value::Word(&["0", "1"], |p, i| p.t.revspin = i == 1),
+        default: "1",
+        doc: "`1`: in a program that uses reverse offload, GCC's device-side wait for the \
+              host's answer (an acquire load with a `membar.sys` in every round) polls with \
+              volatile loads and fences once after the loop (`image/rev_spin.rs`); `0`: GCC's \
+              code as it is",
+    },
 ];
 
 /// The docs' table of the keys (README.md, `GOMP_NVPTX_TUNE`): a row per key of
@@ -423,7 +451,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0",
         )
         .unwrap();
         assert_eq!(
@@ -447,6 +475,7 @@ mod tests {
                 pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
                 pinnedshards: None,
                 pinnednuma: true,
+                revspin: false,
             }
         );
         let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();
@@ -455,6 +484,10 @@ mod tests {
             (4 << 20, Some(1), false)
         );
         assert_eq!(Tune::parse("poolwarm=0").unwrap().poolwarm, PoolWarm::Off);
+        assert_eq!(
+            Tune::parse("poolwarm=later").unwrap().poolwarm,
+            PoolWarm::Later
+        );
         assert_eq!(
             Tune::parse("poolwarm=first").unwrap().poolwarm,
             PoolWarm::First

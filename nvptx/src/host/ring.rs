@@ -19,7 +19,7 @@
 
 use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
 use gomp_plugin::error::Result;
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 
 /// Bytes of a ring.
 pub const BYTES: usize = 256 << 10;
@@ -53,9 +53,14 @@ impl Drop for Inner {
     }
 }
 
-/// One thread's ring (empty until first used).
+/// Small copies a thread makes without the ring before it makes the ring
+/// ([`Ring::wanted`]): a program's first region copies a few bytes each way.
+pub const WITHOUT: u8 = 3;
+
+/// One thread's ring (empty until first used), and how many small copies the thread
+/// made without it ([`Ring::wanted`]).
 #[derive(Default)]
-pub struct Ring(UnsafeCell<Option<Inner>>);
+pub struct Ring(UnsafeCell<Option<Inner>>, Cell<u8>);
 
 // SAFETY: a ring is used only by the thread owning the lane it belongs to (one live
 // thread at a time, see `cuda::pools::thread_streams`), and dropped by the device's
@@ -63,6 +68,28 @@ pub struct Ring(UnsafeCell<Option<Inner>>);
 unsafe impl Sync for Ring {}
 
 impl Ring {
+    /// Whether the thread's small copy about to be made should go through the ring:
+    /// not its first [`WITHOUT`] ones (making the ring, a page-locked allocation and
+    /// two events, costs more than a few copies gain from it: a thread that copies a
+    /// few times, such as a program's first region, copies without it), every later
+    /// one. Creates nothing.
+    ///
+    /// # Safety
+    /// Only the thread owning the ring's lane may call this.
+    pub unsafe fn wanted(&self) -> bool {
+        // SAFETY: only the owning thread gets here (caller); no reference into the
+        // cell outlives this call.
+        if unsafe { &*self.0.get() }.is_some() {
+            return true;
+        }
+        let n = self.1.get();
+        if n < WITHOUT {
+            self.1.set(n + 1);
+            return false;
+        }
+        true
+    }
+
     /// Space for `n` bytes (at most [`HALF`]) for the copy the caller queues next on `s`;
     /// no queued copy uses it any more. Creates the ring on first use (context current).
     ///
@@ -125,5 +152,25 @@ impl Ring {
                 r.stream = None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_first_small_copies_go_without_the_ring() {
+        let r = Ring::default();
+        // SAFETY: this test's thread owns the ring.
+        unsafe {
+            for i in 0..WITHOUT {
+                assert!(!r.wanted(), "copy {i}: no ring made");
+            }
+            assert!(r.wanted(), "the next copy: the ring");
+            assert!(r.wanted());
+        }
+        // SAFETY: no other reference into the cell.
+        assert!(unsafe { &*r.0.get() }.is_none(), "wanted creates nothing");
     }
 }

@@ -16,6 +16,7 @@ pub mod launch_facts;
 pub mod link;
 pub mod link_cache;
 pub mod ptx_names;
+pub mod rev_spin;
 
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
 use crate::cuda::safe::{query, Module, ModuleRef};
@@ -177,7 +178,9 @@ impl Image {
     /// ICV block); the kernels are [`Image::fns`]. `eager` (the default, and always
     /// when libgomp asked for the reverse-offload table): every kernel is looked up now,
     /// a missing one failing the load (see [`TargetFn`]); otherwise each at its first
-    /// launch.
+    /// launch. `rev`: the program uses reverse offload (libgomp asked for the table),
+    /// so the device runtime's wait for the host is rewritten unless
+    /// `GOMP_NVPTX_TUNE=revspin=0` ([`rev_spin`]).
     ///
     /// # Safety
     /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`
@@ -188,9 +191,19 @@ impl Image {
         data: *const RawDescriptor,
         host_ind_fns: *const u64,
         eager: bool,
+        rev: bool,
     ) -> Result<(Box<Image>, Vec<AddrPair>)> {
         // SAFETY: forwarded caller guarantee.
-        let desc = unsafe { descriptor::read(version, data) }?;
+        let mut desc = unsafe { descriptor::read(version, data) }?;
+        if rev && dev.config.tune.revspin {
+            for obj in desc.ptx.iter_mut() {
+                if let Some(r) = rev_spin::rewrite(obj) {
+                    log::debug!("reverse offload: GOMP_target_ext's wait polls without a fence per round (GOMP_NVPTX_TUNE=revspin=0: as GCC wrote it)");
+                    *obj = std::borrow::Cow::Owned(r);
+                    break;
+                }
+            }
+        }
         let t0 = dev.observe().map(|_| crate::observe::now());
         let start = std::time::Instant::now();
         let setting = &dev.config.link_cache;

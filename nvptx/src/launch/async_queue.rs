@@ -169,6 +169,7 @@ fn finish(dev: &Device, budget: &StackBudget, service: &Service, p: Pending) {
     }
     budget.unreserve(bytes);
     service.kernel_finished();
+    dev.note_kernel_done();
     gomp_plugin::libgomp::target::task_completion(p.async_data);
 }
 

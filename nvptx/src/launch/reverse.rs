@@ -37,6 +37,8 @@ struct Limit {
     state: Mutex<(usize, usize)>,
     freed: Condvar,
     max: usize,
+    /// Whether the limit can be reached at all (more devices than `max`).
+    needed: bool,
 }
 
 /// The process-wide limit, sized from the first device that sets up a mailbox.
@@ -61,6 +63,12 @@ impl Limit {
             self.freed.notify_one();
         }
     }
+}
+
+/// Whether `max` host functions at once can be reached with `devices` devices (unknown:
+/// assume so): each device's service thread runs one at a time. Pure.
+fn limit_needed(devices: Option<i32>, max: usize) -> bool {
+    devices.is_none_or(|n| n.max(0) as usize > max)
 }
 
 pub use crate::device::serving::serving_request;
@@ -249,6 +257,12 @@ pub fn setup(dev: &Arc<Device>, rev: &Reverse, img: &Image, num_funcs: usize) ->
         state: Mutex::new((0, 0)),
         freed: Condvar::new(),
         max: dev.config.reverse_offload_threads,
+        // Each device's thread serves one request at a time: with no more devices
+        // than the limit, it is never reached, and requests skip its lock.
+        needed: limit_needed(
+            crate::cuda::safe::query::device_count().ok(),
+            dev.config.reverse_offload_threads,
+        ),
     });
     let mailbox = ensure_mailbox(dev, rev)?;
     if let Err(e) = dev.kernel_copy.prepare(&dev.streams) {
@@ -425,7 +439,7 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
         dev_num: mb.dev_num,
     };
     log::trace!("reverse offload: fn {f:#x}, {} mapping(s)", call.mapnum);
-    let limit = LIMIT.get();
+    let limit = LIMIT.get().filter(|l| l.needed);
     if let Some(l) = limit {
         l.enter();
     }
@@ -455,6 +469,16 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_limit_matters_with_more_devices_than_it() {
+        assert!(!limit_needed(Some(1), 8));
+        assert!(!limit_needed(Some(8), 8));
+        assert!(limit_needed(Some(9), 8));
+        assert!(limit_needed(Some(2), 1));
+        assert!(limit_needed(None, 8));
+        assert!(!limit_needed(Some(-1), 1));
+    }
 
     #[test]
     fn a_kernel_alone_is_told_from_one_with_company() {

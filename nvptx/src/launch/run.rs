@@ -218,6 +218,7 @@ pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Resu
         unsafe { ahead.ran(key, vars, read) };
     }
     let finished = rev.kernel_finished();
+    dev.note_kernel_done();
     if let (Some(o), Some(t)) = (dev.observe(), timer) {
         o.finish(t);
     }

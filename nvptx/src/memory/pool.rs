@@ -171,6 +171,12 @@ impl Pool {
         }
     }
 
+    /// How many chunks [`Pool::note_direct`] recorded are still recorded.
+    #[inline]
+    pub fn direct_chunks(&self) -> usize {
+        self.direct_count.load(Ordering::Acquire)
+    }
+
     /// Whether the pool has made an allocation or its warm-up has ended: allocations
     /// then come from the pool.
     #[inline]
