@@ -451,6 +451,24 @@ pub fn load_global(path: &OsStr) {
     assert!(!h.is_null(), "dlopen {path:?} failed");
 }
 
+/// Child: prints the stand-in libcuda's launch log (`stub_libcuda_launch_log`, one
+/// `NAME GRID BLOCK_Y` line per launch) as `LAUNCH ...` lines on stdout, for the parent
+/// to read; the stand-in is the one `GOMP_PLUGIN_RS_LIBCUDA` names.
+pub fn print_launch_log() {
+    let lib = std::env::var_os("GOMP_PLUGIN_RS_LIBCUDA").expect("set by the parent");
+    let f = symbol_of_loaded(&lib, "stub_libcuda_launch_log");
+    // SAFETY: the stand-in's `long stub_libcuda_launch_log (char *, size_t)`.
+    let f: unsafe extern "C" fn(*mut std::ffi::c_char, usize) -> i64 =
+        unsafe { std::mem::transmute(f) };
+    let mut buf = vec![0u8; 1 << 20];
+    // SAFETY: a buffer of that many bytes.
+    let n = unsafe { f(buf.as_mut_ptr().cast(), buf.len()) } as usize;
+    assert!(n < buf.len(), "launch log too long");
+    for l in String::from_utf8_lossy(&buf[..n]).lines() {
+        println!("LAUNCH {l}");
+    }
+}
+
 /// The address of `symbol` in the library at `path`, which must be loaded already
 /// (the plugin loaded it); panics if either is missing.
 pub fn symbol_of_loaded(path: &OsStr, symbol: &str) -> *mut c_void {

@@ -114,18 +114,7 @@ fn child() {
     assert!(unsafe { GOMP_OFFLOAD_openacc_async_destruct(aq) });
     // SAFETY: the image loaded above.
     assert!(unsafe { GOMP_OFFLOAD_unload_image(0, VERSION, img.data()) });
-    let lib = std::env::var_os("GOMP_PLUGIN_RS_LIBCUDA").expect("set by the parent");
-    let f = support::symbol_of_loaded(&lib, "stub_libcuda_launch_log");
-    // SAFETY: the stand-in's `long stub_libcuda_launch_log (char *, size_t)`.
-    let f: unsafe extern "C" fn(*mut std::ffi::c_char, usize) -> i64 =
-        unsafe { std::mem::transmute(f) };
-    let mut buf = vec![0u8; 1 << 20];
-    // SAFETY: a buffer of that many bytes.
-    let n = unsafe { f(buf.as_mut_ptr().cast(), buf.len()) } as usize;
-    assert!(n < buf.len(), "launch log too long");
-    for l in String::from_utf8_lossy(&buf[..n]).lines() {
-        println!("LAUNCH {l}");
-    }
+    support::print_launch_log();
     // SAFETY: plain call.
     assert!(unsafe { GOMP_OFFLOAD_fini_device(0) });
 }

@@ -18,7 +18,7 @@ use gomp_plugin_conformance::support;
 
 use gomp_plugin::cache::{entry, Key};
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
-use std::ffi::{c_char, c_void, CString, OsStr};
+use std::ffi::{c_void, CString, OsStr};
 use std::path::PathBuf;
 use support::api::*;
 use support::image::{Image, VERSION};
@@ -113,17 +113,7 @@ fn child() {
         }
     }
     unload(&img);
-    let lib = std::env::var_os("GOMP_PLUGIN_RS_LIBCUDA").expect("set by the parent");
-    let f = support::symbol_of_loaded(&lib, "stub_libcuda_launch_log");
-    // SAFETY: the stand-in's `long stub_libcuda_launch_log (char *, size_t)`.
-    let f: unsafe extern "C" fn(*mut c_char, usize) -> i64 = unsafe { std::mem::transmute(f) };
-    let mut buf = vec![0u8; 1 << 20];
-    // SAFETY: a buffer of that many bytes.
-    let n = unsafe { f(buf.as_mut_ptr().cast(), buf.len()) } as usize;
-    assert!(n < buf.len(), "launch log too long");
-    for l in String::from_utf8_lossy(&buf[..n]).lines() {
-        println!("LAUNCH {l}");
-    }
+    support::print_launch_log();
     // SAFETY: plain call.
     assert!(unsafe { GOMP_OFFLOAD_fini_device(0) });
 }
