@@ -68,8 +68,6 @@ pub struct Choice {
     /// The gang count was left to the runtime (no compiled dimension, clause or
     /// `GOMP_OPENACC_DIM` gang value): the tuner may choose it.
     pub gangs_open: bool,
-    /// Gangs of this block size the device runs at once (one "wave").
-    pub wave: u32,
 }
 
 /// A launch the device cannot run with the dimensions the program fixed.
@@ -102,10 +100,14 @@ pub fn choose(inp: &Inputs, lim: &Limits, occ: &impl Occupancy) -> Result<Choice
     });
     let vector = if fixed[2] != 0 { fixed[2] } else { WARP };
     let max_threads = lim.max_threads_per_block.max(WARP);
+    // The calculator's unlimited answer, when an open worker count was sized from it.
+    let mut unlimited = None;
     let workers = if fixed[1] != 0 {
         fixed[1]
     } else {
-        let block = occ.at(0).map_or(max_threads, |(_, b)| b).min(max_threads);
+        let o = occ.at(0);
+        unlimited = Some(o);
+        let block = o.map_or(max_threads, |(_, b)| b).min(max_threads);
         let cap = if vector > WARP {
             MAX_WORKERS_WIDE
         } else {
@@ -114,22 +116,20 @@ pub fn choose(inp: &Inputs, lim: &Limits, occ: &impl Occupancy) -> Result<Choice
         (block / vector).clamp(1, cap)
     };
     let threads = workers.saturating_mul(vector);
-    // The calculator for blocks of this launch's size (GCC's plugin asks it with the
-    // fixed worker and vector counts as the limit; an open worker count was sized from
-    // the unlimited answer, which the limit then gives again).
-    let sized = occ.at(if fixed[1] != 0 { threads } else { 0 });
-    let wave = match sized {
-        Some((grid, block)) => grid.max(1) * (block / threads.max(1)).max(1),
-        None => lim.num_sms.max(1) * (2048 / threads.max(1)).max(1),
-    };
     let gangs_open = fixed[0] == 0;
     let gangs = if !gangs_open {
         fixed[0]
     } else {
+        // The calculator for blocks of this launch's size (GCC's plugin asks it with the
+        // fixed worker and vector counts as the limit; an open worker count was sized
+        // from the unlimited answer, which the limit would give again).
+        let sized = unlimited.unwrap_or_else(|| occ.at(threads));
+        let warps = (threads / WARP).max(1);
         match sized {
             // Twice the resident grid times the block's warps.
             Some((grid, block)) => 2 * grid.max(1) * (block / WARP).max(1),
-            None => 2 * wave * (threads / WARP).max(1),
+            // No calculator: as if 2048 threads per SM were resident.
+            None => 2 * lim.num_sms.max(1) * (2048 / threads.max(1)).max(1) * warps,
         }
     };
     let d = Dims {
@@ -146,7 +146,6 @@ pub fn choose(inp: &Inputs, lim: &Limits, occ: &impl Occupancy) -> Result<Choice
     Ok(Choice {
         dims: d,
         gangs_open,
-        wave,
     })
 }
 
@@ -271,7 +270,6 @@ mod tests {
             (16896, 32, 32)
         );
         assert!(c.gangs_open);
-        assert_eq!(c.wave, 264);
         // 16 workers fixed by the compiler: the calculator asked for 512-thread
         // blocks (4 per SM, 528 resident): 2 * 528 * 16.
         let c = choose(
@@ -283,7 +281,7 @@ mod tests {
             &h100,
         )
         .unwrap();
-        assert_eq!((c.dims.gangs, c.wave), (16896, 528));
+        assert_eq!(c.dims.gangs, 16896);
         // A register-heavy kernel: one 512-thread block per SM.
         let heavy = |limit: u32| Some((132, if limit == 0 { 512 } else { limit.min(512) }));
         let c = choose(
@@ -295,7 +293,7 @@ mod tests {
             &heavy,
         )
         .unwrap();
-        assert_eq!((c.dims.gangs, c.wave), (4224, 132));
+        assert_eq!(c.dims.gangs, 4224);
         assert_eq!(gang_candidates(&c, 132), [4224, 1056, 264]);
     }
 
@@ -313,7 +311,7 @@ mod tests {
         let c = choose(&Inputs::default(), &small, &none).unwrap();
         assert_eq!((c.dims.workers, c.dims.vector), (8, 32));
         // 8 resident blocks of 256 threads per SM: 80 at once, 2 * 80 * 8 launched.
-        assert_eq!((c.wave, c.dims.gangs), (80, 1280));
+        assert_eq!(c.dims.gangs, 1280);
     }
 
     #[test]
@@ -340,7 +338,6 @@ mod tests {
                 vector: 32,
             },
             gangs_open: true,
-            wave: 264,
         };
         assert_eq!(gang_candidates(&one, 132), [264]);
     }

@@ -91,7 +91,6 @@ mod tests {
                 vector: 32,
             },
             gangs_open: true,
-            wave: 132,
         };
         let all: Vec<(String, u32, u32)> = gang_candidates(&c, 132)
             .into_iter()
