@@ -178,10 +178,10 @@ else
   bad "session.c on the stand-in (exit $rc; $p; devices: $devs; fn\$0 tables: $fn0; async_run: $asyncs)" "$out"
 fi
 out=$(dev dims17); rc=$?
-want='teams_dim0=8448 teams_dim1=1 threads_dim0=32 threads_dim1=1 '
+want='teams_dim0=270336 teams_dim1=1 threads_dim0=32 threads_dim1=1 '
 if [ "$rc" = 0 ] && grep -q '^dims17: 2 device(s)$' <<< "$out" && grep -q "^dev 0: $want" <<< "$out" &&
    grep -q "^dev 1: $want" <<< "$out"; then
-  ok "dims17 on the stand-in: omp_get_supported_teams_dim/threads_dim answered by ours (132 SMs x 64 warps, 32 warps a block, 1 beyond dimension 0)"
+  ok "dims17 on the stand-in: omp_get_supported_teams_dim/threads_dim answered by ours (132 SMs x 65536 registers / 32, 32 warps a block, 1 beyond dimension 0)"
 else
   bad "dims17 on the stand-in (exit $rc; want /$want/ for devices 0 and 1)" "$out"
 fi

@@ -170,14 +170,16 @@ impl Plugin for Nvptx {
         }
     }
 
-    /// The warps the whole device keeps resident (SMs x max threads per SM / 32): the
-    /// most teams that run at once, as the stock plugin answers; 1 without a driver.
+    /// SMs x registers per SM / 32 (270336 on an H100): the stock plugin's figure (the
+    /// teams of one warp that would fit at once if each thread used one register), so
+    /// programs see the same number with either plugin; 1 without a driver.
     fn teams_dim0(ord: i32) -> i32 {
         let Some(dev) = driver::loaded().and_then(|_| query::device(ord).ok()) else {
             return 1;
         };
         let sms = device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-        let per_sm = device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+        let per_sm =
+            device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
         (sms * (per_sm / 32)).max(1)
     }
 

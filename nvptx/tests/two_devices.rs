@@ -271,12 +271,12 @@ fn two_devices_open_and_close() {
         assert_eq!(uid(1), Some(uuid(1)));
         assert_eq!(uid(2), None);
         // libgomp 17's optional queries, before any device is open: the stand-in's
-        // 132 SMs x 2048 threads / 32 warps resident, 1024 threads = 32 warps a block,
+        // 132 SMs x 65536 registers / 32, 1024 threads = 32 warps a block,
         // one-dimensional launches; no device 2.
         // SAFETY: plain calls.
         unsafe {
             for d in 0..2 {
-                assert_eq!(GOMP_OFFLOAD_supported_teams_dim(d, 0), 132 * 64);
+                assert_eq!(GOMP_OFFLOAD_supported_teams_dim(d, 0), 132 * 2048);
                 assert_eq!(GOMP_OFFLOAD_supported_threads_dim(d, 0), 32);
                 assert_eq!(GOMP_OFFLOAD_supported_teams_dim(d, 1), 1);
                 assert_eq!(GOMP_OFFLOAD_supported_threads_dim(d, 2), 1);

@@ -402,7 +402,7 @@ macro_rules! __gomp_entry_point_table {
     /// `omp_get_supported_teams_dim`/`omp_get_supported_threads_dim` with them).
     GOMP_OFFLOAD_supported_teams_dim in [nvptx gcn] looked_up(17..) required(optional)
     c(17: "int (int ord, int dim)")
-    note("Ours launch one-dimensional grids: every dimension but 0 answers 1. Dimension 0: nvptx the warps resident on the whole device (SMs x max threads per SM / 32), gcn 2 x compute units (128 when the runtime does not tell), as the stock plugins.")
+    note("Ours launch one-dimensional grids: every dimension but 0 answers 1. Dimension 0: nvptx SMs x registers per SM / 32 (270336 on an H100), gcn 2 x compute units (128 when the runtime does not tell): the stock plugins' figures.")
     fn(ord: c_int, dim: c_int) -> c_int {
         guard::value("supported_teams_dim", 1, || if dim == 0 { Backend::teams_dim0(ord) } else { 1 })
     }
