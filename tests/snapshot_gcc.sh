@@ -98,7 +98,7 @@ if [ -n "$pack" ]; then
   for p in $progs; do cp "$D/$p" "$pack/"; done
   cp -L "$R/lib64/ld-linux-x86-64.so.2" "$pack/lib/"
   for l in libc.so.6 libm.so.6; do cp -L "$R/$MA/$l" "$pack/lib/"; done
-  for l in libgomp.so.1 libgcc_s.so.1; do cp -L "$R$SL/$l" "$pack/lib/"; done
+  for l in libgomp.so.1 libgcc_s.so.1 libgfortran.so.5 libquadmath.so.0; do cp -L "$R$SL/$l" "$pack/lib/"; done
   cp -L "$R$SL/libgomp-plugin-nvptx.so.1" "$pack/stock/"
   printf 'gcc-snapshot %s: %s\nprograms built with -O2 -fopenmp (t_acc: -fopenacc) -foffload=nvptx-none\n' \
     "$ver" "$gccv" > "$pack/VERSION"
