@@ -295,7 +295,7 @@ fn numa_node_of(path: &str) -> i32 {
 
 /// The device of an OpenACC launch: the queue's, else the calling thread's, made
 /// current.
-fn acc_device(queue: Option<&AccQueue>) -> Result<Arc<device::Device>> {
+fn acc_device(queue: Option<&AccQueue>) -> Result<Arc<device::Core>> {
     let dev = match queue {
         Some(q) => q.dev.clone(),
         None => <Nvptx as gomp_plugin::OpenAcc>::current_thread_data()

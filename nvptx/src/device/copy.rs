@@ -4,7 +4,7 @@
 //! Two kinds of callers ([`Via`]):
 //! - *Synchronous* copies (`GOMP_OFFLOAD_host2dev` and kin, OpenMP and OpenACC alike) run
 //!   on the calling thread's stream, or on CUDA's legacy default stream once OpenACC is
-//!   in use (see `Device::copy_stream`). Device-to-host and device-to-device copies are
+//!   in use (see `Core::copy_stream`). Device-to-host and device-to-device copies are
 //!   complete when the call returns; a small host-to-device copy may return once its
 //!   source bytes are safe to reuse, before its DMA has ended (a *deferred* copy), with
 //!   everything that can observe device memory ordered after it (`device::copy_order`).
@@ -21,7 +21,7 @@
 
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::Device;
+use crate::device::Core;
 use crate::host::bounce;
 use crate::host::ranges as host_ranges;
 use crate::host::ring::Ring;
@@ -69,7 +69,7 @@ impl Ended {
     }
 }
 
-impl Device {
+impl Core {
     /// Copies `n` bytes from host `src` to device `dst` (see [`Via`]).
     ///
     /// # Safety
@@ -90,11 +90,11 @@ impl Device {
         }
     }
 
-    /// [`Device::host2dev_via`] of a nonempty, checked copy that the staging engine did
+    /// [`Core::host2dev_via`] of a nonempty, checked copy that the staging engine did
     /// not take.
     ///
     /// # Safety
-    /// As [`Device::host2dev_via`]; `dst` checked by `check_host_copy`.
+    /// As [`Core::host2dev_via`]; `dst` checked by `check_host_copy`.
     unsafe fn host2dev_unstaged(
         &self,
         dst: CUdeviceptr,
@@ -401,12 +401,12 @@ impl Device {
         r.map(|_| ())
     }
 
-    /// [`Device::dev2host_via`] of a nonempty, checked copy that the staging engine did
+    /// [`Core::dev2host_via`] of a nonempty, checked copy that the staging engine did
     /// not take. A queue's copy to page-locked memory is queued; every other copy is
     /// waited for (to pageable memory the driver would wait too).
     ///
     /// # Safety
-    /// As [`Device::dev2host_via`]; `src` checked by `check_host_copy`.
+    /// As [`Core::dev2host_via`]; `src` checked by `check_host_copy`.
     unsafe fn dev2host_unstaged(
         &self,
         dst: *mut c_void,
@@ -549,7 +549,7 @@ impl Device {
     }
 
     /// A copy of `n` bytes from or to host `p` through the staging engine (`run`) when
-    /// it goes that way ([`Device::stage`]), complete when it returns, after what it
+    /// it goes that way ([`Core::stage`]), complete when it returns, after what it
     /// waits for first on the host: a queue's work queued so far (the engine's streams
     /// are not ordered after it, and the queue's later work comes after the copy) and
     /// every deferred copy (rule 3 of `copy_order`). `None` when the copy does not go
@@ -570,7 +570,7 @@ impl Device {
         run().map(|r| r.map(|()| Ended::Done))
     }
 
-    /// What [`Device::staged`] waits for.
+    /// What [`Core::staged`] waits for.
     fn before_staging(&self, via: Via) -> Result<()> {
         if let Via::Queue(s) = via {
             // An event recorded on the queue's stream covers what CUDA orders that

@@ -5,7 +5,7 @@
 use crate::cuda::safe::memory as cu_mem;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::tune::{PoolWarm, LATER_DIRECT};
-use crate::device::Device;
+use crate::device::Core;
 use crate::memory::large_blocks;
 use crate::memory::pool::DIRECT_MAX;
 use crate::memory::small_blocks::{self, Given};
@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 /// then never costs a chunk allocation.
 const SMALL_FLOOR: usize = 4 << 20;
 
-impl Device {
+impl Core {
     /// Allocates `size` device bytes: small blocks from the small-block cache, large
     /// ones from the large-block cache or else the pool (cuMemAlloc without one). On
     /// out-of-memory the cached large blocks, the pool's unused memory and the cached
@@ -117,7 +117,7 @@ impl Device {
         Ok(cu_mem::alloc(size)?)
     }
 
-    /// Frees a block from [`Device::alloc`]. NULL is accepted and ignored; an address
+    /// Frees a block from [`Core::alloc`]. NULL is accepted and ignored; an address
     /// that does not start a block is "invalid device address".
     pub fn free(&self, p: CUdeviceptr) -> Result<()> {
         self.free_block(p).map(|_| ())

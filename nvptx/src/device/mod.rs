@@ -1,15 +1,15 @@
-//! The device core: one opened CUDA device ([`Device`]) with its context, properties,
+//! The device core: one opened CUDA device ([`Core`]) with its context, properties,
 //! settings ([`config`]), its memory and copies, and the pools of idle streams and
 //! events (from [`crate::cuda::pools`]) every other concept borrows. The
 //! device's memory lives in [`crate::memory`], host-side memory in [`crate::host`].
 //! What runs on the device (loaded images, async launches, reverse offload) is above
 //! this layer and borrows the core; it is not named here.
 //!
-//! Threading: a `Device` is shared (`Arc`) by the open device that owns it and by every
+//! Threading: a `Core` is shared (`Arc`) by the open device that owns it and by every
 //! thread that works on it (libgomp's threads through the open device, OpenACC queues
 //! and thread data, the completion, reverse-offload and staging threads); its mutable
 //! state is behind the locks of the parts it owns. Any thread may use it after
-//! [`Device::activate`] made the context current there.
+//! [`Core::activate`] made the context current there.
 
 pub mod config;
 pub mod copy;
@@ -66,7 +66,7 @@ pub struct Props {
 
 /// An initialised device, the core every concept above borrows. Shared (`Arc`) by all
 /// threads; interior state is locked.
-pub struct Device {
+pub struct Core {
     /// libgomp's index of this device within the plugin.
     pub ord: i32,
     /// The CUDA device.
@@ -118,7 +118,7 @@ pub struct Device {
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
     openacc: AtomicBool,
-    /// Set once a kernel of the device has completed ([`Device::note_kernel_done`]);
+    /// Set once a kernel of the device has completed ([`Core::note_kernel_done`]);
     /// `GOMP_NVPTX_TUNE=poolwarm=later` starts the pool's warm-up only then.
     kernel_done: AtomicBool,
     /// Where deferred copies go and how the threads' streams are made.
@@ -130,9 +130,9 @@ pub struct Device {
 
 // SAFETY: the context handle may be made current on any thread; all mutable state is
 // behind mutexes.
-unsafe impl Send for Device {}
+unsafe impl Send for Core {}
 // SAFETY: as above.
-unsafe impl Sync for Device {}
+unsafe impl Sync for Core {}
 
 fn attr(dev: CUdevice, a: CUdevice_attribute) -> Result<i32> {
     Ok(query::attribute(dev, a)?)
@@ -197,11 +197,11 @@ fn make_current(ctx: CUcontext) -> Result<()> {
     Ok(())
 }
 
-impl Device {
+impl Core {
     /// Opens device `ord`: borrows the calling thread's current context when it belongs
     /// to this device, else retains the device's primary context (shared with the CUDA
     /// runtime and other libraries); leaves that context current.
-    pub fn open(ord: i32) -> Result<Device> {
+    pub fn open(ord: i32) -> Result<Core> {
         let cu_dev = query::device(ord)?;
         let (ctx, primary) = context_for(cu_dev)?;
         let props = Props::read(cu_dev)?;
@@ -211,7 +211,7 @@ impl Device {
         let config = Config::process().clone();
         let observe = DeviceObserve::open(ord, &props.name, &config.observe);
         let tstream = config.tune.tstream;
-        let dev = Device {
+        let dev = Core {
             ord,
             cu_dev,
             ctx,
@@ -344,7 +344,7 @@ impl Device {
     }
 
     /// Runs `f` on the calling thread's stream, ordered after deferred copies on other
-    /// streams, then waits for the stream (see [`Device::on`]).
+    /// streams, then waits for the stream (see [`Core::on`]).
     #[inline]
     pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
         self.on(self.thread_streams.stream()?, f)
@@ -421,7 +421,7 @@ impl Device {
     }
 
     /// Whether an interop `targetsync` stream came into being (checked after a deferred
-    /// copy was recorded: that copy then waits, see `Device::interop`).
+    /// copy was recorded: that copy then waits, see `Core::interop`).
     #[inline]
     pub fn interop_stream_alive(&self) -> bool {
         self.interop_streams.load(Ordering::SeqCst) != 0
@@ -462,7 +462,7 @@ impl Device {
     }
 
     /// Runs a synchronous copy `f` on the calling thread's copy stream
-    /// ([`Device::copy_stream`]) and waits for it.
+    /// ([`Core::copy_stream`]) and waits for it.
     pub fn on_copy_stream(&self, f: impl FnOnce(Stream) -> Result<()>) -> Result<()> {
         self.on(self.copy_stream()?, f)
     }

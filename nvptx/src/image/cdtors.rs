@@ -2,7 +2,7 @@
 //! pooled stream of the device (waited for).
 
 use crate::cuda::sys::CUfunction;
-use crate::device::Device;
+use crate::device::Core;
 use gomp_plugin::error::Result;
 use std::ffi::{c_void, CStr, CString};
 
@@ -10,7 +10,7 @@ use std::ffi::{c_void, CStr, CString};
 /// variant, which takes a one-warp soft stack), if the image has one.
 /// `function` looks a kernel up in the image (`Image::function`).
 pub fn run_cdtors(
-    dev: &Device,
+    dev: &Core,
     function: impl Fn(&CStr) -> Result<Option<CUfunction>>,
     base: &CStr,
 ) -> Result<()> {

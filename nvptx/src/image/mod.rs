@@ -23,7 +23,7 @@ use crate::cache::Key;
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
 use crate::cuda::safe::{query, Module, ModuleRef};
 use crate::cuda::sys::*;
-use crate::device::Device;
+use crate::device::Core;
 use crate::image::indirect_table::IndirectTable;
 use crate::image::ptx_names::PtxNames;
 use crate::observe::info;
@@ -97,7 +97,7 @@ impl TargetFn {
     /// memory and the `carveout` knob, its thread and register counts. Fails, with the
     /// kernel's name, when the image's module lacks it or the driver fails. Called by
     /// launches, i.e. while the image is loaded.
-    pub fn code(&self, dev: &Device) -> Result<&Code> {
+    pub fn code(&self, dev: &Core) -> Result<&Code> {
         self.code.get_or_try_init(|| self.look_up(dev))
     }
 
@@ -106,7 +106,7 @@ impl TargetFn {
         self.code.get()
     }
 
-    fn look_up(&self, dev: &Device) -> Result<Code> {
+    fn look_up(&self, dev: &Core) -> Result<Code> {
         let name = &self.name;
         // SAFETY: launches only reach kernels of loaded images (the live set drops an
         // image's kernels before it is unloaded).
@@ -187,7 +187,7 @@ impl Image {
     /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`
     /// must be NULL or hold the image's `ind_fn_num` host addresses.
     pub unsafe fn load(
-        dev: &Device,
+        dev: &Core,
         version: u32,
         data: *const RawDescriptor,
         host_ind_fns: *const u64,
@@ -267,7 +267,7 @@ impl Image {
 
     unsafe fn fill(
         &mut self,
-        dev: &Device,
+        dev: &Core,
         desc: &Descriptor,
         host_ind_fns: *const u64,
         image_key: Option<Key>,
@@ -341,7 +341,7 @@ impl Image {
     /// `__gomp_indirect_addr_map`. Either block is freed when the image is unloaded.
     unsafe fn map_indirect_functions(
         &mut self,
-        dev: &Device,
+        dev: &Core,
         n: usize,
         host: *const u64,
     ) -> Result<()> {
@@ -390,7 +390,7 @@ impl Image {
 
     /// Copies `bytes` into a fresh device block owned by the image and writes the
     /// block's address into the pointer variable at `var`.
-    fn upload_map(&mut self, dev: &Device, var: CUdeviceptr, bytes: &[u8]) -> Result<()> {
+    fn upload_map(&mut self, dev: &Core, var: CUdeviceptr, bytes: &[u8]) -> Result<()> {
         let buf = dev.alloc(bytes.len())?;
         self.owned.push(buf);
         // SAFETY: `bytes` is readable for its length; `buf` holds as many bytes.
@@ -418,7 +418,7 @@ impl Image {
     }
 
     /// Runs the image's destructors and unloads it.
-    pub fn unload(self, dev: &Device) -> Result<()> {
+    pub fn unload(self, dev: &Core) -> Result<()> {
         let dtors = cdtors::run_cdtors(dev, |n| self.function(n), c"__do_global_dtors__entry");
         self.release(dev)?;
         dtors
@@ -430,7 +430,7 @@ impl Image {
     /// blocks, then unloads its module (the kernels' handles die with it). The copies
     /// are complete after the wait even when it fails (a failed copy), so the image is
     /// released either way; the wait's error comes first.
-    pub(crate) fn release(self, dev: &Device) -> Result<()> {
+    pub(crate) fn release(self, dev: &Core) -> Result<()> {
         let settled = dev.settle();
         for &p in &self.owned {
             let _ = dev.free(p);

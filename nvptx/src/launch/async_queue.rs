@@ -8,13 +8,13 @@
 //! a CUDA callback. Soft-stack bytes in flight are bounded, so a `nowait` storm waits
 //! for earlier kernels instead of exhausting device memory.
 //!
-//! The completion thread holds the device core (`Arc<Device>`), the queue's stack
+//! The completion thread holds the device core (`Arc<Core>`), the queue's stack
 //! budget and the reverse-offload [`Service`] state (it counts kernels out), nothing
 //! else.
 
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::Device;
+use crate::device::Core;
 use crate::launch::failure::kernel_error;
 use crate::launch::reverse::{Reverse, Service};
 use crate::memory::stacks::StackBlock;
@@ -70,7 +70,7 @@ impl StackBudget {
 
 /// Async-launch state of one device: its async streams, stack budget and completion
 /// thread. Thread-safe; owned by the open device (`crate::open`). Completion events
-/// come from the device core's pool ([`Device::events`]).
+/// come from the device core's pool ([`Core::events`]).
 #[derive(Default)]
 pub struct AsyncQueue {
     streams: Mutex<Vec<OwnedStream>>,
@@ -121,7 +121,7 @@ impl AsyncQueue {
 /// event on `s` and hands it to the device's completion thread (started on first use, holding the core `dev`, `q`'s stack
 /// budget and `rev`'s [`Service`] state).
 pub fn submit(
-    dev: &Arc<Device>,
+    dev: &Arc<Core>,
     q: &AsyncQueue,
     rev: &Reverse,
     s: Stream,
@@ -159,7 +159,7 @@ pub fn submit(
     Ok(())
 }
 
-fn finish(dev: &Device, budget: &StackBudget, service: &Service, p: Pending) {
+fn finish(dev: &Core, budget: &StackBudget, service: &Service, p: Pending) {
     let bytes = p.stacks.size;
     dev.stacks.release(p.stacks);
     dev.events.release(p.event);
@@ -173,7 +173,7 @@ fn finish(dev: &Device, budget: &StackBudget, service: &Service, p: Pending) {
     gomp_plugin::libgomp::target::task_completion(p.async_data);
 }
 
-fn complete_loop(dev: &Device, budget: &StackBudget, service: &Service, rx: Receiver<Pending>) {
+fn complete_loop(dev: &Core, budget: &StackBudget, service: &Service, rx: Receiver<Pending>) {
     if let Err(e) = dev.activate() {
         report::fatal(&format!("nvptx completion thread: {e}"));
     }

@@ -33,7 +33,7 @@ use crate::cache::{Key, Lookup, Store};
 use crate::cuda::safe::{query, OwnedEvent};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use crate::device::tune::{Autotune, Tune, DEFAULT_WARPS};
-use crate::device::Device;
+use crate::device::Core;
 pub use crate::image::launch_facts::Trial;
 use crate::image::launch_facts::{Candidate, Tuner};
 use crate::image::link_cache;
@@ -139,7 +139,7 @@ fn describe(cands: &[Candidate], d: &Decision) -> String {
 }
 
 /// The key of `f`'s choice (`None` when the linked-image cache is off).
-fn entry_key(dev: &Device, f: &TargetFn) -> Option<Key> {
+fn entry_key(dev: &Core, f: &TargetFn) -> Option<Key> {
     let image = f.image_key.as_ref()?;
     let code = f.code_if_known()?;
     let t = &dev.config.tune;
@@ -166,7 +166,7 @@ fn entry_key(dev: &Device, f: &TargetFn) -> Option<Key> {
 }
 
 /// The store of remembered choices and `f`'s key in it, when there is one.
-fn entry(dev: &Device, f: &TargetFn) -> Option<(&'static Store, Key)> {
+fn entry(dev: &Core, f: &TargetFn) -> Option<(&'static Store, Key)> {
     let store = link_cache::store(&dev.config.link_cache)?;
     Some((store, entry_key(dev, f)?))
 }
@@ -174,12 +174,7 @@ fn entry(dev: &Device, f: &TargetFn) -> Option<(&'static Store, Key)> {
 /// The trials of `f`, started at its first tuned launch with the untuned shape
 /// `baseline` alone (the other candidates are found when the trials need them), or
 /// the choice remembered from an earlier run (unless `autotune=fresh`).
-fn start(
-    dev: &Device,
-    f: &TargetFn,
-    baseline: Candidate,
-    all: impl Fn() -> Vec<Candidate>,
-) -> Tuner {
+fn start(dev: &Core, f: &TargetFn, baseline: Candidate, all: impl Fn() -> Vec<Candidate>) -> Tuner {
     let fresh = Tuner {
         candidates: vec![baseline],
         trials: Trials::new(PLAN),
@@ -230,7 +225,7 @@ fn start(
 /// The shape of a tuned launch of `f` and, when it is a trial (only if `may_try`: a
 /// synchronous launch), its timing. `shape` is the geometry code for this launch.
 pub fn pick(
-    dev: &Device,
+    dev: &Core,
     f: &TargetFn,
     may_try: bool,
     shape: impl Fn(&Tune) -> Geometry,
@@ -282,7 +277,7 @@ pub enum Timing {
 /// `all` every candidate, the baseline first (asked only when the trials begin or a
 /// remembered choice is checked). Reads the kernel's completed queued trials first.
 pub fn pick_candidate(
-    dev: &Device,
+    dev: &Core,
     f: &TargetFn,
     timing: Timing,
     baseline: impl FnOnce() -> Candidate,
@@ -352,7 +347,7 @@ pub fn defer(f: &TargetFn, t: Trial) {
 
 /// Records the queued launches of `tuner` (of `f`) whose end event has completed, and
 /// keeps the choice when that decides. A failed event counts as a lost sample.
-fn harvest(dev: &Device, f: &TargetFn, tuner: &mut Tuner) {
+fn harvest(dev: &Core, f: &TargetFn, tuner: &mut Tuner) {
     let mut i = 0;
     while i < tuner.pending.len() {
         let Some((start, end)) = &tuner.pending[i].events else {
@@ -387,7 +382,7 @@ fn harvest(dev: &Device, f: &TargetFn, tuner: &mut Tuner) {
 /// time from before the launch to the end of the wait. Records its duration (a
 /// trial's from its events, a warm-up launch's `wall_ns` when it succeeded) and, when
 /// that decides, keeps the choice.
-pub fn finish(dev: &Device, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_ns: u64) {
+pub fn finish(dev: &Core, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_ns: u64) {
     let Some((start, end)) = &t.events else {
         if !ok {
             return;
@@ -418,7 +413,7 @@ pub fn finish(dev: &Device, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_
 
 /// Keeps the decision `d` of `f`'s trials: says it, shows it in the profile and, after
 /// trials that ran to the end, remembers it.
-fn settle(dev: &Device, f: &TargetFn, t: &Tuner, d: &Decision) {
+fn settle(dev: &Core, f: &TargetFn, t: &Tuner, d: &Decision) {
     if f.tuning.chosen().is_some() {
         return;
     }

@@ -7,7 +7,7 @@
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
 use crate::device::tune::Tune;
-use crate::device::Device;
+use crate::device::Core;
 use crate::image::TargetFn;
 use crate::launch::async_queue::{self, AsyncQueue};
 use crate::launch::autotune;
@@ -35,7 +35,7 @@ pub struct Prepared {
 
 /// Picks the geometry for launch request `r` (trying shapes for the tuner when
 /// `may_try`) and takes a stack block.
-pub fn prepare(dev: &Device, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> Result<Prepared> {
+pub fn prepare(dev: &Core, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> Result<Prepared> {
     let req = Requested::from(r);
     let tune = &dev.config.tune;
     let icv = if tune.icvs && (req.teams <= 0 || req.thread_limit <= 0) {
@@ -123,7 +123,7 @@ impl Prepared {
 }
 
 /// Enqueues a prepared kernel on `s` (does not wait).
-pub fn enqueue(dev: &Device, p: &Prepared, s: Stream) -> Result<()> {
+pub fn enqueue(dev: &Core, p: &Prepared, s: Stream) -> Result<()> {
     let mut vars = p.vars;
     let mut stacks = p.stacks.ptr;
     let mut size = dev.config.soft_stack as u64;
@@ -148,7 +148,7 @@ pub fn enqueue(dev: &Device, p: &Prepared, s: Stream) -> Result<()> {
 
 /// Enqueues `p` on `s` between the timing events of its trial, if it is one.
 fn enqueue_timed(
-    dev: &Device,
+    dev: &Core,
     p: &Prepared,
     s: Stream,
     trial: Option<&autotune::Trial>,
@@ -164,7 +164,7 @@ fn enqueue_timed(
 
 /// Runs `f` as launch request `r` asks, and waits for it (and for what it reads ahead
 /// for the device-to-host copies after it, `host::read_ahead`).
-pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Result<()> {
+pub fn run(dev: &Core, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Result<()> {
     let mut p = prepare(dev, f, r, true)?;
     let lane = dev.thread_streams.get()?;
     let ahead = &lane.data.read_ahead;
@@ -234,7 +234,7 @@ pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Resu
 /// Launches `f` as `r` asks without waiting; libgomp's `async_data` is handed back
 /// through `GOMP_PLUGIN_target_task_completion` once the kernel has completed.
 pub fn run_async(
-    dev: &Arc<Device>,
+    dev: &Arc<Core>,
     q: &AsyncQueue,
     rev: &Reverse,
     f: &TargetFn,

@@ -16,7 +16,7 @@
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
 use crate::device::copy::Via;
-use crate::device::Device;
+use crate::device::Core;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::sync::Lock;
@@ -53,7 +53,7 @@ struct Callback {
 /// host thread (the state is locked).
 pub struct AccQueue {
     /// The device the queue belongs to (kept open while the queue exists).
-    pub dev: Arc<Device>,
+    pub dev: Arc<Core>,
     stream: Mutex<QueueStream>,
     callbacks: Mutex<VecDeque<Callback>>,
     /// Held while callbacks run, so they run one at a time and in order.
@@ -71,7 +71,7 @@ enum Run {
 
 impl AccQueue {
     /// Creates a queue with a new stream on `dev` (whose context is current).
-    pub fn create(dev: Arc<Device>) -> Result<AccQueue> {
+    pub fn create(dev: Arc<Core>) -> Result<AccQueue> {
         // The device's context is current. The queue owns the stream (as a handle
         // flagged `owned`: a stream the program hands over is not destroyed).
         let s = OwnedStream::create(CU_STREAM_DEFAULT as u32)?.into_raw();
@@ -207,7 +207,7 @@ impl AccQueue {
         self.queue_action(Action::Libgomp(f, data as usize))
     }
 
-    /// Frees device block `p` (from `Device::alloc`, used by work queued on this queue
+    /// Frees device block `p` (from `Core::alloc`, used by work queued on this queue
     /// and by nothing after it) once the work queued so far has completed, without
     /// waiting for it: in stream order, as a callback (run by the thread that next sees
     /// the queue's work complete, at the latest by the queue's destruction). If that
