@@ -2,9 +2,9 @@
 //! and the pool, frees within the cache bound, and what is given back to the driver
 //! (after the deferred copies that may still write it). Copies are `device::copy`.
 
+use crate::config::tune::{PoolWarm, LATER_DIRECT};
 use crate::cuda::safe::memory as cu_mem;
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::tune::{PoolWarm, LATER_DIRECT};
 use crate::device::Core;
 use crate::memory::large_blocks;
 use crate::memory::pool::DIRECT_MAX;

@@ -1,5 +1,5 @@
 //! The device core: one opened CUDA device ([`Core`]) with its context, properties,
-//! settings ([`config`]), its memory and copies, and the pools of idle streams and
+//! settings ([`crate::config`]), its memory and copies, and the pools of idle streams and
 //! events (from [`crate::cuda::pools`]) every other concept borrows. The
 //! device's memory lives in [`crate::memory`], host-side memory in [`crate::host`].
 //! What runs on the device (loaded images, async launches, reverse offload) is above
@@ -11,24 +11,22 @@
 //! state is behind the locks of the parts it owns. Any thread may use it after
 //! [`Core::activate`] made the context current there.
 
-pub mod config;
 pub mod copy;
 pub mod copy_order;
 pub mod entry_points;
 pub mod host_memory;
 pub mod memory;
 pub mod serving;
-pub mod tune;
 
+use crate::config::tune::{PoolWarm, ThreadStream};
+use crate::config::Config;
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
 use crate::cuda::pools::thread_streams::ThreadStreams;
 use crate::cuda::safe::context::{self, PrimaryContext};
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::*;
-use crate::device::config::Config;
 use crate::device::copy_order::{CopyOrder, Waited};
-use crate::device::tune::{PoolWarm, ThreadStream};
 use crate::host::bounce::Bounce;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::memory::{HostChunks, HostPool};
@@ -319,7 +317,7 @@ impl Core {
                 pool: self.pool.is_some(),
             },
             &self.config.jit_cache,
-            &crate::image::link_cache::describe(&self.config.link_cache),
+            &self.config.link_cache_line(),
         );
     }
 

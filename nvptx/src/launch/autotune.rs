@@ -30,9 +30,9 @@
 //! launch.
 
 use crate::cache::{Key, Lookup, Store};
+use crate::config::tune::{Autotune, Tune, DEFAULT_WARPS};
 use crate::cuda::safe::{query, OwnedEvent};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
-use crate::device::tune::{Autotune, Tune, DEFAULT_WARPS};
 use crate::device::Core;
 pub use crate::image::launch_facts::Trial;
 use crate::image::launch_facts::{Candidate, Tuner};

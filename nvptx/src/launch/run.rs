@@ -4,9 +4,9 @@
 //! completion reported by the device's completion thread), each with a soft-stack
 //! block of its own.
 
+use crate::config::tune::Tune;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
-use crate::device::tune::Tune;
 use crate::device::Core;
 use crate::image::TargetFn;
 use crate::launch::async_queue::{self, AsyncQueue};

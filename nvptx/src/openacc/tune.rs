@@ -12,7 +12,7 @@
 //! depend on (gang reductions combine every gang's part, whatever their number).
 
 use super::dims::{gang_candidates, Choice, Dims, WARP};
-use crate::device::tune::Autotune;
+use crate::config::tune::Autotune;
 use crate::device::Core;
 use crate::image::launch_facts::{Candidate, Trial};
 use crate::image::TargetFn;

@@ -1,5 +1,5 @@
 //! `GOMP_NVPTX_TUNE`: experiment knobs for the launch shape, the JIT and the copies,
-//! read once per process with every other setting (`device::config`), and the switch
+//! read once per process with every other setting (`config`), and the switch
 //! of the per-kernel shape tuner. The knobs exist to measure what the plugin's choices
 //! buy (bench/device-run.sh's KNOBS); the defaults are what measured best for every
 //! kernel class of bench/kernel_bench.c. A comma-separated list of `key=value`; the
