@@ -185,7 +185,7 @@ impl Core {
 
     /// The CUDA device and context of this device, for property queries.
     pub fn interop_handles(&self) -> (CUdevice, CUcontext) {
-        (self.cu_dev, self.context())
+        (self.cu_dev(), self.context())
     }
 }
 

@@ -96,7 +96,7 @@ impl gomp_plugin::Device for OpenDevice {
             // that waits for kernels may run. The process is going away.
             log::debug!(
                 "device {}: finalized from a reverse-offload host function; left to process exit",
-                self.core.ord
+                self.core.ord()
             );
             self.leave_to_exit();
             return Ok(());
@@ -106,7 +106,7 @@ impl gomp_plugin::Device for OpenDevice {
         let settled = self.core.settle();
         self.async_queue.shutdown();
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
-        self.core.events.destroy_all();
+        self.core.events().destroy_all();
         self.reverse.shutdown();
         let images: Vec<_> = self.images.locked().drain(..).collect();
         let mut first_err = settled.err();
@@ -128,7 +128,7 @@ impl gomp_plugin::Device for OpenDevice {
         let dev = &self.core;
         // SAFETY: forwarded caller guarantees.
         let (img, table) = self.core.entry("load_image", || unsafe {
-            let eager = want_rev || !dev.config.tune.lazykernels;
+            let eager = want_rev || !dev.config().tune.lazykernels;
             Image::load(dev, version, data.cast(), host_ind_fns, eager, want_rev)
         })?;
         let rev_fn_table = if want_rev {
@@ -137,7 +137,7 @@ impl gomp_plugin::Device for OpenDevice {
                 Err(e) => {
                     // Released as a failed load is: after the device's deferred copies.
                     if let Err(r) = img.release(dev) {
-                        log::debug!("device {}: releasing the image: {r}", dev.ord);
+                        log::debug!("device {}: releasing the image: {r}", dev.ord());
                     }
                     return Err(e);
                 }
@@ -147,7 +147,7 @@ impl gomp_plugin::Device for OpenDevice {
         };
         log::debug!(
             "device {}: loaded image {:#x} ({} kernel(s), {} variable(s))",
-            dev.ord,
+            dev.ord(),
             img.key,
             img.fns.len(),
             table.len() - 1

@@ -239,7 +239,7 @@ impl Plugin for Nvptx {
             return Ok(());
         }
         match host_ranges::global().find(p).map(|r| r.origin) {
-            Some(host_ranges::Origin::Pool(ord)) if ord != first.shared().ord => {
+            Some(host_ranges::Origin::Pool(ord)) if ord != first.shared().ord() => {
                 device(ord)?.shared().pinned_free(p)
             }
             _ => first.shared().pinned_free(p),
@@ -394,7 +394,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
 
     fn native_device() -> *mut c_void {
         Self::current_thread_data().map_or(std::ptr::null_mut(), |t| {
-            (&t.dev.cu_dev as *const CUdevice).cast_mut().cast()
+            (&t.dev.cu_dev() as *const CUdevice).cast_mut().cast()
         })
     }
 

@@ -417,6 +417,12 @@ static KEYS: [Entry<Parsing>; 19] = [
     },
 ];
 
+/// Whether `name` is a key of `GOMP_NVPTX_TUNE` (the copy paths' knobs are checked
+/// against it).
+pub fn has_key(name: &str) -> bool {
+    KEYS.iter().any(|e| e.name == name)
+}
+
 /// The docs' table of the keys (README.md, `GOMP_NVPTX_TUNE`): a row per key of
 /// `KEYS`.
 pub fn keys_table() -> String {

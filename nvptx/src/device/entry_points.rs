@@ -29,7 +29,7 @@ impl DeviceCore for Core {
     /// serves only copies with no other call into the plugin since the run.
     fn activate(&self) -> Result<()> {
         crate::host::read_ahead::entered();
-        make_current(self.ctx)
+        make_current(self.context())
     }
 
     /// [`Core::alloc`], reported to an OpenACC profiler (`acc_ev_alloc`) when one is

@@ -18,7 +18,7 @@ impl Core {
             return Ok(None);
         }
         self.activate()?;
-        Ok(self.pinned.alloc(size)?.map(|p| p as *mut c_void))
+        Ok(self.memory.pinned.alloc(size)?.map(|p| p as *mut c_void))
     }
 
     /// Frees memory from [`Core::pinned_alloc`] (NULL is accepted); an address the
@@ -28,7 +28,7 @@ impl Core {
             return Ok(());
         }
         self.activate()?;
-        self.pinned.free(p)
+        self.memory.pinned.free(p)
     }
 
     /// [`Core::pinned_free`] answering `Ok(false)` (nothing freed) for an address the
@@ -38,6 +38,6 @@ impl Core {
             return Ok(true);
         }
         self.activate()?;
-        self.pinned.try_free(p)
+        self.memory.pinned.try_free(p)
     }
 }

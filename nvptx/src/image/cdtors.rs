@@ -21,9 +21,9 @@ pub fn run_cdtors(
             None => return Ok(()),
         },
     };
-    let size = dev.config.soft_stack;
+    let size = dev.config().soft_stack;
     let stack = if mgomp {
-        Some(dev.stacks.acquire(size)?)
+        Some(dev.stacks().acquire(size)?)
     } else {
         None
     };
@@ -45,7 +45,7 @@ pub fn run_cdtors(
         unsafe { s.launch(func, (1, 1, 1), (1, 1, 1), 0, kparams) }.map_err(Into::into)
     });
     if let (Ok(()), Some(b)) = (&r, stack) {
-        dev.stacks.release(b);
+        dev.stacks().release(b);
     }
     r
 }

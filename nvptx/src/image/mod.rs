@@ -113,19 +113,19 @@ impl TargetFn {
         let func = unsafe { self.module.function(&self.cname) }?
             .ok_or_else(|| Error::invalid(format!("offload image lacks kernel '{name}'")))?;
         let static_smem = func_attr(func, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
-        let want = static_smem as usize + dev.config.lowlat_pool;
-        if want > 48 * 1024 && dev.config.lowlat_pool <= dev.props.max_smem_optin as usize {
+        let want = static_smem as usize + dev.config().lowlat_pool;
+        if want > 48 * 1024 && dev.config().lowlat_pool <= dev.props().max_smem_optin as usize {
             // Dynamic shared memory above 48 KiB must be opted in to per kernel.
             // SAFETY: plain attribute setting on a function of the loaded module.
             unsafe {
                 set_func_attribute(
                     func,
                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    dev.config.lowlat_pool as i32,
+                    dev.config().lowlat_pool as i32,
                 )
             }?;
         }
-        if let Some(pct) = dev.config.tune.carveout {
+        if let Some(pct) = dev.config().tune.carveout {
             // SAFETY: plain attribute setting on a function of the loaded module.
             unsafe {
                 set_func_attribute(
@@ -196,7 +196,7 @@ impl Image {
     ) -> Result<(Box<Image>, Vec<AddrPair>)> {
         // SAFETY: forwarded caller guarantee.
         let mut desc = unsafe { descriptor::read(version, data) }?;
-        if rev && dev.config.tune.revspin {
+        if rev && dev.config().tune.revspin {
             for obj in desc.ptx.iter_mut() {
                 if let Some(r) = rev_spin::rewrite(obj) {
                     log::debug!("reverse offload: GOMP_target_ext's wait polls without a fence per round (GOMP_NVPTX_TUNE=revspin=0: as GCC wrote it)");
@@ -207,15 +207,15 @@ impl Image {
         }
         let t0 = dev.observe().map(|_| crate::observe::now());
         let start = std::time::Instant::now();
-        let setting = &dev.config.link_cache;
+        let setting = &dev.config().link_cache;
         let driver = query::driver_version().unwrap_or(0);
-        let split = link::split_threads(dev.config.tune.jitthreads, driver);
-        let options = link::value_options(dev.config.jit_opt_level, &dev.config.tune, split);
+        let split = link::split_threads(dev.config().tune.jitthreads, driver);
+        let options = link::value_options(dev.config().jit_opt_level, &dev.config().tune, split);
         let (module, how, image_key) = link_cache::load(
             &desc.ptx,
             &options,
             || link_cache::Target {
-                cc: dev.props.cc,
+                cc: dev.props().cc,
                 driver: link_cache::driver_identity(driver),
             },
             link_cache::store(setting),
@@ -244,9 +244,9 @@ impl Image {
                         &how,
                     );
                 }
-                info::image(&dev.config.observe, || {
+                info::image(&dev.config().observe, || {
                     info::image_line(
-                        dev.ord,
+                        dev.ord(),
                         data as usize,
                         desc.ptx.len(),
                         desc.funcs.len(),
@@ -323,7 +323,7 @@ impl Image {
             start: p as usize,
             end: p as usize + n,
         }));
-        if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props.clock_khz) {
+        if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props().clock_khz) {
             if k > 0 {
                 let tick: f64 = 1e-3 / k as f64;
                 // SAFETY: `tick` is 8 readable bytes.

@@ -129,7 +129,7 @@ pub fn submit(
     async_data: usize,
     timer: Option<Timer>,
 ) -> Result<()> {
-    let event = dev.events.acquire()?;
+    let event = dev.events().acquire()?;
     // The event and stream belong to this device's context.
     event.handle().record(s)?;
     let p = Pending {
@@ -145,7 +145,7 @@ pub fn submit(
         let budget = Arc::clone(&q.budget);
         let service = Arc::clone(rev.service());
         let handle = std::thread::Builder::new()
-            .name(format!("nvptx{}-completion", dev.ord))
+            .name(format!("nvptx{}-completion", dev.ord()))
             .spawn(move || complete_loop(&d, &budget, &service, rx))
             .map_err(|e| {
                 gomp_plugin::error::Error::invalid(format!("cannot start completion thread: {e}"))
@@ -161,8 +161,8 @@ pub fn submit(
 
 fn finish(dev: &Core, budget: &StackBudget, service: &Service, p: Pending) {
     let bytes = p.stacks.size;
-    dev.stacks.release(p.stacks);
-    dev.events.release(p.event);
+    dev.stacks().release(p.stacks);
+    dev.events().release(p.event);
     if let (Some(o), Some(t)) = (dev.observe(), p.timer) {
         // The completion event after the launch has completed: so has the launch.
         o.finish(t);

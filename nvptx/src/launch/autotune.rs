@@ -142,21 +142,21 @@ fn describe(cands: &[Candidate], d: &Decision) -> String {
 fn entry_key(dev: &Core, f: &TargetFn) -> Option<Key> {
     let image = f.image_key.as_ref()?;
     let code = f.code_if_known()?;
-    let t = &dev.config.tune;
+    let t = &dev.config().tune;
     Some(choice_cache::key(
         image,
         &KeyFacts {
             kernel: &f.name,
-            cc: dev.props.cc,
+            cc: dev.props().cc,
             driver: link_cache::driver_identity(query::driver_version().unwrap_or(0)),
-            device: &dev.props.name,
-            num_sms: dev.props.num_sms,
-            regs_per_sm: dev.props.regs_per_sm,
-            total_mem: dev.props.total_mem,
+            device: &dev.props().name,
+            num_sms: dev.props().num_sms,
+            regs_per_sm: dev.props().regs_per_sm,
+            total_mem: dev.props().total_mem,
             regs: code.regs,
             max_threads_per_block: code.max_threads_per_block,
-            lowlat_pool: dev.config.lowlat_pool,
-            soft_stack: dev.config.soft_stack,
+            lowlat_pool: dev.config().lowlat_pool,
+            soft_stack: dev.config().soft_stack,
             knobs: format!(
                 "warps={:?} teams={:?} maxrreg={:?} dlcm={:?} carveout={:?} icvs={}",
                 t.warps, t.teams, t.maxrreg, t.dlcm, t.carveout, t.icvs
@@ -167,7 +167,7 @@ fn entry_key(dev: &Core, f: &TargetFn) -> Option<Key> {
 
 /// The store of remembered choices and `f`'s key in it, when there is one.
 fn entry(dev: &Core, f: &TargetFn) -> Option<(&'static Store, Key)> {
-    let store = link_cache::store(&dev.config.link_cache)?;
+    let store = link_cache::store(&dev.config().link_cache)?;
     Some((store, entry_key(dev, f)?))
 }
 
@@ -180,7 +180,7 @@ fn start(dev: &Core, f: &TargetFn, baseline: Candidate, all: impl Fn() -> Vec<Ca
         trials: Trials::new(PLAN),
         pending: Vec::new(),
     };
-    if dev.config.tune.autotune != Autotune::On {
+    if dev.config().tune.autotune != Autotune::On {
         return fresh;
     }
     let Some((store, key)) = entry(dev, f) else {
@@ -230,7 +230,7 @@ pub fn pick(
     may_try: bool,
     shape: impl Fn(&Tune) -> Geometry,
 ) -> (Geometry, Option<Trial>) {
-    let tune = &dev.config.tune;
+    let tune = &dev.config().tune;
     let timing = if may_try {
         Timing::Synchronous
     } else {

@@ -256,16 +256,16 @@ pub fn setup(dev: &Arc<Core>, rev: &Reverse, img: &Image, num_funcs: usize) -> R
     LIMIT.get_or_init(|| Limit {
         state: Mutex::new((0, 0)),
         freed: Condvar::new(),
-        max: dev.config.reverse_offload_threads,
+        max: dev.config().reverse_offload_threads,
         // Each device's thread serves one request at a time: with no more devices
         // than the limit, it is never reached, and requests skip its lock.
         needed: limit_needed(
             crate::cuda::safe::query::device_count().ok(),
-            dev.config.reverse_offload_threads,
+            dev.config().reverse_offload_threads,
         ),
     });
     let mailbox = ensure_mailbox(dev, rev)?;
-    if let Err(e) = dev.kernel_copy.prepare(&dev.streams) {
+    if let Err(e) = dev.kernel_copy().prepare(dev.streams()) {
         log::debug!("reverse offload: no copy kernel for device-allocated memory ({e})");
     }
     // SAFETY: `mailbox` is mapped page-locked memory, alive until `shutdown`.
@@ -298,7 +298,7 @@ fn ensure_mailbox(dev: &Arc<Core>, r: &Reverse) -> Result<usize> {
     let sv = Arc::clone(&r.service);
     let addr = p as usize;
     let handle = std::thread::Builder::new()
-        .name(format!("nvptx{}-reverse", dev.ord))
+        .name(format!("nvptx{}-reverse", dev.ord()))
         .spawn(move || serve(&d, &sv, addr))
         .map_err(|e| {
             gomp_plugin::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
@@ -364,7 +364,7 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
         r.sleeping.store(false, Ordering::SeqCst);
     }
     if let Some(st) = stats {
-        st.report(dev.ord);
+        st.report(dev.ord());
     }
 }
 

@@ -43,7 +43,7 @@ pub fn dims_for(dev: &Core, f: &TargetFn, requested: [u32; 3]) -> Result<Choice>
     };
     let limits = Limits {
         max_threads_per_block: code.max_threads_per_block.max(0) as u32,
-        num_sms: dev.props.num_sms.max(1) as u32,
+        num_sms: dev.props().num_sms.max(1) as u32,
     };
     choose(&inputs, &limits, &|limit| occupancy(f, code, limit))
         .map_err(|e| Error::invalid(e.message(&f.name)))
@@ -144,7 +144,7 @@ pub fn exec(
         Some(w) => {
             // Waiting on the legacy default stream of the current context.
             let synced = s.synchronize();
-            dev.copy_order.synced(&w, &dev.events);
+            dev.copy_order().synced(&w, dev.events());
             if let (Some(t), Some(w)) = (trial, wall) {
                 let wall_ns = u64::try_from(w.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 autotune::finish(dev, f, t, synced.is_ok(), true, wall_ns);

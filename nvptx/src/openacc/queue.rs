@@ -102,8 +102,8 @@ impl AccQueue {
     pub fn ordered_stream(&self) -> Result<Stream> {
         let qs = *self.stream.locked();
         self.dev
-            .copy_order
-            .order(qs.stream, qs.owned, &self.dev.events)?;
+            .copy_order()
+            .order(qs.stream, qs.owned, self.dev.events())?;
         Ok(qs.stream)
     }
 
@@ -145,7 +145,7 @@ impl AccQueue {
                 }
             };
             if let Some((cb, ok)) = next {
-                self.dev.events.release(cb.event);
+                self.dev.events().release(cb.event);
                 match cb.action {
                     // SAFETY: libgomp's callback and argument, run once, after the work
                     // queued before it, as openacc_async_queue_callback promises.
@@ -192,12 +192,12 @@ impl AccQueue {
         if a == b {
             return Ok(());
         }
-        let ev = self.dev.events.acquire()?;
+        let ev = self.dev.events().acquire()?;
         // Event and streams belong to this device's context. The wait captures the
         // record made just before, so the event may be reused at once.
         let h = ev.handle();
         let r = h.record(a).and_then(|()| h.wait_on(b));
-        self.dev.events.release(ev);
+        self.dev.events().release(ev);
         r.map_err(Error::from)
     }
 
@@ -220,10 +220,10 @@ impl AccQueue {
     /// Queues `action` to run once the work queued so far has completed.
     fn queue_action(&self, action: Action) -> Result<()> {
         self.dev.activate()?;
-        let event = self.dev.events.acquire()?;
+        let event = self.dev.events().acquire()?;
         // The event and stream belong to this device's context.
         if let Err(e) = event.handle().record(self.stream()) {
-            self.dev.events.release(event);
+            self.dev.events().release(event);
             return Err(e.into());
         }
         self.callbacks

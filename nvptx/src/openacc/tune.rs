@@ -38,7 +38,7 @@ fn candidate(c: &Choice, gangs: u32) -> Candidate {
 
 /// Whether a launch of choice `c` is tuned: its gang count is open and tuning is on.
 pub fn eligible(dev: &Core, c: &Choice) -> bool {
-    c.gangs_open && dev.config.tune.autotune != Autotune::Off
+    c.gangs_open && dev.config().tune.autotune != Autotune::Off
 }
 
 /// The dimensions of a tuned launch of `f` (choice `c`) and, when it is timed, its
@@ -55,7 +55,7 @@ pub fn pick(dev: &Core, f: &TargetFn, c: &Choice, queued: bool) -> (Dims, Option
         timing,
         || candidate(c, c.dims.gangs),
         || {
-            gang_candidates(c, dev.props.num_sms.max(1) as u32)
+            gang_candidates(c, dev.props().num_sms.max(1) as u32)
                 .into_iter()
                 .map(|g| candidate(c, g))
                 .collect()
