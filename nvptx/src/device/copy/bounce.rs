@@ -12,7 +12,8 @@ use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 
-/// The bounce path (zero-sized; the buffers are [`super::Copies`]' `bounce`).
+/// The bounce path (zero-sized, stateless, `Sync`; the buffers are [`super::Copies`]'
+/// `bounce`).
 pub struct Bounced;
 
 impl CopyPath for Bounced {

@@ -17,7 +17,8 @@ use gomp_plugin::error::Result;
 /// copying them on the CPU would cost more than the DMA).
 const PINNED_BOUNCE: usize = 64 << 10;
 
-/// The deferred path (zero-sized; its bounce buffers are [`super::Copies`]' `bounce`).
+/// The deferred path (zero-sized, stateless, `Sync`; its bounce buffers are
+/// [`super::Copies`]' `bounce`).
 pub struct Deferred;
 
 impl CopyPath for Deferred {

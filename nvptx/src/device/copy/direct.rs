@@ -8,7 +8,7 @@ use crate::device::Core;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
 
-/// The direct path (zero-sized).
+/// The direct path (zero-sized, stateless, `Sync`).
 pub struct Direct;
 
 impl CopyPath for Direct {

@@ -10,8 +10,8 @@ use crate::device::{serving, Core};
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
 
-/// The copy-by-kernel path (zero-sized; the kernel is [`super::Copies`]'
-/// `kernel_copy`).
+/// The copy-by-kernel path (zero-sized, stateless, `Sync`; the kernel is
+/// [`super::Copies`]' `kernel_copy`).
 pub struct ByKernel;
 
 impl CopyPath for ByKernel {

@@ -171,7 +171,7 @@ pub enum Via {
     Queue(Stream),
 }
 
-/// How a copy stood when its call returned.
+/// How a copy stood when its call returned. Plain data (`Copy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ended {
     /// Complete.
@@ -193,10 +193,12 @@ impl Ended {
     }
 }
 
-/// What a path that took a copy answers: how the copy ended, or why it failed.
+/// What a path that took a copy answers: how the copy ended, or why it failed (owned
+/// by the caller).
 pub type Taken = std::result::Result<Ended, Failed>;
 
 /// Why a path failed a copy it took, and whether a later path may make it again.
+/// Owned by the copy's caller; `Send`.
 #[derive(Debug)]
 pub struct Failed {
     error: Error,

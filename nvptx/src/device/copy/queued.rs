@@ -7,7 +7,7 @@ use crate::device::Core;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
 
-/// The queued path (zero-sized).
+/// The queued path (zero-sized, stateless, `Sync`).
 pub struct Queued;
 
 impl CopyPath for Queued {

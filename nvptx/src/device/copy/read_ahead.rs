@@ -7,7 +7,8 @@ use super::{CopyPath, Ended, HostCopy, Taken, Via};
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
 
-/// The read-ahead path (zero-sized; the read-ahead is the calling thread's lane's).
+/// The read-ahead path (zero-sized, stateless, `Sync`; the read-ahead is the calling
+/// thread's lane's).
 pub struct ReadAhead;
 
 impl CopyPath for ReadAhead {

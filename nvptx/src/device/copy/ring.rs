@@ -14,7 +14,8 @@ use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 
-/// The ring path (zero-sized; the ring is the calling thread's lane's).
+/// The ring path (zero-sized, stateless, `Sync`; the ring is the calling thread's
+/// lane's).
 pub struct Ring;
 
 impl CopyPath for Ring {

@@ -10,7 +10,8 @@ use crate::device::Core;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
 
-/// The staging path (zero-sized; the engine is [`super::Copies`]' `staging`).
+/// The staging path (zero-sized, stateless, `Sync`; the engine is [`super::Copies`]'
+/// `staging`).
 pub struct Staged;
 
 impl CopyPath for Staged {
