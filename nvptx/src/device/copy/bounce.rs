@@ -3,7 +3,7 @@
 //! (waiting for one) and is waited for; a queue's host-to-device copy only one free
 //! without waiting for earlier work (else it goes on to `direct`), queued.
 
-use super::{CopyPath, Ended, Failed, HostCopy, Taken, Via};
+use super::{Bounced, CopyPath, Ended, Failed, HostCopy, Taken, Via};
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::Core;
@@ -11,10 +11,6 @@ use crate::host::bounce::Buffer;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
-
-/// The bounce path (zero-sized, stateless, `Sync`; the buffers are [`super::Copies`]'
-/// `bounce`).
-pub struct Bounced;
 
 impl CopyPath for Bounced {
     fn label(&self) -> &'static str {

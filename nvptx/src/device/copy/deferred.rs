@@ -6,7 +6,7 @@
 //! are first copied into a bounce buffer. Memory the program page-locked is never left
 //! in flight. Not taken when the copy cannot be deferred so (the later paths wait).
 
-use super::{bounce, CopyPath, Ended, Failed, HostCopy, Taken, Via};
+use super::{bounce, CopyPath, Deferred, Ended, Failed, HostCopy, Taken, Via};
 use crate::device::Core;
 use crate::host::bounce::MIN_BYTES;
 use crate::observe::profile::CopyDir;
@@ -16,10 +16,6 @@ use gomp_plugin::error::Result;
 /// (larger ones DMA directly from the program's memory and complete before returning:
 /// copying them on the CPU would cost more than the DMA).
 const PINNED_BOUNCE: usize = 64 << 10;
-
-/// The deferred path (zero-sized, stateless, `Sync`; its bounce buffers are
-/// [`super::Copies`]' `bounce`).
-pub struct Deferred;
 
 impl CopyPath for Deferred {
     fn label(&self) -> &'static str {

@@ -3,13 +3,10 @@
 //! waited for (to pageable memory the driver would wait too); a queue's copies to the
 //! device are queued.
 
-use super::{CopyPath, Ended, Failed, HostCopy, Taken, Via};
+use super::{CopyPath, Direct, Ended, Failed, HostCopy, Taken, Via};
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
-
-/// The direct path (zero-sized, stateless, `Sync`).
-pub struct Direct;
 
 impl CopyPath for Direct {
     fn label(&self) -> &'static str {

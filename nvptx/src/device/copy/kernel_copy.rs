@@ -4,15 +4,11 @@
 //! kernel allocated itself (device `malloc`), which the driver's copy functions do not
 //! know. Takes no copy first-hand ([`CopyPath::retry`] only).
 
-use super::{CopyPath, HostCopy, Taken};
+use super::{ByKernel, CopyPath, HostCopy, Taken};
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Core};
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
-
-/// The copy-by-kernel path (zero-sized, stateless, `Sync`; the kernel is
-/// [`super::Copies`]' `kernel_copy`).
-pub struct ByKernel;
 
 impl CopyPath for ByKernel {
     fn label(&self) -> &'static str {

@@ -24,9 +24,12 @@
 //! reached the host (`staged`, `pinned`, `pageable`) or how it ended (`deferred`;
 //! `queued` for a queue's copy that returned before it ran).
 //!
-//! Adding a path: its file here (a type implementing [`CopyPath`]) and its line in
-//! [`PATHS`] (and, when it keeps buffers per device, their field in [`Copies`], in this
-//! same file).
+//! Adding a path: its file here (`impl CopyPath` for its type) and, in this file, its
+//! `mod` line, its type's declaration and its line in [`PATHS`] (and, when it keeps
+//! buffers per device, their field in [`Copies`]). The types are declared here, their
+//! behaviour in their files (a type's methods split over files, as
+//! `scripts/check-modules` allows: a path's file names the core and the engine's types
+//! as part of this body).
 
 mod bounce;
 mod deferred;
@@ -57,15 +60,41 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// them: one line per path. A static list of zero-sized paths: asking one is an
 /// indirect call, nothing is allocated per copy.
 static PATHS: &[&dyn CopyPath] = &[
-    &read_ahead::ReadAhead,
-    &staged::Staged,
-    &queued::Queued,
-    &ring::Ring,
-    &deferred::Deferred,
-    &bounce::Bounced,
-    &direct::Direct,
-    &kernel_copy::ByKernel,
+    &ReadAhead, &Staged, &Queued, &Ring, &Deferred, &Bounced, &Direct, &ByKernel,
 ];
+
+// The paths, declared here beside their list; each one's behaviour (`impl CopyPath`) is
+// its file's.
+
+/// The read-ahead path (zero-sized, stateless, `Sync`; the read-ahead is the calling
+/// thread's lane's). (`read_ahead.rs`)
+pub struct ReadAhead;
+
+/// The staging path (zero-sized, stateless, `Sync`; the engine is [`Copies`]'
+/// `staging`). (`staged.rs`)
+pub struct Staged;
+
+/// The queued path (zero-sized, stateless, `Sync`). (`queued.rs`)
+pub struct Queued;
+
+/// The ring path (zero-sized, stateless, `Sync`; the ring is the calling thread's
+/// lane's). (`ring.rs`)
+pub struct Ring;
+
+/// The deferred path (zero-sized, stateless, `Sync`; its bounce buffers are
+/// [`Copies`]' `bounce`). (`deferred.rs`)
+pub struct Deferred;
+
+/// The bounce path (zero-sized, stateless, `Sync`; the buffers are [`Copies`]'
+/// `bounce`). (`bounce.rs`)
+pub struct Bounced;
+
+/// The direct path (zero-sized, stateless, `Sync`). (`direct.rs`)
+pub struct Direct;
+
+/// The copy-by-kernel path (zero-sized, stateless, `Sync`; the kernel is
+/// [`Copies`]' `kernel_copy`). (`kernel_copy.rs`)
+pub struct ByKernel;
 
 /// One way of making a copy between the host and the device (a file of this folder).
 /// Paths are zero-sized and stateless: what they keep lives in [`Copies`] (per device)

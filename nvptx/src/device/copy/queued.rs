@@ -2,13 +2,10 @@
 //! the queue's stream as it is (the program waits for the queue before it reads the
 //! bytes). A queue's copy to pageable memory goes on to the later paths, waited for.
 
-use super::{CopyPath, Ended, HostCopy, Taken, Via};
+use super::{CopyPath, Ended, HostCopy, Queued, Taken, Via};
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
-
-/// The queued path (zero-sized, stateless, `Sync`).
-pub struct Queued;
 
 impl CopyPath for Queued {
     fn label(&self) -> &'static str {

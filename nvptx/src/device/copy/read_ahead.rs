@@ -3,13 +3,9 @@
 //! once OpenACC is in use (synchronous copies are then ordered after the OpenACC
 //! queues' work). Sized by `readahead`.
 
-use super::{CopyPath, Ended, HostCopy, Taken, Via};
+use super::{CopyPath, Ended, HostCopy, ReadAhead, Taken, Via};
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
-
-/// The read-ahead path (zero-sized, stateless, `Sync`; the read-ahead is the calling
-/// thread's lane's).
-pub struct ReadAhead;
 
 impl CopyPath for ReadAhead {
     fn label(&self) -> &'static str {

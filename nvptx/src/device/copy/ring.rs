@@ -4,7 +4,7 @@
 //! buffer, pageable or page-locked, is free when this returns (ends deferred). To the
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
-use super::{CopyPath, Ended, Failed, HostCopy, Taken, Via};
+use super::{CopyPath, Ended, Failed, HostCopy, Ring, Taken, Via};
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Core};
@@ -13,10 +13,6 @@ use crate::host::ring::Ring as ThreadRing;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
-
-/// The ring path (zero-sized, stateless, `Sync`; the ring is the calling thread's
-/// lane's).
-pub struct Ring;
 
 impl CopyPath for Ring {
     fn label(&self) -> &'static str {

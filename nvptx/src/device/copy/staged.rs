@@ -5,14 +5,10 @@
 //! deferred copy (rule 3 of `copy_order`). Not taken when the engine is busy. Sized by
 //! `GOMP_NVPTX_STAGING` (a variable of its own, no `GOMP_NVPTX_TUNE` key).
 
-use super::{CopyPath, Ended, Failed, HostCopy, Taken, Via};
+use super::{CopyPath, Ended, Failed, HostCopy, Staged, Taken, Via};
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
-
-/// The staging path (zero-sized, stateless, `Sync`; the engine is [`super::Copies`]'
-/// `staging`).
-pub struct Staged;
 
 impl CopyPath for Staged {
     fn label(&self) -> &'static str {
