@@ -1,7 +1,7 @@
 //! Target-argument decoding and launch geometry on arbitrary argument words and
 //! device/kernel limits: never panics; the geometry always stays within the limits.
 #![no_main]
-use gomp_plugin_nvptx::device::tune::Tune;
+use gomp_plugin_nvptx::config::tune::Tune;
 use gomp_plugin::libgomp::abi::TARGET_TYPE_NVIDIA_PTX;
 use gomp_plugin::libgomp::target_args::{decode, KernelAttributes, LaunchRequest};
 use gomp_plugin_nvptx::launch::geometry::{geometry, teams, warps, Limits, MAX_WARPS, Requested};

@@ -8,7 +8,7 @@
 
 use crate::cuda::safe::{OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::Device;
+use crate::device::Core;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::interop::*;
 use std::ffi::{c_char, c_int, CStr};
@@ -118,13 +118,13 @@ pub fn type_desc(fr: c_int, prop: c_int) -> Option<&'static CStr> {
     })
 }
 
-impl Device {
+impl Core {
     /// The interop entry point: `flag` 0 = init (choose the runtime, create a stream if
     /// `targetsync`), 1 = use (wait for the stream), 2 = destroy (wait, destroy).
     ///
     /// A `targetsync` stream is handed to the program, which may queue work on it at any
     /// time: it is made to wait for the deferred host-to-device copies made so far, and
-    /// while it exists no further copy is deferred (`Device::may_defer`).
+    /// while it exists no further copy is deferred (`Core::may_defer`).
     ///
     /// # Safety
     /// `prefer` must be NULL or the compiler's NUL-terminated-list encoding.
@@ -150,7 +150,7 @@ impl Device {
                     // destroy (flag 2).
                     let s = OwnedStream::non_blocking()?;
                     // Counted first: a copy deferred from now on sees the count and waits
-                    // (`Device::deferred_done`); the ones before are ordered here.
+                    // (`Core::deferred_done`); the ones before are ordered here.
                     self.count_interop_stream(true);
                     if let Err(e) = self.order(s.handle()) {
                         self.count_interop_stream(false);
@@ -185,7 +185,7 @@ impl Device {
 
     /// The CUDA device and context of this device, for property queries.
     pub fn interop_handles(&self) -> (CUdevice, CUcontext) {
-        (self.cu_dev, self.context())
+        (self.cu_dev(), self.context())
     }
 }
 

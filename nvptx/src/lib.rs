@@ -7,6 +7,7 @@
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod cuda;
 pub mod extensions;
 pub mod plugin;

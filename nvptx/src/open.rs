@@ -1,6 +1,6 @@
 //! The open device: what libgomp's `init_device` creates and `fini_device` closes.
 //!
-//! [`OpenDevice`] owns the device core ([`Device`], shared) and what runs on it: the
+//! [`OpenDevice`] owns the device core ([`Core`], shared) and what runs on it: the
 //! loaded images, the asynchronous-launch queue and the reverse-offload state. It is the
 //! framework's device (`Registry<OpenDevice>`, `impl gomp_plugin::Device` here: images,
 //! kernels, launches, close); its core implements `gomp_plugin::DeviceCore`
@@ -8,7 +8,7 @@
 //! each concept the parts it needs (the core, the queue, the reverse-offload state)
 //! rather than the whole.
 
-use crate::device::{serving, Device};
+use crate::device::{serving, Core};
 use crate::image::{Image, TargetFn};
 use crate::launch::async_queue::AsyncQueue;
 use crate::launch::reverse::{self, Reverse};
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 /// One device opened by libgomp.
 ///
-/// Owns: the device core (`Arc<Device>`: context, memory, pools), the loaded images,
+/// Owns: the device core (`Arc<Core>`: context, memory, pools), the loaded images,
 /// the async-launch queue with its completion thread, and the reverse-offload mailbox
 /// with its service thread.
 ///
@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 /// queue and the reverse-offload state are thread-safe, the core is shared.
 pub struct OpenDevice {
     /// The device core, shared with the plugin's threads and OpenACC queues.
-    core: Arc<Device>,
+    core: Arc<Core>,
     /// Loaded images, in load order, kept in the boxes `Image::load` builds them in.
     #[allow(clippy::vec_box)]
     images: Mutex<Vec<Box<Image>>>,
@@ -48,10 +48,10 @@ pub struct OpenDevice {
 }
 
 impl OpenDevice {
-    /// Opens device `ord` (see [`Device::open`]); no image is loaded, no thread runs.
+    /// Opens device `ord` (see [`Core::open`]); no image is loaded, no thread runs.
     pub fn open(ord: i32) -> Result<OpenDevice> {
         Ok(OpenDevice {
-            core: Arc::new(Device::open(ord)?),
+            core: Arc::new(Core::open(ord)?),
             images: Mutex::new(Vec::new()),
             async_queue: AsyncQueue::default(),
             reverse: Reverse::default(),
@@ -60,7 +60,7 @@ impl OpenDevice {
 
     /// The device core, shared with the plugin's threads and OpenACC queues.
     #[inline]
-    pub fn shared(&self) -> &Arc<Device> {
+    pub fn shared(&self) -> &Arc<Core> {
         &self.core
     }
 
@@ -76,16 +76,16 @@ impl OpenDevice {
 
 impl gomp_plugin::Device for OpenDevice {
     type Kernel = TargetFn;
-    type Core = Device;
+    type Core = Core;
 
-    fn core(&self) -> &Device {
+    fn core(&self) -> &Core {
         &self.core
     }
 
     /// Closes the device (`fini_device`), in this order: the async queue (its
     /// completion thread completes everything outstanding, then its streams go), the
     /// device's idle events, reverse offload (service thread, mailbox), the images
-    /// (destructors, then modules), then the core ([`Device::close`]: memory, staging,
+    /// (destructors, then modules), then the core ([`Core::close`]: memory, staging,
     /// streams, context). Not while this thread serves a reverse-offload request: the
     /// requesting kernel still waits for its answer, so everything is left as it is to
     /// process exit ([`OpenDevice::leave_to_exit`]).
@@ -96,7 +96,7 @@ impl gomp_plugin::Device for OpenDevice {
             // that waits for kernels may run. The process is going away.
             log::debug!(
                 "device {}: finalized from a reverse-offload host function; left to process exit",
-                self.core.ord
+                self.core.ord()
             );
             self.leave_to_exit();
             return Ok(());
@@ -106,7 +106,7 @@ impl gomp_plugin::Device for OpenDevice {
         let settled = self.core.settle();
         self.async_queue.shutdown();
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
-        self.core.events.destroy_all();
+        self.core.events().destroy_all();
         self.reverse.shutdown();
         let images: Vec<_> = self.images.locked().drain(..).collect();
         let mut first_err = settled.err();
@@ -128,7 +128,7 @@ impl gomp_plugin::Device for OpenDevice {
         let dev = &self.core;
         // SAFETY: forwarded caller guarantees.
         let (img, table) = self.core.entry("load_image", || unsafe {
-            let eager = want_rev || !dev.config.tune.lazykernels;
+            let eager = want_rev || !dev.config().tune.lazykernels;
             Image::load(dev, version, data.cast(), host_ind_fns, eager, want_rev)
         })?;
         let rev_fn_table = if want_rev {
@@ -137,7 +137,7 @@ impl gomp_plugin::Device for OpenDevice {
                 Err(e) => {
                     // Released as a failed load is: after the device's deferred copies.
                     if let Err(r) = img.release(dev) {
-                        log::debug!("device {}: releasing the image: {r}", dev.ord);
+                        log::debug!("device {}: releasing the image: {r}", dev.ord());
                     }
                     return Err(e);
                 }
@@ -147,7 +147,7 @@ impl gomp_plugin::Device for OpenDevice {
         };
         log::debug!(
             "device {}: loaded image {:#x} ({} kernel(s), {} variable(s))",
-            dev.ord,
+            dev.ord(),
             img.key,
             img.fns.len(),
             table.len() - 1

@@ -90,13 +90,13 @@ impl Plugin for Nvptx {
     }
 
     fn read_settings() {
-        crate::device::config::Config::process();
+        crate::config::Config::process();
     }
 
     /// 0 when there is no usable driver or GPU, -1 when devices exist but cannot meet
     /// `mask` (spec §1.5).
     fn num_devices(mask: u32) -> i32 {
-        let on = &crate::device::config::Config::process().observe;
+        let on = &crate::config::Config::process().observe;
         let n = match count_devices() {
             Ok(n) => n,
             Err(e) => {
@@ -239,7 +239,7 @@ impl Plugin for Nvptx {
             return Ok(());
         }
         match host_ranges::global().find(p).map(|r| r.origin) {
-            Some(host_ranges::Origin::Pool(ord)) if ord != first.shared().ord => {
+            Some(host_ranges::Origin::Pool(ord)) if ord != first.shared().ord() => {
                 device(ord)?.shared().pinned_free(p)
             }
             _ => first.shared().pinned_free(p),
@@ -295,7 +295,7 @@ fn numa_node_of(path: &str) -> i32 {
 
 /// The device of an OpenACC launch: the queue's, else the calling thread's, made
 /// current.
-fn acc_device(queue: Option<&AccQueue>) -> Result<Arc<device::Device>> {
+fn acc_device(queue: Option<&AccQueue>) -> Result<Arc<device::Core>> {
     let dev = match queue {
         Some(q) => q.dev.clone(),
         None => <Nvptx as gomp_plugin::OpenAcc>::current_thread_data()
@@ -394,7 +394,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
 
     fn native_device() -> *mut c_void {
         Self::current_thread_data().map_or(std::ptr::null_mut(), |t| {
-            (&t.dev.cu_dev as *const CUdevice).cast_mut().cast()
+            (&t.dev.cu_dev() as *const CUdevice).cast_mut().cast()
         })
     }
 

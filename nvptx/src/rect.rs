@@ -3,7 +3,7 @@
 //! per row. The sides come from the framework's [`Rect`].
 
 use crate::cuda::sys::*;
-use crate::device::Device;
+use crate::device::Core;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::rect::Side;
 use std::ffi::c_void;
@@ -53,7 +53,7 @@ pub fn desc3d(dst: Side, src: Side, width: usize, height: usize, depth: usize) -
     c
 }
 
-impl Device {
+impl Core {
     /// Copies a 2-D block; retries with the unaligned variant when the driver rejects
     /// the pitches (as it does for pitches that are not multiples of its alignment).
     ///

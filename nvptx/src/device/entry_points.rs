@@ -1,5 +1,5 @@
 //! The device core's side of libgomp's memory entry points: `impl DeviceCore` for the
-//! core [`Device`], which the exported shells call directly (`alloc`, `free`, the
+//! core [`Core`], which the exported shells call directly (`alloc`, `free`, the
 //! synchronous copies, `memset`, `is_accessible_ptr`, managed memory), and activation,
 //! which the registry runs on every lookup. `alloc` and `free` are reported to an
 //! OpenACC profiler and recorded as entry spans when profiling or tracing.
@@ -8,7 +8,7 @@
 //! registry's lookup) and locks only the parts it touches.
 
 use super::copy::Via;
-use super::{make_current, Device};
+use super::{make_current, Core};
 use crate::cuda::safe::{memory as cu_mem, query};
 use crate::cuda::sys::*;
 use crate::host::ranges as host_ranges;
@@ -21,7 +21,7 @@ use std::ffi::{c_int, c_void};
 /// Granularity of the driver's memory-type answers (`is_accessible`).
 const PAGE: usize = 4096;
 
-impl DeviceCore for Device {
+impl DeviceCore for Core {
     /// Makes this device's context current on the calling thread, if it is not already.
     /// Every entry point that touches the device calls this first, so any host thread
     /// (an OpenMP worker, say) may use the device.
@@ -29,17 +29,17 @@ impl DeviceCore for Device {
     /// serves only copies with no other call into the plugin since the run.
     fn activate(&self) -> Result<()> {
         crate::host::read_ahead::entered();
-        make_current(self.ctx)
+        make_current(self.context())
     }
 
-    /// [`Device::alloc`], reported to an OpenACC profiler (`acc_ev_alloc`) when one is
+    /// [`Core::alloc`], reported to an OpenACC profiler (`acc_ev_alloc`) when one is
     /// set up for the calling thread. Only once OpenACC uses the device: a thread's
     /// OpenACC constructs run after libgomp has made its thread data there
     /// (`openacc_create_thread_data`), which says so.
     #[inline]
     fn alloc(&self, size: usize) -> Result<DevPtr> {
         self.entry("alloc", || {
-            let p = Device::alloc(self, size)?;
+            let p = Core::alloc(self, size)?;
             if !self.openacc_in_use() {
                 return Ok(p);
             }
@@ -50,7 +50,7 @@ impl DeviceCore for Device {
         })
     }
 
-    /// Frees a block of [`Device::alloc`] (within the caches' bound), reported as
+    /// Frees a block of [`Core::alloc`] (within the caches' bound), reported as
     /// `acc_ev_free` (as in `alloc`).
     #[inline]
     fn free(&self, p: DevPtr) -> Result<()> {

@@ -3,12 +3,12 @@
 //! accessibility query are libgomp's memory entry points, `entry_points.rs`.) Any
 //! thread.
 
-use crate::device::Device;
+use crate::device::Core;
 use gomp_plugin::error::Result;
 use gomp_plugin::DeviceCore;
 use std::ffi::c_void;
 
-impl Device {
+impl Core {
     /// Page-locked host memory of `size` bytes from the device's pinned pool, usable
     /// from every context, 64-byte aligned (page-aligned above the pool's small sizes).
     /// `Ok(None)` for size 0 and on out-of-memory (the contract's "NULL and true").
@@ -18,26 +18,26 @@ impl Device {
             return Ok(None);
         }
         self.activate()?;
-        Ok(self.pinned.alloc(size)?.map(|p| p as *mut c_void))
+        Ok(self.memory.pinned.alloc(size)?.map(|p| p as *mut c_void))
     }
 
-    /// Frees memory from [`Device::pinned_alloc`] (NULL is accepted); an address the
+    /// Frees memory from [`Core::pinned_alloc`] (NULL is accepted); an address the
     /// pool does not hold is an error. Any thread.
     pub fn pinned_free(&self, p: usize) -> Result<()> {
         if p == 0 {
             return Ok(());
         }
         self.activate()?;
-        self.pinned.free(p)
+        self.memory.pinned.free(p)
     }
 
-    /// [`Device::pinned_free`] answering `Ok(false)` (nothing freed) for an address the
+    /// [`Core::pinned_free`] answering `Ok(false)` (nothing freed) for an address the
     /// pool does not hold. Any thread.
     pub fn pinned_try_free(&self, p: usize) -> Result<bool> {
         if p == 0 {
             return Ok(true);
         }
         self.activate()?;
-        self.pinned.try_free(p)
+        self.memory.pinned.try_free(p)
     }
 }

@@ -1,39 +1,117 @@
 //! Device memory of one device: allocation through the small- and large-block caches
 //! and the pool, frees within the cache bound, and what is given back to the driver
 //! (after the deferred copies that may still write it). Copies are `device::copy`.
+//!
+//! [`Memory`], the core's memory part, owns the caches, the pool, the live-block
+//! registry, the soft stacks and the pinned host pool; each locks inside (`Sync`).
 
+use crate::config::tune::{PoolWarm, LATER_DIRECT};
+use crate::config::Config;
 use crate::cuda::safe::memory as cu_mem;
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::tune::{PoolWarm, LATER_DIRECT};
-use crate::device::Device;
-use crate::memory::large_blocks;
-use crate::memory::pool::DIRECT_MAX;
-use crate::memory::small_blocks::{self, Given};
+use crate::device::context::DeviceContext;
+use crate::device::Core;
+use crate::host::memory::{HostChunks, HostPool};
+use crate::memory::large_blocks::{self, LargeBlocks};
+use crate::memory::pool::{Pool, DIRECT_MAX};
+use crate::memory::small_blocks::{self, Given, SmallBlocks};
+use crate::memory::stacks::StackCache;
+use gomp_plugin::blocks::Blocks;
 use gomp_plugin::error::{Error, Result};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Empty small-block chunks a device may always keep (within `GOMP_NVPTX_DEVICE_CACHE`
 /// when that is larger): the target-variable block every region allocates and frees
 /// then never costs a chunk allocation.
 const SMALL_FLOOR: usize = 4 << 20;
 
-impl Device {
+/// The device's memory: what the core hands out and caches. Owned by the core; `Sync`.
+pub struct Memory {
+    /// Idle soft-stack blocks (shared with the idle trimmer).
+    pub(super) stacks: Arc<StackCache>,
+    /// The device-memory pool (`None`: plain cuMemAlloc/cuMemFree).
+    pub(super) pool: Option<Pool>,
+    /// Live blocks from `alloc`.
+    pub(super) blocks: Blocks,
+    /// Free small blocks.
+    small: SmallBlocks,
+    /// Freed large blocks kept for reuse.
+    large: LargeBlocks,
+    /// Pooled page-locked host memory (`page_locked_host_alloc`).
+    pub(super) pinned: HostPool,
+}
+
+impl Memory {
+    /// The memory part of a device opened in `context`, over `pool`, sized by `config`.
+    pub(super) fn new(context: &DeviceContext, pool: Option<Pool>, config: &Config) -> Memory {
+        Memory {
+            stacks: StackCache::new(context.ctx, config.device_cache),
+            pool,
+            blocks: Blocks::default(),
+            small: SmallBlocks::default(),
+            large: LargeBlocks::default(),
+            pinned: HostPool::with_shape(
+                HostChunks {
+                    ord: context.ord,
+                    node: config
+                        .tune
+                        .pinnednuma
+                        .then(|| crate::host::numa::device_node(context.cu_dev))
+                        .flatten(),
+                },
+                config.pinned_cache,
+                crate::host::pinned_pool::Shape {
+                    first_chunk: config.tune.pinnedchunk,
+                    shards: config
+                        .tune
+                        .pinnedshards
+                        .unwrap_or(crate::host::pinned_pool::Shape::default().shards),
+                },
+            ),
+        }
+    }
+}
+
+impl Core {
+    /// Gives back the device memory at close (context current, deferred copies
+    /// settled): the cached stacks, the caches' chunks and the pool.
+    pub(super) fn close_memory(&self) {
+        let m = &self.memory;
+        m.stacks.close();
+        for c in m.small.drain_chunks().into_iter().chain(m.large.drain()) {
+            let _ = self.free_chunk(c);
+        }
+        if let Some(p) = &m.pool {
+            self.free_direct(p.drain_direct());
+            log::debug!(
+                "device {}: {} byte(s) still allocated from the pool at close",
+                self.ord(),
+                p.used()
+            );
+            p.destroy();
+        }
+    }
+
     /// Allocates `size` device bytes: small blocks from the small-block cache, large
     /// ones from the large-block cache or else the pool (cuMemAlloc without one). On
     /// out-of-memory the cached large blocks, the pool's unused memory and the cached
     /// soft stacks are released and the allocation retried once.
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
-        let p = match self.small.take(size, |bytes| self.alloc_retry(bytes)) {
+        let p = match self
+            .memory
+            .small
+            .take(size, |bytes| self.alloc_retry(bytes))
+        {
             Some(r) => r?,
             None => {
                 let r = large_blocks::rounded(size);
-                match self.large.take(r) {
+                match self.memory.large.take(r) {
                     Some(p) => p,
                     None => self.alloc_retry(r)?,
                 }
             }
         };
-        self.blocks.insert(p, size);
+        self.memory.blocks.insert(p, size);
         if let Some(o) = self.observe() {
             o.alloc(size);
         }
@@ -59,18 +137,19 @@ impl Device {
     /// are empty. Context current (caller).
     pub fn release_cached(&self) {
         for p in self
+            .memory
             .large
             .drain()
             .into_iter()
-            .chain(self.small.drain_empty())
+            .chain(self.memory.small.drain_empty())
         {
             let _ = self.free_chunk(p);
         }
-        if let Some(p) = &self.pool {
+        if let Some(p) = &self.memory.pool {
             self.free_direct(p.drain_direct());
             p.trim();
         }
-        self.stacks.trim();
+        self.memory.stacks.trim();
     }
 
     /// Device memory the plugin holds without the program using it: what the pool
@@ -80,19 +159,21 @@ impl Device {
     /// still running (its block would otherwise count as used for a moment), then
     /// reads counters and two pool attributes; changes nothing.
     pub fn held_unused(&self) -> usize {
-        let pool = self.pool.as_ref().map_or(0, |p| {
+        let pool = self.memory.pool.as_ref().map_or(0, |p| {
             p.finish_warm_up();
             p.unused() as usize + p.parked_bytes()
         });
-        pool + self.large.bytes() + self.small.free_bytes() + self.stacks.idle_bytes()
+        pool + self.memory.large.bytes()
+            + self.memory.small.free_bytes()
+            + self.memory.stacks.idle_bytes()
     }
 
     fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {
         if let Some(o) = self.observe() {
             o.driver_alloc();
         }
-        if let Some(pool) = &self.pool {
-            let warm = self.config.tune.poolwarm;
+        if let Some(pool) = &self.memory.pool {
+            let warm = self.config().tune.poolwarm;
             if pool.ready()
                 || !matches!(warm, PoolWarm::First | PoolWarm::Later)
                 || size > DIRECT_MAX
@@ -103,10 +184,10 @@ impl Device {
             // cuMemAlloc memory (what the first region of a program allocates).
             // `Later`: started only once a kernel has completed (after the first region).
             if warm == PoolWarm::First
-                || self.kernel_done.load(Ordering::Relaxed)
+                || self.settings.kernel_done()
                 || pool.direct_chunks() >= LATER_DIRECT
             {
-                pool.warm_up_once(self.ctx);
+                pool.warm_up_once(self.context());
             }
             // Context current (caller).
             let p = cu_mem::alloc(size)?;
@@ -117,7 +198,7 @@ impl Device {
         Ok(cu_mem::alloc(size)?)
     }
 
-    /// Frees a block from [`Device::alloc`]. NULL is accepted and ignored; an address
+    /// Frees a block from [`Core::alloc`]. NULL is accepted and ignored; an address
     /// that does not start a block is "invalid device address".
     pub fn free(&self, p: CUdeviceptr) -> Result<()> {
         self.free_block(p).map(|_| ())
@@ -132,15 +213,15 @@ impl Device {
         if p == 0 {
             return Ok(0);
         }
-        let size = self.blocks.remove(p)?;
+        let size = self.memory.blocks.remove(p)?;
         if let Some(o) = self.observe() {
             o.free(size);
         }
-        let bound = self.config.device_cache;
+        let bound = self.config().device_cache;
         let floor = SMALL_FLOOR.min(bound);
         if size <= small_blocks::MAX_SMALL {
-            let small_room = bound.saturating_sub(self.large.bytes()).max(floor);
-            match self.small.give(p, size, small_room) {
+            let small_room = bound.saturating_sub(self.memory.large.bytes()).max(floor);
+            match self.memory.small.give(p, size, small_room) {
                 Given::Kept => return Ok(size),
                 Given::Release(chunk) => {
                     self.give_back(&[chunk])?;
@@ -149,8 +230,12 @@ impl Device {
                 Given::NotSmall => {}
             }
         }
-        let large_room = bound.saturating_sub(self.small.empty_bytes().max(floor));
-        if let Some(out) = self.large.put(p, large_blocks::rounded(size), large_room) {
+        let large_room = bound.saturating_sub(self.memory.small.empty_bytes().max(floor));
+        if let Some(out) = self
+            .memory
+            .large
+            .put(p, large_blocks::rounded(size), large_room)
+        {
             self.give_back(&out)?;
         }
         Ok(size)
@@ -167,7 +252,7 @@ impl Device {
                 first = first.and(Err(e));
             }
         }
-        if let Some(pool) = &self.pool {
+        if let Some(pool) = &self.memory.pool {
             pool.trim_unused_to(0);
         }
         first
@@ -177,7 +262,7 @@ impl Device {
     /// pool or the driver, after the deferred copies that may still write it: the pool's
     /// stream waits for them, a plain free waits on the host.
     pub fn free_chunk(&self, p: CUdeviceptr) -> Result<()> {
-        match &self.pool {
+        match &self.memory.pool {
             // Kept aside, freed when memory runs out or the device closes.
             Some(pool) if pool.park_direct(p) => {}
             Some(pool) => {
@@ -201,12 +286,12 @@ impl Device {
             return;
         }
         if let Err(e) = self.settle() {
-            log::debug!("device {}: freeing direct chunks: {e}", self.ord);
+            log::debug!("device {}: freeing direct chunks: {e}", self.ord());
         }
         for p in chunks {
             // SAFETY: `p` came from cuMemAlloc in this context and is unused.
             if let Err(e) = unsafe { cu_mem::free(p) } {
-                log::debug!("device {}: cuMemFree of a direct chunk: {e}", self.ord);
+                log::debug!("device {}: cuMemFree of a direct chunk: {e}", self.ord());
             }
         }
     }

@@ -25,7 +25,7 @@ pub struct HostChunks {
 impl ChunkSource for HostChunks {
     fn alloc(&self, bytes: usize) -> Result<Option<usize>> {
         let flags = (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32;
-        // The device's context is current (Device methods activate it before using the
+        // The device's context is current (Core methods activate it before using the
         // pool). The pool owns the chunk from here on, as an address.
         let p = match numa::prefer(self.node, || HostAlloc::alloc(bytes, flags)) {
             Ok(h) => h.into_raw(),

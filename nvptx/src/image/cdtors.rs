@@ -2,7 +2,7 @@
 //! pooled stream of the device (waited for).
 
 use crate::cuda::sys::CUfunction;
-use crate::device::Device;
+use crate::device::Core;
 use gomp_plugin::error::Result;
 use std::ffi::{c_void, CStr, CString};
 
@@ -10,7 +10,7 @@ use std::ffi::{c_void, CStr, CString};
 /// variant, which takes a one-warp soft stack), if the image has one.
 /// `function` looks a kernel up in the image (`Image::function`).
 pub fn run_cdtors(
-    dev: &Device,
+    dev: &Core,
     function: impl Fn(&CStr) -> Result<Option<CUfunction>>,
     base: &CStr,
 ) -> Result<()> {
@@ -21,9 +21,9 @@ pub fn run_cdtors(
             None => return Ok(()),
         },
     };
-    let size = dev.config.soft_stack;
+    let size = dev.config().soft_stack;
     let stack = if mgomp {
-        Some(dev.stacks.acquire(size)?)
+        Some(dev.stacks().acquire(size)?)
     } else {
         None
     };
@@ -45,7 +45,7 @@ pub fn run_cdtors(
         unsafe { s.launch(func, (1, 1, 1), (1, 1, 1), 0, kparams) }.map_err(Into::into)
     });
     if let (Ok(()), Some(b)) = (&r, stack) {
-        dev.stacks.release(b);
+        dev.stacks().release(b);
     }
     r
 }

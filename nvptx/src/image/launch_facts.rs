@@ -11,7 +11,7 @@
 use crate::cuda::safe::module::resident_blocks;
 use crate::cuda::safe::{OwnedEvent, Stream};
 use crate::cuda::sys::{CUdeviceptr, CUfunction};
-use crate::device::Device;
+use crate::device::Core;
 use crate::image::trials::{Step, StepKind, Trials};
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
@@ -59,7 +59,7 @@ impl TeamIcvs {
 
     /// The ICVs (zeros for an image without the block). The first call copies them from
     /// the device (libgomp has written them by the time any kernel launches).
-    pub fn get(&self, dev: &Device) -> Result<OffloadIcvs> {
+    pub fn get(&self, dev: &Core) -> Result<OffloadIcvs> {
         if self.addr == 0 {
             return Ok(OffloadIcvs::default());
         }

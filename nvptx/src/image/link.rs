@@ -1,8 +1,8 @@
 //! PTX JIT linking: all PTX objects of an image into one cubin, loaded as a CUDA module.
 
+use crate::config::tune::{CacheMode, Tune};
 use crate::cuda::safe::{LinkState, Module};
 use crate::cuda::sys::*;
-use crate::device::tune::{CacheMode, Tune};
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 

@@ -23,7 +23,7 @@ use crate::cache::Key;
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
 use crate::cuda::safe::{query, Module, ModuleRef};
 use crate::cuda::sys::*;
-use crate::device::Device;
+use crate::device::Core;
 use crate::image::indirect_table::IndirectTable;
 use crate::image::ptx_names::PtxNames;
 use crate::observe::info;
@@ -97,7 +97,7 @@ impl TargetFn {
     /// memory and the `carveout` knob, its thread and register counts. Fails, with the
     /// kernel's name, when the image's module lacks it or the driver fails. Called by
     /// launches, i.e. while the image is loaded.
-    pub fn code(&self, dev: &Device) -> Result<&Code> {
+    pub fn code(&self, dev: &Core) -> Result<&Code> {
         self.code.get_or_try_init(|| self.look_up(dev))
     }
 
@@ -106,26 +106,26 @@ impl TargetFn {
         self.code.get()
     }
 
-    fn look_up(&self, dev: &Device) -> Result<Code> {
+    fn look_up(&self, dev: &Core) -> Result<Code> {
         let name = &self.name;
         // SAFETY: launches only reach kernels of loaded images (the live set drops an
         // image's kernels before it is unloaded).
         let func = unsafe { self.module.function(&self.cname) }?
             .ok_or_else(|| Error::invalid(format!("offload image lacks kernel '{name}'")))?;
         let static_smem = func_attr(func, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
-        let want = static_smem as usize + dev.config.lowlat_pool;
-        if want > 48 * 1024 && dev.config.lowlat_pool <= dev.props.max_smem_optin as usize {
+        let want = static_smem as usize + dev.config().lowlat_pool;
+        if want > 48 * 1024 && dev.config().lowlat_pool <= dev.props().max_smem_optin as usize {
             // Dynamic shared memory above 48 KiB must be opted in to per kernel.
             // SAFETY: plain attribute setting on a function of the loaded module.
             unsafe {
                 set_func_attribute(
                     func,
                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    dev.config.lowlat_pool as i32,
+                    dev.config().lowlat_pool as i32,
                 )
             }?;
         }
-        if let Some(pct) = dev.config.tune.carveout {
+        if let Some(pct) = dev.config().tune.carveout {
             // SAFETY: plain attribute setting on a function of the loaded module.
             unsafe {
                 set_func_attribute(
@@ -187,7 +187,7 @@ impl Image {
     /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`
     /// must be NULL or hold the image's `ind_fn_num` host addresses.
     pub unsafe fn load(
-        dev: &Device,
+        dev: &Core,
         version: u32,
         data: *const RawDescriptor,
         host_ind_fns: *const u64,
@@ -196,7 +196,7 @@ impl Image {
     ) -> Result<(Box<Image>, Vec<AddrPair>)> {
         // SAFETY: forwarded caller guarantee.
         let mut desc = unsafe { descriptor::read(version, data) }?;
-        if rev && dev.config.tune.revspin {
+        if rev && dev.config().tune.revspin {
             for obj in desc.ptx.iter_mut() {
                 if let Some(r) = rev_spin::rewrite(obj) {
                     log::debug!("reverse offload: GOMP_target_ext's wait polls without a fence per round (GOMP_NVPTX_TUNE=revspin=0: as GCC wrote it)");
@@ -207,15 +207,15 @@ impl Image {
         }
         let t0 = dev.observe().map(|_| crate::observe::now());
         let start = std::time::Instant::now();
-        let setting = &dev.config.link_cache;
+        let setting = &dev.config().link_cache;
         let driver = query::driver_version().unwrap_or(0);
-        let split = link::split_threads(dev.config.tune.jitthreads, driver);
-        let options = link::value_options(dev.config.jit_opt_level, &dev.config.tune, split);
+        let split = link::split_threads(dev.config().tune.jitthreads, driver);
+        let options = link::value_options(dev.config().jit_opt_level, &dev.config().tune, split);
         let (module, how, image_key) = link_cache::load(
             &desc.ptx,
             &options,
             || link_cache::Target {
-                cc: dev.props.cc,
+                cc: dev.props().cc,
                 driver: link_cache::driver_identity(driver),
             },
             link_cache::store(setting),
@@ -244,9 +244,9 @@ impl Image {
                         &how,
                     );
                 }
-                info::image(&dev.config.observe, || {
+                info::image(&dev.config().observe, || {
                     info::image_line(
-                        dev.ord,
+                        dev.ord(),
                         data as usize,
                         desc.ptx.len(),
                         desc.funcs.len(),
@@ -267,7 +267,7 @@ impl Image {
 
     unsafe fn fill(
         &mut self,
-        dev: &Device,
+        dev: &Core,
         desc: &Descriptor,
         host_ind_fns: *const u64,
         image_key: Option<Key>,
@@ -323,7 +323,7 @@ impl Image {
             start: p as usize,
             end: p as usize + n,
         }));
-        if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props.clock_khz) {
+        if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props().clock_khz) {
             if k > 0 {
                 let tick: f64 = 1e-3 / k as f64;
                 // SAFETY: `tick` is 8 readable bytes.
@@ -341,7 +341,7 @@ impl Image {
     /// `__gomp_indirect_addr_map`. Either block is freed when the image is unloaded.
     unsafe fn map_indirect_functions(
         &mut self,
-        dev: &Device,
+        dev: &Core,
         n: usize,
         host: *const u64,
     ) -> Result<()> {
@@ -390,7 +390,7 @@ impl Image {
 
     /// Copies `bytes` into a fresh device block owned by the image and writes the
     /// block's address into the pointer variable at `var`.
-    fn upload_map(&mut self, dev: &Device, var: CUdeviceptr, bytes: &[u8]) -> Result<()> {
+    fn upload_map(&mut self, dev: &Core, var: CUdeviceptr, bytes: &[u8]) -> Result<()> {
         let buf = dev.alloc(bytes.len())?;
         self.owned.push(buf);
         // SAFETY: `bytes` is readable for its length; `buf` holds as many bytes.
@@ -418,7 +418,7 @@ impl Image {
     }
 
     /// Runs the image's destructors and unloads it.
-    pub fn unload(self, dev: &Device) -> Result<()> {
+    pub fn unload(self, dev: &Core) -> Result<()> {
         let dtors = cdtors::run_cdtors(dev, |n| self.function(n), c"__do_global_dtors__entry");
         self.release(dev)?;
         dtors
@@ -430,7 +430,7 @@ impl Image {
     /// blocks, then unloads its module (the kernels' handles die with it). The copies
     /// are complete after the wait even when it fails (a failed copy), so the image is
     /// released either way; the wait's error comes first.
-    pub(crate) fn release(self, dev: &Device) -> Result<()> {
+    pub(crate) fn release(self, dev: &Core) -> Result<()> {
         let settled = dev.settle();
         for &p in &self.owned {
             let _ = dev.free(p);

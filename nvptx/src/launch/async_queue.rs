@@ -8,13 +8,13 @@
 //! a CUDA callback. Soft-stack bytes in flight are bounded, so a `nowait` storm waits
 //! for earlier kernels instead of exhausting device memory.
 //!
-//! The completion thread holds the device core (`Arc<Device>`), the queue's stack
+//! The completion thread holds the device core (`Arc<Core>`), the queue's stack
 //! budget and the reverse-offload [`Service`] state (it counts kernels out), nothing
 //! else.
 
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::Device;
+use crate::device::Core;
 use crate::launch::failure::kernel_error;
 use crate::launch::reverse::{Reverse, Service};
 use crate::memory::stacks::StackBlock;
@@ -70,7 +70,7 @@ impl StackBudget {
 
 /// Async-launch state of one device: its async streams, stack budget and completion
 /// thread. Thread-safe; owned by the open device (`crate::open`). Completion events
-/// come from the device core's pool ([`Device::events`]).
+/// come from the device core's pool ([`Core::events`]).
 #[derive(Default)]
 pub struct AsyncQueue {
     streams: Mutex<Vec<OwnedStream>>,
@@ -121,7 +121,7 @@ impl AsyncQueue {
 /// event on `s` and hands it to the device's completion thread (started on first use, holding the core `dev`, `q`'s stack
 /// budget and `rev`'s [`Service`] state).
 pub fn submit(
-    dev: &Arc<Device>,
+    dev: &Arc<Core>,
     q: &AsyncQueue,
     rev: &Reverse,
     s: Stream,
@@ -129,7 +129,7 @@ pub fn submit(
     async_data: usize,
     timer: Option<Timer>,
 ) -> Result<()> {
-    let event = dev.events.acquire()?;
+    let event = dev.events().acquire()?;
     // The event and stream belong to this device's context.
     event.handle().record(s)?;
     let p = Pending {
@@ -145,7 +145,7 @@ pub fn submit(
         let budget = Arc::clone(&q.budget);
         let service = Arc::clone(rev.service());
         let handle = std::thread::Builder::new()
-            .name(format!("nvptx{}-completion", dev.ord))
+            .name(format!("nvptx{}-completion", dev.ord()))
             .spawn(move || complete_loop(&d, &budget, &service, rx))
             .map_err(|e| {
                 gomp_plugin::error::Error::invalid(format!("cannot start completion thread: {e}"))
@@ -159,10 +159,10 @@ pub fn submit(
     Ok(())
 }
 
-fn finish(dev: &Device, budget: &StackBudget, service: &Service, p: Pending) {
+fn finish(dev: &Core, budget: &StackBudget, service: &Service, p: Pending) {
     let bytes = p.stacks.size;
-    dev.stacks.release(p.stacks);
-    dev.events.release(p.event);
+    dev.stacks().release(p.stacks);
+    dev.events().release(p.event);
     if let (Some(o), Some(t)) = (dev.observe(), p.timer) {
         // The completion event after the launch has completed: so has the launch.
         o.finish(t);
@@ -173,7 +173,7 @@ fn finish(dev: &Device, budget: &StackBudget, service: &Service, p: Pending) {
     gomp_plugin::libgomp::target::task_completion(p.async_data);
 }
 
-fn complete_loop(dev: &Device, budget: &StackBudget, service: &Service, rx: Receiver<Pending>) {
+fn complete_loop(dev: &Core, budget: &StackBudget, service: &Service, rx: Receiver<Pending>) {
     if let Err(e) = dev.activate() {
         report::fatal(&format!("nvptx completion thread: {e}"));
     }

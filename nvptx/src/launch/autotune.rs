@@ -30,10 +30,10 @@
 //! launch.
 
 use crate::cache::{Key, Lookup, Store};
+use crate::config::tune::{Autotune, Tune, DEFAULT_WARPS};
 use crate::cuda::safe::{query, OwnedEvent};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
-use crate::device::tune::{Autotune, Tune, DEFAULT_WARPS};
-use crate::device::Device;
+use crate::device::Core;
 pub use crate::image::launch_facts::Trial;
 use crate::image::launch_facts::{Candidate, Tuner};
 use crate::image::link_cache;
@@ -139,24 +139,24 @@ fn describe(cands: &[Candidate], d: &Decision) -> String {
 }
 
 /// The key of `f`'s choice (`None` when the linked-image cache is off).
-fn entry_key(dev: &Device, f: &TargetFn) -> Option<Key> {
+fn entry_key(dev: &Core, f: &TargetFn) -> Option<Key> {
     let image = f.image_key.as_ref()?;
     let code = f.code_if_known()?;
-    let t = &dev.config.tune;
+    let t = &dev.config().tune;
     Some(choice_cache::key(
         image,
         &KeyFacts {
             kernel: &f.name,
-            cc: dev.props.cc,
+            cc: dev.props().cc,
             driver: link_cache::driver_identity(query::driver_version().unwrap_or(0)),
-            device: &dev.props.name,
-            num_sms: dev.props.num_sms,
-            regs_per_sm: dev.props.regs_per_sm,
-            total_mem: dev.props.total_mem,
+            device: &dev.props().name,
+            num_sms: dev.props().num_sms,
+            regs_per_sm: dev.props().regs_per_sm,
+            total_mem: dev.props().total_mem,
             regs: code.regs,
             max_threads_per_block: code.max_threads_per_block,
-            lowlat_pool: dev.config.lowlat_pool,
-            soft_stack: dev.config.soft_stack,
+            lowlat_pool: dev.config().lowlat_pool,
+            soft_stack: dev.config().soft_stack,
             knobs: format!(
                 "warps={:?} teams={:?} maxrreg={:?} dlcm={:?} carveout={:?} icvs={}",
                 t.warps, t.teams, t.maxrreg, t.dlcm, t.carveout, t.icvs
@@ -166,26 +166,21 @@ fn entry_key(dev: &Device, f: &TargetFn) -> Option<Key> {
 }
 
 /// The store of remembered choices and `f`'s key in it, when there is one.
-fn entry(dev: &Device, f: &TargetFn) -> Option<(&'static Store, Key)> {
-    let store = link_cache::store(&dev.config.link_cache)?;
+fn entry(dev: &Core, f: &TargetFn) -> Option<(&'static Store, Key)> {
+    let store = link_cache::store(&dev.config().link_cache)?;
     Some((store, entry_key(dev, f)?))
 }
 
 /// The trials of `f`, started at its first tuned launch with the untuned shape
 /// `baseline` alone (the other candidates are found when the trials need them), or
 /// the choice remembered from an earlier run (unless `autotune=fresh`).
-fn start(
-    dev: &Device,
-    f: &TargetFn,
-    baseline: Candidate,
-    all: impl Fn() -> Vec<Candidate>,
-) -> Tuner {
+fn start(dev: &Core, f: &TargetFn, baseline: Candidate, all: impl Fn() -> Vec<Candidate>) -> Tuner {
     let fresh = Tuner {
         candidates: vec![baseline],
         trials: Trials::new(PLAN),
         pending: Vec::new(),
     };
-    if dev.config.tune.autotune != Autotune::On {
+    if dev.config().tune.autotune != Autotune::On {
         return fresh;
     }
     let Some((store, key)) = entry(dev, f) else {
@@ -230,12 +225,12 @@ fn start(
 /// The shape of a tuned launch of `f` and, when it is a trial (only if `may_try`: a
 /// synchronous launch), its timing. `shape` is the geometry code for this launch.
 pub fn pick(
-    dev: &Device,
+    dev: &Core,
     f: &TargetFn,
     may_try: bool,
     shape: impl Fn(&Tune) -> Geometry,
 ) -> (Geometry, Option<Trial>) {
-    let tune = &dev.config.tune;
+    let tune = &dev.config().tune;
     let timing = if may_try {
         Timing::Synchronous
     } else {
@@ -282,7 +277,7 @@ pub enum Timing {
 /// `all` every candidate, the baseline first (asked only when the trials begin or a
 /// remembered choice is checked). Reads the kernel's completed queued trials first.
 pub fn pick_candidate(
-    dev: &Device,
+    dev: &Core,
     f: &TargetFn,
     timing: Timing,
     baseline: impl FnOnce() -> Candidate,
@@ -352,7 +347,7 @@ pub fn defer(f: &TargetFn, t: Trial) {
 
 /// Records the queued launches of `tuner` (of `f`) whose end event has completed, and
 /// keeps the choice when that decides. A failed event counts as a lost sample.
-fn harvest(dev: &Device, f: &TargetFn, tuner: &mut Tuner) {
+fn harvest(dev: &Core, f: &TargetFn, tuner: &mut Tuner) {
     let mut i = 0;
     while i < tuner.pending.len() {
         let Some((start, end)) = &tuner.pending[i].events else {
@@ -387,7 +382,7 @@ fn harvest(dev: &Device, f: &TargetFn, tuner: &mut Tuner) {
 /// time from before the launch to the end of the wait. Records its duration (a
 /// trial's from its events, a warm-up launch's `wall_ns` when it succeeded) and, when
 /// that decides, keeps the choice.
-pub fn finish(dev: &Device, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_ns: u64) {
+pub fn finish(dev: &Core, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_ns: u64) {
     let Some((start, end)) = &t.events else {
         if !ok {
             return;
@@ -418,7 +413,7 @@ pub fn finish(dev: &Device, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_
 
 /// Keeps the decision `d` of `f`'s trials: says it, shows it in the profile and, after
 /// trials that ran to the end, remembers it.
-fn settle(dev: &Device, f: &TargetFn, t: &Tuner, d: &Decision) {
+fn settle(dev: &Core, f: &TargetFn, t: &Tuner, d: &Decision) {
     if f.tuning.chosen().is_some() {
         return;
     }

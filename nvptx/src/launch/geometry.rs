@@ -2,7 +2,7 @@
 //! kernel from the clauses (the framework's decoded launch request), the device's team
 //! ICVs and `GOMP_NVPTX_TUNE`. Pure functions.
 
-use crate::device::tune::{Teams, Tune, DEFAULT_WARPS};
+use crate::config::tune::{Teams, Tune, DEFAULT_WARPS};
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 
 /// What the `num_teams` and `thread_limit` clauses asked for; 0 means "not given".

@@ -3,7 +3,7 @@
 //! ([`choice_cache`]), synchronous and asynchronous launches ([`run`]), the completion of `nowait` launches
 //! ([`async_queue`]), how a failed kernel is reported ([`failure`]) and reverse offload,
 //! the device calling the host ([`reverse`]). Functions take the parts of the device
-//! they use (the core `Device`, the queue, the reverse-offload state), which the open
+//! they use (the core `Core`, the queue, the reverse-offload state), which the open
 //! device owns.
 //!
 //! Threading: launches come from any libgomp thread; each device has one completion

@@ -11,7 +11,7 @@
 //! thread, and requests of different devices at once, at most
 //! `GOMP_REVERSE_OFFLOAD_THREADS` (default 8) host functions running together.
 //!
-//! The service thread holds the device core (`Arc<Device>`) and its [`Service`] state
+//! The service thread holds the device core (`Arc<Core>`) and its [`Service`] state
 //! (the mailbox, the kernels in flight, its parking place and stop flag), nothing else:
 //! the mailbox lives as long as any thread that reads it, and [`Reverse::shutdown`]
 //! frees it once the thread has ended.
@@ -19,7 +19,7 @@
 use crate::cuda::safe::memory::host_device_pointer;
 use crate::cuda::safe::HostAlloc;
 use crate::cuda::sys::*;
-use crate::device::Device;
+use crate::device::Core;
 use crate::image::Image;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
@@ -124,11 +124,11 @@ pub struct Service {
 }
 
 /// Runs a copy for libgomp 13's callbacks on the device named by `token` (the
-/// serving [`Device`]'s address/// ordinal); a failure is fatal, as the callbacks cannot report one.
-fn copy_for_libgomp13(token: *mut c_void, copy: impl FnOnce(&Device) -> Result<()>) {
+/// serving [`Core`]'s address/// ordinal); a failure is fatal, as the callbacks cannot report one.
+fn copy_for_libgomp13(token: *mut c_void, copy: impl FnOnce(&Core) -> Result<()>) {
     // SAFETY: the token is the serving device (see `handle`), alive while its service
     // thread hands the request to libgomp, which calls back during that call.
-    let dev = unsafe { &*(token as *const Device) };
+    let dev = unsafe { &*(token as *const Core) };
     if let Err(e) = dev.activate().and_then(|()| copy(dev)) {
         report::fatal(&format!("reverse offload: {e}"));
     }
@@ -238,7 +238,7 @@ impl Reverse {
 /// addresses libgomp maps back to host functions) and, if there are any, points the
 /// device runtime's `__gomp_rev_offload_var` at the device's mailbox (created, with its
 /// service thread, on first use). Returns the table, malloc'd for libgomp, or NULL.
-pub fn setup(dev: &Arc<Device>, rev: &Reverse, img: &Image, num_funcs: usize) -> Result<*mut u64> {
+pub fn setup(dev: &Arc<Core>, rev: &Reverse, img: &Image, num_funcs: usize) -> Result<*mut u64> {
     let Some((table, size)) = img.global(c"$offload_func_table")? else {
         return Ok(std::ptr::null_mut());
     };
@@ -256,16 +256,16 @@ pub fn setup(dev: &Arc<Device>, rev: &Reverse, img: &Image, num_funcs: usize) ->
     LIMIT.get_or_init(|| Limit {
         state: Mutex::new((0, 0)),
         freed: Condvar::new(),
-        max: dev.config.reverse_offload_threads,
+        max: dev.config().reverse_offload_threads,
         // Each device's thread serves one request at a time: with no more devices
         // than the limit, it is never reached, and requests skip its lock.
         needed: limit_needed(
             crate::cuda::safe::query::device_count().ok(),
-            dev.config.reverse_offload_threads,
+            dev.config().reverse_offload_threads,
         ),
     });
     let mailbox = ensure_mailbox(dev, rev)?;
-    if let Err(e) = dev.kernel_copy.prepare(&dev.streams) {
+    if let Err(e) = dev.kernel_copy().prepare(dev.streams()) {
         log::debug!("reverse offload: no copy kernel for device-allocated memory ({e})");
     }
     // SAFETY: `mailbox` is mapped page-locked memory, alive until `shutdown`.
@@ -282,7 +282,7 @@ pub fn setup(dev: &Arc<Device>, rev: &Reverse, img: &Image, num_funcs: usize) ->
     Ok(out)
 }
 
-fn ensure_mailbox(dev: &Arc<Device>, r: &Reverse) -> Result<usize> {
+fn ensure_mailbox(dev: &Arc<Core>, r: &Reverse) -> Result<usize> {
     let mut mb = r.service.mailbox.locked();
     if let Some(p) = mb.as_ref() {
         return Ok(p.as_ptr() as usize);
@@ -298,7 +298,7 @@ fn ensure_mailbox(dev: &Arc<Device>, r: &Reverse) -> Result<usize> {
     let sv = Arc::clone(&r.service);
     let addr = p as usize;
     let handle = std::thread::Builder::new()
-        .name(format!("nvptx{}-reverse", dev.ord))
+        .name(format!("nvptx{}-reverse", dev.ord()))
         .spawn(move || serve(&d, &sv, addr))
         .map_err(|e| {
             gomp_plugin::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
@@ -311,7 +311,7 @@ fn ensure_mailbox(dev: &Arc<Device>, r: &Reverse) -> Result<usize> {
 /// (about 100 us; parking and waking cost system calls).
 const GRACE_SPINS: u32 = 2_000;
 
-fn serve(dev: &Device, r: &Service, mailbox: usize) {
+fn serve(dev: &Core, r: &Service, mailbox: usize) {
     if let Err(e) = dev.activate() {
         report::fatal(&format!("reverse-offload thread: {e}"));
     }
@@ -364,7 +364,7 @@ fn serve(dev: &Device, r: &Service, mailbox: usize) {
         r.sleeping.store(false, Ordering::SeqCst);
     }
     if let Some(st) = stats {
-        st.report(dev.ord);
+        st.report(dev.ord());
     }
 }
 
@@ -429,7 +429,7 @@ impl Stats {
     }
 }
 
-fn handle(dev: &Device, mb: &Mailbox, f: u64) {
+fn handle(dev: &Core, mb: &Mailbox, f: u64) {
     let call = RevCall {
         fn_addr: f,
         mapnum: mb.mapnum,
@@ -457,7 +457,7 @@ fn handle(dev: &Device, mb: &Mailbox, f: u64) {
             &call,
             dev_to_host,
             host_to_dev,
-            (dev as *const Device).cast_mut().cast(),
+            (dev as *const Core).cast_mut().cast(),
         )
     };
     set_serving(false);

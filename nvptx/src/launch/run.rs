@@ -4,10 +4,10 @@
 //! completion reported by the device's completion thread), each with a soft-stack
 //! block of its own.
 
+use crate::config::tune::Tune;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
-use crate::device::tune::Tune;
-use crate::device::Device;
+use crate::device::Core;
 use crate::image::TargetFn;
 use crate::launch::async_queue::{self, AsyncQueue};
 use crate::launch::autotune;
@@ -35,9 +35,9 @@ pub struct Prepared {
 
 /// Picks the geometry for launch request `r` (trying shapes for the tuner when
 /// `may_try`) and takes a stack block.
-pub fn prepare(dev: &Device, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> Result<Prepared> {
+pub fn prepare(dev: &Core, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> Result<Prepared> {
     let req = Requested::from(r);
-    let tune = &dev.config.tune;
+    let tune = &dev.config().tune;
     let icv = if tune.icvs && (req.teams <= 0 || req.thread_limit <= 0) {
         let v = f.icvs.get(dev)?;
         Requested {
@@ -48,21 +48,21 @@ pub fn prepare(dev: &Device, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> 
         Requested::default()
     };
     let code = *f.code(dev)?;
-    let dyn_smem = dev.config.lowlat_pool;
+    let dyn_smem = dev.config().lowlat_pool;
     // SAFETY (all `blocks` calls): `code.func` belongs to the loaded image owning `f`.
     let resident = |w| unsafe { f.resident.blocks(code.func, w, dyn_smem) };
     // The geometry under the knobs `t`.
     let shape = |t: &Tune| {
         let mut lim = Limits {
-            num_sms: dev.props.num_sms,
-            regs_per_sm: dev.props.regs_per_sm,
+            num_sms: dev.props().num_sms,
+            regs_per_sm: dev.props().regs_per_sm,
             max_threads_per_block: code.max_threads_per_block,
             regs_per_thread: code.regs,
             max_teams: 0,
         };
         let warps = geometry::warps(req, icv, t, lim, resident);
         // Soft stacks of at most an eighth of the device memory for an ICV-sized grid.
-        lim.max_teams = (dev.props.total_mem / 8 / (dev.config.soft_stack * warps as usize))
+        lim.max_teams = (dev.props().total_mem / 8 / (dev.config().soft_stack * warps as usize))
             .min(i32::MAX as usize) as i32;
         Geometry {
             teams: geometry::teams(req, icv, t, lim, warps, resident(warps)),
@@ -76,8 +76,8 @@ pub fn prepare(dev: &Device, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> 
         (shape(tune), None)
     };
     let stacks = match dev
-        .stacks
-        .acquire(dev.config.soft_stack * (g.teams as usize) * (g.warps as usize))
+        .stacks()
+        .acquire(dev.config().soft_stack * (g.teams as usize) * (g.warps as usize))
     {
         Ok(s) => s,
         Err(e) => {
@@ -99,7 +99,7 @@ pub fn prepare(dev: &Device, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> 
         icv.thread_limit,
         resident(g.warps).map_or("?".to_string(), |r| r.to_string()),
         code.regs,
-        dev.config.lowlat_pool,
+        dev.config().lowlat_pool,
         if tuned {
             autotune::launch_note(f, trial.as_ref())
         } else {
@@ -123,10 +123,10 @@ impl Prepared {
 }
 
 /// Enqueues a prepared kernel on `s` (does not wait).
-pub fn enqueue(dev: &Device, p: &Prepared, s: Stream) -> Result<()> {
+pub fn enqueue(dev: &Core, p: &Prepared, s: Stream) -> Result<()> {
     let mut vars = p.vars;
     let mut stacks = p.stacks.ptr;
-    let mut size = dev.config.soft_stack as u64;
+    let mut size = dev.config().soft_stack as u64;
     let mut params: [*mut c_void; 3] = [
         (&mut vars as *mut u64).cast(),
         (&mut stacks as *mut CUdeviceptr).cast(),
@@ -139,7 +139,7 @@ pub fn enqueue(dev: &Device, p: &Prepared, s: Stream) -> Result<()> {
             p.func,
             (p.g.teams, 1, 1),
             (32, p.g.warps, 1),
-            dev.config.lowlat_pool as u32,
+            dev.config().lowlat_pool as u32,
             params.as_mut_ptr(),
         )
     }?;
@@ -148,7 +148,7 @@ pub fn enqueue(dev: &Device, p: &Prepared, s: Stream) -> Result<()> {
 
 /// Enqueues `p` on `s` between the timing events of its trial, if it is one.
 fn enqueue_timed(
-    dev: &Device,
+    dev: &Core,
     p: &Prepared,
     s: Stream,
     trial: Option<&autotune::Trial>,
@@ -164,16 +164,16 @@ fn enqueue_timed(
 
 /// Runs `f` as launch request `r` asks, and waits for it (and for what it reads ahead
 /// for the device-to-host copies after it, `host::read_ahead`).
-pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Result<()> {
+pub fn run(dev: &Core, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Result<()> {
     let mut p = prepare(dev, f, r, true)?;
-    let lane = dev.thread_streams.get()?;
+    let lane = dev.thread_streams().get()?;
     let ahead = &lane.data.read_ahead;
     let key = f as *const TargetFn as usize;
     // Not once OpenACC is in use (see `host::read_ahead`).
     let limit = if dev.openacc_in_use() {
         0
     } else {
-        dev.config.tune.readahead
+        dev.config().tune.readahead
     };
     let vars = r.vars;
     // SAFETY: this thread's lane (`get`); the context is current (entry point).
@@ -183,7 +183,7 @@ pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Resu
     // free meanwhile.
     let mut read = unsafe {
         ahead.plan(key, vars, limit, |a, n| {
-            dev.blocks.inside_block_of(vars, a, n)
+            dev.blocks().inside_block_of(vars, a, n)
         })
     };
     let started = rev.kernel_started();
@@ -227,14 +227,14 @@ pub fn run(dev: &Device, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Resu
         autotune::finish(dev, f, t, r.is_ok(), ran_alone(started, finished), wall_ns);
     }
     r.map_err(kernel_error)?;
-    dev.stacks.release(p.stacks);
+    dev.stacks().release(p.stacks);
     Ok(())
 }
 
 /// Launches `f` as `r` asks without waiting; libgomp's `async_data` is handed back
 /// through `GOMP_PLUGIN_target_task_completion` once the kernel has completed.
 pub fn run_async(
-    dev: &Arc<Device>,
+    dev: &Arc<Core>,
     q: &AsyncQueue,
     rev: &Reverse,
     f: &TargetFn,

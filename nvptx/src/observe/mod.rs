@@ -8,7 +8,7 @@
 //! OpenACC queue launches, when later found complete, never by waiting.
 //!
 //! Off means off: the switches ([`Switches`]) are read once, with every other setting
-//! (`crate::device::config`), and handed in; a device opened with both recording
+//! (`crate::config`), and handed in; a device opened with both recording
 //! switches off gets no [`DeviceObserve`], and every hook is one check of the core's
 //! `observe` field (`None`).
 //!

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 /// The observability switches of the process (`GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`,
-/// `GOMP_NVPTX_TRACE`), read with every other setting (`crate::device::config`) and
+/// `GOMP_NVPTX_TRACE`), read with every other setting (`crate::config`) and
 /// handed to this module's entry points. Plain data.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Switches {

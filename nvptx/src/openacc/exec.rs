@@ -7,7 +7,7 @@ use super::dims::{choose, Choice, Inputs, Limits};
 use super::tune;
 use crate::cuda::safe::module::occupancy as occupancy_of;
 use crate::cuda::safe::Stream;
-use crate::device::Device;
+use crate::device::Core;
 use crate::image::{Code, TargetFn};
 use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
@@ -27,7 +27,7 @@ fn occupancy(f: &TargetFn, code: &Code, limit: u32) -> Option<(u32, u32)> {
 
 /// Picks the untuned dimensions for launching `f`, given libgomp's `requested` ones
 /// (0 = not set).
-pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Choice> {
+pub fn dims_for(dev: &Core, f: &TargetFn, requested: [u32; 3]) -> Result<Choice> {
     let code = f.code(dev)?;
     let mut defaults = [0i32; 3];
     if let Some(dd) = host::host().and_then(|h| h.acc_default_dim) {
@@ -43,7 +43,7 @@ pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Choic
     };
     let limits = Limits {
         max_threads_per_block: code.max_threads_per_block.max(0) as u32,
-        num_sms: dev.props.num_sms.max(1) as u32,
+        num_sms: dev.props().num_sms.max(1) as u32,
     };
     choose(&inputs, &limits, &|limit| occupancy(f, code, limit))
         .map_err(|e| Error::invalid(e.message(&f.name)))
@@ -54,7 +54,7 @@ pub fn dims_for(dev: &Device, f: &TargetFn, requested: [u32; 3]) -> Result<Choic
 /// ordered by the caller). Returns the dimensions launched (gangs, workers, vector),
 /// which libgomp's `dims` array is updated with.
 pub fn exec(
-    dev: &Device,
+    dev: &Core,
     f: &TargetFn,
     launch: &AccLaunch,
     stream: Option<Stream>,
@@ -144,7 +144,7 @@ pub fn exec(
         Some(w) => {
             // Waiting on the legacy default stream of the current context.
             let synced = s.synchronize();
-            dev.copy_order.synced(&w, &dev.events);
+            dev.copy_order().synced(&w, dev.events());
             if let (Some(t), Some(w)) = (trial, wall) {
                 let wall_ns = u64::try_from(w.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 autotune::finish(dev, f, t, synced.is_ok(), true, wall_ns);

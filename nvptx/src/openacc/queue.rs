@@ -16,7 +16,7 @@
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
 use crate::device::copy::Via;
-use crate::device::Device;
+use crate::device::Core;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::sync::Lock;
@@ -53,7 +53,7 @@ struct Callback {
 /// host thread (the state is locked).
 pub struct AccQueue {
     /// The device the queue belongs to (kept open while the queue exists).
-    pub dev: Arc<Device>,
+    pub dev: Arc<Core>,
     stream: Mutex<QueueStream>,
     callbacks: Mutex<VecDeque<Callback>>,
     /// Held while callbacks run, so they run one at a time and in order.
@@ -71,7 +71,7 @@ enum Run {
 
 impl AccQueue {
     /// Creates a queue with a new stream on `dev` (whose context is current).
-    pub fn create(dev: Arc<Device>) -> Result<AccQueue> {
+    pub fn create(dev: Arc<Core>) -> Result<AccQueue> {
         // The device's context is current. The queue owns the stream (as a handle
         // flagged `owned`: a stream the program hands over is not destroyed).
         let s = OwnedStream::create(CU_STREAM_DEFAULT as u32)?.into_raw();
@@ -102,8 +102,8 @@ impl AccQueue {
     pub fn ordered_stream(&self) -> Result<Stream> {
         let qs = *self.stream.locked();
         self.dev
-            .copy_order
-            .order(qs.stream, qs.owned, &self.dev.events)?;
+            .copy_order()
+            .order(qs.stream, qs.owned, self.dev.events())?;
         Ok(qs.stream)
     }
 
@@ -145,7 +145,7 @@ impl AccQueue {
                 }
             };
             if let Some((cb, ok)) = next {
-                self.dev.events.release(cb.event);
+                self.dev.events().release(cb.event);
                 match cb.action {
                     // SAFETY: libgomp's callback and argument, run once, after the work
                     // queued before it, as openacc_async_queue_callback promises.
@@ -192,12 +192,12 @@ impl AccQueue {
         if a == b {
             return Ok(());
         }
-        let ev = self.dev.events.acquire()?;
+        let ev = self.dev.events().acquire()?;
         // Event and streams belong to this device's context. The wait captures the
         // record made just before, so the event may be reused at once.
         let h = ev.handle();
         let r = h.record(a).and_then(|()| h.wait_on(b));
-        self.dev.events.release(ev);
+        self.dev.events().release(ev);
         r.map_err(Error::from)
     }
 
@@ -207,7 +207,7 @@ impl AccQueue {
         self.queue_action(Action::Libgomp(f, data as usize))
     }
 
-    /// Frees device block `p` (from `Device::alloc`, used by work queued on this queue
+    /// Frees device block `p` (from `Core::alloc`, used by work queued on this queue
     /// and by nothing after it) once the work queued so far has completed, without
     /// waiting for it: in stream order, as a callback (run by the thread that next sees
     /// the queue's work complete, at the latest by the queue's destruction). If that
@@ -220,10 +220,10 @@ impl AccQueue {
     /// Queues `action` to run once the work queued so far has completed.
     fn queue_action(&self, action: Action) -> Result<()> {
         self.dev.activate()?;
-        let event = self.dev.events.acquire()?;
+        let event = self.dev.events().acquire()?;
         // The event and stream belong to this device's context.
         if let Err(e) = event.handle().record(self.stream()) {
-            self.dev.events.release(event);
+            self.dev.events().release(event);
             return Err(e.into());
         }
         self.callbacks

@@ -2,7 +2,7 @@
 //! pointer in its thread state and hands it back through `GOMP_PLUGIN_acc_thread`
 //! (`gomp_plugin::OpenAcc::current_thread_data`).
 
-use crate::device::Device;
+use crate::device::Core;
 use std::sync::Arc;
 
 /// What a host thread using OpenACC on a device needs: the device (kept open while the
@@ -10,5 +10,5 @@ use std::sync::Arc;
 /// read only by the thread it belongs to.
 pub struct ThreadData {
     /// The device the thread is bound to.
-    pub dev: Arc<Device>,
+    pub dev: Arc<Core>,
 }

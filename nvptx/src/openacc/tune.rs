@@ -12,8 +12,8 @@
 //! depend on (gang reductions combine every gang's part, whatever their number).
 
 use super::dims::{gang_candidates, Choice, Dims, WARP};
-use crate::device::tune::Autotune;
-use crate::device::Device;
+use crate::config::tune::Autotune;
+use crate::device::Core;
 use crate::image::launch_facts::{Candidate, Trial};
 use crate::image::TargetFn;
 use crate::launch::autotune::{self, Timing};
@@ -37,13 +37,13 @@ fn candidate(c: &Choice, gangs: u32) -> Candidate {
 }
 
 /// Whether a launch of choice `c` is tuned: its gang count is open and tuning is on.
-pub fn eligible(dev: &Device, c: &Choice) -> bool {
-    c.gangs_open && dev.config.tune.autotune != Autotune::Off
+pub fn eligible(dev: &Core, c: &Choice) -> bool {
+    c.gangs_open && dev.config().tune.autotune != Autotune::Off
 }
 
 /// The dimensions of a tuned launch of `f` (choice `c`) and, when it is timed, its
 /// trial; `queued` for a launch on a queue's stream.
-pub fn pick(dev: &Device, f: &TargetFn, c: &Choice, queued: bool) -> (Dims, Option<Trial>) {
+pub fn pick(dev: &Core, f: &TargetFn, c: &Choice, queued: bool) -> (Dims, Option<Trial>) {
     let timing = if queued {
         Timing::Queued
     } else {
@@ -55,7 +55,7 @@ pub fn pick(dev: &Device, f: &TargetFn, c: &Choice, queued: bool) -> (Dims, Opti
         timing,
         || candidate(c, c.dims.gangs),
         || {
-            gang_candidates(c, dev.props.num_sms.max(1) as u32)
+            gang_candidates(c, dev.props().num_sms.max(1) as u32)
                 .into_iter()
                 .map(|g| candidate(c, g))
                 .collect()

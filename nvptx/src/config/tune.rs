@@ -1,5 +1,5 @@
 //! `GOMP_NVPTX_TUNE`: experiment knobs for the launch shape, the JIT and the copies,
-//! read once per process with every other setting (`device::config`), and the switch
+//! read once per process with every other setting (`config`), and the switch
 //! of the per-kernel shape tuner. The knobs exist to measure what the plugin's choices
 //! buy (bench/device-run.sh's KNOBS); the defaults are what measured best for every
 //! kernel class of bench/kernel_bench.c. A comma-separated list of `key=value`; the
@@ -416,6 +416,12 @@ static KEYS: [Entry<Parsing>; 19] = [
               code as it is",
     },
 ];
+
+/// Whether `name` is a key of `GOMP_NVPTX_TUNE` (the copy paths' knobs are checked
+/// against it).
+pub fn has_key(name: &str) -> bool {
+    KEYS.iter().any(|e| e.name == name)
+}
 
 /// The docs' table of the keys (README.md, `GOMP_NVPTX_TUNE`): a row per key of
 /// `KEYS`.

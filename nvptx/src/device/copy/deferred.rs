@@ -1,0 +1,56 @@
+//! Copy path: a synchronous host-to-device copy that returns before its DMA has ended
+//! (within `defer`, see [`Core::may_defer`]), everything that can observe device
+//! memory then ordered after it (`copy_order`). The source is safe to reuse when this
+//! returns: pageable bytes below the bounce size are staged by the driver during
+//! `cuMemcpyHtoDAsync` (CUDA's documented behaviour for pageable sources), the others
+//! are first copied into a bounce buffer. Memory the program page-locked is never left
+//! in flight. Not taken when the copy cannot be deferred so (the later paths wait).
+
+use super::{bounce, CopyPath, Deferred, Ended, Failed, HostCopy, Taken, Via};
+use crate::device::Core;
+use crate::host::bounce::MIN_BYTES;
+use crate::observe::profile::CopyDir;
+use gomp_plugin::error::Result;
+
+/// Largest copy from page-locked host memory that is deferred through a bounce buffer
+/// (larger ones DMA directly from the program's memory and complete before returning:
+/// copying them on the CPU would cost more than the DMA).
+const PINNED_BOUNCE: usize = 64 << 10;
+
+impl CopyPath for Deferred {
+    fn label(&self) -> &'static str {
+        "deferred"
+    }
+
+    fn knob(&self) -> Option<&'static str> {
+        Some("defer")
+    }
+
+    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
+        if c.dir != CopyDir::H2D || c.via != Via::Sync || !c.may_defer(core) {
+            return None;
+        }
+        let pageable = c.pageable(core);
+        let direct = pageable && c.n < MIN_BYTES;
+        let b = &core.copies.bounce;
+        if !direct && !((pageable || c.n <= PINNED_BOUNCE) && b.fits(c.n)) {
+            return None;
+        }
+        let (dst, src, n) = (c.dev, c.host.cast_const(), c.n);
+        let r = (|| -> Result<()> {
+            let s = core.deferred_stream()?;
+            core.order(s)?;
+            if direct {
+                // SAFETY: `src` is pageable and readable (caller): the driver has copied
+                // it when the call returns.
+                unsafe { s.copy_htod(dst, src, n) }?;
+            } else {
+                let buf = b.take()?;
+                // SAFETY: forwarded caller guarantee; the buffer fits `n` (above).
+                unsafe { bounce::host2dev(core, s, buf, dst, src, n) }?;
+            }
+            core.deferred_done(s)
+        })();
+        Some(r.map(|()| Ended::Deferred).map_err(Failed::from))
+    }
+}

@@ -1,0 +1,46 @@
+//! Copy path: the driver's copy from or to the program's memory, the one every copy no
+//! earlier path took makes. Synchronous copies and a queue's copies to the host are
+//! waited for (to pageable memory the driver would wait too); a queue's copies to the
+//! device are queued.
+
+use super::{CopyPath, Direct, Ended, Failed, HostCopy, Taken, Via};
+use crate::device::Core;
+use crate::observe::profile::CopyDir;
+use gomp_plugin::error::Error;
+
+impl CopyPath for Direct {
+    fn label(&self) -> &'static str {
+        "direct"
+    }
+
+    fn knob(&self) -> Option<&'static str> {
+        None
+    }
+
+    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
+        let (dev, host, n) = (c.dev, c.host, c.n);
+        Some(match (c.dir, c.via) {
+            (CopyDir::H2D, Via::Sync) => core
+                // SAFETY: readable source (caller); the stream is waited for before
+                // returning.
+                .on_copy_stream(|s| unsafe { s.copy_htod(dev, host, n) }.map_err(Error::from))
+                .map(|()| Ended::Done)
+                .map_err(Failed::copy),
+            // SAFETY: the source stays readable until the queue's work has run (caller);
+            // the driver checks `dev` again.
+            (CopyDir::H2D, Via::Queue(s)) => unsafe { s.copy_htod(dev, host, n) }
+                .map(|()| Ended::Queued)
+                .map_err(|e| Error::from(e).into()),
+            _ => match c.stream(core) {
+                Err(e) => Err(e.into()),
+                Ok(s) => core
+                    // SAFETY: writable destination (caller); waited for before returning.
+                    .on(s, |s| {
+                        unsafe { s.copy_dtoh(host, dev, n) }.map_err(Error::from)
+                    })
+                    .map(|()| Ended::Done)
+                    .map_err(Failed::copy),
+            },
+        })
+    }
+}

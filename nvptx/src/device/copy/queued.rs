@@ -1,0 +1,29 @@
+//! Copy path: an OpenACC queue's device-to-host copy to page-locked memory, queued on
+//! the queue's stream as it is (the program waits for the queue before it reads the
+//! bytes). A queue's copy to pageable memory goes on to the later paths, waited for.
+
+use super::{CopyPath, Ended, HostCopy, Queued, Taken, Via};
+use crate::device::Core;
+use crate::observe::profile::CopyDir;
+use gomp_plugin::error::Error;
+
+impl CopyPath for Queued {
+    fn label(&self) -> &'static str {
+        "queued"
+    }
+
+    fn knob(&self) -> Option<&'static str> {
+        None
+    }
+
+    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
+        let Via::Queue(s) = c.via else { return None };
+        if c.dir != CopyDir::D2H || c.pageable(core) {
+            return None;
+        }
+        // SAFETY: the destination stays writable until the queue's work has run
+        // (caller); the driver checks `c.dev` again.
+        let r = unsafe { s.copy_dtoh(c.host, c.dev, c.n) };
+        Some(r.map(|()| Ended::Queued).map_err(|e| Error::from(e).into()))
+    }
+}

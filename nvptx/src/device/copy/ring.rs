@@ -1,0 +1,147 @@
+//! Copy path: copies of a few bytes through the calling thread's page-locked ring
+//! (`host::ring`). To the device: a synchronous copy that may be deferred, below the
+//! ring size; the bytes are copied into the ring and the copy queued, so the program's
+//! buffer, pageable or page-locked, is free when this returns (ends deferred). To the
+//! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
+
+use super::{CopyPath, Ended, Failed, HostCopy, Ring, Taken, Via};
+use crate::cuda::safe::Stream;
+use crate::cuda::sys::CUdeviceptr;
+use crate::device::{serving, Core};
+use crate::host::ranges as host_ranges;
+use crate::host::ring::Ring as ThreadRing;
+use crate::observe::profile::CopyDir;
+use gomp_plugin::error::{Error, Result};
+use std::ffi::c_void;
+
+impl CopyPath for Ring {
+    fn label(&self) -> &'static str {
+        "ring"
+    }
+
+    fn knob(&self) -> Option<&'static str> {
+        Some("ring")
+    }
+
+    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
+        let below = c.n < core.config().tune.ring;
+        if c.dir == CopyDir::H2D {
+            if c.via != Via::Sync || !c.may_defer(core) || !below {
+                return None;
+            }
+            // SAFETY: `c.host` readable for `c.n` bytes (caller).
+            let r = unsafe { host2dev(core, c.dev, c.host, c.n) }?;
+            return Some(r.map(|()| Ended::Deferred).map_err(Failed::from));
+        }
+        // Not while serving a reverse-offload request: making the ring allocates
+        // page-locked memory, which may wait for the device to be idle, and the
+        // requesting kernel waits for this copy.
+        // Nor into memory the plugin page-locked: the driver copies there directly, and
+        // the ring would add a copy (pageable memory the registry does not know costs a
+        // driver query to tell apart, more than the ring saves; it takes the ring).
+        if !below
+            || serving::serving_request()
+            || host_ranges::global().contains(c.host as usize, c.n)
+        {
+            return None;
+        }
+        let s = match c.stream(core) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e.into())),
+        };
+        // SAFETY: `c.host` writable for `c.n` bytes (caller); `c.dev` checked.
+        let r = unsafe { dev2host(core, s, c.host, c.dev, c.n) }?;
+        Some(r.map(|()| Ended::Done).map_err(Failed::copy))
+    }
+}
+
+/// A deferred host-to-device copy of a few bytes through the calling thread's ring.
+/// `None` when the ring cannot be had (the caller takes another path).
+///
+/// # Safety
+/// `src` readable for `n` bytes; `dst` checked by `check_host_copy`.
+unsafe fn host2dev(
+    core: &Core,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    n: usize,
+) -> Option<Result<()>> {
+    let s = match core.deferred_stream() {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e)),
+    };
+    // SAFETY: the space is written only below.
+    let (_, slot) = match unsafe { slot(core, n, s) }? {
+        Ok(x) => x,
+        Err(e) => return Some(Err(e)),
+    };
+    Some((|| {
+        core.order(s)?;
+        // SAFETY: `src` is readable for `n` bytes (caller); the slot holds `n` and
+        // no queued copy uses it (`Ring::slot`).
+        unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), slot, n) };
+        // SAFETY: the ring is page-locked and its space is not rewritten before the
+        // copy has run (the half's fence).
+        unsafe { s.copy_htod(dst, slot.cast(), n) }?;
+        core.deferred_done(s)
+    })())
+}
+
+/// The calling thread's ring and space in it for `n` bytes of the copy queued next
+/// on `s`; `None` for the thread's first few small copies (`Ring::wanted`) and when the
+/// ring cannot be had (logged): the caller copies another way; an error when the
+/// thread's lane cannot be had.
+///
+/// # Safety
+/// The space of an earlier call must not be written after this call returns.
+unsafe fn slot(core: &Core, n: usize, s: Stream) -> Option<Result<(&ThreadRing, *mut u8)>> {
+    let ring = match core.launch.thread_streams.get() {
+        Ok(lane) => &lane.data.ring,
+        Err(e) => return Some(Err(e)),
+    };
+    // SAFETY: the lane is this thread's (`get`).
+    if !unsafe { ring.wanted() } {
+        return None;
+    }
+    // SAFETY: the lane is this thread's (`get`); the caller's guarantee.
+    match unsafe { ring.slot(n, s) } {
+        Ok(p) => Some(Ok((ring, p))),
+        Err(e) => {
+            log::debug!("copy ring: {e}; copying without it");
+            None
+        }
+    }
+}
+
+/// A device-to-host copy of a few bytes on `s` through the calling thread's ring,
+/// waited for; `None` when the ring cannot be had.
+///
+/// # Safety
+/// `dst` writable for `n` bytes; `src` checked by `check_host_copy`; `s` a stream
+/// of the device.
+unsafe fn dev2host(
+    core: &Core,
+    s: Stream,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    n: usize,
+) -> Option<Result<()>> {
+    // SAFETY: the space is used only below.
+    let (ring, slot) = match unsafe { slot(core, n, s) }? {
+        Ok(x) => x,
+        Err(e) => return Some(Err(e)),
+    };
+    Some((|| {
+        // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched
+        // until the copy, waited for here, has run.
+        core.on(s, |s| {
+            unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
+        })?;
+        // SAFETY: this thread owns its lane; `s` has just been synchronised after
+        // the ring's latest copy.
+        unsafe { ring.synced(s) };
+        // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
+        unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
+        Ok(())
+    })())
+}
