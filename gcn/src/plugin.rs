@@ -1,15 +1,15 @@
 //! The gcn backend's face to the framework: [`Gcn`] implements [`gomp_plugin::Plugin`]
-//! (the opened [`Device`] implements [`gomp_plugin::Device`] in `device.rs`, its core,
-//! the device's `Memory`, [`gomp_plugin::DeviceCore`] in `memory.rs`). Offered: devices, images,
+//! (the opened device, `open.rs`'s `OpenDevice`, implements [`gomp_plugin::Device`]; its
+//! core, `device/`'s `Core`, [`gomp_plugin::DeviceCore`]). Offered: devices, images,
 //! memory, `is_accessible_ptr`, `can_run`, `run` and `async_run` (docs/gcn-launch.md,
-//! see `run.rs`), reverse offload, OpenACC (`openacc.rs`). Not offered: interop,
+//! see `launch/run.rs`), reverse offload, OpenACC (`openacc/`). Not offered: interop,
 //! OpenACC's CUDA interop, page-locked host memory, rectangular copies and managed memory (the framework's defaults answer "not
 //! implemented").
 //!
 //! Thread-safety: state lives in the framework's registry and in each device.
 
-use crate::device::Device;
-use crate::executable::Kernel;
+use crate::image::Kernel;
+use crate::open::OpenDevice;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::registry::Registry;
@@ -20,10 +20,10 @@ use std::ffi::c_int;
 pub struct Gcn;
 
 /// Opened devices by ordinal (sized by `get_num_devices`).
-static REGISTRY: Registry<Device> = Registry::new("gcn");
+static REGISTRY: Registry<OpenDevice> = Registry::new("gcn");
 
 impl Plugin for Gcn {
-    type Device = Device;
+    type Device = OpenDevice;
     const NAME: &'static str = "gcn";
     const TAG: &'static str = " (gcn, experimental)";
     const GPUS: &'static str = "AMD GPUs";
@@ -39,7 +39,7 @@ impl Plugin for Gcn {
     // not implemented: under libgomp 12 the plugin reports 0 devices.
     const OLDEST_LIBGOMP: Libgomp = Libgomp::V13;
 
-    fn registry() -> &'static Registry<Device> {
+    fn registry() -> &'static Registry<OpenDevice> {
         &REGISTRY
     }
 
@@ -57,8 +57,8 @@ impl Plugin for Gcn {
         n
     }
 
-    fn open(ord: i32) -> Result<Device> {
-        Device::open(ord)
+    fn open(ord: i32) -> Result<OpenDevice> {
+        OpenDevice::open(ord)
     }
 
     /// True for a kernel of a loaded image whose explicit kernel arguments fit the

@@ -1,9 +1,22 @@
-//! Reading and checking a gcn image as libgomp passes it to `load_image`: mkoffload's
-//! descriptor ([`crate::descriptor`]), the code object ([`crate::code_object`]), its
-//! kernel descriptors and its target ([`crate::mach`]). Pure (reads the caller's
-//! memory only); thread-safe.
+//! A gcn image: reading and checking it as libgomp passes it to `load_image` (here:
+//! mkoffload's descriptor ([`descriptor`]), the code object ([`code_object`]), its
+//! kernel descriptors and its target ([`mach`]), the kernel metadata ([`metadata`] over
+//! [`msgpack`]); pure, reads the caller's memory only, thread-safe), and loading it
+//! into an HSA executable with its kernels ([`executable`]: [`Image`], [`Kernel`]) and
+//! libgomp's address table ([`table`]).
 
-use crate::{code_object, descriptor, mach};
+pub mod code_object;
+pub mod descriptor;
+pub mod executable;
+pub mod mach;
+pub mod metadata;
+pub mod msgpack;
+pub mod table;
+#[cfg(test)]
+pub mod tests;
+
+pub use executable::{Image, Kernel};
+
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 

@@ -1,24 +1,21 @@
 //! Open gcn devices: `init_device` finds the agent's memory regions, creates the
-//! device's [`Memory`] and its [`Launcher`] (the synchronous HSA queue, settings);
+//! device's [`Core`] and its [`Launcher`] (the synchronous HSA queue, settings);
 //! `load_image` gives each module its heap and runs its `_init_array` kernel;
 //! `unload_image` and `fini_device` run `_fini_array` and destroy the image;
 //! `fini_device` also stops the async thread and frees the blocks libgomp left.
 //!
-//! [`Device`] is the opened device and implements `gomp_plugin::Device` (images,
-//! kernels, launches, close); its core is its [`Memory`], which implements
+//! [`OpenDevice`] is the opened device and implements `gomp_plugin::Device` (images,
+//! kernels, launches, close); its core is its [`Core`], which implements
 //! `gomp_plugin::DeviceCore` (the memory entry points reach it directly).
 //!
-//! Ownership: the framework's registry owns each [`Device`] (`Arc`, so a call that
+//! Ownership: the framework's registry owns each [`OpenDevice`] (`Arc`, so a call that
 //! got one keeps it alive while another thread closes it); a device owns its memory
 //! and images. Thread-safety: each device's image list is behind a mutex; libgomp also
 //! serializes init/fini/load/unload per device.
 //!
-//! **Unverified on hardware** (see `memory.rs`, `executable.rs`).
+//! **Unverified on hardware** (see `device/mod.rs`, `image/executable.rs`).
 
-use super::executable::{Image, Kernel};
-use super::launch::{Dims, Grid, Kind, CDTOR_DIMS};
-use super::memory::{self, Memory};
-use super::run::Launcher;
+use crate::device::{self, Core};
 use crate::discovery::agent;
 use crate::hsa::sys::*;
 use crate::hsa::{
@@ -26,6 +23,9 @@ use crate::hsa::{
     runtime::{self, Runtime},
 };
 use crate::image::check_image;
+use crate::image::{Image, Kernel};
+use crate::launch::run::Launcher;
+use crate::launch::{Dims, Grid, Kind, CDTOR_DIMS};
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::target_args::LaunchRequest;
@@ -34,15 +34,15 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 /// One open device.
-pub struct Device {
+pub struct OpenDevice {
     /// libgomp's device number.
     pub ord: i32,
     /// The agent.
     pub agent: hsa_agent_t,
     /// The agent's name, e.g. "gfx90a".
     pub name: String,
-    /// Its memory.
-    pub memory: Memory,
+    /// Its core: memory regions, device memory, copies.
+    pub core: Core,
     /// Images loaded on it.
     pub images: Mutex<Vec<Image>>,
     /// Queues, kernel arguments, ephemeral memory, settings.
@@ -50,15 +50,15 @@ pub struct Device {
     rt: &'static Runtime,
 }
 
-impl Device {
+impl OpenDevice {
     /// Opens device `ord`: its agent's regions and memory. The framework's registry
     /// keeps the result (and refuses to open an open device).
-    pub fn open(ord: i32) -> Result<Device> {
+    pub fn open(ord: i32) -> Result<OpenDevice> {
         let a = agent(ord)?;
         let rt =
             runtime::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
         let agent = hsa_agent_t { handle: a.handle };
-        let regions = memory::find_regions(rt, agent)?;
+        let regions = device::find_regions(rt, agent)?;
         let full = hsa::agent::profile(rt, agent)? == hsa_profile_t_HSA_PROFILE_FULL;
         log::debug!(
             "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {})",
@@ -75,11 +75,11 @@ impl Device {
             launcher.gcc,
             launcher.cfg
         );
-        Ok(Device {
+        Ok(OpenDevice {
             ord,
             agent,
             name: a.name.clone(),
-            memory: Memory::new(rt, agent, regions, full),
+            core: Core::new(rt, agent, regions, full),
             images: Mutex::new(Vec::new()),
             launcher: Arc::new(launcher),
             rt,
@@ -126,12 +126,12 @@ impl Device {
     }
 }
 
-impl gomp_plugin::Device for Device {
+impl gomp_plugin::Device for OpenDevice {
     type Kernel = Kernel;
-    type Core = Memory;
+    type Core = Core;
 
-    fn core(&self) -> &Memory {
-        &self.memory
+    fn core(&self) -> &Core {
+        &self.core
     }
 
     /// Closes the device: destroys its images, frees the blocks still allocated.
@@ -143,7 +143,7 @@ impl gomp_plugin::Device for Device {
             r = r.and(self.destroy_image(img));
         }
         self.launcher.close();
-        let blocks = self.memory.release_all();
+        let blocks = self.core.release_all();
         log::debug!(
             "device {}: closed ({n} image(s) unloaded, {blocks} block(s) freed)",
             self.ord

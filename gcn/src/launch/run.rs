@@ -24,15 +24,15 @@
 //! tests/fallback/stub_libhsa.c, which checks each packet and kernarg block against
 //! the spec and plays the device side of the ring.
 
+use super::console::{RevRequest, Ring};
 use crate::config::Config;
-use crate::console::{RevRequest, Ring};
-use crate::executable::Kernel;
 use crate::hsa::memory::{self, Allocation};
 use crate::hsa::queue::Queue;
 use crate::hsa::runtime::Runtime;
 use crate::hsa::signal::Signal;
 use crate::hsa::sys::*;
 use crate::hsa::{agent, system};
+use crate::image::Kernel;
 use crate::launch::{self, *};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::host;
@@ -208,7 +208,7 @@ impl Launcher {
         rt: &'static Runtime,
         agent: hsa_agent_t,
         isa: &str,
-        regions: &crate::memory::Regions,
+        regions: &crate::device::Regions,
     ) -> Result<Launcher> {
         let cu = agent::compute_units(rt, agent)
             .ok()

@@ -7,6 +7,10 @@
 //! Implemented from the specification, not from GCC's source; never run on AMD
 //! hardware. Pure; thread-safe.
 
+pub mod console;
+pub mod dispatch;
+pub mod run;
+
 use crate::config::Config;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 
