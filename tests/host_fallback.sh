@@ -109,7 +109,7 @@ gcn_both() {
 }
 check "gcn: -foffload=amdgcn-amdhsa program, libgomp 16 loads both our plugins, 0 devices, host fallback" gcn_example
 check "gcn: -foffload=nvptx-none,amdgcn-amdhsa program, both plugins 0 devices, host fallback" gcn_both
-sed -n 's/^ *\(hsa_[a-z0-9_]*\) = "hsa_.*/\1/p' gcn/src/hsa/runtime.rs |
+sed -n 's/^ *\(hsa_[a-z0-9_]*\) = "hsa_.*/\1/p' gcn/src/hsa/table.rs |
   grep -vxE 'hsa_init|hsa_status_string|hsa_iterate_agents' | sed 's/.*/STUB(&)/' > "$T/stub_names.h"
 cc -shared -fPIC -DPARTIAL -DINIT_RESULT=0 tests/fallback/stub_libhsa.c -o "$T/hsa_partial.so"
 cc -shared -fPIC -I"$T" -DINIT_RESULT=0x1000 tests/fallback/stub_libhsa.c -o "$T/hsa_initfail.so"

@@ -18,10 +18,7 @@
 use crate::device::{self, Core};
 use crate::discovery::agent;
 use crate::hsa::sys::*;
-use crate::hsa::{
-    self,
-    runtime::{self, Runtime},
-};
+use crate::hsa::table::{self, Runtime};
 use crate::image::check_image;
 use crate::image::{Image, Kernel};
 use crate::launch::run::Launcher;
@@ -55,11 +52,10 @@ impl OpenDevice {
     /// keeps the result (and refuses to open an open device).
     pub fn open(ord: i32) -> Result<OpenDevice> {
         let a = agent(ord)?;
-        let rt =
-            runtime::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
+        let rt = table::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
         let agent = hsa_agent_t { handle: a.handle };
         let regions = device::find_regions(rt, agent)?;
-        let full = hsa::agent::profile(rt, agent)? == hsa_profile_t_HSA_PROFILE_FULL;
+        let full = crate::hsa::safe::agent::profile(rt, agent)? == hsa_profile_t_HSA_PROFILE_FULL;
         log::debug!(
             "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {})",
             a.name,

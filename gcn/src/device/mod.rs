@@ -16,10 +16,10 @@
 //! accepts ordinary (pageable, unregistered) host memory is what ROCm documents for its
 //! runtime, not something this project could check.
 
-use crate::hsa::memory::{self, Allocation};
-use crate::hsa::region;
-use crate::hsa::runtime::Runtime;
+use crate::hsa::safe::memory::{self, Allocation};
+use crate::hsa::safe::region;
 use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::blocks::{check_copy, Blocks, DevPtr};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::DeviceCore;
@@ -115,13 +115,9 @@ impl Core {
         // SAFETY: the callers checked the device side against the live blocks and hold
         // the host side's guarantee.
         unsafe {
-            memory::copy(
-                self.rt,
-                dst,
-                src,
-                n,
-                &format!("hsa_memory_copy ({what}, {n} bytes)"),
-            )
+            memory::copy(self.rt, dst, src, n, || {
+                format!("hsa_memory_copy ({what}, {n} bytes)")
+            })
         }
     }
 }
@@ -132,12 +128,9 @@ impl DeviceCore for Core {
     /// Allocates `size` device bytes (at least 1, so size 0 gives a distinct block, as
     /// the nvptx side does).
     fn alloc(&self, size: usize) -> Result<DevPtr> {
-        let block = Allocation::new(
-            self.rt,
-            self.regions.device,
-            size,
-            &format!("hsa_memory_allocate of {size} bytes"),
-        )?;
+        let block = Allocation::new(self.rt, self.regions.device, size, || {
+            format!("hsa_memory_allocate of {size} bytes")
+        })?;
         block.assign_rw(self.agent)?;
         let p = block.into_raw() as DevPtr;
         self.blocks.insert(p, size);

@@ -8,7 +8,7 @@
 //! and the module's heap. The kernel records are shared (`Arc`) with the framework's
 //! live set, which checks the handles libgomp passes back (their addresses).
 //! Thread-safety: immutable after loading; `Send + Sync` like the HSA owners it holds
-//! (`crate::hsa::executable`).
+//! (`crate::hsa::safe::executable`).
 //!
 //! **Unverified on hardware**: the call sequence follows the HSA 1.1 specification
 //! (`hsa_code_object_reader_create_from_memory`, `hsa_executable_create_alt`,
@@ -20,10 +20,10 @@ use super::code_object::CodeObject;
 use super::descriptor::Descriptor;
 use super::metadata::KernelMeta;
 use super::table::{self, ICVS_SYMBOL, VAR_ENTRY, VAR_TABLE_SYMBOL};
-use crate::hsa::executable::{CodeObjectReader, Executable};
-use crate::hsa::memory::Allocation;
-use crate::hsa::runtime::Runtime;
+use crate::hsa::safe::executable::{CodeObjectReader, Executable};
+use crate::hsa::safe::memory::Allocation;
 use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use std::sync::Arc;
@@ -223,11 +223,9 @@ impl Image {
         let mut raw = vec![0u8; nvars * VAR_ENTRY];
         // SAFETY: `addr` is the loaded table, which holds `nvars` entries.
         unsafe {
-            self.exec.read(
-                addr,
-                &mut raw,
-                &format!("hsa_memory_copy (reading {VAR_TABLE_SYMBOL})"),
-            )
+            self.exec.read(addr, &mut raw, || {
+                format!("hsa_memory_copy (reading {VAR_TABLE_SYMBOL})")
+            })
         }?;
         table::var_pairs(&raw, nvars)
     }

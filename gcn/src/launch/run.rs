@@ -26,12 +26,12 @@
 
 use super::console::{RevRequest, Ring};
 use crate::config::Config;
-use crate::hsa::memory::{self, Allocation};
-use crate::hsa::queue::Queue;
-use crate::hsa::runtime::Runtime;
-use crate::hsa::signal::Signal;
+use crate::hsa::safe::memory::{self, Allocation};
+use crate::hsa::safe::queue::Queue;
+use crate::hsa::safe::signal::Signal;
+use crate::hsa::safe::{agent, system};
 use crate::hsa::sys::*;
-use crate::hsa::{agent, system};
+use crate::hsa::table::Runtime;
 use crate::image::Kernel;
 use crate::launch::{self, *};
 use gomp_plugin::error::{Error, Result};
@@ -243,12 +243,9 @@ impl Launcher {
     }
 
     fn allocate(&self, region: hsa_region_t, size: usize, what: &str) -> Result<Allocation> {
-        let block = Allocation::new(
-            self.rt,
-            region,
-            size,
-            &format!("hsa_memory_allocate ({what}, {size} bytes)"),
-        )?;
+        let block = Allocation::new(self.rt, region, size, || {
+            format!("hsa_memory_allocate ({what}, {size} bytes)")
+        })?;
         if region.handle == self.data_region.handle {
             block.assign_rw(self.agent)?;
         }
@@ -482,7 +479,7 @@ fn task_completion(async_data: usize) {
 
 /// libgomp 13's copy callback: HSA copies either way.
 unsafe extern "C" fn copy13(dst: *mut c_void, src: *const c_void, n: usize, _token: *mut c_void) {
-    let Some(rt) = crate::hsa::runtime::loaded() else {
+    let Some(rt) = crate::hsa::table::loaded() else {
         report::fatal("reverse offload: the HSA runtime is not loaded");
     };
     // SAFETY: libgomp passes a host buffer and a device address of `n` bytes.

@@ -24,8 +24,9 @@ pub mod queue;
 pub use queue::AccQueue;
 use queue::Job;
 
+use crate::hsa::safe::{agent, region, system};
 use crate::hsa::sys::*;
-use crate::hsa::{self, region, runtime, system};
+use crate::hsa::table;
 use crate::image::Kernel;
 use crate::launch::{self, Kind};
 use crate::open::OpenDevice;
@@ -121,8 +122,7 @@ impl OpenAcc for Gcn {
         let Ok(a) = crate::discovery::agent(ord) else {
             return Ok(AccProperty::None);
         };
-        let rt =
-            runtime::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
+        let rt = table::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
         let agent = hsa_agent_t { handle: a.handle };
         Ok(match prop {
             PROP_MEMORY => {
@@ -130,9 +130,7 @@ impl OpenAcc for Gcn {
                 AccProperty::Size(region::size(rt, r)?)
             }
             PROP_NAME => AccProperty::Str(cached(ord, prop, || Ok(a.name.clone()))?),
-            PROP_VENDOR => {
-                AccProperty::Str(cached(ord, prop, || hsa::agent::vendor_name(rt, agent))?)
-            }
+            PROP_VENDOR => AccProperty::Str(cached(ord, prop, || agent::vendor_name(rt, agent))?),
             PROP_DRIVER => AccProperty::Str(cached(ord, prop, || {
                 let (major, minor) = system::version(rt)?;
                 Ok(format!("HSA Runtime {major}.{minor}"))

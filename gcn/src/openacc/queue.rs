@@ -7,7 +7,7 @@
 //! may be used from any thread; its counter is behind a mutex, its jobs go through a
 //! channel to its thread.
 
-use crate::hsa::queue::Queue;
+use crate::hsa::safe::queue::Queue;
 use crate::image::Kernel;
 use crate::launch::run::ASYNC_QUEUE_SIZE;
 use crate::launch::{Dims, Kind};

@@ -13,7 +13,7 @@
 use super::sys::*;
 use libloading::os::unix::{Library, RTLD_LAZY, RTLD_LOCAL};
 use once_cell::sync::OnceCell;
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 
 /// The library opened when `HSA_RUNTIME_LIB` is not set.
 pub const DEFAULT_LIBRARY: &str = "libhsa-runtime64.so.1";
@@ -64,36 +64,6 @@ gomp_plugin::symbol_table! {
     }
 }
 
-impl Runtime {
-    /// `hsa_status_string` of `status`, or the number when the runtime has no text.
-    pub fn status_text(&self, status: hsa_status_t) -> String {
-        let mut p: *const c_char = std::ptr::null();
-        // SAFETY: valid out-pointer; on success the runtime points it at a static string.
-        let r = unsafe { (self.hsa_status_string)(status, &mut p) };
-        if r == hsa_status_t_HSA_STATUS_SUCCESS && !p.is_null() {
-            // SAFETY: a NUL-terminated string owned by the runtime, never freed.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        } else {
-            format!("HSA status {status:#x}")
-        }
-    }
-
-    /// Checks a status: `Ok` on success, else an [`gomp_plugin::Error::Driver`] naming
-    /// `what` and the runtime's text.
-    pub fn check(&self, status: hsa_status_t, what: &str) -> gomp_plugin::Result<()> {
-        if status == hsa_status_t_HSA_STATUS_SUCCESS {
-            Ok(())
-        } else {
-            Err(gomp_plugin::error::DriverError {
-                call: what.to_string(),
-                code: i64::from(status),
-                message: format!("{what} error: {}", self.status_text(status)),
-            }
-            .into())
-        }
-    }
-}
-
 static RUNTIME: OnceCell<Result<Runtime, String>> = OnceCell::new();
 
 /// The library name [`load`] opens: `HSA_RUNTIME_LIB` when set, else [`DEFAULT_LIBRARY`].
@@ -118,9 +88,7 @@ pub fn load() -> Result<&'static Runtime, &'static str> {
             })?;
             // SAFETY: no arguments; reference-counted initialisation of the runtime.
             let st = unsafe { (rt.hsa_init)() };
-            if st != hsa_status_t_HSA_STATUS_SUCCESS {
-                return Err(format!("hsa_init error: {}", rt.status_text(st)));
-            }
+            super::error::check(st, "hsa_init").map_err(|e| e.message_with(&rt))?;
             Ok(rt)
         })
         .as_ref()
