@@ -9,8 +9,8 @@
 //!   [`Device`];
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
-//!   [`registry`]: the open devices; [`kernels`]: the live kernel handles and their
-//!   one check; [`settings`]: the reader of a backend's table of environment variables
+//!   [`registry`]: the open devices; [`images`]: the images loaded on an opened device
+//!   and their unload order; [`kernels`]: the live kernel handles and their one check; [`settings`]: the reader of a backend's table of environment variables
 //!   (and the docs' rows from it); [`generate`]: files produced from tables in the code;
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
@@ -36,6 +36,7 @@ pub mod error;
 pub mod free_lists;
 pub mod generate;
 pub mod idle;
+pub mod images;
 pub mod kernels;
 pub mod libgomp;
 pub mod observe;

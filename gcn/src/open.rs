@@ -10,7 +10,7 @@
 //!
 //! Ownership: the framework's registry owns each [`OpenDevice`] (`Arc`, so a call that
 //! got one keeps it alive while another thread closes it); a device owns its memory
-//! and images. Thread-safety: each device's image list is behind a mutex; libgomp also
+//! and images. Thread-safety: each device's image list (the framework's `LoadedImages`) is behind a mutex; libgomp also
 //! serializes init/fini/load/unload per device.
 //!
 //! **Unverified on hardware** (see `device/mod.rs`, `image/executable.rs`).
@@ -25,10 +25,10 @@ use crate::launch::run::Launcher;
 use crate::launch::{Dims, Grid, Kind, CDTOR_DIMS};
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::images::LoadedImages;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
-use gomp_plugin::sync::Lock;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// One open device.
 pub struct OpenDevice {
@@ -40,8 +40,9 @@ pub struct OpenDevice {
     pub name: String,
     /// Its core: memory regions, device memory, copies.
     pub core: Core,
-    /// Images loaded on it.
-    pub images: Mutex<Vec<Image>>,
+    /// Images loaded on it (the framework's list: found by libgomp's key, unloaded in
+    /// reverse load order at close).
+    pub images: LoadedImages<Image>,
     /// Queues, kernel arguments, ephemeral memory, settings.
     pub launcher: Arc<Launcher>,
     rt: &'static Runtime,
@@ -76,7 +77,7 @@ impl OpenDevice {
             agent,
             name: a.name.clone(),
             core: Core::new(rt, agent, regions, full),
-            images: Mutex::new(Vec::new()),
+            images: LoadedImages::new(),
             launcher: Arc::new(launcher),
             rt,
         })
@@ -132,19 +133,15 @@ impl gomp_plugin::Device for OpenDevice {
 
     /// Closes the device: destroys its images, frees the blocks still allocated.
     fn close(&self) -> Result<()> {
-        let images = std::mem::take(&mut *self.images.locked());
-        let n = images.len();
-        let mut r = Ok(());
-        for img in images {
-            r = r.and(self.destroy_image(img));
-        }
+        let n = self.images.len();
+        let unloaded = self.images.unload_all(|img| self.destroy_image(img));
         self.launcher.close();
         let blocks = self.core.release_all();
         log::debug!(
             "device {}: closed ({n} image(s) unloaded, {blocks} block(s) freed)",
             self.ord
         );
-        r
+        unloaded.map(|_| ())
     }
 
     /// Checks the image against this device (descriptor, code object, kernel
@@ -162,11 +159,7 @@ impl gomp_plugin::Device for OpenDevice {
         // SAFETY: caller's contract.
         let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
-        if self.images.locked().iter().any(|m| m.key == key) {
-            return Err(Error::invalid(format!(
-                "load_image: image {target_data:p} is already loaded"
-            )));
-        }
+        self.images.ensure_absent(key)?;
         let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
         let heap = self.launcher.new_heap()?;
         let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)?;
@@ -200,7 +193,7 @@ impl gomp_plugin::Device for OpenDevice {
                 p
             }
         };
-        self.images.locked().push(img);
+        self.images.add(key, img);
         Ok(LoadedImage {
             kernels,
             table,
@@ -210,16 +203,7 @@ impl gomp_plugin::Device for OpenDevice {
 
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
     fn unload_image(&self, target_data: *const c_void) -> Result<()> {
-        let img = {
-            let mut imgs = self.images.locked();
-            let i = imgs
-                .iter()
-                .position(|m| m.key == target_data as usize)
-                .ok_or_else(|| {
-                    Error::invalid(format!("unload_image: image {target_data:p} is not loaded"))
-                })?;
-            imgs.remove(i)
-        };
+        let img = self.images.remove(target_data as usize)?;
         self.destroy_image(img)
     }
 
