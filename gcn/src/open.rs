@@ -13,7 +13,7 @@
 //! and images. Thread-safety: each device's image list (the framework's `LoadedImages`) is behind a mutex; libgomp also
 //! serializes init/fini/load/unload per device.
 //!
-//! **Unverified on hardware** (see `device/mod.rs`, `image/executable.rs`).
+//! **Unverified on hardware** (see `device/mod.rs`, `image/mod.rs`).
 
 use crate::device::{self, Core};
 use crate::discovery::agent;
