@@ -27,6 +27,9 @@
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
 #![warn(missing_docs)]
 
+// Test only: docs/architecture.md's skeleton table against the tree.
+#[cfg(test)]
+mod architecture_doc;
 pub mod autotune;
 pub mod blocks;
 pub mod cache;
