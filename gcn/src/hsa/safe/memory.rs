@@ -31,7 +31,8 @@ unsafe impl Sync for Allocation {}
 
 impl Allocation {
     /// Allocates `size` bytes (at least 1) of `region`; `call` names the call in the
-    /// error, built only if it fails (built only if it failed) (e.g. "hsa_memory_allocate (kernel arguments, 4096 bytes)").
+    /// error, built only if it fails (e.g. "hsa_memory_allocate (kernel arguments, 4096
+    /// bytes)").
     pub fn new(
         rt: &'static Runtime,
         region: hsa_region_t,
@@ -71,7 +72,8 @@ impl Allocation {
         self.size
     }
 
-    /// Copies `src` to offset `off` of the block; `call` names the call in the error (built only if it fails).
+    /// Copies `src` to offset `off` of the block; `call` names the call in the error,
+    /// built only if it fails.
     pub fn write(&self, off: usize, src: &[u8], call: impl Op) -> Result<()> {
         if off.checked_add(src.len()).is_none_or(|end| end > self.size) {
             return Err(Error::invalid(format!(
@@ -93,7 +95,8 @@ impl Allocation {
         }
     }
 
-    /// Frees the block, returning the runtime's error if any (`call` names it, built only if it fails).
+    /// Frees the block, returning the runtime's error if any (`call` names it, built
+    /// only if it fails).
     pub fn free_as(self, call: impl Op) -> Result<()> {
         let (p, rt) = (self.ptr, self.rt);
         std::mem::forget(self);
@@ -140,8 +143,8 @@ impl Drop for Allocation {
 }
 
 /// Copies `n` bytes from `src` to `dst` (`hsa_memory_copy`, either direction or device
-/// to device), complete when it returns; `call` names the call in the error (built only if
-/// it fails).
+/// to device), complete when it returns; `call` names the call in the error, built only if
+/// it fails.
 ///
 /// # Safety
 /// `src` must be readable and `dst` writable for `n` bytes (host memory, or device
