@@ -223,7 +223,8 @@ impl Executable {
     }
 
     /// Copies `dst.len()` bytes of loaded variable memory at `addr` (an address
-    /// [`Executable::variable`] gave) into `dst`; `call` names the call in the error (built only if it failed).
+    /// [`Executable::variable`] gave) into `dst`; `call` names the call in the error,
+    /// built only if it fails.
     ///
     /// # Safety
     /// `[addr, addr + dst.len())` must lie in the executable's loaded memory.
