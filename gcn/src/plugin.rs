@@ -1,6 +1,7 @@
 //! The gcn backend's face to the framework: [`Gcn`] implements [`gomp_plugin::Plugin`]
-//! (the opened device, `open.rs`'s `OpenDevice`, implements [`gomp_plugin::Device`]; its
-//! core, `device/`'s `Core`, [`gomp_plugin::DeviceCore`]). Offered: devices, images,
+//! and [`gomp_plugin::OpenAcc`] (through `openacc/`'s functions); the opened device,
+//! `open.rs`'s `OpenDevice`, implements [`gomp_plugin::Device`], its core, `device/`'s
+//! `Core`, [`gomp_plugin::DeviceCore`]. Offered: devices, images,
 //! memory, `is_accessible_ptr`, `can_run`, `run` and `async_run` (docs/gcn-launch.md,
 //! see `launch/run.rs`), reverse offload, OpenACC (`openacc/`). Not offered: interop,
 //! OpenACC's CUDA interop, page-locked host memory, rectangular copies and managed memory (the framework's defaults answer "not
@@ -10,10 +11,13 @@
 
 use crate::image::Kernel;
 use crate::open::OpenDevice;
+use crate::openacc::{self, AccQueue, ThreadData};
+use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::version::Libgomp;
+use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::registry::Registry;
-use gomp_plugin::{Plugin, Result};
+use gomp_plugin::{OpenAcc, Plugin, Result};
 use std::ffi::c_int;
 
 /// The gcn product. A unit type: all state is in [`REGISTRY`] and the devices.
@@ -69,5 +73,34 @@ impl Plugin for Gcn {
             && k.meta
                 .as_ref()
                 .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
+    }
+}
+
+/// OpenACC on gcn devices: the entry points' implementations are `openacc/`'s
+/// functions (kernel execution, per-thread data, async queues, properties).
+impl OpenAcc for Gcn {
+    type Queue = AccQueue;
+    type ThreadData = ThreadData;
+
+    /// See [`openacc::exec`].
+    fn exec(
+        kernel: Live<'_, Kernel>,
+        launch: &AccLaunch,
+        queue: Option<&AccQueue>,
+    ) -> Result<Option<[u32; 3]>> {
+        openacc::exec(kernel, launch, queue)
+    }
+
+    fn thread_data(ord: c_int) -> Result<ThreadData> {
+        openacc::thread_data(ord)
+    }
+
+    fn queue(ord: c_int) -> Result<AccQueue> {
+        openacc::queue(ord)
+    }
+
+    /// See [`openacc::property`].
+    fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
+        openacc::property(ord, prop)
     }
 }

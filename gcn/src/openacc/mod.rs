@@ -63,82 +63,79 @@ fn exec_device(loaded_on: i32) -> Result<Arc<OpenDevice>> {
     Gcn::registry().get(ord)
 }
 
-impl OpenAcc for Gcn {
-    type Queue = AccQueue;
-    type ThreadData = ThreadData;
-
-    /// The OpenACC grid from `dims` and the kernel's compile-time dimensions
-    /// ([`launch::acc_dims`]), then the launch with the OpenACC kernarg block; without
-    /// a queue it waits (console, exit handling), with one it is queued.
-    fn exec(
-        kernel: Live<'_, Kernel>,
-        launch: &AccLaunch,
-        queue: Option<&AccQueue>,
-    ) -> Result<Option<[u32; 3]>> {
-        let k = kernel.kernel;
-        let d = launch.dims;
-        let dev = match queue {
-            Some(q) => Arc::clone(&q.dev),
-            None => exec_device(kernel.ord)?,
-        };
-        let grid = launch::acc_dims(d, k.oacc_dims, dev.launcher.cu);
-        log::debug!(
-            "device {}: OpenACC kernel {}: dims {d:?}, compile-time {:?}: {} gang(s) x {} worker(s) x 64",
-            dev.ord,
-            k.name,
-            k.oacc_dims,
-            grid.gdims[0],
-            grid.gdims[2]
-        );
-        match queue {
-            None => {
-                let e =
-                    dev.launcher
-                        .launch(dev.ord, None, k, launch.devaddrs, grid, Kind::OpenAcc)?;
-                dev.launcher.finish(e);
-            }
-            Some(q) => q.push(Job::Launch {
-                kernel: Arc::clone(k),
-                vars: launch.devaddrs,
-                dims: grid,
-            })?,
+/// The OpenACC grid from `dims` and the kernel's compile-time dimensions
+/// ([`launch::acc_dims`]), then the launch with the OpenACC kernarg block; without
+/// a queue it waits (console, exit handling), with one it is queued.
+pub fn exec(
+    kernel: Live<'_, Kernel>,
+    launch: &AccLaunch,
+    queue: Option<&AccQueue>,
+) -> Result<Option<[u32; 3]>> {
+    let k = kernel.kernel;
+    let d = launch.dims;
+    let dev = match queue {
+        Some(q) => Arc::clone(&q.dev),
+        None => exec_device(kernel.ord)?,
+    };
+    let grid = launch::acc_dims(d, k.oacc_dims, dev.launcher.cu);
+    log::debug!(
+        "device {}: OpenACC kernel {}: dims {d:?}, compile-time {:?}: {} gang(s) x {} worker(s) x 64",
+        dev.ord,
+        k.name,
+        k.oacc_dims,
+        grid.gdims[0],
+        grid.gdims[2]
+    );
+    match queue {
+        None => {
+            let e = dev
+                .launcher
+                .launch(dev.ord, None, k, launch.devaddrs, grid, Kind::OpenAcc)?;
+            dev.launcher.finish(e);
         }
-        Ok(None)
+        Some(q) => q.push(Job::Launch {
+            kernel: Arc::clone(k),
+            vars: launch.devaddrs,
+            dims: grid,
+        })?,
     }
+    Ok(None)
+}
 
-    fn thread_data(ord: c_int) -> Result<ThreadData> {
-        crate::discovery::agent(ord)?;
-        Ok(ThreadData { ord })
-    }
+/// `openacc_create_thread_data`: the thread's device, checked to exist.
+pub fn thread_data(ord: c_int) -> Result<ThreadData> {
+    crate::discovery::agent(ord)?;
+    Ok(ThreadData { ord })
+}
 
-    fn queue(ord: c_int) -> Result<AccQueue> {
-        AccQueue::create(Gcn::registry().get(ord)?)
-    }
+/// `openacc_async_construct`: a queue on open device `ord`.
+pub fn queue(ord: c_int) -> Result<AccQueue> {
+    AccQueue::create(Gcn::registry().get(ord)?)
+}
 
-    /// MEMORY: the size of the device's coarse-grained region; NAME: the agent's name;
-    /// VENDOR: the agent's vendor; DRIVER: "HSA Runtime <major>.<minor>"; FREE_MEMORY
-    /// and anything else: 0 (as the stock plugin).
-    fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
-        let Ok(a) = crate::discovery::agent(ord) else {
-            return Ok(AccProperty::None);
-        };
-        let rt = table::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
-        let agent = hsa_agent_t { handle: a.handle };
-        Ok(match prop {
-            PROP_MEMORY => {
-                let r = crate::device::find_regions(rt, agent)?.device;
-                AccProperty::Size(region::size(rt, r)?)
-            }
-            PROP_NAME => AccProperty::Str(cached(ord, prop, || Ok(a.name.clone()))?),
-            PROP_VENDOR => AccProperty::Str(cached(ord, prop, || agent::vendor_name(rt, agent))?),
-            PROP_DRIVER => AccProperty::Str(cached(ord, prop, || {
-                let (major, minor) = system::version(rt)?;
-                Ok(format!("HSA Runtime {major}.{minor}"))
-            })?),
-            PROP_FREE_MEMORY => AccProperty::None,
-            _ => AccProperty::None,
-        })
-    }
+/// MEMORY: the size of the device's coarse-grained region; NAME: the agent's name;
+/// VENDOR: the agent's vendor; DRIVER: "HSA Runtime <major>.<minor>"; FREE_MEMORY
+/// and anything else: 0 (as the stock plugin).
+pub fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
+    let Ok(a) = crate::discovery::agent(ord) else {
+        return Ok(AccProperty::None);
+    };
+    let rt = table::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
+    let agent = hsa_agent_t { handle: a.handle };
+    Ok(match prop {
+        PROP_MEMORY => {
+            let r = crate::device::find_regions(rt, agent)?.device;
+            AccProperty::Size(region::size(rt, r)?)
+        }
+        PROP_NAME => AccProperty::Str(cached(ord, prop, || Ok(a.name.clone()))?),
+        PROP_VENDOR => AccProperty::Str(cached(ord, prop, || agent::vendor_name(rt, agent))?),
+        PROP_DRIVER => AccProperty::Str(cached(ord, prop, || {
+            let (major, minor) = system::version(rt)?;
+            Ok(format!("HSA Runtime {major}.{minor}"))
+        })?),
+        PROP_FREE_MEMORY => AccProperty::None,
+        _ => AccProperty::None,
+    })
 }
 
 /// The string property `prop` of device `ord`, computed once and kept for the process
