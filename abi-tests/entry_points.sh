@@ -6,4 +6,4 @@ ALWAYS="version get_name get_caps get_type get_num_devices init_device fini_devi
 OPENMP14="dev2dev run"
 OPENMP16="dev2dev memset run"
 # nvptx exports that no libgomp up to 16 looks up (the stock GCC 16 plugin lacks them).
-NEWER_THAN_16="get_dev_caps get_numa_node session_size session_start session_set_target_var_table"
+NEWER_THAN_16="get_dev_caps get_numa_node supported_teams_dim supported_threads_dim memspace_validate session_size session_start session_set_target_var_table"

@@ -108,6 +108,27 @@ uint32_t GOMP_OFFLOAD_get_dev_caps(int ord);
 int GOMP_OFFLOAD_get_numa_node(int ord);
 
 /**
+ * The largest count of teams (`supported_teams_dim`) or of threads a team
+ * (`supported_threads_dim`) device `ord` supports in dimension `dim` (OpenMP 6.1's
+ * multi-dimensional teams and threads; libgomp 17 only looks them up, and answers
+ * `omp_get_supported_teams_dim`/`omp_get_supported_threads_dim` with them).
+ */
+int GOMP_OFFLOAD_supported_teams_dim(int ord, int dim);
+
+/**
+ * See `supported_teams_dim`.
+ */
+int GOMP_OFFLOAD_supported_threads_dim(int ord, int dim);
+
+/**
+ * Whether the device code can serve an allocator on memory space `memspace`
+ * (`omp_memspace_handle_t`) with access trait value `access` (`omp_atv_*`; libgomp declares `memspace` as `omp_memspace_handle_t`, an enum of `uintptr_t` size), for
+ * `uses_allocators` (libgomp 17 only looks it up).
+ */
+bool GOMP_OFFLOAD_memspace_validate(uint64_t memspace,
+                                    int access);
+
+/**
  * `OFFLOAD_TARGET_TYPE_*`.
  */
 int GOMP_OFFLOAD_get_type(void);

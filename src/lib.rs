@@ -14,14 +14,14 @@
 //!   (and the docs' rows from it); [`generate`]: files produced from tables in the code;
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
-//! - [`autotune`]: choosing a kernel's launch shape by timing its first launches (the
-//!   decision logic, pure);
 //! - [`error`]: the one error type (no vendor types in it); [`blocks`]: the registry of
-//!   device blocks handed out by `alloc`; [`free_lists`]: generation-tagged free lists
-//!   of blocks carved from chunks (the small-block caches); [`symbols`]: the run-time symbol-table macro
-//!   with which each backend declares its driver's entry points; [`idle`]: work done
-//!   once a cache has been idle (the process-wide trimmer thread); [`sync`]: locking
+//!   device blocks handed out by `alloc`; [`symbols`]: the run-time symbol-table macro
+//!   with which each backend declares its driver's entry points; [`sync`]: locking
 //!   that takes a poisoned lock as it is.
+//!
+//! Tools that only one backend uses live in that backend (the nvptx crate's disk cache,
+//! launch-shape trials, block caches, idle trimmer, profile and trace writers); one
+//! moves here when a second backend needs it.
 //!
 //! Nothing here is exported from a product (`#[no_mangle]`) except through the shells.
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
@@ -30,25 +30,19 @@
 // Test only: docs/architecture.md's skeleton table against the tree.
 #[cfg(test)]
 mod architecture_doc;
-pub mod autotune;
 pub mod blocks;
-pub mod cache;
 pub mod device;
 pub mod edge;
 pub mod error;
-pub mod free_lists;
 pub mod generate;
-pub mod idle;
 pub mod images;
 pub mod kernels;
 pub mod libgomp;
-pub mod observe;
 pub mod openacc;
 pub mod plugin;
 pub mod rect;
 pub mod registry;
 pub mod settings;
-pub mod size_cache;
 pub mod symbols;
 pub mod sync;
 

@@ -12,6 +12,7 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::libgomp::abi::{ATV_ALL, MEMSPACE_LOW_LAT};
 use crate::libgomp::interop::{self, InteropObj};
 use crate::libgomp::version::Libgomp;
 use crate::rect::Rect;
@@ -77,6 +78,23 @@ pub trait Plugin: 'static {
     /// unknown. Called before the device is opened. Default: unknown.
     fn numa_node(_ord: i32) -> i32 {
         -1
+    }
+    /// `supported_teams_dim (ord, 0)` (libgomp 17): the most teams device `ord` runs in
+    /// dimension 0 (launches are one-dimensional: the others answer 1). Called before the
+    /// device is opened. Default: 1.
+    fn teams_dim0(_ord: i32) -> i32 {
+        1
+    }
+    /// `supported_threads_dim (ord, 0)` (libgomp 17): the most threads a team of device
+    /// `ord` has in dimension 0. Default: 1.
+    fn threads_dim0(_ord: i32) -> i32 {
+        1
+    }
+    /// `memspace_validate` (libgomp 17): whether the device code serves allocators on
+    /// `memspace` (`omp_memspace_handle_t`) with access trait value `access`. Default:
+    /// the predefined spaces (0-4) except low-latency memory with access all.
+    fn memspace_valid(memspace: u64, access: i32) -> bool {
+        memspace <= MEMSPACE_LOW_LAT && !(memspace == MEMSPACE_LOW_LAT && access == ATV_ALL)
     }
     /// `get_uid`: the device's unique id, if the driver tells one.
     fn uid(_ord: i32) -> Option<String> {

@@ -80,14 +80,15 @@ fi
 # --- the programs -----------------------------------------------------------------------
 D=$WORK/snapshot-tests; rm -rf "$D"; mkdir -p "$D"
 cp examples/saxpy.c scripts/toolchain/smoke/t_omp.c scripts/toolchain/smoke/t_acc.c \
-  tests/fallback/nowait_task.c tests/fallback/session.c "$D/"
-progs="saxpy t_omp t_acc nowait_task session"
+  tests/fallback/nowait_task.c tests/fallback/session.c tests/fallback/dims17.c "$D/"
+progs="saxpy t_omp t_acc nowait_task session dims17"
 if ! out=$(scripts/toolchain/inroot.sh snapshot sh -c "cd /w/snapshot-tests && G=/usr/lib/gcc-snapshot/bin/gcc &&
      \$G -O2 -fopenmp -foffload=nvptx-none saxpy.c -o saxpy -lm &&
      \$G -O2 -fopenmp -foffload=nvptx-none t_omp.c -o t_omp &&
      \$G -O2 -fopenacc -foffload=nvptx-none t_acc.c -o t_acc &&
      \$G -O2 -fopenmp -foffload=nvptx-none nowait_task.c -o nowait_task &&
-     \$G -O2 -fopenmp -foffload=nvptx-none session.c -o session" 2>&1); then
+     \$G -O2 -fopenmp -foffload=nvptx-none session.c -o session &&
+     \$G -O2 -fopenmp -foffload=nvptx-none dims17.c -o dims17" 2>&1); then
   bad "gcc-snapshot -foffload=nvptx-none: compiling $progs" "$out"; finish
 fi
 ok "gcc-snapshot compiled $progs with nvptx offloading (OpenMP and OpenACC)"
@@ -97,7 +98,7 @@ if [ -n "$pack" ]; then
   for p in $progs; do cp "$D/$p" "$pack/"; done
   cp -L "$R/lib64/ld-linux-x86-64.so.2" "$pack/lib/"
   for l in libc.so.6 libm.so.6; do cp -L "$R/$MA/$l" "$pack/lib/"; done
-  for l in libgomp.so.1 libgcc_s.so.1; do cp -L "$R$SL/$l" "$pack/lib/"; done
+  for l in libgomp.so.1 libgcc_s.so.1 libgfortran.so.5 libquadmath.so.0; do cp -L "$R$SL/$l" "$pack/lib/"; done
   cp -L "$R$SL/libgomp-plugin-nvptx.so.1" "$pack/stock/"
   printf 'gcc-snapshot %s: %s\nprograms built with -O2 -fopenmp (t_acc: -fopenacc) -foffload=nvptx-none\n' \
     "$ver" "$gccv" > "$pack/VERSION"
@@ -175,6 +176,14 @@ if [ "$rc" = 0 ] && grep -q '^session: 6 regions done$' <<< "$out" &&
   ok "session.c on the stand-in: session_size 32, 6 sessions started on 16-aligned blocks (devices: $devs), each table set once and passed to its kernel on its device, tables of device addresses, nowait through async_run ($asyncs)"
 else
   bad "session.c on the stand-in (exit $rc; $p; devices: $devs; fn\$0 tables: $fn0; async_run: $asyncs)" "$out"
+fi
+out=$(dev dims17); rc=$?
+want='teams_dim0=270336 teams_dim1=1 threads_dim0=32 threads_dim1=1 '
+if [ "$rc" = 0 ] && grep -q '^dims17: 2 device(s)$' <<< "$out" && grep -q "^dev 0: $want" <<< "$out" &&
+   grep -q "^dev 1: $want" <<< "$out"; then
+  ok "dims17 on the stand-in: omp_get_supported_teams_dim/threads_dim answered by ours (132 SMs x 65536 registers / 32, 32 warps a block, 1 beyond dimension 0)"
+else
+  bad "dims17 on the stand-in (exit $rc; want /$want/ for devices 0 and 1)" "$out"
 fi
 out=$(dev t_acc); rc=$?   # exit status 1: the sum is wrong where no kernel code runs
 p=$(protocol <<< "$out")

@@ -101,3 +101,11 @@ pub fn agent(ord: i32) -> Result<&'static Agent> {
         .and_then(|i| found.get(i))
         .ok_or_else(|| Error::invalid(format!("no gcn device {ord} (there are {})", found.len())))
 }
+
+/// The compute units of device `ord` (`HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT`); `None`
+/// when there is no such device or the runtime does not tell.
+pub fn compute_units(ord: i32) -> Option<u32> {
+    let a = agent(ord).ok()?;
+    let rt = table::load().ok()?;
+    agent::compute_units(rt, hsa_agent_t { handle: a.handle }).ok()
+}

@@ -65,6 +65,24 @@ impl Plugin for Gcn {
         OpenDevice::open(ord)
     }
 
+    /// Twice the device's compute units (128 when the runtime does not tell), as the
+    /// stock plugin answers: the teams ours launches by default (docs/gcn-launch.md).
+    fn teams_dim0(ord: i32) -> i32 {
+        crate::discovery::compute_units(ord).map_or(128, |cu| 2 * cu as i32)
+    }
+
+    /// 16 wavefronts: the largest work-group GCC's gcn code runs (an OpenMP thread is
+    /// a wavefront).
+    fn threads_dim0(_ord: i32) -> i32 {
+        16
+    }
+
+    /// GCC's gcn device code serves every memory space but low-latency memory (a
+    /// work-group's LDS) with access all.
+    fn memspace_valid(memspace: u64, access: i32) -> bool {
+        !(memspace == MEMSPACE_LOW_LAT && access == ATV_ALL)
+    }
+
     /// True for a kernel of a loaded image whose explicit kernel arguments fit the
     /// protocol (one pointer); false otherwise (libgomp then runs the region on the
     /// host).

@@ -11,6 +11,7 @@ pub mod cuda;
 pub mod extensions;
 pub mod plugin;
 
+pub mod cache;
 pub mod device;
 pub mod host;
 pub mod image;

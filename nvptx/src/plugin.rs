@@ -170,6 +170,27 @@ impl Plugin for Nvptx {
         }
     }
 
+    /// SMs x registers per SM / 32 (270336 on an H100): the stock plugin's figure (the
+    /// teams of one warp that would fit at once if each thread used one register), so
+    /// programs see the same number with either plugin; 1 without a driver.
+    fn teams_dim0(ord: i32) -> i32 {
+        let Some(dev) = table::loaded().and_then(|_| query::device(ord).ok()) else {
+            return 1;
+        };
+        let sms = device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+        let per_sm =
+            device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+        (sms * (per_sm / 32)).max(1)
+    }
+
+    /// The warps of the largest block: an OpenMP thread of GCC's nvptx code is a warp.
+    fn threads_dim0(ord: i32) -> i32 {
+        let Some(dev) = table::loaded().and_then(|_| query::device(ord).ok()) else {
+            return 1;
+        };
+        (device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK) / 32).max(1)
+    }
+
     /// The `numa_node` Linux gives the device's PCI function
     /// (/sys/bus/pci/devices/DOMAIN:BUS:DEVICE.0/numa_node, from the driver's PCI
     /// attributes); -1 when the driver, the attributes or the file do not tell (Linux

@@ -16,8 +16,8 @@
 
 use gomp_plugin_conformance::support;
 
-use gomp_plugin::cache::{entry, Key};
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
+use gomp_plugin_nvptx::cache::{entry, Key};
 use std::ffi::{c_void, CString, OsStr};
 use std::path::PathBuf;
 use support::api::*;

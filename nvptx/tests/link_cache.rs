@@ -10,8 +10,8 @@
 
 use gomp_plugin_conformance::support;
 
-use gomp_plugin::cache::{entry, Key};
 use gomp_plugin_nvptx as _; // the rlib holds the exported shells
+use gomp_plugin_nvptx::cache::{entry, Key};
 use std::ffi::{c_int, c_void, CString, OsStr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -16,8 +16,8 @@
 
 use gomp_plugin_conformance::support;
 
-use gomp_plugin::cache::sha256::{Engine, Sha256};
-use gomp_plugin::cache::{entry, Lookup, Store};
+use gomp_plugin_nvptx::cache::sha256::{Engine, Sha256};
+use gomp_plugin_nvptx::cache::{entry, Lookup, Store};
 use gomp_plugin_nvptx::device::tune::Tune;
 use gomp_plugin_nvptx::image::descriptor::{self, RawDescriptor, RawFn, RawPtxObj};
 use gomp_plugin_nvptx::image::link::value_options;

@@ -20,6 +20,9 @@ use support::stub_stats as stats;
 
 extern "C" {
     fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) -> PropertyValue;
+    fn GOMP_OFFLOAD_supported_teams_dim(ord: c_int, dim: c_int) -> c_int;
+    fn GOMP_OFFLOAD_supported_threads_dim(ord: c_int, dim: c_int) -> c_int;
+    fn GOMP_OFFLOAD_memspace_validate(memspace: u64, access: c_int) -> bool;
     fn gomp_nvptx_host_lock(p: *mut c_void, size: usize, device: c_int) -> c_int;
     fn gomp_nvptx_host_unlock(p: *mut c_void, device: c_int) -> c_int;
     fn free(p: *mut c_void);
@@ -267,6 +270,34 @@ fn two_devices_open_and_close() {
         assert_eq!(uid(0), Some(uuid(0)));
         assert_eq!(uid(1), Some(uuid(1)));
         assert_eq!(uid(2), None);
+        // libgomp 17's optional queries, before any device is open: the stand-in's
+        // 132 SMs x 65536 registers / 32, 1024 threads = 32 warps a block,
+        // one-dimensional launches; no device 2.
+        // SAFETY: plain calls.
+        unsafe {
+            for d in 0..2 {
+                assert_eq!(GOMP_OFFLOAD_supported_teams_dim(d, 0), 132 * 2048);
+                assert_eq!(GOMP_OFFLOAD_supported_threads_dim(d, 0), 32);
+                assert_eq!(GOMP_OFFLOAD_supported_teams_dim(d, 1), 1);
+                assert_eq!(GOMP_OFFLOAD_supported_threads_dim(d, 2), 1);
+            }
+            assert_eq!(GOMP_OFFLOAD_supported_teams_dim(2, 0), 1, "no device 2");
+            // omp_default_mem_space .. omp_low_lat_mem_space (0-4); low-latency memory
+            // (a team's shared memory) not with access all (7); no GNU managed space.
+            for (space, access, want) in [
+                (0, 7, true),
+                (3, 0, true),
+                (4, 8, true),
+                (4, 7, false),
+                (200, 0, false),
+            ] {
+                assert_eq!(
+                    GOMP_OFFLOAD_memspace_validate(space, access),
+                    want,
+                    "memspace {space}, access {access}"
+                );
+            }
+        }
         assert_eq!(stats(0).ctx_refs, 0, "nothing retained before init_device");
         assert!(init(0) && init(1), "init_device 0 and 1");
         assert_eq!((stats(0).ctx_refs, stats(1).ctx_refs), (1, 1));

@@ -4,12 +4,15 @@
 #
 # usage: scripts/device/suite.sh CARRY_DIR       (results under $OUT, at most 8 files)
 # CARRY_DIR holds bundle-16.tar.xz (.toolchain/bundles), plugin/libgomp-plugin-nvptx.so.1
-# (ours, from scripts/build) and saxpy (examples/saxpy.c built by scripts/run-example).
+# (ours, from scripts/build) and saxpy (examples/saxpy.c built by scripts/run-example;
+# a bundle's own example/saxpy, built by its compiler, is used instead where it has one).
 # env: BUNDLE (default bundle-16: CARRY_DIR/$BUNDLE.tar.xz, e.g. bundle-14 for the
-#      GCC 14 suite), JOBS (per plugin, default 8), MAX_TIMEOUT (default 90), FILTER (ERE on test
-#      names), SUITE_TIMEOUT (seconds for each suite run, default 520), PLUGINS
-#      (default "stock ours"), SEQUENTIAL=1 (one plugin after the other, each with
-#      all JOBS, instead of both at once: fairer timings, fewer load-induced timeouts),
+#      GCC 14 suite, bundle-s17 for GCC 16's tests built by gcc-snapshot with libgomp 17;
+#      16, 14, 12 or s17 alone name bundle-N), JOBS (per plugin, default 8), MAX_TIMEOUT
+#      (default 90), FILTER (ERE on test names), SUITE_TIMEOUT (seconds for each suite
+#      run, default 520), PLUGINS (default "stock ours"), SEQUENTIAL=1 (one plugin
+#      after the other, each with all JOBS, instead of both at once: fairer timings,
+#      fewer load-induced timeouts),
 #      SPLIT_GPUS (default 1 when the machine has two GPUs or more: each plugin's run
 #      gets a GPU of its own through CUDA_VISIBLE_DEVICES, both at once; 0: share GPU 0).
 # The summary (example.txt) gives each plugin's run-tests.sh totals and wall time.
@@ -23,16 +26,20 @@ set -u
 C=$(cd "${1:?usage: suite.sh CARRY_DIR}" && pwd); O=${OUT:-/tmp/suite-out}; mkdir -p "$O"
 T=/tmp/suite; rm -rf "$T"; mkdir -p "$T"
 BUNDLE=${BUNDLE:-bundle-16}
+[ -e "$C/$BUNDLE.tar.xz" ] || [ ! -e "$C/bundle-$BUNDLE.tar.xz" ] || BUNDLE=bundle-$BUNDLE
+[ -e "$C/$BUNDLE.tar.xz" ] || { echo "suite.sh: no $C/$BUNDLE.tar.xz" >&2; exit 2; }
 tar -xJf "$C/$BUNDLE.tar.xz" -C "$T"; B=$T/$BUNDLE
+X=$C/saxpy; [ -x "$B/example/saxpy" ] && X=$B/example/saxpy
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
 nvidia-smi -L 2>&1 | head -2
 echo "libcuda in $CUDA_LIBDIR; driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null)"
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
 {
+  echo "== $BUNDLE: $(head -1 "$B/VERSION"); example $X"
   for p in ${PLUGINS:-stock ours}; do
     echo "== example with $p plugin"
     GOMP_DEBUG=1 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
-      "$C/saxpy" > "$T/debug-$p.txt" 2>&1; echo "exit $?"
+      "$X" > "$T/debug-$p.txt" 2>&1; echo "exit $?"
     grep -E '^(offload plugin|saxpy|OK|FAILED)' "$T/debug-$p.txt"
   done
 } 2>&1 | tee "$O/example.txt"

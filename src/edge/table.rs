@@ -396,6 +396,35 @@ macro_rules! __gomp_entry_point_table {
     note("Ours: nvptx reads the PCI function's sysfs numa_node; gcn answers -1 (unknown).")
     fn(ord: c_int) -> c_int { guard::value("get_numa_node", -1, || Backend::numa_node(ord)) }
 
+    /// The largest count of teams (`supported_teams_dim`) or of threads a team
+    /// (`supported_threads_dim`) device `ord` supports in dimension `dim` (OpenMP 6.1's
+    /// multi-dimensional teams and threads; libgomp 17 only looks them up, and answers
+    /// `omp_get_supported_teams_dim`/`omp_get_supported_threads_dim` with them).
+    GOMP_OFFLOAD_supported_teams_dim in [nvptx gcn] looked_up(17..) required(optional)
+    c(17: "int (int ord, int dim)")
+    note("Ours launch one-dimensional grids: every dimension but 0 answers 1. Dimension 0: nvptx SMs x registers per SM / 32 (270336 on an H100), gcn 2 x compute units (128 when the runtime does not tell): the stock plugins' figures.")
+    fn(ord: c_int, dim: c_int) -> c_int {
+        guard::value("supported_teams_dim", 1, || if dim == 0 { Backend::teams_dim0(ord) } else { 1 })
+    }
+
+    /// See `supported_teams_dim`.
+    GOMP_OFFLOAD_supported_threads_dim in [nvptx gcn] looked_up(17..) required(optional)
+    c(17: "int (int ord, int dim)")
+    note("Dimension 0: nvptx the warps of the largest block (an OpenMP thread is a warp), gcn 16 wavefronts (GCC's work-group limit); other dimensions 1.")
+    fn(ord: c_int, dim: c_int) -> c_int {
+        guard::value("supported_threads_dim", 1, || if dim == 0 { Backend::threads_dim0(ord) } else { 1 })
+    }
+
+    /// Whether the device code can serve an allocator on memory space `memspace`
+    /// (`omp_memspace_handle_t`) with access trait value `access` (`omp_atv_*`; libgomp declares `memspace` as `omp_memspace_handle_t`, an enum of `uintptr_t` size), for
+    /// `uses_allocators` (libgomp 17 only looks it up).
+    GOMP_OFFLOAD_memspace_validate in [nvptx gcn] looked_up(17..) required(optional)
+    c(17: "_Bool (uintptr_t memspace, int access)")
+    note("The device side is GCC's libgomp, so ours answers what it serves: never low-latency memory (4, a team's shared memory) with access all (7); nvptx only the predefined spaces 0-4, gcn any space.")
+    fn(memspace: u64, access: c_int) -> bool {
+        guard::value("memspace_validate", false, || Backend::memspace_valid(memspace, access))
+    }
+
     /// `OFFLOAD_TARGET_TYPE_*`.
     GOMP_OFFLOAD_get_type in [nvptx gcn] looked_up(12..) required(always)
     c(12: "int (void)")

@@ -14,6 +14,12 @@ pub const CAP_UNIFIED_ADDRESS: u32 = 0x20;
 /// Capability (libgomp 17, `get_caps`): the devices meet `requires reverse_offload`.
 pub const CAP_REVERSE_OFFLOAD: u32 = 0x40;
 
+/// `omp_low_lat_mem_space`, the last predefined memory space (`omp_memspace_handle_t`;
+/// 0-3: default, large capacity, constant, high bandwidth).
+pub const MEMSPACE_LOW_LAT: u64 = 4;
+/// `omp_atv_all`: the `access` trait value "every thread of the device".
+pub const ATV_ALL: i32 = 7;
+
 /// `OFFLOAD_TARGET_TYPE_NVIDIA_PTX`.
 pub const TARGET_TYPE_NVIDIA_PTX: i32 = 5;
 

@@ -15,6 +15,9 @@
 # env TEST_TIMEOUT: seconds per run (default 60); TESTS: ERE on test names (default all);
 #     PLUGINS: which plugins (default "stock ours"; any other name is the plugin in
 #     CARRY_DIR/NAME/, e.g. "before" for ours as it was before a change).
+# env LIBGOMP=17: the tests of CARRY_DIR/tests17 (tests/device/build.sh with
+#     GCC=snapshot) with libgomp 17, its loader and libraries, and its stock plugin from
+#     CARRY_DIR/snapshot/ (tests/snapshot_gcc.sh --pack); default 16 (bundle-16).
 # usage: tests/device/run.sh CARRY_DIR      (CARRY_DIR as for scripts/device/suite.sh)
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 case "${1:-}" in -?*) echo "run.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
@@ -22,10 +25,14 @@ case "${1:-}" in -?*) echo "run.sh: unknown option '$1' (see $0 --help)" >&2; ex
 set -u
 C=$(cd "${1:?usage: run.sh CARRY_DIR}" && pwd)
 T=/tmp/devtests; mkdir -p "$T"
-[ -d "$T/bundle-16" ] || tar -xJf "$C/bundle-16.tar.xz" -C "$T"
-B=$T/bundle-16
+case ${LIBGOMP:-16} in
+  16) [ -d "$T/bundle-16" ] || tar -xJf "$C/bundle-16.tar.xz" -C "$T"
+      B=$T/bundle-16 LIB=$T/bundle-16/lib STOCK=$T/bundle-16/plugin TD=$C/tests ;;
+  17) LIB=$C/snapshot/lib STOCK=$C/snapshot/stock TD=$C/tests17 ;;
+  *) echo "run.sh: LIBGOMP must be 16 or 17, not '$LIBGOMP'" >&2; exit 2 ;;
+esac
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
-declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin)
+declare -A DIR=([stock]=$STOCK [ours]=$C/plugin)
 for p in ${PLUGINS:-stock ours}; do [ -n "${DIR[$p]:-}" ] || DIR[$p]=$C/$p; done
 [ -n "${OUT:-}" ] && mkdir -p "$OUT/devtests"
 declare -A NPASS NFAIL NSKIP
@@ -45,13 +52,13 @@ verdict() {  # verdict RC OUTPUT_FILE EXPECT_FILE -> prints the verdict word and
   [ "$rc" = "$want" ] || why="exit $rc, wanted $want${why:+; $why}"
   if [ -z "$why" ]; then echo "PASS"; else echo "FAIL($why)"; fi
 }
-for t in "$C"/tests/*; do
+for t in "$TD"/*; do
   case $t in *.env|*.expect) continue ;; esac
   [[ $(basename "$t") =~ ${TESTS:-.} ]] || continue
   envs=()
   [ -f "$t.env" ] && mapfile -t envs < "$t.env"
   for p in ${PLUGINS:-stock ours}; do
-    env "${envs[@]}" timeout "${TEST_TIMEOUT:-60}" "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
+    env "${envs[@]}" timeout "${TEST_TIMEOUT:-60}" "$LIB/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$LIB:$CUDA_LIBDIR" \
       "$t" > "$T/out.txt" 2>&1
     rc=$?
     v=$(verdict "$rc" "$T/out.txt" "$t.expect")

@@ -26,9 +26,9 @@ use crate::host::bounce;
 use crate::host::ranges as host_ranges;
 use crate::host::ring::Ring;
 use crate::host::staging;
+use crate::observe::profile::{CopyDir, CopyMem};
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
-use gomp_plugin::observe::profile::{CopyDir, CopyMem};
 use std::ffi::c_void;
 
 /// Largest copy from page-locked host memory that is deferred through a bounce buffer

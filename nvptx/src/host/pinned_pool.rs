@@ -33,9 +33,9 @@
 //! The memory comes from a [`ChunkSource`] (the CUDA driver in production, `std::alloc`
 //! in the unit tests), so the bookkeeping is tested without a GPU.
 
+use crate::memory::free_lists::FreeLists;
+use crate::memory::size_cache::SizeCache;
 use gomp_plugin::error::{Error, Result};
-use gomp_plugin::free_lists::FreeLists;
-use gomp_plugin::size_cache::SizeCache;
 use gomp_plugin::sync::Lock;
 use std::cell::Cell;
 use std::collections::HashMap;

@@ -12,7 +12,7 @@ use crate::cuda::safe::module::resident_blocks;
 use crate::cuda::safe::{OwnedEvent, Stream};
 use crate::cuda::sys::{CUdeviceptr, CUfunction};
 use crate::device::Device;
-use gomp_plugin::autotune::{Step, StepKind, Trials};
+use crate::image::trials::{Step, StepKind, Trials};
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
 use gomp_plugin::DeviceCore;

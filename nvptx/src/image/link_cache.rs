@@ -1,7 +1,7 @@
 //! The linked-image cache: the JIT link's output (a cubin) kept on disk, so that the
 //! next process loading the same image loads the cubin (`cuModuleLoadData`) instead
 //! of linking. The store itself (directory, format, checksum, atomic writes, size
-//! bound) is the framework's [`gomp_plugin::cache`]; this module says what an entry's
+//! bound) is the plugin's [`crate::cache`]; this module says what an entry's
 //! key is made of, where the store lives for CUDA, and when it is off.
 //!
 //! - Key: every PTX object of the image in order, the JIT options that decide the
@@ -24,10 +24,10 @@
 //! threads or devices use it at once (the store's operations are process- and
 //! thread-safe).
 
+use crate::cache::{location, Key, KeyBuilder, Lookup, Store};
 use crate::cuda::safe::Module;
 use crate::cuda::sys::CUjit_option;
 use crate::image::link::{link_ptx, Linked};
-use gomp_plugin::cache::{location, Key, KeyBuilder, Lookup, Store};
 use gomp_plugin::error::Result;
 use once_cell::sync::OnceCell;
 use std::path::PathBuf;

@@ -17,7 +17,9 @@ pub mod link;
 pub mod link_cache;
 pub mod ptx_names;
 pub mod rev_spin;
+pub mod trials;
 
+use crate::cache::Key;
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
 use crate::cuda::safe::{query, Module, ModuleRef};
 use crate::cuda::sys::*;
@@ -26,7 +28,6 @@ use crate::image::indirect_table::IndirectTable;
 use crate::image::ptx_names::PtxNames;
 use crate::observe::info;
 use descriptor::{Descriptor, RawDescriptor};
-use gomp_plugin::cache::Key;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 use gomp_plugin::DeviceCore;

@@ -5,7 +5,7 @@
 //! worked out only when the trials begin, so a kernel launched once or too short to
 //! tune never pays for them) are tried on its first synchronous launches and the
 //! fastest is kept for the rest of the process (the schedule and the rules:
-//! `gomp_plugin::autotune`), and remembered for later runs ([`super::choice_cache`]).
+//! `crate::image::trials`), and remembered for later runs ([`super::choice_cache`]).
 //!
 //! - Timing: two timing events around each trial launch, read after the wait every
 //!   synchronous launch makes anyway: the kernel's device time, without the host's
@@ -29,6 +29,7 @@
 //! lock taken on tuned launches until the choice is made; then one lock-free read per
 //! launch.
 
+use crate::cache::{Key, Lookup, Store};
 use crate::cuda::safe::{query, OwnedEvent};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use crate::device::tune::{Autotune, Tune, DEFAULT_WARPS};
@@ -36,11 +37,10 @@ use crate::device::Device;
 pub use crate::image::launch_facts::Trial;
 use crate::image::launch_facts::{Candidate, Tuner};
 use crate::image::link_cache;
+use crate::image::trials::{Decision, Sample, StepKind, Trials, Verdict, PLAN};
 use crate::image::TargetFn;
 use crate::launch::choice_cache::{self, KeyFacts};
 use crate::launch::geometry::{Geometry, Requested};
-use gomp_plugin::autotune::{Decision, Sample, StepKind, Trials, Verdict, PLAN};
-use gomp_plugin::cache::{Key, Lookup, Store};
 
 /// Whether a launch may be tuned: tuning on, neither clause given, no team ICV that
 /// sizes it.

@@ -16,8 +16,8 @@
 //!
 //! Pure code.
 
+use crate::cache::{Key, KeyBuilder};
 use crate::image::launch_facts::Candidate;
-use gomp_plugin::cache::{Key, KeyBuilder};
 
 /// The entry kind of a chosen launch shape.
 pub const KIND: &str = "shape";

@@ -5,7 +5,10 @@
 //! Threading: every cache is one device's, locked inside, and used by any thread with
 //! the device's context current.
 
+pub mod free_lists;
+pub mod idle;
 pub mod large_blocks;
 pub mod pool;
+pub mod size_cache;
 pub mod small_blocks;
 pub mod stacks;

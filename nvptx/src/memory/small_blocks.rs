@@ -14,8 +14,8 @@
 //! scan of the lists.
 
 use crate::cuda::sys::CUdeviceptr;
+use crate::memory::free_lists::FreeLists;
 use gomp_plugin::error::Result;
-use gomp_plugin::free_lists::FreeLists;
 use gomp_plugin::sync::Lock;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -8,13 +8,13 @@
 //! cuMemFree and a cuMemAlloc, so idle blocks are kept while the device launches
 //! kernels (at most [`ACTIVE_LIMIT`] or the bound, whichever is larger, beside the
 //! largest block), and cut down to the bound once no kernel has been launched for
-//! [`IDLE_PERIOD`], by the process's idle trimmer ([`gomp_plugin::idle`]) without any
+//! [`IDLE_PERIOD`], by the process's idle trimmer ([`super::idle`]) without any
 //! call from the program.
 
 use crate::cuda::safe::{context, memory as cu_mem};
 use crate::cuda::sys::{CUcontext, CUdeviceptr};
+use crate::memory::idle::{self, IdleTrim};
 use gomp_plugin::error::Result;
-use gomp_plugin::idle::{self, IdleTrim};
 use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};

@@ -3,7 +3,7 @@
 //! `GOMP_DEBUG`). A libgomp the plugin refuses is already said unconditionally by the
 //! version handshake, so it has no info line of its own.
 
-use super::Switches;
+use super::switches::Switches;
 use gomp_plugin::libgomp::{host, report};
 
 /// Facts of an opened device, as [`opened`] prints them.

@@ -1,8 +1,8 @@
 //! What the plugin tells a user who asks: `GOMP_NVPTX_INFO` (a line per device opened,
 //! a line when the program falls back to the host: [`info`]), `GOMP_NVPTX_PROFILE` (a
 //! table on stderr at exit) and `GOMP_NVPTX_TRACE=FILE` (a Chrome trace-event file
-//! written at exit). The aggregation, the table and the JSON writer are the
-//! framework's (`gomp_plugin::observe`); this module measures: timing events around
+//! written at exit). The aggregation and its table ([`profile`]) and the trace
+//! recorder and JSON writer ([`trace`]) call no driver; this module measures: timing events around
 //! launches, read at the completion points the plugin already has (a synchronous
 //! launch waits for its stream, the completion thread for `nowait` launches) or, for
 //! OpenACC queue launches, when later found complete, never by waiting.
@@ -18,42 +18,27 @@
 //! the table once and writes the trace once. `GOMP_PLUGIN_fatal` ends the program with
 //! `exit()`, so the hook also runs after an error.
 //!
-//! Depends on the CUDA layer and the framework only (the device core holds a
+//! Depends on the CUDA layer, [`profile`], [`trace`] and the framework only (the device core holds a
 //! [`DeviceObserve`]; nothing here names the core).
 
 pub mod info;
+pub mod profile;
+mod switches;
+pub mod trace;
+
+pub use switches::Switches;
 
 use crate::cuda::safe::{OwnedEvent, Stream};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;
 use gomp_plugin::libgomp::report;
-use gomp_plugin::observe::profile::{CopyDir, CopyMem, JitStats, Profile};
-use gomp_plugin::observe::trace::{self, Span, Trace};
 use gomp_plugin::sync::Lock;
 use once_cell::sync::OnceCell;
+use profile::{CopyDir, CopyMem, JitStats, Profile};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-
-/// The observability switches of the process (`GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`,
-/// `GOMP_NVPTX_TRACE`), read with every other setting (`crate::device::config`) and
-/// handed to this module's entry points. Plain data.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Switches {
-    /// `GOMP_NVPTX_INFO`: info lines.
-    pub info: bool,
-    /// `GOMP_NVPTX_PROFILE`: the table at exit.
-    pub profile: bool,
-    /// `GOMP_NVPTX_TRACE`: the trace file.
-    pub trace: Option<PathBuf>,
-}
-
-impl Switches {
-    /// Whether anything is recorded (profile or trace).
-    pub fn recording(&self) -> bool {
-        self.profile || self.trace.is_some()
-    }
-}
+use trace::{Span, Trace};
 
 /// The process-wide recorders (only created when a recording switch is on).
 struct Recorders {

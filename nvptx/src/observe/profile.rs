@@ -3,7 +3,7 @@
 //! reverse-offload requests, OpenACC queues. Thread-safe ([`Profile`] locks briefly
 //! per record); a product creates one only when profiling is on.
 
-use crate::sync::Lock;
+use gomp_plugin::sync::Lock;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;

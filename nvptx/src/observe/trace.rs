@@ -5,7 +5,7 @@
 //! ([`Trace::write`]), sorted by track and start, so the file is whole whenever it
 //! exists. Thread-safe; a product creates one only when tracing is on.
 
-use crate::sync::Lock;
+use gomp_plugin::sync::Lock;
 use once_cell::sync::Lazy;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

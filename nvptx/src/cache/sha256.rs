@@ -1,6 +1,6 @@
 //! SHA-256 (FIPS 180-4): the key of a cache entry, a digest of every input it was made
 //! from (hundreds of KiB of PTX for one image, hashed at every image load). Written
-//! here because the framework has no hashing dependency. The block function has two
+//! here because the plugin has no hashing dependency. The block function has two
 //! engines ([`Engine`]): the x86 SHA extensions when the CPU has them, and portable
 //! code otherwise; [`Sha256::new`] takes the best one the CPU runs. Pure code; a
 //! [`Sha256`] is owned by one thread at a time (`Send`).

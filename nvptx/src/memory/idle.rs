@@ -10,7 +10,7 @@
 //! period. Thread-safety: [`watch`] may be called from any thread; `trim_idle` runs on
 //! the trimmer's thread, one object at a time, with no lock of the trimmer held.
 
-use crate::sync::{Lock, Wait};
+use gomp_plugin::sync::{Lock, Wait};
 use std::sync::{Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,25 @@
+//! The observability switches ([`Switches`]): plain data, read with every other setting
+//! and handed to the observe module's entry points (kept apart from `observe`'s body so
+//! that [`super::info`] names a sibling, not its parent).
+
+use std::path::PathBuf;
+
+/// The observability switches of the process (`GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`,
+/// `GOMP_NVPTX_TRACE`), read with every other setting (`crate::device::config`) and
+/// handed to this module's entry points. Plain data.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// `GOMP_NVPTX_INFO`: info lines.
+    pub info: bool,
+    /// `GOMP_NVPTX_PROFILE`: the table at exit.
+    pub profile: bool,
+    /// `GOMP_NVPTX_TRACE`: the trace file.
+    pub trace: Option<PathBuf>,
+}
+
+impl Switches {
+    /// Whether anything is recorded (profile or trace).
+    pub fn recording(&self) -> bool {
+        self.profile || self.trace.is_some()
+    }
+}
