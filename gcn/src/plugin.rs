@@ -19,6 +19,7 @@ use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::registry::Registry;
 use gomp_plugin::{OpenAcc, Plugin, Result};
 use std::ffi::c_int;
+use std::sync::Arc;
 
 /// The gcn product. A unit type: all state is in [`REGISTRY`] and the devices.
 pub struct Gcn;
@@ -94,6 +95,13 @@ impl Plugin for Gcn {
     }
 }
 
+/// The device of a synchronous `openacc_exec`: the calling thread's (its OpenACC
+/// thread data), else device `loaded_on`, the one that loaded the kernel.
+fn exec_device(loaded_on: i32) -> Result<Arc<OpenDevice>> {
+    let ord = Gcn::current_thread_data().map_or(loaded_on, |t| t.ord);
+    Gcn::registry().get(ord)
+}
+
 /// OpenACC on gcn devices: the entry points' implementations are `openacc/`'s
 /// functions (kernel execution, per-thread data, async queues, properties).
 impl OpenAcc for Gcn {
@@ -106,15 +114,20 @@ impl OpenAcc for Gcn {
         launch: &AccLaunch,
         queue: Option<&AccQueue>,
     ) -> Result<Option<[u32; 3]>> {
-        openacc::exec(kernel, launch, queue)
+        let dev = match queue {
+            Some(q) => Arc::clone(q.device()),
+            None => exec_device(kernel.ord)?,
+        };
+        openacc::exec(&dev, kernel, launch, queue)
     }
 
     fn thread_data(ord: c_int) -> Result<ThreadData> {
         openacc::thread_data(ord)
     }
 
+    /// A queue on open device `ord`.
     fn queue(ord: c_int) -> Result<AccQueue> {
-        openacc::queue(ord)
+        AccQueue::create(REGISTRY.get(ord)?)
     }
 
     /// See [`openacc::property`].

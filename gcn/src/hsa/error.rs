@@ -9,9 +9,8 @@
 //! query, safe from any thread).
 
 use super::sys::*;
-use super::table::{self, Runtime};
+use super::table;
 use std::borrow::Cow;
-use std::ffi::{c_char, CStr};
 use std::fmt;
 
 /// The name of a runtime call as an error shows it. Implemented by `&'static str`
@@ -45,24 +44,11 @@ pub struct HsaError {
     pub status: hsa_status_t,
 }
 
-/// `hsa_status_string` of `status` from `rt`, or the number when the runtime has no text.
-pub fn status_text(rt: &Runtime, status: hsa_status_t) -> String {
-    let mut p: *const c_char = std::ptr::null();
-    // SAFETY: valid out-pointer; on success the runtime points it at a static string.
-    let r = unsafe { (rt.hsa_status_string)(status, &mut p) };
-    if r == hsa_status_t_HSA_STATUS_SUCCESS && !p.is_null() {
-        // SAFETY: a NUL-terminated string owned by the runtime, never freed.
-        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-    } else {
-        format!("HSA status {status:#x}")
-    }
-}
-
-/// The loaded runtime's text for `status` ([`status_text`]), or the number when no
-/// runtime is loaded.
+/// The loaded runtime's text for `status` ([`table::Runtime::status_text`]), or the number
+/// when no runtime is loaded.
 pub fn loaded_status_text(status: hsa_status_t) -> String {
     match table::loaded() {
-        Some(rt) => status_text(rt, status),
+        Some(rt) => rt.status_text(status),
         None => format!("HSA status {status:#x}"),
     }
 }
@@ -71,14 +57,6 @@ impl HsaError {
     /// The runtime's text for the status ([`loaded_status_text`]).
     pub fn text(&self) -> String {
         loaded_status_text(self.status)
-    }
-}
-
-impl HsaError {
-    /// "CALL error: TEXT" with the text from `rt` (for the runtime's own `hsa_init`,
-    /// before it is the loaded runtime).
-    pub fn message_with(&self, rt: &Runtime) -> String {
-        format!("{} error: {}", self.call, status_text(rt, self.status))
     }
 }
 

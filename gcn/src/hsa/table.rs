@@ -13,7 +13,7 @@
 use super::sys::*;
 use libloading::os::unix::{Library, RTLD_LAZY, RTLD_LOCAL};
 use once_cell::sync::OnceCell;
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CStr};
 
 /// The library opened when `HSA_RUNTIME_LIB` is not set.
 pub const DEFAULT_LIBRARY: &str = "libhsa-runtime64.so.1";
@@ -64,6 +64,22 @@ gomp_plugin::symbol_table! {
     }
 }
 
+impl Runtime {
+    /// `hsa_status_string` of `status`, or the number when the runtime has no text
+    /// (the text of the error mapping in `error.rs`, and of `hsa_init`'s failure).
+    pub fn status_text(&self, status: hsa_status_t) -> String {
+        let mut p: *const c_char = std::ptr::null();
+        // SAFETY: valid out-pointer; on success the runtime points it at a static string.
+        let r = unsafe { (self.hsa_status_string)(status, &mut p) };
+        if r == hsa_status_t_HSA_STATUS_SUCCESS && !p.is_null() {
+            // SAFETY: a NUL-terminated string owned by the runtime, never freed.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        } else {
+            format!("HSA status {status:#x}")
+        }
+    }
+}
+
 static RUNTIME: OnceCell<Result<Runtime, String>> = OnceCell::new();
 
 /// The library name [`load`] opens: `HSA_RUNTIME_LIB` when set, else [`DEFAULT_LIBRARY`].
@@ -88,7 +104,9 @@ pub fn load() -> Result<&'static Runtime, &'static str> {
             })?;
             // SAFETY: no arguments; reference-counted initialisation of the runtime.
             let st = unsafe { (rt.hsa_init)() };
-            super::error::check(st, "hsa_init").map_err(|e| e.message_with(&rt))?;
+            if st != hsa_status_t_HSA_STATUS_SUCCESS {
+                return Err(format!("hsa_init error: {}", rt.status_text(st)));
+            }
             Ok(rt)
         })
         .as_ref()

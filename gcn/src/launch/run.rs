@@ -25,6 +25,7 @@
 //! the spec and plays the device side of the ring.
 
 use super::console::{RevRequest, Ring};
+use super::protocol::{self, *};
 use crate::config::Config;
 use crate::hsa::safe::memory::{self, Allocation};
 use crate::hsa::safe::queue::Queue;
@@ -33,7 +34,6 @@ use crate::hsa::safe::{agent, system};
 use crate::hsa::sys::*;
 use crate::hsa::table::Runtime;
 use crate::image::Kernel;
-use crate::launch::{self, *};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::report;
@@ -326,22 +326,22 @@ impl Launcher {
         let rv = ring.return_value();
         drop(lease);
         drop(signal);
-        Ok(launch::decode_return(rv))
+        Ok(protocol::decode_return(rv))
     }
 
     /// The packet's dimensions, LDS size and ephemeral memory of a launch of `k`.
     fn shape(&self, k: &Kernel, dims: Dims, kind: Kind) -> Shape {
-        let dims = launch::cap_by_vgprs(dims, k.vgprs, launch::max_isa_vgprs(&self.isa));
-        let pd = launch::packet_dims(&dims, kind, &self.cfg);
+        let dims = protocol::cap_by_vgprs(dims, k.vgprs, protocol::max_isa_vgprs(&self.isa));
+        let pd = protocol::packet_dims(&dims, kind, &self.cfg);
         let (teams, threads) = (pd.grid[0], pd.grid[2]);
-        let group = launch::lds_size(
+        let group = protocol::lds_size(
             k.meta.as_ref().map_or(0, |m| m.group_segment_fixed_size),
             teams,
             self.cu,
             self.cfg.lowlat_pool,
             self.gcc,
         );
-        let eph = launch::ephemeral(kind, teams, threads, &self.cfg);
+        let eph = protocol::ephemeral(kind, teams, threads, &self.cfg);
         Shape { pd, group, eph }
     }
 

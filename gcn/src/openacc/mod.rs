@@ -30,12 +30,10 @@ use crate::hsa::table;
 use crate::image::Kernel;
 use crate::launch::{self, Kind};
 use crate::open::OpenDevice;
-use crate::plugin::Gcn;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::kernels::Live;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::sync::Lock;
-use gomp_plugin::{OpenAcc, Plugin};
 use std::ffi::{c_int, CStr, CString};
 use std::sync::{Arc, Mutex};
 
@@ -56,27 +54,18 @@ pub struct ThreadData {
     pub ord: i32,
 }
 
-/// The device of a synchronous `openacc_exec`: the calling thread's (its OpenACC
-/// thread data), else device `loaded_on`, the one that loaded the kernel.
-fn exec_device(loaded_on: i32) -> Result<Arc<OpenDevice>> {
-    let ord = Gcn::current_thread_data().map_or(loaded_on, |t| t.ord);
-    Gcn::registry().get(ord)
-}
-
 /// The OpenACC grid from `dims` and the kernel's compile-time dimensions
 /// ([`launch::acc_dims`]), then the launch with the OpenACC kernarg block; without
-/// a queue it waits (console, exit handling), with one it is queued.
+/// a queue it waits (console, exit handling), with one it is queued. `dev` is the
+/// queue's device, else the calling thread's.
 pub fn exec(
+    dev: &OpenDevice,
     kernel: Live<'_, Kernel>,
     launch: &AccLaunch,
     queue: Option<&AccQueue>,
 ) -> Result<Option<[u32; 3]>> {
     let k = kernel.kernel;
     let d = launch.dims;
-    let dev = match queue {
-        Some(q) => Arc::clone(&q.dev),
-        None => exec_device(kernel.ord)?,
-    };
     let grid = launch::acc_dims(d, k.oacc_dims, dev.launcher.cu);
     log::debug!(
         "device {}: OpenACC kernel {}: dims {d:?}, compile-time {:?}: {} gang(s) x {} worker(s) x 64",
@@ -106,11 +95,6 @@ pub fn exec(
 pub fn thread_data(ord: c_int) -> Result<ThreadData> {
     crate::discovery::agent(ord)?;
     Ok(ThreadData { ord })
-}
-
-/// `openacc_async_construct`: a queue on open device `ord`.
-pub fn queue(ord: c_int) -> Result<AccQueue> {
-    AccQueue::create(Gcn::registry().get(ord)?)
 }
 
 /// MEMORY: the size of the device's coarse-grained region; NAME: the agent's name;

@@ -82,7 +82,7 @@ impl Progress {
 
 /// An OpenACC async queue (`struct goacc_asyncqueue`).
 pub struct AccQueue {
-    pub(super) dev: Arc<OpenDevice>,
+    dev: Arc<OpenDevice>,
     progress: Arc<Progress>,
     tx: Mutex<Option<Sender<Job>>>,
     thread: Mutex<Option<(JoinHandle<()>, ThreadId)>>,
@@ -113,6 +113,11 @@ impl AccQueue {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some((handle, id))),
         })
+    }
+
+    /// The device the queue runs on.
+    pub fn device(&self) -> &Arc<OpenDevice> {
+        &self.dev
     }
 
     pub(super) fn push(&self, job: Job) -> Result<()> {
