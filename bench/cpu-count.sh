@@ -30,7 +30,7 @@ done
 D=$WORK/bench-cpu
 rm -rf "$D" && mkdir -p "$D/lib" "$D/plugin"
 # The stand-in libcuda: its own entries plus "not supported" ones for the rest of the table.
-sed -n 's/^ *cu[A-Za-z0-9_]* = "\(cu[A-Za-z0-9_]*\)".*/STUB(\1)/p' nvptx/src/cuda/driver.rs > "$D/stub_names.h"
+sed -n 's/^ *cu[A-Za-z0-9_]* = "\(cu[A-Za-z0-9_]*\)".*/STUB(\1)/p' nvptx/src/cuda/table.rs > "$D/stub_names.h"
 cc -O2 -shared -fPIC -pthread -I"$D" tests/fallback/stub_libcuda_2dev.c tests/fallback/stub_libcuda_rest.c -o "$D/libcuda.so.1"
 cp bench/region_cpu.c /usr/include/valgrind/callgrind.h /usr/include/valgrind/valgrind.h "$D/"
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench-cpu && gcc-16 -O2 -fopenmp -foffload=nvptx-none region_cpu.c -o region_cpu"

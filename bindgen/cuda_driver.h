@@ -6,7 +6,7 @@
  *
  * Enumerations are given as integer typedefs plus #defines on purpose: the driver may
  * return values newer than this list, and a Rust enum holding an unlisted value is
- * undefined behaviour.  Function signatures live in `src/cuda/driver.rs` (the table of
+ * undefined behaviour.  Function signatures live in `src/cuda/table.rs` (the table of
  * entry points), not here.
  */
 #include <stddef.h>

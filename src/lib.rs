@@ -9,8 +9,8 @@
 //!   [`Device`];
 //! - [`edge`]: the panic boundary ([`edge::guard`]) and the version handshake;
 //! - [`plugin`], [`device`], [`openacc`]: the traits a backend implements;
-//!   [`registry`]: the open devices; [`kernels`]: the live kernel handles and their
-//!   one check; [`settings`]: the reader of a backend's table of environment variables
+//!   [`registry`]: the open devices; [`images`]: the images loaded on an opened device
+//!   and their unload order; [`kernels`]: the live kernel handles and their one check; [`settings`]: the reader of a backend's table of environment variables
 //!   (and the docs' rows from it); [`generate`]: files produced from tables in the code;
 //!   [`rect`]: rectangular copies as libgomp describes them;
 //! - [`libgomp`]: the host libgomp (version detection, `GOMP_PLUGIN_*` calls, logging);
@@ -27,11 +27,15 @@
 //! Every public item is documented (`missing_docs`, an error under `clippy -D warnings`).
 #![warn(missing_docs)]
 
+// Test only: docs/architecture.md's skeleton table against the tree.
+#[cfg(test)]
+mod architecture_doc;
 pub mod blocks;
 pub mod device;
 pub mod edge;
 pub mod error;
 pub mod generate;
+pub mod images;
 pub mod kernels;
 pub mod libgomp;
 pub mod openacc;

@@ -45,7 +45,7 @@ run_with_cuda() {  # run_with_cuda LIBCUDA
   GOMP_DEBUG=1 GOMP_PLUGIN_RS_LIBCUDA=$1 "$R/lib64/ld-linux-x86-64.so.2" --library-path \
     "$PWD/target/plugin/nvptx:$PWD/target/plugin/gcn:$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$WORK/examples/saxpy" 1000 2>&1
 }
-sed -n 's/^ *cu[A-Za-z0-9_]* = "\(cu[A-Za-z0-9_]*\)".*/\1/p' nvptx/src/cuda/driver.rs |
+sed -n 's/^ *cu[A-Za-z0-9_]* = "\(cu[A-Za-z0-9_]*\)".*/\1/p' nvptx/src/cuda/table.rs |
   grep -vxE 'cuInit|cuDeviceGetCount|cuGetErrorString' | sed 's/.*/STUB(&)/' > "$T/stub_names.h"
 cc -shared -fPIC -DPARTIAL -DSTUB_INIT_RESULT=0 tests/fallback/stub_libcuda.c -o "$T/partial.so"
 cc -shared -fPIC -I"$T" -DSTUB_INIT_RESULT=100 tests/fallback/stub_libcuda.c -o "$T/nodev.so"
@@ -109,7 +109,7 @@ gcn_both() {
 }
 check "gcn: -foffload=amdgcn-amdhsa program, libgomp 16 loads both our plugins, 0 devices, host fallback" gcn_example
 check "gcn: -foffload=nvptx-none,amdgcn-amdhsa program, both plugins 0 devices, host fallback" gcn_both
-sed -n 's/^ *\(hsa_[a-z0-9_]*\) = "hsa_.*/\1/p' gcn/src/hsa/runtime.rs |
+sed -n 's/^ *\(hsa_[a-z0-9_]*\) = "hsa_.*/\1/p' gcn/src/hsa/table.rs |
   grep -vxE 'hsa_init|hsa_status_string|hsa_iterate_agents' | sed 's/.*/STUB(&)/' > "$T/stub_names.h"
 cc -shared -fPIC -DPARTIAL -DINIT_RESULT=0 tests/fallback/stub_libhsa.c -o "$T/hsa_partial.so"
 cc -shared -fPIC -I"$T" -DINIT_RESULT=0x1000 tests/fallback/stub_libhsa.c -o "$T/hsa_initfail.so"

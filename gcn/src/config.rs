@@ -15,7 +15,7 @@
 //! a fatal error; this plugin always reports 0 devices instead) and
 //! `GCN_SUPPORT_CPU_DEVICES` (a CPU agent has no AQL packet processor, spec §7). Read
 //! where the runtime is loaded, as nvptx reads its driver's name: `HSA_RUNTIME_LIB`
-//! (`crate::hsa::runtime`).
+//! (`crate::hsa::table`).
 //!
 //! The README's table of the variables and the list the tests clear in their children
 //! (`conformance/src/gcn_variables.rs`) are produced from [`VARIABLES`]

@@ -5,8 +5,9 @@
 //! Thread-safety: the agent list is computed once (a `OnceCell`) and then only read.
 
 use crate::config::{Config, EXPERIMENTAL_ENV};
+use crate::hsa::safe::agent;
 use crate::hsa::sys::*;
-use crate::hsa::{agent, runtime};
+use crate::hsa::table;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::*;
 use once_cell::sync::OnceCell;
@@ -25,7 +26,7 @@ static AGENTS: OnceCell<std::result::Result<Vec<Agent>, String>> = OnceCell::new
 /// The GPU agents of the runtime (an agent whose type cannot be read is skipped, one
 /// whose name cannot be read is called "?").
 fn discover() -> std::result::Result<Vec<Agent>, String> {
-    let rt = runtime::load()?;
+    let rt = table::load()?;
     let all = agent::all(rt).map_err(|e| e.to_string())?;
     Ok(all
         .into_iter()
@@ -105,6 +106,6 @@ pub fn agent(ord: i32) -> Result<&'static Agent> {
 /// when there is no such device or the runtime does not tell.
 pub fn compute_units(ord: i32) -> Option<u32> {
     let a = agent(ord).ok()?;
-    let rt = runtime::load().ok()?;
+    let rt = table::load().ok()?;
     agent::compute_units(rt, hsa_agent_t { handle: a.handle }).ok()
 }

@@ -1,29 +1,34 @@
 //! The gcn backend's face to the framework: [`Gcn`] implements [`gomp_plugin::Plugin`]
-//! (the opened [`Device`] implements [`gomp_plugin::Device`] in `device.rs`, its core,
-//! the device's `Memory`, [`gomp_plugin::DeviceCore`] in `memory.rs`). Offered: devices, images,
+//! and [`gomp_plugin::OpenAcc`] (through `openacc/`'s functions); the opened device,
+//! `open.rs`'s `OpenDevice`, implements [`gomp_plugin::Device`], its core, `device/`'s
+//! `Core`, [`gomp_plugin::DeviceCore`]. Offered: devices, images,
 //! memory, `is_accessible_ptr`, `can_run`, `run` and `async_run` (docs/gcn-launch.md,
-//! see `run.rs`), reverse offload, OpenACC (`openacc.rs`). Not offered: interop,
+//! see `launch/run.rs`), reverse offload, OpenACC (`openacc/`). Not offered: interop,
 //! OpenACC's CUDA interop, page-locked host memory, rectangular copies and managed memory (the framework's defaults answer "not
 //! implemented").
 //!
 //! Thread-safety: state lives in the framework's registry and in each device.
 
-use crate::device::Device;
-use crate::executable::Kernel;
+use crate::image::Kernel;
+use crate::open::OpenDevice;
+use crate::openacc::{self, AccQueue, ThreadData};
+use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::version::Libgomp;
+use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::registry::Registry;
-use gomp_plugin::{Plugin, Result};
+use gomp_plugin::{OpenAcc, Plugin, Result};
 use std::ffi::c_int;
+use std::sync::Arc;
 
 /// The gcn product. A unit type: all state is in [`REGISTRY`] and the devices.
 pub struct Gcn;
 
 /// Opened devices by ordinal (sized by `get_num_devices`).
-static REGISTRY: Registry<Device> = Registry::new("gcn");
+static REGISTRY: Registry<OpenDevice> = Registry::new("gcn");
 
 impl Plugin for Gcn {
-    type Device = Device;
+    type Device = OpenDevice;
     const NAME: &'static str = "gcn";
     const TAG: &'static str = " (gcn, experimental)";
     const GPUS: &'static str = "AMD GPUs";
@@ -39,7 +44,7 @@ impl Plugin for Gcn {
     // not implemented: under libgomp 12 the plugin reports 0 devices.
     const OLDEST_LIBGOMP: Libgomp = Libgomp::V13;
 
-    fn registry() -> &'static Registry<Device> {
+    fn registry() -> &'static Registry<OpenDevice> {
         &REGISTRY
     }
 
@@ -57,8 +62,8 @@ impl Plugin for Gcn {
         n
     }
 
-    fn open(ord: i32) -> Result<Device> {
-        Device::open(ord)
+    fn open(ord: i32) -> Result<OpenDevice> {
+        OpenDevice::open(ord)
     }
 
     /// Twice the device's compute units (128 when the runtime does not tell), as the
@@ -87,5 +92,46 @@ impl Plugin for Gcn {
             && k.meta
                 .as_ref()
                 .is_none_or(|m| m.kernarg_segment_size <= crate::launch::MAX_EXPLICIT_KERNARGS)
+    }
+}
+
+/// The device of a synchronous `openacc_exec`: the calling thread's (its OpenACC
+/// thread data), else device `loaded_on`, the one that loaded the kernel.
+fn exec_device(loaded_on: i32) -> Result<Arc<OpenDevice>> {
+    let ord = Gcn::current_thread_data().map_or(loaded_on, |t| t.ord);
+    Gcn::registry().get(ord)
+}
+
+/// OpenACC on gcn devices: the entry points' implementations are `openacc/`'s
+/// functions (kernel execution, per-thread data, async queues, properties).
+impl OpenAcc for Gcn {
+    type Queue = AccQueue;
+    type ThreadData = ThreadData;
+
+    /// See [`openacc::exec`].
+    fn exec(
+        kernel: Live<'_, Kernel>,
+        launch: &AccLaunch,
+        queue: Option<&AccQueue>,
+    ) -> Result<Option<[u32; 3]>> {
+        let dev = match queue {
+            Some(q) => Arc::clone(q.device()),
+            None => exec_device(kernel.ord)?,
+        };
+        openacc::exec(&dev, kernel, launch, queue)
+    }
+
+    fn thread_data(ord: c_int) -> Result<ThreadData> {
+        openacc::thread_data(ord)
+    }
+
+    /// A queue on open device `ord`.
+    fn queue(ord: c_int) -> Result<AccQueue> {
+        AccQueue::create(REGISTRY.get(ord)?)
+    }
+
+    /// See [`openacc::property`].
+    fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
+        openacc::property(ord, prop)
     }
 }

@@ -14,12 +14,12 @@ use crate::launch::async_queue::AsyncQueue;
 use crate::launch::reverse::{self, Reverse};
 use crate::launch::run;
 use gomp_plugin::device::LoadedImage;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
+use gomp_plugin::images::LoadedImages;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
-use gomp_plugin::sync::Lock;
 use gomp_plugin::DeviceCore;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// One device opened by libgomp.
 ///
@@ -38,9 +38,9 @@ use std::sync::{Arc, Mutex};
 pub struct OpenDevice {
     /// The device core, shared with the plugin's threads and OpenACC queues.
     core: Arc<Core>,
-    /// Loaded images, in load order, kept in the boxes `Image::load` builds them in.
-    #[allow(clippy::vec_box)]
-    images: Mutex<Vec<Box<Image>>>,
+    /// Loaded images (the framework's list: found by libgomp's key, unloaded in reverse
+    /// load order at close), kept in the boxes `Image::load` builds them in.
+    images: LoadedImages<Box<Image>>,
     /// Asynchronous launches (`nowait`) and their completion thread.
     async_queue: AsyncQueue,
     /// Reverse-offload mailbox and service thread.
@@ -52,7 +52,7 @@ impl OpenDevice {
     pub fn open(ord: i32) -> Result<OpenDevice> {
         Ok(OpenDevice {
             core: Arc::new(Core::open(ord)?),
-            images: Mutex::new(Vec::new()),
+            images: LoadedImages::new(),
             async_queue: AsyncQueue::default(),
             reverse: Reverse::default(),
         })
@@ -69,7 +69,7 @@ impl OpenDevice {
     /// still runs), the completion thread and async streams stay. The reverse-offload
     /// mailbox and the core are held by the threads using them.
     fn leave_to_exit(&self) {
-        std::mem::forget(std::mem::take(&mut *self.images.locked()));
+        self.images.leave_to_exit();
         self.async_queue.leave_to_exit();
     }
 }
@@ -85,7 +85,7 @@ impl gomp_plugin::Device for OpenDevice {
     /// Closes the device (`fini_device`), in this order: the async queue (its
     /// completion thread completes everything outstanding, then its streams go), the
     /// device's idle events, reverse offload (service thread, mailbox), the images
-    /// (destructors, then modules), then the core ([`Core::close`]: memory, staging,
+    /// (in reverse load order: destructors, then modules), then the core ([`Core::close`]: memory, staging,
     /// streams, context). Not while this thread serves a reverse-offload request: the
     /// requesting kernel still waits for its answer, so everything is left as it is to
     /// process exit ([`OpenDevice::leave_to_exit`]).
@@ -108,14 +108,8 @@ impl gomp_plugin::Device for OpenDevice {
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
         self.core.events().destroy_all();
         self.reverse.shutdown();
-        let images: Vec<_> = self.images.locked().drain(..).collect();
-        let mut first_err = settled.err();
-        for img in images {
-            if let Err(e) = (*img).unload(&self.core) {
-                first_err.get_or_insert(e);
-            }
-        }
-        self.core.close(first_err)
+        let unloaded = self.images.unload_all(|img| (*img).unload(&self.core));
+        self.core.close(settled.err().or(unloaded.err()))
     }
 
     unsafe fn load_image(
@@ -153,7 +147,7 @@ impl gomp_plugin::Device for OpenDevice {
             table.len() - 1
         );
         let kernels = img.fns.clone();
-        self.images.locked().push(img);
+        self.images.add(img.key, img);
         Ok(LoadedImage {
             kernels,
             table,
@@ -162,16 +156,7 @@ impl gomp_plugin::Device for OpenDevice {
     }
 
     fn unload_image(&self, data: *const c_void) -> Result<()> {
-        let img = {
-            let mut imgs = self.images.locked();
-            let i = imgs
-                .iter()
-                .position(|m| m.key == data as usize)
-                .ok_or_else(|| {
-                    Error::invalid(format!("unload_image: image {data:p} is not loaded"))
-                })?;
-            imgs.remove(i)
-        };
+        let img = self.images.remove(data as usize)?;
         // The module's memory goes: deferred copies into its globals complete first.
         self.core.settle()?;
         (*img).unload(&self.core)

@@ -8,7 +8,7 @@
 //! lock) or through values libgomp owns; no state of its own.
 
 use crate::cuda::safe::query;
-use crate::cuda::{driver, sys::*};
+use crate::cuda::{sys::*, table};
 use crate::device;
 use crate::host::ranges as host_ranges;
 use crate::image::TargetFn;
@@ -46,7 +46,7 @@ pub fn device_if_open(ord: i32) -> Option<Arc<OpenDevice>> {
 }
 
 fn count_devices() -> Result<i32> {
-    driver::load().map_err(Error::invalid)?;
+    table::load().map_err(Error::invalid)?;
     query::init()?;
     let n = query::device_count()?;
     let ver = query::driver_version().unwrap_or(0);
@@ -103,7 +103,7 @@ impl Plugin for Nvptx {
                 log::debug!("no CUDA devices: {e}");
                 info::fallback(
                     on,
-                    &match driver::loaded() {
+                    &match table::loaded() {
                         None => format!("no usable CUDA driver ({e})"),
                         Some(_) => format!("CUDA driver error ({e})"),
                     },
@@ -157,7 +157,7 @@ impl Plugin for Nvptx {
     /// applies to `requires unified_shared_memory` / `self_maps` under libgomp 15-16,
     /// per device.
     fn dev_caps(ord: i32) -> u32 {
-        if driver::loaded().is_none() {
+        if table::loaded().is_none() {
             return 0;
         }
         match query::device(ord) {
@@ -174,7 +174,7 @@ impl Plugin for Nvptx {
     /// teams of one warp that would fit at once if each thread used one register), so
     /// programs see the same number with either plugin; 1 without a driver.
     fn teams_dim0(ord: i32) -> i32 {
-        let Some(dev) = driver::loaded().and_then(|_| query::device(ord).ok()) else {
+        let Some(dev) = table::loaded().and_then(|_| query::device(ord).ok()) else {
             return 1;
         };
         let sms = device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -185,7 +185,7 @@ impl Plugin for Nvptx {
 
     /// The warps of the largest block: an OpenMP thread of GCC's nvptx code is a warp.
     fn threads_dim0(ord: i32) -> i32 {
-        let Some(dev) = driver::loaded().and_then(|_| query::device(ord).ok()) else {
+        let Some(dev) = table::loaded().and_then(|_| query::device(ord).ok()) else {
             return 1;
         };
         (device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK) / 32).max(1)
@@ -196,7 +196,7 @@ impl Plugin for Nvptx {
     /// attributes); -1 when the driver, the attributes or the file do not tell (Linux
     /// itself writes -1 there on a machine with one node).
     fn numa_node(ord: i32) -> i32 {
-        if driver::loaded().is_none() {
+        if table::loaded().is_none() {
             return -1;
         }
         let Ok(dev) = query::device(ord) else {
@@ -217,7 +217,7 @@ impl Plugin for Nvptx {
 
     /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, or `None` if the driver cannot tell.
     fn uid(ord: i32) -> Option<String> {
-        driver::loaded()?;
+        table::loaded()?;
         let dev = query::device(ord).ok()?;
         query::uuid(dev).map(|u| format_uuid(&u))
     }

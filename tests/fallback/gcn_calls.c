@@ -20,7 +20,7 @@ static int wrong;
 #define CHECK(what, cond) \
   do { int ok_ = (cond); printf ("%s: %s\n", ok_ ? "ok" : "WRONG", what); fflush (stdout); wrong += !ok_; } while (0)
 
-/* libgomp/plugin/plugin-gcn.c's descriptor as mkoffload emits it (gcn/src/descriptor.rs). */
+/* libgomp/plugin/plugin-gcn.c's descriptor as mkoffload emits it (gcn/src/image/descriptor.rs). */
 struct gcn_image { size_t size; void *image; };
 struct kernel { const char *name; int oacc_dims[3]; int sgpr_count, vgpr_count; };
 struct gcn_image_desc {

@@ -4,7 +4,7 @@
    hardware. Built in one of these forms:
    -DPARTIAL: only hsa_init (required entries missing).
    -DINIT_RESULT=N: what hsa_init returns (0 = success, 0x1000 = HSA_STATUS_ERROR).
-   Otherwise every entry of gcn/src/hsa/runtime.rs's table exists (stub_names.h, generated
+   Otherwise every entry of gcn/src/hsa/table.rs's table exists (stub_names.h, generated
    from it, holds those this file does not define, each returning HSA_STATUS_ERROR) and
    hsa_iterate_agents finds no agent, unless
    -DONE_GPU=\"gfx90a\": one GPU agent of that name, a runtime complete enough that both

@@ -17,7 +17,7 @@ pub struct CudaError {
 impl CudaError {
     /// The driver's description of `code`, or a generic text when the driver has none.
     pub fn text(&self) -> String {
-        if let Some(d) = super::driver::loaded() {
+        if let Some(d) = super::table::loaded() {
             let mut s: *const std::os::raw::c_char = std::ptr::null();
             // SAFETY: cuGetErrorString only writes a pointer to a static string into `s`.
             let r = unsafe { (d.cuGetErrorString)(self.code, &mut s) };

@@ -8,15 +8,15 @@
 //! (the program may lock memory before its first target region) and survives the
 //! device's finalization. The calling thread's current context is left as it was.
 
-use crate::cuda::driver;
 use crate::cuda::safe::{query, HostRegistration, PrimaryContext};
 use crate::cuda::sys::*;
+use crate::cuda::table;
 use crate::host::ranges::{self as host_ranges, Origin};
 use gomp_plugin::error::{Error, Result};
 
 /// The CUDA device of ordinal `ord`, loading and initialising the driver if needed.
 fn cu_device(ord: i32) -> Result<CUdevice> {
-    driver::load().map_err(|e| Error::invalid(format!("no CUDA driver: {e}")))?;
+    table::load().map_err(|e| Error::invalid(format!("no CUDA driver: {e}")))?;
     // Idempotent.
     query::init()?;
     let n = query::device_count()?;

@@ -29,7 +29,7 @@
 use crate::cuda::safe::context;
 use crate::cuda::safe::memory::free_async;
 use crate::cuda::safe::{MemPool, MemPoolRef, OwnedStream, Stream};
-use crate::cuda::{driver, sys::*};
+use crate::cuda::{sys::*, table};
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -88,7 +88,7 @@ impl Pool {
     /// A retained pool on `dev`, or `None` if the driver or device has no memory pools
     /// (the caller then uses cuMemAlloc/cuMemFree). Context current (caller).
     pub fn create(dev: CUdevice, supported: bool) -> Result<Option<Pool>> {
-        let d = driver::get();
+        let d = table::get();
         if !supported
             || !d.has("cuMemAllocFromPoolAsync")
             || !d.has("cuMemPoolCreate")

@@ -1,7 +1,7 @@
 //! `openacc_get_property`: device memory, name, vendor and driver for `acc_get_property`.
 
 use crate::cuda::safe::{query, PrimaryContext};
-use crate::cuda::{driver, sys::*};
+use crate::cuda::{sys::*, table};
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
 use std::ffi::{c_char, CStr, CString};
@@ -67,7 +67,7 @@ fn free_memory(dev: CUdevice, held_by_open: impl FnOnce() -> Option<usize>) -> R
 /// the driver's free memory plus those: what the program can still allocate, as with
 /// the stock plugin, and the query gives nothing back itself).
 pub fn get(ord: i32, prop: u32, held_by_open: impl FnOnce() -> Option<usize>) -> Result<Value> {
-    driver::load().map_err(gomp_plugin::error::Error::invalid)?;
+    table::load().map_err(gomp_plugin::error::Error::invalid)?;
     let dev: CUdevice = query::device(ord)?;
     Ok(match prop {
         MEMORY => Value::Size(query::total_mem(dev)?),

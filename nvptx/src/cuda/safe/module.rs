@@ -3,8 +3,8 @@
 
 use super::CuResult;
 use crate::cu;
-use crate::cuda::driver;
 use crate::cuda::sys::*;
+use crate::cuda::table;
 use std::ffi::{c_char, c_void, CStr};
 
 /// A loaded CUDA module (`cuModuleLoadData`), unloaded (`cuModuleUnload`) when dropped
@@ -143,7 +143,7 @@ pub unsafe fn set_func_attribute(f: CUfunction, a: CUfunction_attribute, v: i32)
 /// `f` must be a function of a loaded module.
 #[inline]
 pub unsafe fn occupancy(f: CUfunction, limit: u32) -> Option<(u32, u32)> {
-    if !driver::get().has("cuOccupancyMaxPotentialBlockSize") {
+    if !table::get().has("cuOccupancyMaxPotentialBlockSize") {
         return None;
     }
     let (mut grid, mut block) = (0i32, 0i32);
@@ -169,7 +169,7 @@ pub unsafe fn occupancy(f: CUfunction, limit: u32) -> Option<(u32, u32)> {
 /// `f` must be a function of a loaded module.
 #[inline]
 pub unsafe fn resident_blocks(f: CUfunction, threads: u32, dyn_smem: usize) -> Option<u32> {
-    if !driver::get().has("cuOccupancyMaxActiveBlocksPerMultiprocessor") {
+    if !table::get().has("cuOccupancyMaxActiveBlocksPerMultiprocessor") {
         return None;
     }
     let mut blocks = 0i32;

@@ -3,8 +3,8 @@
 
 use super::CuResult;
 use crate::cu;
-use crate::cuda::driver;
 use crate::cuda::sys::*;
+use crate::cuda::table;
 use std::ffi::c_char;
 
 /// `cuInit(0)` (idempotent).
@@ -81,7 +81,7 @@ pub fn driver_version() -> CuResult<i32> {
 /// driver cannot tell.
 #[inline]
 pub fn uuid(dev: CUdevice) -> Option<[u8; 16]> {
-    let d = driver::loaded()?;
+    let d = table::loaded()?;
     let mut u = CUuuid { bytes: [0; 16] };
     // SAFETY: out-pointer to a local; stand-ins return NOT_SUPPORTED without writing.
     let ok = unsafe {

@@ -2,8 +2,9 @@
 //! plugin reads from them. Regions are not owned: their handles stay valid while the
 //! runtime is loaded. Plain queries, safe from any thread.
 
-use super::runtime::Runtime;
-use super::sys::*;
+use crate::hsa::error::check;
+use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
 
@@ -26,7 +27,7 @@ pub fn all(rt: &Runtime, agent: hsa_agent_t) -> Result<Vec<hsa_region_t>> {
             (&mut out as *mut Vec<hsa_region_t>).cast(),
         )
     };
-    rt.check(st, "hsa_agent_iterate_regions")?;
+    check(st, "hsa_agent_iterate_regions")?;
     Ok(out)
 }
 
@@ -71,6 +72,6 @@ pub fn size(rt: &Runtime, r: hsa_region_t) -> Result<usize> {
             (&mut size as *mut usize).cast(),
         )
     };
-    rt.check(st, "hsa_region_get_info(HSA_REGION_INFO_SIZE)")?;
+    check(st, "hsa_region_get_info(HSA_REGION_INFO_SIZE)")?;
     Ok(size)
 }

@@ -1,8 +1,9 @@
 //! Signals: [`Signal`], a completion signal the plugin creates for one dispatch and
 //! destroys when dropped.
 
-use super::runtime::Runtime;
-use super::sys::*;
+use crate::hsa::error::check;
+use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::error::Result;
 
 /// An HSA signal the plugin created (`hsa_signal_create`, no consumer list), destroyed
@@ -24,7 +25,7 @@ impl Signal {
         let mut raw = hsa_signal_t { handle: 0 };
         // SAFETY: out-pointer to a local; no consumers list.
         let st = unsafe { (rt.hsa_signal_create)(initial, 0, std::ptr::null(), &mut raw) };
-        rt.check(st, "hsa_signal_create")?;
+        check(st, "hsa_signal_create")?;
         Ok(Signal { raw, rt })
     }
 
@@ -65,7 +66,7 @@ impl Drop for Signal {
         // SAFETY: our signal, destroyed once; no packet uses it any more (its owner
         // drops it after the dispatch completed).
         let st = unsafe { (self.rt.hsa_signal_destroy)(self.raw) };
-        if let Err(e) = self.rt.check(st, "hsa_signal_destroy") {
+        if let Err(e) = check(st, "hsa_signal_destroy") {
             log::debug!("{e}");
         }
     }

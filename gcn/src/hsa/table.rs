@@ -65,7 +65,8 @@ gomp_plugin::symbol_table! {
 }
 
 impl Runtime {
-    /// `hsa_status_string` of `status`, or the number when the runtime has no text.
+    /// `hsa_status_string` of `status`, or the number when the runtime has no text
+    /// (the text of the error mapping in `error.rs`, and of `hsa_init`'s failure).
     pub fn status_text(&self, status: hsa_status_t) -> String {
         let mut p: *const c_char = std::ptr::null();
         // SAFETY: valid out-pointer; on success the runtime points it at a static string.
@@ -75,21 +76,6 @@ impl Runtime {
             unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
         } else {
             format!("HSA status {status:#x}")
-        }
-    }
-
-    /// Checks a status: `Ok` on success, else an [`gomp_plugin::Error::Driver`] naming
-    /// `what` and the runtime's text.
-    pub fn check(&self, status: hsa_status_t, what: &str) -> gomp_plugin::Result<()> {
-        if status == hsa_status_t_HSA_STATUS_SUCCESS {
-            Ok(())
-        } else {
-            Err(gomp_plugin::error::DriverError {
-                call: what.to_string(),
-                code: i64::from(status),
-                message: format!("{what} error: {}", self.status_text(status)),
-            }
-            .into())
         }
     }
 }

@@ -1,6 +1,9 @@
-//! A gcn image loaded on one device: the HSA code object reader over the image bytes,
+//! A gcn image: reading and checking it as libgomp passes it to `load_image`
+//! ([`check`], over mkoffload's [`descriptor`], the [`code_object`], its target
+//! ([`mach`]) and kernel metadata ([`metadata`] over [`msgpack`]); pure), and, here, the
+//! image loaded on one device: the HSA code object reader over the image bytes,
 //! the executable made from it (created, the code object loaded for the agent, frozen,
-//! validated), its kernels and the address table for libgomp ([`super::table`]).
+//! validated), its kernels and the address table for libgomp ([`table`]).
 //!
 //! Ownership: an [`Image`] belongs to its device's image list, from `load_image` to
 //! `unload_image` (or `fini_device`); it owns the executable, the reader and the bytes
@@ -8,7 +11,7 @@
 //! and the module's heap. The kernel records are shared (`Arc`) with the framework's
 //! live set, which checks the handles libgomp passes back (their addresses).
 //! Thread-safety: immutable after loading; `Send + Sync` like the HSA owners it holds
-//! (`crate::hsa::executable`).
+//! (`crate::hsa::safe::executable`).
 //!
 //! **Unverified on hardware**: the call sequence follows the HSA 1.1 specification
 //! (`hsa_code_object_reader_create_from_memory`, `hsa_executable_create_alt`,
@@ -16,16 +19,28 @@
 //! `hsa_executable_validate`, `hsa_executable_get_symbol_by_name`) and was run only
 //! against the stand-in runtime of tests/fallback/stub_libhsa.c.
 
-use super::code_object::CodeObject;
-use super::descriptor::Descriptor;
-use super::metadata::KernelMeta;
-use super::table::{self, ICVS_SYMBOL, VAR_ENTRY, VAR_TABLE_SYMBOL};
-use crate::hsa::executable::{CodeObjectReader, Executable};
-use crate::hsa::memory::Allocation;
-use crate::hsa::runtime::Runtime;
+pub mod check;
+pub mod code_object;
+pub mod descriptor;
+pub mod mach;
+pub mod metadata;
+pub mod msgpack;
+pub mod table;
+#[cfg(test)]
+pub mod tests;
+
+pub use check::check_image;
+
+use self::table::{ICVS_SYMBOL, VAR_ENTRY, VAR_TABLE_SYMBOL};
+use crate::hsa::safe::executable::{CodeObjectReader, Executable};
+use crate::hsa::safe::memory::Allocation;
 use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
+use code_object::CodeObject;
+use descriptor::Descriptor;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
+use metadata::KernelMeta;
 use std::sync::Arc;
 
 /// A kernel of a loaded image (the backend's `gomp_plugin::Device::Kernel`); its
@@ -181,7 +196,7 @@ impl Image {
         &self,
         agent: hsa_agent_t,
         co: &CodeObject,
-        k: &super::descriptor::Kernel,
+        k: &self::descriptor::Kernel,
     ) -> Result<Kernel> {
         let kd = format!("{}.kd", k.name);
         // A kernel without a descriptor (a reverse-offload region's device stub)
@@ -223,11 +238,9 @@ impl Image {
         let mut raw = vec![0u8; nvars * VAR_ENTRY];
         // SAFETY: `addr` is the loaded table, which holds `nvars` entries.
         unsafe {
-            self.exec.read(
-                addr,
-                &mut raw,
-                &format!("hsa_memory_copy (reading {VAR_TABLE_SYMBOL})"),
-            )
+            self.exec.read(addr, &mut raw, || {
+                format!("hsa_memory_copy (reading {VAR_TABLE_SYMBOL})")
+            })
         }?;
         table::var_pairs(&raw, nvars)
     }

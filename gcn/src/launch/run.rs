@@ -24,16 +24,16 @@
 //! tests/fallback/stub_libhsa.c, which checks each packet and kernarg block against
 //! the spec and plays the device side of the ring.
 
+use super::console::{RevRequest, Ring};
+use super::protocol::{self, *};
 use crate::config::Config;
-use crate::console::{RevRequest, Ring};
-use crate::executable::Kernel;
-use crate::hsa::memory::{self, Allocation};
-use crate::hsa::queue::Queue;
-use crate::hsa::runtime::Runtime;
-use crate::hsa::signal::Signal;
+use crate::hsa::safe::memory::{self, Allocation};
+use crate::hsa::safe::queue::Queue;
+use crate::hsa::safe::signal::Signal;
+use crate::hsa::safe::{agent, system};
 use crate::hsa::sys::*;
-use crate::hsa::{agent, system};
-use crate::launch::{self, *};
+use crate::hsa::table::Runtime;
+use crate::image::Kernel;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::report;
@@ -208,7 +208,7 @@ impl Launcher {
         rt: &'static Runtime,
         agent: hsa_agent_t,
         isa: &str,
-        regions: &crate::memory::Regions,
+        regions: &crate::device::Regions,
     ) -> Result<Launcher> {
         let cu = agent::compute_units(rt, agent)
             .ok()
@@ -243,12 +243,9 @@ impl Launcher {
     }
 
     fn allocate(&self, region: hsa_region_t, size: usize, what: &str) -> Result<Allocation> {
-        let block = Allocation::new(
-            self.rt,
-            region,
-            size,
-            &format!("hsa_memory_allocate ({what}, {size} bytes)"),
-        )?;
+        let block = Allocation::new(self.rt, region, size, || {
+            format!("hsa_memory_allocate ({what}, {size} bytes)")
+        })?;
         if region.handle == self.data_region.handle {
             block.assign_rw(self.agent)?;
         }
@@ -329,22 +326,22 @@ impl Launcher {
         let rv = ring.return_value();
         drop(lease);
         drop(signal);
-        Ok(launch::decode_return(rv))
+        Ok(protocol::decode_return(rv))
     }
 
     /// The packet's dimensions, LDS size and ephemeral memory of a launch of `k`.
     fn shape(&self, k: &Kernel, dims: Dims, kind: Kind) -> Shape {
-        let dims = launch::cap_by_vgprs(dims, k.vgprs, launch::max_isa_vgprs(&self.isa));
-        let pd = launch::packet_dims(&dims, kind, &self.cfg);
+        let dims = protocol::cap_by_vgprs(dims, k.vgprs, protocol::max_isa_vgprs(&self.isa));
+        let pd = protocol::packet_dims(&dims, kind, &self.cfg);
         let (teams, threads) = (pd.grid[0], pd.grid[2]);
-        let group = launch::lds_size(
+        let group = protocol::lds_size(
             k.meta.as_ref().map_or(0, |m| m.group_segment_fixed_size),
             teams,
             self.cu,
             self.cfg.lowlat_pool,
             self.gcc,
         );
-        let eph = launch::ephemeral(kind, teams, threads, &self.cfg);
+        let eph = protocol::ephemeral(kind, teams, threads, &self.cfg);
         Shape { pd, group, eph }
     }
 
@@ -482,7 +479,7 @@ fn task_completion(async_data: usize) {
 
 /// libgomp 13's copy callback: HSA copies either way.
 unsafe extern "C" fn copy13(dst: *mut c_void, src: *const c_void, n: usize, _token: *mut c_void) {
-    let Some(rt) = crate::hsa::runtime::loaded() else {
+    let Some(rt) = crate::hsa::table::loaded() else {
         report::fatal("reverse offload: the HSA runtime is not loaded");
     };
     // SAFETY: libgomp passes a host buffer and a device address of `n` bytes.

@@ -79,8 +79,8 @@ pub fn assemble(vars: &[AddrPair], icvs: Option<AddrPair>) -> Vec<AddrPair> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code_object::CodeObject;
-    use crate::image_tests::fixture_file;
+    use crate::image::code_object::CodeObject;
+    use crate::image::tests::fixture_file;
 
     fn kernel(name: &str) -> Kernel {
         Kernel {

@@ -168,6 +168,6 @@ pub fn get() -> &'static Driver {
 #[macro_export]
 macro_rules! cu {
     ($f:ident ( $($a:expr),* $(,)? )) => {
-        $crate::cuda::check(($crate::cuda::driver::get().$f)($($a),*), stringify!($f))
+        $crate::cuda::check(($crate::cuda::table::get().$f)($($a),*), stringify!($f))
     };
 }

@@ -2,8 +2,9 @@
 //! the one operation the plugin performs on it: publishing a kernel dispatch packet
 //! (slot reservation, packet body, header store, doorbell).
 
-use super::runtime::{self, Runtime};
-use super::sys::*;
+use crate::hsa::error::{check, loaded_status_text};
+use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::report;
 use std::ffi::c_void;
@@ -29,10 +30,7 @@ unsafe impl Sync for Queue {}
 /// The runtime's callback for an asynchronous queue error: fatal, as in the stock
 /// plugin.
 unsafe extern "C" fn queue_error(status: hsa_status_t, _q: *mut hsa_queue_t, _data: *mut c_void) {
-    let text = runtime::loaded().map_or_else(
-        || format!("HSA status {status:#x}"),
-        |rt| rt.status_text(status),
-    );
+    let text = loaded_status_text(status);
     report::fatal(&format!(
         "GCN fatal error: Asynchronous queue error\nRuntime message: {text}\n"
     ));
@@ -56,7 +54,7 @@ impl Queue {
                 &mut q,
             )
         };
-        rt.check(st, &format!("hsa_queue_create ({size} packets)"))?;
+        check(st, || format!("hsa_queue_create ({size} packets)"))?;
         if q.is_null() {
             return Err(Error::invalid("hsa_queue_create gave no queue"));
         }
@@ -109,7 +107,7 @@ impl Drop for Queue {
     fn drop(&mut self) {
         // SAFETY: our queue, destroyed once.
         let st = unsafe { (self.rt.hsa_queue_destroy)(self.q) };
-        if let Err(e) = self.rt.check(st, "hsa_queue_destroy") {
+        if let Err(e) = check(st, "hsa_queue_destroy") {
             log::debug!("{e}");
         }
     }

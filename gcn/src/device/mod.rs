@@ -1,12 +1,12 @@
-//! Memory of one gcn device through the core HSA 1.x API: the agent's regions (found at
+//! The core of one gcn device ([`Core`], `impl gomp_plugin::DeviceCore`): its memory through the core HSA 1.x API: the agent's regions (found at
 //! `init_device`), device allocations (`hsa_memory_allocate` in the agent's
 //! coarse-grained global region, then `hsa_memory_assign_agent` read-write, as GCC's
 //! plugin does), copies (`hsa_memory_copy`, synchronous: complete when
 //! it returns, as the contract wants) and memset (copies from a host buffer of the
 //! byte: the core API has no fill, and a copy has no alignment rules).
 //!
-//! Ownership: a [`Memory`] belongs to its open device and owns the blocks it handed out
-//! ([`Blocks`]); [`Memory::release_all`] frees those libgomp did not free before the
+//! Ownership: a [`Core`] belongs to its open device and owns the blocks it handed out
+//! ([`Blocks`]); [`Core::release_all`] frees those libgomp did not free before the
 //! device is closed. Thread-safety: every method takes `&self`; the block registry is
 //! behind a mutex, and the HSA runtime's memory calls are thread-safe (HSA spec).
 //!
@@ -16,10 +16,10 @@
 //! accepts ordinary (pageable, unregistered) host memory is what ROCm documents for its
 //! runtime, not something this project could check.
 
-use crate::hsa::memory::{self, Allocation};
-use crate::hsa::region;
-use crate::hsa::runtime::Runtime;
+use crate::hsa::safe::memory::{self, Allocation};
+use crate::hsa::safe::region;
 use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::blocks::{check_copy, Blocks, DevPtr};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::DeviceCore;
@@ -31,7 +31,7 @@ pub struct Regions {
     /// Global, coarse-grained, runtime-allocatable: device memory for `alloc`.
     pub device: hsa_region_t,
     /// Global with the KERNARG flag: where kernel arguments would live (kept for a
-    /// dispatch; see `dispatch.rs`).
+    /// dispatch; see `launch/dispatch.rs`).
     pub kernarg: Option<hsa_region_t>,
     /// Global, fine-grained, not kernarg: host-coherent memory, if the agent has one.
     pub fine: Option<hsa_region_t>,
@@ -72,8 +72,8 @@ pub fn find_regions(rt: &Runtime, agent: hsa_agent_t) -> Result<Regions> {
 /// Largest host buffer a memset copies from, bytes.
 pub const MEMSET_CHUNK: usize = 1 << 20;
 
-/// Device memory of one open device.
-pub struct Memory {
+/// The core of one open device: its device memory, copies and memset.
+pub struct Core {
     rt: &'static Runtime,
     /// The agent each block is given read-write access to.
     agent: hsa_agent_t,
@@ -84,15 +84,15 @@ pub struct Memory {
     blocks: Blocks,
 }
 
-impl Memory {
-    /// Memory of `agent`, which has `regions`.
+impl Core {
+    /// The core of `agent`, which has `regions`.
     pub fn new(
         rt: &'static Runtime,
         agent: hsa_agent_t,
         regions: Regions,
         full_profile: bool,
-    ) -> Memory {
-        Memory {
+    ) -> Core {
+        Core {
             rt,
             agent,
             regions,
@@ -115,36 +115,29 @@ impl Memory {
         // SAFETY: the callers checked the device side against the live blocks and hold
         // the host side's guarantee.
         unsafe {
-            memory::copy(
-                self.rt,
-                dst,
-                src,
-                n,
-                &format!("hsa_memory_copy ({what}, {n} bytes)"),
-            )
+            memory::copy(self.rt, dst, src, n, || {
+                format!("hsa_memory_copy ({what}, {n} bytes)")
+            })
         }
     }
 }
 
 /// libgomp's memory entry points on this device (the exported shells call them
-/// directly: `Memory` is the gcn device's core).
-impl DeviceCore for Memory {
+/// directly: `Core` is the gcn device's core).
+impl DeviceCore for Core {
     /// Allocates `size` device bytes (at least 1, so size 0 gives a distinct block, as
     /// the nvptx side does).
     fn alloc(&self, size: usize) -> Result<DevPtr> {
-        let block = Allocation::new(
-            self.rt,
-            self.regions.device,
-            size,
-            &format!("hsa_memory_allocate of {size} bytes"),
-        )?;
+        let block = Allocation::new(self.rt, self.regions.device, size, || {
+            format!("hsa_memory_allocate of {size} bytes")
+        })?;
         block.assign_rw(self.agent)?;
         let p = block.into_raw() as DevPtr;
         self.blocks.insert(p, size);
         Ok(p)
     }
 
-    /// Frees a block from [`Memory::alloc`]; NULL is accepted and ignored; an address
+    /// Frees a block from [`Core::alloc`]; NULL is accepted and ignored; an address
     /// that does not start a live block is "invalid device address".
     fn free(&self, p: DevPtr) -> Result<()> {
         if p == 0 {

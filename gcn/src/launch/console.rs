@@ -7,7 +7,7 @@
 //! writes concurrently, so every shared word is accessed atomically with the orders the
 //! spec gives (acquire load of `consumed`/`written`, release store of `consumed`).
 
-use crate::launch::*;
+use super::protocol::*;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 

@@ -1,7 +1,7 @@
 //! The generic HSA 1.x parts of an AQL kernel dispatch: the packet header's bit fields
 //! and the 32-bit header+setup word published with one release store. What GCC's gcn
 //! device code expects from the packet (its dimensions, segment sizes, kernarg block)
-//! is in `launch.rs`; the dispatch itself in `run.rs`. Pure; thread-safe.
+//! is in `protocol.rs`; the dispatch itself in `run.rs`. Pure; thread-safe.
 
 use crate::hsa::sys::*;
 
@@ -39,7 +39,7 @@ mod tests {
             hsa_fence_scope_t_HSA_FENCE_SCOPE_SYSTEM,
             hsa_fence_scope_t_HSA_FENCE_SCOPE_SYSTEM,
         );
-        assert_eq!(h, crate::launch::HEADER);
+        assert_eq!(h, crate::launch::protocol::HEADER);
         assert_eq!(h, 0x1402);
         assert_eq!(
             header(

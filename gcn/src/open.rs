@@ -1,65 +1,62 @@
 //! Open gcn devices: `init_device` finds the agent's memory regions, creates the
-//! device's [`Memory`] and its [`Launcher`] (the synchronous HSA queue, settings);
+//! device's [`Core`] and its [`Launcher`] (the synchronous HSA queue, settings);
 //! `load_image` gives each module its heap and runs its `_init_array` kernel;
 //! `unload_image` and `fini_device` run `_fini_array` and destroy the image;
 //! `fini_device` also stops the async thread and frees the blocks libgomp left.
 //!
-//! [`Device`] is the opened device and implements `gomp_plugin::Device` (images,
-//! kernels, launches, close); its core is its [`Memory`], which implements
+//! [`OpenDevice`] is the opened device and implements `gomp_plugin::Device` (images,
+//! kernels, launches, close); its core is its [`Core`], which implements
 //! `gomp_plugin::DeviceCore` (the memory entry points reach it directly).
 //!
-//! Ownership: the framework's registry owns each [`Device`] (`Arc`, so a call that
+//! Ownership: the framework's registry owns each [`OpenDevice`] (`Arc`, so a call that
 //! got one keeps it alive while another thread closes it); a device owns its memory
-//! and images. Thread-safety: each device's image list is behind a mutex; libgomp also
+//! and images. Thread-safety: each device's image list (the framework's `LoadedImages`) is behind a mutex; libgomp also
 //! serializes init/fini/load/unload per device.
 //!
-//! **Unverified on hardware** (see `memory.rs`, `executable.rs`).
+//! **Unverified on hardware** (see `device/mod.rs`, `image/mod.rs`).
 
-use super::executable::{Image, Kernel};
-use super::launch::{Dims, Grid, Kind, CDTOR_DIMS};
-use super::memory::{self, Memory};
-use super::run::Launcher;
+use crate::device::{self, Core};
 use crate::discovery::agent;
 use crate::hsa::sys::*;
-use crate::hsa::{
-    self,
-    runtime::{self, Runtime},
-};
+use crate::hsa::table::{self, Runtime};
 use crate::image::check_image;
+use crate::image::{Image, Kernel};
+use crate::launch::run::Launcher;
+use crate::launch::{Dims, Grid, Kind, CDTOR_DIMS};
 use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::{Error, Result};
+use gomp_plugin::images::LoadedImages;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
-use gomp_plugin::sync::Lock;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// One open device.
-pub struct Device {
+pub struct OpenDevice {
     /// libgomp's device number.
     pub ord: i32,
     /// The agent.
     pub agent: hsa_agent_t,
     /// The agent's name, e.g. "gfx90a".
     pub name: String,
-    /// Its memory.
-    pub memory: Memory,
-    /// Images loaded on it.
-    pub images: Mutex<Vec<Image>>,
+    /// Its core: memory regions, device memory, copies.
+    pub core: Core,
+    /// Images loaded on it (the framework's list: found by libgomp's key, unloaded in
+    /// reverse load order at close).
+    pub images: LoadedImages<Image>,
     /// Queues, kernel arguments, ephemeral memory, settings.
     pub launcher: Arc<Launcher>,
     rt: &'static Runtime,
 }
 
-impl Device {
+impl OpenDevice {
     /// Opens device `ord`: its agent's regions and memory. The framework's registry
     /// keeps the result (and refuses to open an open device).
-    pub fn open(ord: i32) -> Result<Device> {
+    pub fn open(ord: i32) -> Result<OpenDevice> {
         let a = agent(ord)?;
-        let rt =
-            runtime::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
+        let rt = table::loaded().ok_or_else(|| Error::invalid("the HSA runtime is not loaded"))?;
         let agent = hsa_agent_t { handle: a.handle };
-        let regions = memory::find_regions(rt, agent)?;
-        let full = hsa::agent::profile(rt, agent)? == hsa_profile_t_HSA_PROFILE_FULL;
+        let regions = device::find_regions(rt, agent)?;
+        let full = crate::hsa::safe::agent::profile(rt, agent)? == hsa_profile_t_HSA_PROFILE_FULL;
         log::debug!(
             "device {ord}: {} opened ({} profile; device memory region {:#x}, kernarg region {}, fine-grained region {})",
             a.name,
@@ -75,12 +72,12 @@ impl Device {
             launcher.gcc,
             launcher.cfg
         );
-        Ok(Device {
+        Ok(OpenDevice {
             ord,
             agent,
             name: a.name.clone(),
-            memory: Memory::new(rt, agent, regions, full),
-            images: Mutex::new(Vec::new()),
+            core: Core::new(rt, agent, regions, full),
+            images: LoadedImages::new(),
             launcher: Arc::new(launcher),
             rt,
         })
@@ -126,29 +123,25 @@ impl Device {
     }
 }
 
-impl gomp_plugin::Device for Device {
+impl gomp_plugin::Device for OpenDevice {
     type Kernel = Kernel;
-    type Core = Memory;
+    type Core = Core;
 
-    fn core(&self) -> &Memory {
-        &self.memory
+    fn core(&self) -> &Core {
+        &self.core
     }
 
     /// Closes the device: destroys its images, frees the blocks still allocated.
     fn close(&self) -> Result<()> {
-        let images = std::mem::take(&mut *self.images.locked());
-        let n = images.len();
-        let mut r = Ok(());
-        for img in images {
-            r = r.and(self.destroy_image(img));
-        }
+        let n = self.images.len();
+        let unloaded = self.images.unload_all(|img| self.destroy_image(img));
         self.launcher.close();
-        let blocks = self.memory.release_all();
+        let blocks = self.core.release_all();
         log::debug!(
             "device {}: closed ({n} image(s) unloaded, {blocks} block(s) freed)",
             self.ord
         );
-        r
+        unloaded.map(|_| ())
     }
 
     /// Checks the image against this device (descriptor, code object, kernel
@@ -166,11 +159,7 @@ impl gomp_plugin::Device for Device {
         // SAFETY: caller's contract.
         let (desc, co) = unsafe { check_image(target_data, Some(&self.name))? };
         let key = target_data as usize;
-        if self.images.locked().iter().any(|m| m.key == key) {
-            return Err(Error::invalid(format!(
-                "load_image: image {target_data:p} is already loaded"
-            )));
-        }
+        self.images.ensure_absent(key)?;
         let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
         let heap = self.launcher.new_heap()?;
         let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)?;
@@ -204,7 +193,7 @@ impl gomp_plugin::Device for Device {
                 p
             }
         };
-        self.images.locked().push(img);
+        self.images.add(key, img);
         Ok(LoadedImage {
             kernels,
             table,
@@ -214,16 +203,7 @@ impl gomp_plugin::Device for Device {
 
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
     fn unload_image(&self, target_data: *const c_void) -> Result<()> {
-        let img = {
-            let mut imgs = self.images.locked();
-            let i = imgs
-                .iter()
-                .position(|m| m.key == target_data as usize)
-                .ok_or_else(|| {
-                    Error::invalid(format!("unload_image: image {target_data:p} is not loaded"))
-                })?;
-            imgs.remove(i)
-        };
+        let img = self.images.remove(target_data as usize)?;
         self.destroy_image(img)
     }
 

@@ -1,19 +1,20 @@
 //! System-wide attributes (`hsa_system_get_info`): the timestamp frequency and the
 //! runtime's version. Plain queries, safe from any thread.
 
-use super::runtime::Runtime;
-use super::sys::*;
+use crate::hsa::error::check;
+use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::error::Result;
 
 /// Reads system attribute `attr` into a `T`; `what` names the call in the error.
 ///
 /// # Safety
 /// `T` must be the attribute's type (HSA spec).
-unsafe fn get<T: Default>(rt: &Runtime, attr: hsa_system_info_t, what: &str) -> Result<T> {
+unsafe fn get<T: Default>(rt: &Runtime, attr: hsa_system_info_t, what: &'static str) -> Result<T> {
     let mut v = T::default();
     // SAFETY: out-pointer to a local of the attribute's type (caller).
     let st = unsafe { (rt.hsa_system_get_info)(attr, (&mut v as *mut T).cast()) };
-    rt.check(st, what)?;
+    check(st, what)?;
     Ok(v)
 }
 

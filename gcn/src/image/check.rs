@@ -1,9 +1,9 @@
 //! Reading and checking a gcn image as libgomp passes it to `load_image`: mkoffload's
-//! descriptor ([`crate::descriptor`]), the code object ([`crate::code_object`]), its
-//! kernel descriptors and its target ([`crate::mach`]). Pure (reads the caller's
+//! descriptor ([`super::descriptor`]), the code object ([`super::code_object`]), its
+//! kernel descriptors and its target ([`super::mach`]). Pure (reads the caller's
 //! memory only); thread-safe.
 
-use crate::{code_object, descriptor, mach};
+use super::{code_object, descriptor, mach};
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 

@@ -5,8 +5,9 @@
 //!
 //! Thread-safety: the runtime's memory calls are thread-safe (HSA spec).
 
-use super::runtime::Runtime;
-use super::sys::*;
+use crate::hsa::error::{check, Op};
+use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 
@@ -30,20 +31,21 @@ unsafe impl Sync for Allocation {}
 
 impl Allocation {
     /// Allocates `size` bytes (at least 1) of `region`; `call` names the call in the
-    /// error (e.g. "hsa_memory_allocate (kernel arguments, 4096 bytes)").
+    /// error, built only if it fails (e.g. "hsa_memory_allocate (kernel arguments, 4096
+    /// bytes)").
     pub fn new(
         rt: &'static Runtime,
         region: hsa_region_t,
         size: usize,
-        call: &str,
+        call: impl Op,
     ) -> Result<Allocation> {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: out-pointer to a local.
         let st = unsafe { (rt.hsa_memory_allocate)(region, size.max(1), &mut p) };
-        rt.check(st, call)?;
-        if p.is_null() {
-            return Err(Error::Invalid(format!("{call} returned NULL")));
+        if st == hsa_status_t_HSA_STATUS_SUCCESS && p.is_null() {
+            return Err(Error::Invalid(format!("{} returned NULL", call.name())));
         }
+        check(st, call)?;
         Ok(Allocation { ptr: p, size, rt })
     }
 
@@ -55,7 +57,7 @@ impl Allocation {
         }
         // SAFETY: our live block.
         let st = unsafe { (self.rt.hsa_memory_assign_agent)(self.ptr, agent, ACCESS_RW) };
-        self.rt.check(st, "hsa_memory_assign_agent")
+        Ok(check(st, "hsa_memory_assign_agent")?)
     }
 
     /// The block's address.
@@ -70,11 +72,13 @@ impl Allocation {
         self.size
     }
 
-    /// Copies `src` to offset `off` of the block; `call` names the call in the error.
-    pub fn write(&self, off: usize, src: &[u8], call: &str) -> Result<()> {
+    /// Copies `src` to offset `off` of the block; `call` names the call in the error,
+    /// built only if it fails.
+    pub fn write(&self, off: usize, src: &[u8], call: impl Op) -> Result<()> {
         if off.checked_add(src.len()).is_none_or(|end| end > self.size) {
             return Err(Error::invalid(format!(
-                "{call}: {} bytes at offset {off} exceed the block of {} bytes",
+                "{}: {} bytes at offset {off} exceed the block of {} bytes",
+                call.name(),
                 src.len(),
                 self.size
             )));
@@ -91,13 +95,14 @@ impl Allocation {
         }
     }
 
-    /// Frees the block, returning the runtime's error if any (`call` names it).
-    pub fn free_as(self, call: &str) -> Result<()> {
+    /// Frees the block, returning the runtime's error if any (`call` names it, built
+    /// only if it fails).
+    pub fn free_as(self, call: impl Op) -> Result<()> {
         let (p, rt) = (self.ptr, self.rt);
         std::mem::forget(self);
         // SAFETY: allocated by `new`, freed once (ownership ends here).
         let st = unsafe { (rt.hsa_memory_free)(p) };
-        rt.check(st, call)
+        Ok(check(st, call)?)
     }
 
     /// Frees the block, returning the runtime's error if any.
@@ -131,14 +136,15 @@ impl Drop for Allocation {
     fn drop(&mut self) {
         // SAFETY: allocated by `new`, freed once.
         let st = unsafe { (self.rt.hsa_memory_free)(self.ptr) };
-        if let Err(e) = self.rt.check(st, "hsa_memory_free") {
+        if let Err(e) = check(st, "hsa_memory_free") {
             log::debug!("{e}");
         }
     }
 }
 
 /// Copies `n` bytes from `src` to `dst` (`hsa_memory_copy`, either direction or device
-/// to device), complete when it returns; `call` names the call in the error.
+/// to device), complete when it returns; `call` names the call in the error, built only if
+/// it fails.
 ///
 /// # Safety
 /// `src` must be readable and `dst` writable for `n` bytes (host memory, or device
@@ -148,9 +154,9 @@ pub unsafe fn copy(
     dst: *mut c_void,
     src: *const c_void,
     n: usize,
-    call: &str,
+    call: impl Op,
 ) -> Result<()> {
     // SAFETY: caller's guarantees; the runtime copies `n` bytes and returns when done.
     let st = unsafe { (rt.hsa_memory_copy)(dst, src, n) };
-    rt.check(st, call)
+    Ok(check(st, call)?)
 }

@@ -4,8 +4,9 @@
 //! Agents are not owned: their handles stay valid while the runtime is loaded (for
 //! the process). The functions are plain queries, safe from any thread (HSA spec).
 
-use super::runtime::Runtime;
-use super::sys::*;
+use crate::hsa::error::check;
+use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
 
@@ -26,7 +27,7 @@ pub fn all(rt: &Runtime) -> Result<Vec<hsa_agent_t>> {
     // SAFETY: `push` matches the callback type and uses `out` only during the call.
     let st =
         unsafe { (rt.hsa_iterate_agents)(Some(push), (&mut out as *mut Vec<hsa_agent_t>).cast()) };
-    rt.check(st, "hsa_iterate_agents")?;
+    check(st, "hsa_iterate_agents")?;
     Ok(out)
 }
 
@@ -39,12 +40,12 @@ unsafe fn get<T: Default>(
     rt: &Runtime,
     agent: hsa_agent_t,
     attr: hsa_agent_info_t,
-    what: &str,
+    what: &'static str,
 ) -> Result<T> {
     let mut v = T::default();
     // SAFETY: out-pointer to a local of the attribute's type (caller).
     let st = unsafe { (rt.hsa_agent_get_info)(agent, attr, (&mut v as *mut T).cast()) };
-    rt.check(st, what)?;
+    check(st, what)?;
     Ok(v)
 }
 
@@ -53,12 +54,12 @@ fn string64(
     rt: &Runtime,
     agent: hsa_agent_t,
     attr: hsa_agent_info_t,
-    what: &str,
+    what: &'static str,
 ) -> Result<String> {
     let mut v = [0u8; 64];
     // SAFETY: both name attributes write at most 64 bytes.
     let st = unsafe { (rt.hsa_agent_get_info)(agent, attr, v.as_mut_ptr().cast()) };
-    rt.check(st, what)?;
+    check(st, what)?;
     let n = v.iter().position(|&c| c == 0).unwrap_or(64);
     Ok(String::from_utf8_lossy(&v[..n]).into_owned())
 }

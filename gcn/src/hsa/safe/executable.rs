@@ -7,8 +7,9 @@
 //! Thread-safety: executables, readers and symbols may be used from any thread (HSA
 //! spec); an [`Executable`] is only changed (`load`, `freeze`) before it is shared.
 
-use super::runtime::Runtime;
-use super::sys::*;
+use crate::hsa::error::{check, Op};
+use crate::hsa::sys::*;
+use crate::hsa::table::Runtime;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::{c_void, CString};
 
@@ -41,7 +42,7 @@ impl CodeObjectReader {
                 &mut raw,
             )
         };
-        rt.check(st, "hsa_code_object_reader_create_from_memory")?;
+        check(st, "hsa_code_object_reader_create_from_memory")?;
         Ok(CodeObjectReader {
             raw,
             rt,
@@ -58,7 +59,7 @@ impl CodeObjectReader {
         // dropped after.
         let st = unsafe { (rt.hsa_code_object_reader_destroy)(raw) };
         drop(code);
-        rt.check(st, "hsa_code_object_reader_destroy")
+        Ok(check(st, "hsa_code_object_reader_destroy")?)
     }
 }
 
@@ -66,7 +67,7 @@ impl Drop for CodeObjectReader {
     fn drop(&mut self) {
         // SAFETY: our reader, destroyed once; the bytes are dropped after this.
         let st = unsafe { (self.rt.hsa_code_object_reader_destroy)(self.raw) };
-        if let Err(e) = self.rt.check(st, "hsa_code_object_reader_destroy") {
+        if let Err(e) = check(st, "hsa_code_object_reader_destroy") {
             log::debug!("{e}");
         }
     }
@@ -102,7 +103,7 @@ impl Executable {
                 &mut raw,
             )
         };
-        rt.check(st, "hsa_executable_create_alt")?;
+        check(st, "hsa_executable_create_alt")?;
         Ok(Executable { raw, rt })
     }
 
@@ -119,14 +120,14 @@ impl Executable {
                 std::ptr::null_mut(),
             )
         };
-        self.rt.check(st, "hsa_executable_load_agent_code_object")
+        Ok(check(st, "hsa_executable_load_agent_code_object")?)
     }
 
     /// Freezes the executable: no more loading, its symbols become usable.
     pub fn freeze(&self) -> Result<()> {
         // SAFETY: live executable; no options.
         let st = unsafe { (self.rt.hsa_executable_freeze)(self.raw, std::ptr::null()) };
-        self.rt.check(st, "hsa_executable_freeze")
+        Ok(check(st, "hsa_executable_freeze")?)
     }
 
     /// `hsa_executable_validate`'s result (0: valid); 0 when the runtime lacks the
@@ -138,7 +139,7 @@ impl Executable {
         let mut result = 0u32;
         // SAFETY: live executable; out-pointer to a local.
         let st = unsafe { (self.rt.hsa_executable_validate)(self.raw, &mut result) };
-        self.rt.check(st, "hsa_executable_validate")?;
+        check(st, "hsa_executable_validate")?;
         Ok(result)
     }
 
@@ -154,8 +155,9 @@ impl Executable {
         if st == hsa_status_t_HSA_STATUS_ERROR_INVALID_SYMBOL_NAME {
             return Ok(None);
         }
-        self.rt
-            .check(st, &format!("hsa_executable_get_symbol_by_name('{name}')"))?;
+        check(st, || {
+            format!("hsa_executable_get_symbol_by_name('{name}')")
+        })?;
         Ok(Some(sym))
     }
 
@@ -174,10 +176,9 @@ impl Executable {
         let st = unsafe {
             (self.rt.hsa_executable_symbol_get_info)(sym, what, (&mut v as *mut T).cast())
         };
-        self.rt.check(
-            st,
-            &format!("hsa_executable_symbol_get_info('{name}', {what})"),
-        )?;
+        check(st, || {
+            format!("hsa_executable_symbol_get_info('{name}', {what})")
+        })?;
         Ok(v)
     }
 
@@ -222,14 +223,15 @@ impl Executable {
     }
 
     /// Copies `dst.len()` bytes of loaded variable memory at `addr` (an address
-    /// [`Executable::variable`] gave) into `dst`; `call` names the call in the error.
+    /// [`Executable::variable`] gave) into `dst`; `call` names the call in the error,
+    /// built only if it fails.
     ///
     /// # Safety
     /// `[addr, addr + dst.len())` must lie in the executable's loaded memory.
-    pub unsafe fn read(&self, addr: u64, dst: &mut [u8], call: &str) -> Result<()> {
+    pub unsafe fn read(&self, addr: u64, dst: &mut [u8], call: impl Op) -> Result<()> {
         // SAFETY: `dst` is writable for its length; the source range is the caller's.
         unsafe {
-            super::memory::copy(
+            crate::hsa::safe::memory::copy(
                 self.rt,
                 dst.as_mut_ptr().cast(),
                 addr as *const c_void,
@@ -245,7 +247,7 @@ impl Executable {
         std::mem::forget(self);
         // SAFETY: our executable, destroyed once (ownership ended above).
         let st = unsafe { (rt.hsa_executable_destroy)(raw) };
-        rt.check(st, "hsa_executable_destroy")
+        Ok(check(st, "hsa_executable_destroy")?)
     }
 }
 
@@ -253,7 +255,7 @@ impl Drop for Executable {
     fn drop(&mut self) {
         // SAFETY: our executable, destroyed once.
         let st = unsafe { (self.rt.hsa_executable_destroy)(self.raw) };
-        if let Err(e) = self.rt.check(st, "hsa_executable_destroy") {
+        if let Err(e) = check(st, "hsa_executable_destroy") {
             log::debug!("{e}");
         }
     }
