@@ -9,7 +9,7 @@
 //! rather than the whole.
 
 use crate::device::{serving, Core};
-use crate::image::{Image, TargetFn};
+use crate::image::{Image, Kernel};
 use crate::launch::async_queue::AsyncQueue;
 use crate::launch::reverse::{self, Reverse};
 use crate::launch::run;
@@ -75,7 +75,7 @@ impl OpenDevice {
 }
 
 impl gomp_plugin::Device for OpenDevice {
-    type Kernel = TargetFn;
+    type Kernel = Kernel;
     type Core = Core;
 
     fn core(&self) -> &Core {
@@ -118,7 +118,7 @@ impl gomp_plugin::Device for OpenDevice {
         data: *const c_void,
         want_rev: bool,
         host_ind_fns: *const u64,
-    ) -> Result<LoadedImage<TargetFn>> {
+    ) -> Result<LoadedImage<Kernel>> {
         let dev = &self.core;
         // SAFETY: forwarded caller guarantees.
         let (img, table) = self.core.entry("load_image", || unsafe {
@@ -162,14 +162,14 @@ impl gomp_plugin::Device for OpenDevice {
         (*img).unload(&self.core)
     }
 
-    fn run(&self, kernel: &Arc<TargetFn>, req: &LaunchRequest) -> Result<()> {
+    fn run(&self, kernel: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {
         self.core
             .entry("run", || run::run(&self.core, &self.reverse, kernel, req))
     }
 
     fn run_async(
         self: &Arc<Self>,
-        kernel: &Arc<TargetFn>,
+        kernel: &Arc<Kernel>,
         req: &LaunchRequest,
         async_data: *mut c_void,
     ) -> Result<()> {

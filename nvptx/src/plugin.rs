@@ -11,7 +11,7 @@ use crate::cuda::safe::query;
 use crate::cuda::{sys::*, table};
 use crate::device;
 use crate::host::ranges as host_ranges;
-use crate::image::TargetFn;
+use crate::image::Kernel;
 use crate::interop;
 use crate::observe::info;
 use crate::open::OpenDevice;
@@ -311,7 +311,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
     type ThreadData = thread::ThreadData;
 
     fn exec(
-        kernel: Live<'_, TargetFn>,
+        kernel: Live<'_, Kernel>,
         launch: &AccLaunch,
         queue: Option<&AccQueue>,
     ) -> Result<Option<[u32; 3]>> {
@@ -324,7 +324,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
     }
 
     fn exec_host_block(
-        kernel: Live<'_, TargetFn>,
+        kernel: Live<'_, Kernel>,
         args: &[*mut c_void],
         launch: &AccLaunch,
         queue: Option<&AccQueue>,

@@ -1,4 +1,4 @@
-//! Kernels looked up at their first launch or by the load (nvptx/src/image/mod.rs, `TargetFn::code`)
+//! Kernels looked up at their first launch or by the load (nvptx/src/image/mod.rs, `Kernel::code`)
 //! against the stand-in driver (tests/fallback/stub_libcuda_2dev.c, which counts
 //! `cuModuleGetFunction` calls): `load_image` asks the driver for no kernel, a kernel's
 //! first launch looks it up once, later launches reuse it, and a kernel the module

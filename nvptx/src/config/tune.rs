@@ -97,7 +97,7 @@ pub struct Tune {
     /// When the memory pool makes its first (slow) allocation ([`PoolWarm`]).
     pub poolwarm: PoolWarm,
     /// Kernels looked up at their first launch instead of by `load_image`
-    /// (`image::TargetFn`); never in a program that uses reverse offload.
+    /// (`image::Kernel`); never in a program that uses reverse offload.
     pub lazykernels: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,

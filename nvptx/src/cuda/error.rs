@@ -4,6 +4,9 @@ use super::sys::CUresult;
 use std::ffi::CStr;
 use std::fmt;
 
+/// A driver call's outcome.
+pub type CuResult<T> = Result<T, CudaError>;
+
 /// A CUDA driver error. `func` is the entry point's API name (without `_v2`), as the
 /// stock plugin prints it ("cuMemAlloc error: out of memory"). Plain data: `Send + Sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -53,7 +53,7 @@ use std::sync::Arc;
 /// would never end. Hence eager by default, and always in a program that uses reverse
 /// offload.
 #[derive(Debug)]
-pub struct TargetFn {
+pub struct Kernel {
     /// Kernel name, for diagnostics.
     pub name: String,
     /// The name as the driver is asked for it.
@@ -91,7 +91,7 @@ pub struct Code {
     pub regs: i32,
 }
 
-impl TargetFn {
+impl Kernel {
     /// The kernel's function and attributes, looked up on the first call (then kept):
     /// the function, its opt-in to the device's low-latency pool above 48 KiB of shared
     /// memory and the `carveout` knob, its thread and register counts. Fails, with the
@@ -150,7 +150,7 @@ pub struct Image {
     /// The CUDA module (unloaded when the image is released).
     module: Module,
     /// Kernels, in host-table order.
-    pub fns: Vec<Arc<TargetFn>>,
+    pub fns: Vec<Arc<Kernel>>,
     /// Device memory the plugin allocated for this image (indirect-function table or
     /// map).
     owned: Vec<CUdeviceptr>,
@@ -163,11 +163,11 @@ unsafe impl Send for Image {}
 // SAFETY: as above; the image is immutable after loading.
 unsafe impl Sync for Image {}
 // SAFETY: CUDA function and module handles may be used from any host thread.
-unsafe impl Send for TargetFn {}
+unsafe impl Send for Kernel {}
 // SAFETY: as above; the kernel's mutable parts are behind their own locks and cells.
-unsafe impl Sync for TargetFn {}
+unsafe impl Sync for Kernel {}
 
-/// One attribute of `f`, a function of a loaded module (caller: [`TargetFn::code`]).
+/// One attribute of `f`, a function of a loaded module (caller: [`Kernel::code`]).
 fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
     // SAFETY: `f` was just looked up in the image's loaded module.
     Ok(unsafe { func_attribute(f, a) }?)
@@ -178,7 +178,7 @@ impl Image {
     /// rest of libgomp's address table after the kernels' entries (variables, then the
     /// ICV block); the kernels are [`Image::fns`]. `eager` (the default, and always
     /// when libgomp asked for the reverse-offload table): every kernel is looked up now,
-    /// a missing one failing the load (see [`TargetFn`]); otherwise each at its first
+    /// a missing one failing the load (see [`Kernel`]); otherwise each at its first
     /// launch. `rev`: the program uses reverse offload (libgomp asked for the table),
     /// so the device runtime's wait for the host is rewritten unless
     /// `GOMP_NVPTX_TUNE=revspin=0` ([`rev_spin`]).
@@ -278,7 +278,7 @@ impl Image {
             Arc::new(icvs_block.map_or_else(TeamIcvs::default, |(p, n)| TeamIcvs::at(p, n)));
         let module = self.module.borrow();
         for f in &desc.funcs {
-            self.fns.push(Arc::new(TargetFn {
+            self.fns.push(Arc::new(Kernel {
                 name: f.name.to_string_lossy().into_owned(),
                 cname: f.name.to_owned(),
                 module,

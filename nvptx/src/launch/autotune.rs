@@ -38,7 +38,7 @@ pub use crate::image::launch_facts::Trial;
 use crate::image::launch_facts::{Candidate, Tuner};
 use crate::image::link_cache;
 use crate::image::trials::{Decision, Sample, StepKind, Trials, Verdict, PLAN};
-use crate::image::TargetFn;
+use crate::image::Kernel;
 use crate::launch::choice_cache::{self, KeyFacts};
 use crate::launch::geometry::{Geometry, Requested};
 
@@ -139,7 +139,7 @@ fn describe(cands: &[Candidate], d: &Decision) -> String {
 }
 
 /// The key of `f`'s choice (`None` when the linked-image cache is off).
-fn entry_key(dev: &Core, f: &TargetFn) -> Option<Key> {
+fn entry_key(dev: &Core, f: &Kernel) -> Option<Key> {
     let image = f.image_key.as_ref()?;
     let code = f.code_if_known()?;
     let t = &dev.config().tune;
@@ -166,7 +166,7 @@ fn entry_key(dev: &Core, f: &TargetFn) -> Option<Key> {
 }
 
 /// The store of remembered choices and `f`'s key in it, when there is one.
-fn entry(dev: &Core, f: &TargetFn) -> Option<(&'static Store, Key)> {
+fn entry(dev: &Core, f: &Kernel) -> Option<(&'static Store, Key)> {
     let store = link_cache::store(&dev.config().link_cache)?;
     Some((store, entry_key(dev, f)?))
 }
@@ -174,7 +174,7 @@ fn entry(dev: &Core, f: &TargetFn) -> Option<(&'static Store, Key)> {
 /// The trials of `f`, started at its first tuned launch with the untuned shape
 /// `baseline` alone (the other candidates are found when the trials need them), or
 /// the choice remembered from an earlier run (unless `autotune=fresh`).
-fn start(dev: &Core, f: &TargetFn, baseline: Candidate, all: impl Fn() -> Vec<Candidate>) -> Tuner {
+fn start(dev: &Core, f: &Kernel, baseline: Candidate, all: impl Fn() -> Vec<Candidate>) -> Tuner {
     let fresh = Tuner {
         candidates: vec![baseline],
         trials: Trials::new(PLAN),
@@ -226,7 +226,7 @@ fn start(dev: &Core, f: &TargetFn, baseline: Candidate, all: impl Fn() -> Vec<Ca
 /// synchronous launch), its timing. `shape` is the geometry code for this launch.
 pub fn pick(
     dev: &Core,
-    f: &TargetFn,
+    f: &Kernel,
     may_try: bool,
     shape: impl Fn(&Tune) -> Geometry,
 ) -> (Geometry, Option<Trial>) {
@@ -278,7 +278,7 @@ pub enum Timing {
 /// remembered choice is checked). Reads the kernel's completed queued trials first.
 pub fn pick_candidate(
     dev: &Core,
-    f: &TargetFn,
+    f: &Kernel,
     timing: Timing,
     baseline: impl FnOnce() -> Candidate,
     all: impl Fn() -> Vec<Candidate>,
@@ -339,7 +339,7 @@ pub fn pick_candidate(
 
 /// Keeps the queued launch `t` of `f` (its events recorded around the kernel on the
 /// queue's stream) until its end event completes; read by a later launch of `f`.
-pub fn defer(f: &TargetFn, t: Trial) {
+pub fn defer(f: &Kernel, t: Trial) {
     if let Some(tuner) = f.tuning.tuner().as_mut() {
         tuner.pending.push(t);
     }
@@ -347,7 +347,7 @@ pub fn defer(f: &TargetFn, t: Trial) {
 
 /// Records the queued launches of `tuner` (of `f`) whose end event has completed, and
 /// keeps the choice when that decides. A failed event counts as a lost sample.
-fn harvest(dev: &Core, f: &TargetFn, tuner: &mut Tuner) {
+fn harvest(dev: &Core, f: &Kernel, tuner: &mut Tuner) {
     let mut i = 0;
     while i < tuner.pending.len() {
         let Some((start, end)) = &tuner.pending[i].events else {
@@ -382,7 +382,7 @@ fn harvest(dev: &Core, f: &TargetFn, tuner: &mut Tuner) {
 /// time from before the launch to the end of the wait. Records its duration (a
 /// trial's from its events, a warm-up launch's `wall_ns` when it succeeded) and, when
 /// that decides, keeps the choice.
-pub fn finish(dev: &Core, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_ns: u64) {
+pub fn finish(dev: &Core, f: &Kernel, t: Trial, ok: bool, alone: bool, wall_ns: u64) {
     let Some((start, end)) = &t.events else {
         if !ok {
             return;
@@ -413,7 +413,7 @@ pub fn finish(dev: &Core, f: &TargetFn, t: Trial, ok: bool, alone: bool, wall_ns
 
 /// Keeps the decision `d` of `f`'s trials: says it, shows it in the profile and, after
 /// trials that ran to the end, remembers it.
-fn settle(dev: &Core, f: &TargetFn, t: &Tuner, d: &Decision) {
+fn settle(dev: &Core, f: &Kernel, t: &Tuner, d: &Decision) {
     if f.tuning.chosen().is_some() {
         return;
     }
@@ -439,7 +439,7 @@ fn settle(dev: &Core, f: &TargetFn, t: &Tuner, d: &Decision) {
 }
 
 /// For the launch line of a tuned launch: what the tuner made of it.
-pub fn launch_note(f: &TargetFn, trial: Option<&Trial>) -> String {
+pub fn launch_note(f: &Kernel, trial: Option<&Trial>) -> String {
     match (trial.and_then(Trial::label), f.tuning.chosen()) {
         (Some(label), _) => format!("; autotune: trial of {label}"),
         (None, Some(c)) => format!("; autotune: {}", c.label),

@@ -8,7 +8,7 @@ use crate::config::tune::Tune;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
 use crate::device::Core;
-use crate::image::TargetFn;
+use crate::image::Kernel;
 use crate::launch::async_queue::{self, AsyncQueue};
 use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
@@ -35,7 +35,7 @@ pub struct Prepared {
 
 /// Picks the geometry for launch request `r` (trying shapes for the tuner when
 /// `may_try`) and takes a stack block.
-pub fn prepare(dev: &Core, f: &TargetFn, r: &LaunchRequest, may_try: bool) -> Result<Prepared> {
+pub fn prepare(dev: &Core, f: &Kernel, r: &LaunchRequest, may_try: bool) -> Result<Prepared> {
     let req = Requested::from(r);
     let tune = &dev.config().tune;
     let icv = if tune.icvs && (req.teams <= 0 || req.thread_limit <= 0) {
@@ -164,11 +164,11 @@ fn enqueue_timed(
 
 /// Runs `f` as launch request `r` asks, and waits for it (and for what it reads ahead
 /// for the device-to-host copies after it, `host::read_ahead`).
-pub fn run(dev: &Core, rev: &Reverse, f: &TargetFn, r: &LaunchRequest) -> Result<()> {
+pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<()> {
     let mut p = prepare(dev, f, r, true)?;
     let lane = dev.thread_streams().get()?;
     let ahead = &lane.data.read_ahead;
-    let key = f as *const TargetFn as usize;
+    let key = f as *const Kernel as usize;
     // Not once OpenACC is in use (see `host::read_ahead`).
     let limit = if dev.openacc_in_use() {
         0
@@ -237,7 +237,7 @@ pub fn run_async(
     dev: &Arc<Core>,
     q: &AsyncQueue,
     rev: &Reverse,
-    f: &TargetFn,
+    f: &Kernel,
     r: &LaunchRequest,
     async_data: *mut c_void,
 ) -> Result<()> {

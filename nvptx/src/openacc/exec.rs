@@ -8,7 +8,7 @@ use super::tune;
 use crate::cuda::safe::module::occupancy as occupancy_of;
 use crate::cuda::safe::Stream;
 use crate::device::Core;
-use crate::image::{Code, TargetFn};
+use crate::image::{Code, Kernel};
 use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
 use gomp_plugin::error::{Error, Result};
@@ -19,7 +19,7 @@ use std::ffi::c_void;
 use std::time::Instant;
 
 /// The occupancy calculator's (grid, block) for `f` under a block-size `limit`.
-fn occupancy(f: &TargetFn, code: &Code, limit: u32) -> Option<(u32, u32)> {
+fn occupancy(f: &Kernel, code: &Code, limit: u32) -> Option<(u32, u32)> {
     // SAFETY: `f` is a kernel of a loaded image (its handle came from load_image).
     f.occupancy
         .get(limit, || unsafe { occupancy_of(code.func, limit) })
@@ -27,7 +27,7 @@ fn occupancy(f: &TargetFn, code: &Code, limit: u32) -> Option<(u32, u32)> {
 
 /// Picks the untuned dimensions for launching `f`, given libgomp's `requested` ones
 /// (0 = not set).
-pub fn dims_for(dev: &Core, f: &TargetFn, requested: [u32; 3]) -> Result<Choice> {
+pub fn dims_for(dev: &Core, f: &Kernel, requested: [u32; 3]) -> Result<Choice> {
     let code = f.code(dev)?;
     let mut defaults = [0i32; 3];
     if let Some(dd) = host::host().and_then(|h| h.acc_default_dim) {
@@ -55,7 +55,7 @@ pub fn dims_for(dev: &Core, f: &TargetFn, requested: [u32; 3]) -> Result<Choice>
 /// which libgomp's `dims` array is updated with.
 pub fn exec(
     dev: &Core,
-    f: &TargetFn,
+    f: &Kernel,
     launch: &AccLaunch,
     stream: Option<Stream>,
 ) -> Result<[u32; 3]> {

@@ -15,7 +15,7 @@ use super::dims::{gang_candidates, Choice, Dims, WARP};
 use crate::config::tune::Autotune;
 use crate::device::Core;
 use crate::image::launch_facts::{Candidate, Trial};
-use crate::image::TargetFn;
+use crate::image::Kernel;
 use crate::launch::autotune::{self, Timing};
 
 /// Warps per block of `d` (how the tuner's shapes count threads).
@@ -43,7 +43,7 @@ pub fn eligible(dev: &Core, c: &Choice) -> bool {
 
 /// The dimensions of a tuned launch of `f` (choice `c`) and, when it is timed, its
 /// trial; `queued` for a launch on a queue's stream.
-pub fn pick(dev: &Core, f: &TargetFn, c: &Choice, queued: bool) -> (Dims, Option<Trial>) {
+pub fn pick(dev: &Core, f: &Kernel, c: &Choice, queued: bool) -> (Dims, Option<Trial>) {
     let timing = if queued {
         Timing::Queued
     } else {

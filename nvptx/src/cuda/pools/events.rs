@@ -1,7 +1,7 @@
 //! CUDA events (timing disabled) used to observe the completion of stream-ordered work
 //! without a host callback per launch; pooled per device.
 
-use crate::cuda::pools::{Handle, IdlePool};
+use crate::cuda::pools::idle::{Handle, IdlePool};
 use crate::cuda::safe::OwnedEvent;
 use gomp_plugin::error::Result;
 

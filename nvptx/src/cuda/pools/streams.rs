@@ -3,7 +3,7 @@
 //! memory during reverse offload takes one, works on it, waits for it and gives it
 //! back.
 
-use crate::cuda::pools::{Handle, IdlePool};
+use crate::cuda::pools::idle::{Handle, IdlePool};
 use crate::cuda::safe::{OwnedStream, Stream};
 use gomp_plugin::error::Result;
 

@@ -4,8 +4,8 @@
 //! Thread-safety: the current context is per host thread; a context handle itself may
 //! be made current on any thread.
 
-use super::CuResult;
 use crate::cu;
+use crate::cuda::error::CuResult;
 use crate::cuda::sys::{CUcontext, CUdevice, CUlimit};
 
 /// One reference to a device's primary context (`cuDevicePrimaryCtxRetain`), released

@@ -2,8 +2,8 @@
 //! which destroys its event when dropped.
 
 use super::stream::Stream;
-use super::CuResult;
 use crate::cu;
+use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
 
 /// A CUDA event handle, borrowed from its [`OwnedEvent`]. `Copy`, `Send + Sync`: the

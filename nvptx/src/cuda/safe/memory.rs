@@ -3,8 +3,8 @@
 //! stream-ordered memory pools ([`MemPool`]).
 
 use super::stream::Stream;
-use super::CuResult;
 use crate::cu;
+use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
 use std::ffi::c_void;
 use std::ptr::NonNull;

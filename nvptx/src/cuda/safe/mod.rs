@@ -33,7 +33,4 @@ pub use memory::{HostAlloc, HostRegistration, MemPool, MemPoolRef};
 pub use module::{LinkState, Module, ModuleRef};
 pub use stream::{OwnedStream, Stream};
 
-use super::CudaError;
-
-/// A driver call's outcome.
-pub type CuResult<T> = Result<T, CudaError>;
+pub use crate::cuda::error::CuResult;

@@ -1,8 +1,8 @@
 //! Modules and JIT linking: [`Module`] (unloaded when dropped), [`LinkState`]
 //! (destroyed when dropped), and the queries on a module's functions.
 
-use super::CuResult;
 use crate::cu;
+use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
 use crate::cuda::table;
 use std::ffi::{c_char, c_void, CStr};

@@ -1,8 +1,8 @@
 //! Plain driver queries: initialisation, devices, versions, memory information and
 //! pointer attributes. Each is one driver call; all are thread-safe.
 
-use super::CuResult;
 use crate::cu;
+use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
 use crate::cuda::table;
 use std::ffi::c_char;

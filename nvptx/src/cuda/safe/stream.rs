@@ -1,8 +1,8 @@
 //! Streams: [`Stream`], a borrowed handle with the operations the plugin queues, and
 //! [`OwnedStream`], which destroys its stream when dropped.
 
-use super::CuResult;
 use crate::cu;
+use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
 use std::ffi::c_void;
 
