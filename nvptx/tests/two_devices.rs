@@ -1315,3 +1315,38 @@ fn first_allocations_from_the_pool_without_warm_up() {
     assert_eq!(printed(&c, "DIRECT"), 0, "{}", c.stdout);
     assert!(printed(&c, "POOL") >= 32 << 20, "{}", c.stdout);
 }
+
+/// `GOMP_NVPTX_TUNE=pinwarm=1`: opening a device makes and frees one page-locked block
+/// (the driver's one-time set-up paid at open), on each device opened; without the key,
+/// device open makes none.
+#[test]
+fn page_locked_warm_up_at_open() {
+    const T: &str = "page_locked_warm_up_at_open";
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0) && init(1), "init_device 0 and 1");
+        assert_eq!(
+            (stats(0).live_host_allocs, stats(1).live_host_allocs),
+            (0, 0),
+            "the warm-up block is freed at once"
+        );
+        assert!(fini(0) && fini(1));
+        assert_clean();
+        return;
+    }
+    let warm = |tune: &str| -> Option<usize> {
+        let c = with_stub(T, &[], &[("GOMP_NVPTX_TUNE", tune)])?;
+        assert_no_errors(&c);
+        let lines = c.stderr.lines();
+        Some(
+            lines
+                .filter(|l| l.contains("page-locked warm-up: ") && l.ends_with(" us"))
+                .count(),
+        )
+    };
+    let Some(on) = warm("pinwarm=1") else {
+        return;
+    };
+    assert_eq!(on, 2, "one warm-up line per opened device");
+    assert_eq!(warm("pinwarm=0"), Some(0));
+}

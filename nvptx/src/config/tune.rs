@@ -113,6 +113,9 @@ pub struct Tune {
     /// In programs that use reverse offload, GCC's device-side wait for the host's
     /// answer rewritten to poll without a fence per round (`image::rev_spin`).
     pub revspin: bool,
+    /// Whether device open makes and frees one page-locked block, so that the driver's
+    /// one-time set-up of page-locked memory is paid there (`Core::start`).
+    pub pinwarm: bool,
 }
 
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
@@ -171,6 +174,7 @@ impl Default for Tune {
             pinnedshards: None,
             pinnednuma: true,
             revspin: true,
+            pinwarm: false,
         }
     }
 }
@@ -190,7 +194,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 19] = [
+static KEYS: [Entry<Parsing>; 20] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -415,6 +419,15 @@ static KEYS: [Entry<Parsing>; 19] = [
               volatile loads and fences once after the loop (`image/rev_spin.rs`); `0`: GCC's \
               code as it is",
     },
+    Entry {
+        name: "pinwarm",
+        value: Value::Word(&["0", "1"], |p, i| p.t.pinwarm = i == 1),
+        default: "0",
+        doc: "`1`: device open makes and frees one page-locked block, so that the driver's \
+              one-time set-up of page-locked memory (about 1 ms on the H100 hosts) is paid \
+              there, not by the program's first page-locked allocation or staged copy; `0`: \
+              not (experimental: not yet measured on a GPU)",
+    },
 ];
 
 /// Whether `name` is a key of `GOMP_NVPTX_TUNE` (the copy paths' knobs are checked
@@ -457,7 +470,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,pinwarm=1",
         )
         .unwrap();
         assert_eq!(
@@ -482,6 +495,7 @@ mod tests {
                 pinnedshards: None,
                 pinnednuma: true,
                 revspin: false,
+                pinwarm: true,
             }
         );
         let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();

@@ -101,7 +101,9 @@ impl Core {
     }
 
     /// What an opened device does before its first use (context current): the pool's
-    /// warm-up, the trace's epoch, the context's stack and heap limits.
+    /// warm-up, the trace's epoch, with `GOMP_NVPTX_TUNE=pinwarm=1` one page-locked
+    /// block made and freed (the driver's one-time set-up of page-locked memory), the
+    /// context's stack and heap limits.
     fn start(&self) -> Result<()> {
         if let (Some(p), PoolWarm::Open) = (&self.memory.pool, self.config().tune.poolwarm) {
             p.warm_up(self.context.ctx);
@@ -110,6 +112,20 @@ impl Core {
             // The epoch device times are placed from (the stream is waited for).
             if self.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
                 o.epoch_done();
+            }
+        }
+        if self.config().tune.pinwarm {
+            // The context is current. A failure only means the set-up is paid later.
+            let flags = (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32;
+            let t0 = std::time::Instant::now();
+            match crate::cuda::safe::HostAlloc::alloc(4096, flags) {
+                // Freed as it is dropped.
+                Ok(_block) => log::debug!(
+                    "device {}: page-locked warm-up: {:.0} us",
+                    self.ord(),
+                    t0.elapsed().as_secs_f64() * 1e6
+                ),
+                Err(e) => log::debug!("device {}: page-locked warm-up: {e}", self.ord()),
             }
         }
         if let Some(n) = self.config().native_stack {
