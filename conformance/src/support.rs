@@ -621,6 +621,28 @@ pub mod api {
         pub fn GOMP_OFFLOAD_page_locked_host_free(ptr: *mut c_void) -> bool;
     }
 
+    /// As libgomp starts: `version` (no libgomp loaded here: 0, which also starts the
+    /// `GOMP_DEBUG` logger), then `get_num_devices`, asserting it finds `n` devices.
+    pub fn start(n: c_int) {
+        // SAFETY: plain calls without pointer arguments.
+        unsafe {
+            assert_eq!(GOMP_OFFLOAD_version(), 0, "no libgomp: version 0");
+            assert_eq!(GOMP_OFFLOAD_get_num_devices(0), n, "get_num_devices");
+        }
+    }
+
+    /// `init_device(d)`.
+    pub fn init(d: c_int) -> bool {
+        // SAFETY: the plugin checks the device number.
+        unsafe { GOMP_OFFLOAD_init_device(d) }
+    }
+
+    /// `fini_device(d)`.
+    pub fn fini(d: c_int) -> bool {
+        // SAFETY: the plugin checks the device number.
+        unsafe { GOMP_OFFLOAD_fini_device(d) }
+    }
+
     /// `GOMP_OFFLOAD_get_name()` as a string.
     pub fn name() -> String {
         // SAFETY: the plugin returns a static NUL-terminated string.
@@ -633,7 +655,8 @@ pub mod api {
 /// The image descriptor as mkoffload lays it out (nvptx/src/image/descriptor.rs), for
 /// tests that load images of their own. Plain data; built and read by one thread.
 pub mod image {
-    use std::ffi::{c_char, c_void, CString};
+    use super::api::{AddrPair, GOMP_OFFLOAD_load_image};
+    use std::ffi::{c_char, c_int, c_void, CString};
 
     /// One PTX object: its text (NUL-terminated) and size with the NUL.
     #[repr(C)]
@@ -719,6 +742,32 @@ pub mod image {
         /// The descriptor, as `load_image` and `unload_image` take it (`target_data`).
         pub fn data(&self) -> *const c_void {
             (&*self.desc as *const Desc).cast()
+        }
+
+        /// `load_image` of this image on device `ord` (version [`VERSION`], no indirect
+        /// functions), asking for the reverse-offload table when `want_rev`: the count it
+        /// returns, its address table and the reverse-offload table (NULL when not asked
+        /// for or not given). The image must outlive its use by the plugin.
+        pub fn load(&self, ord: c_int, want_rev: bool) -> (c_int, *mut AddrPair, *mut u64) {
+            let mut table: *mut AddrPair = std::ptr::null_mut();
+            let mut rev: *mut u64 = std::ptr::null_mut();
+            let rev_arg: *mut *mut u64 = if want_rev {
+                &mut rev
+            } else {
+                std::ptr::null_mut()
+            };
+            // SAFETY: a well-formed descriptor; the out-pointers are live locals.
+            let n = unsafe {
+                GOMP_OFFLOAD_load_image(
+                    ord,
+                    VERSION,
+                    self.data(),
+                    &mut table,
+                    rev_arg,
+                    std::ptr::null_mut(),
+                )
+            };
+            (n, table, rev)
         }
     }
 }

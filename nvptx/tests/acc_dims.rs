@@ -58,18 +58,7 @@ fn child() {
         assert!(GOMP_OFFLOAD_init_device(0), "init_device");
     }
     let img = image();
-    let mut table: *mut AddrPair = std::ptr::null_mut();
-    // SAFETY: a well-formed descriptor that outlives the image.
-    let n = unsafe {
-        GOMP_OFFLOAD_load_image(
-            0,
-            VERSION,
-            img.data(),
-            &mut table,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        )
-    };
+    let (n, table, _) = img.load(0, false);
     assert_eq!(n, 4, "three kernels and the ICV entry");
     // SAFETY: `n` entries the plugin allocated.
     let fns: Vec<*mut c_void> = unsafe { std::slice::from_raw_parts(table, 3) }

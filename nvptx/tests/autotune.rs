@@ -43,18 +43,7 @@ fn image() -> Image {
 
 /// Loads `img` on device 0; the kernels' handles.
 fn load(img: &Image) -> Vec<*mut c_void> {
-    let mut table: *mut AddrPair = std::ptr::null_mut();
-    // SAFETY: a well-formed descriptor that outlives the image.
-    let n = unsafe {
-        GOMP_OFFLOAD_load_image(
-            0,
-            VERSION,
-            img.data(),
-            &mut table,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        )
-    };
+    let (n, table, _) = img.load(0, false);
     assert_eq!(n, 3, "two kernels and the ICV entry");
     // SAFETY: `n` entries the plugin allocated.
     let t = unsafe { std::slice::from_raw_parts(table, n as usize) };

@@ -13,7 +13,7 @@ use gomp_plugin_conformance::support;
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{c_void, CString, OsStr};
 use support::api::*;
-use support::image::{Image, VERSION};
+use support::image::Image;
 
 /// The kernels the image's PTX defines.
 const DEFINED: [&str; 2] = ["main$_omp_fn$0", "main$_omp_fn$1"];
@@ -48,24 +48,9 @@ fn child() {
     ))
     .unwrap();
     let img = Image::new(vec![text], &[DEFINED[0], DEFINED[1], ABSENT]);
-    let mut table: *mut AddrPair = std::ptr::null_mut();
-    let mut rev_table: *mut u64 = std::ptr::null_mut();
     let want_rev = std::env::var("LK_REVERSE").is_ok_and(|v| v == "1");
-    // SAFETY: a well-formed descriptor over buffers alive until the process ends.
-    let n = unsafe {
-        GOMP_OFFLOAD_load_image(
-            0,
-            VERSION,
-            img.data(),
-            &mut table,
-            if want_rev {
-                &mut rev_table
-            } else {
-                std::ptr::null_mut()
-            },
-            std::ptr::null_mut(),
-        )
-    };
+    // The image lives until the process ends.
+    let (n, table, _) = img.load(0, want_rev);
     if want_rev || n < 0 {
         println!("LOAD {n}");
         println!("LOOKUPS load {}", lookups());

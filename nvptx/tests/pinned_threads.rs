@@ -12,31 +12,13 @@
 use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
-use std::ffi::{c_int, c_void, OsStr};
+use std::ffi::{c_void, OsStr};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 use support::api::*;
 use support::stub_stats as stats;
 
 // SAFETY (all wrappers): plain calls of the exported entry points with valid arguments.
-
-fn start(n: c_int) {
-    // SAFETY: see above.
-    unsafe {
-        assert_eq!(GOMP_OFFLOAD_version(), 0, "no libgomp: version 0");
-        assert_eq!(GOMP_OFFLOAD_get_num_devices(0), n, "get_num_devices");
-    }
-}
-
-fn init(d: c_int) -> bool {
-    // SAFETY: see above.
-    unsafe { GOMP_OFFLOAD_init_device(d) }
-}
-
-fn fini(d: c_int) -> bool {
-    // SAFETY: see above.
-    unsafe { GOMP_OFFLOAD_fini_device(d) }
-}
 
 fn pinned_alloc(n: usize) -> usize {
     let mut p: *mut c_void = std::ptr::null_mut();

@@ -12,7 +12,7 @@ use gomp_plugin_conformance::support;
 use gomp_plugin_nvptx as _; // links the rlib holding the exported shells
 use std::ffi::{CString, OsStr};
 use support::api::*;
-use support::image::{Image, VERSION};
+use support::image::Image;
 
 /// GCC 16's wait (sm_52 libgomp), as in the PTX of a GCC 16 binary.
 const WAIT: &str = "$L23:\n.loc 2 146 10\nld.global.u64 %r62,[__gomp_rev_offload_var];\n\
@@ -46,24 +46,9 @@ fn child() {
     ))
     .unwrap();
     let img = Image::new(vec![kernel, runtime], &["main$_omp_fn$0"]);
-    let mut table: *mut AddrPair = std::ptr::null_mut();
-    let mut rev_table: *mut u64 = std::ptr::null_mut();
     let want_rev = std::env::var("RS_REVERSE").is_ok_and(|v| v == "1");
-    // SAFETY: a well-formed descriptor over buffers alive until the process ends.
-    let n = unsafe {
-        GOMP_OFFLOAD_load_image(
-            0,
-            VERSION,
-            img.data(),
-            &mut table,
-            if want_rev {
-                &mut rev_table
-            } else {
-                std::ptr::null_mut()
-            },
-            std::ptr::null_mut(),
-        )
-    };
+    // The image lives until the process ends.
+    let (n, _, _) = img.load(0, want_rev);
     println!("LOAD {n}");
 }
 

@@ -62,28 +62,10 @@ fn owner(p: usize) -> c_int {
     unsafe { f(p as u64) }
 }
 
-// Safe wrappers of the entry points; addresses as `usize` so threads can share them.
+// Safe wrappers of the entry points (start, init, fini: `support::api`); addresses as
+// `usize` so threads can share them.
 // SAFETY (all): host buffers are slices of the stated length; device addresses are
 // the plugin's own or are checked by it.
-
-fn start(n: c_int) {
-    // SAFETY: see above.
-    unsafe {
-        // libgomp asks for the version first; that also starts the GOMP_DEBUG logger.
-        assert_eq!(GOMP_OFFLOAD_version(), 0, "no libgomp: version 0");
-        assert_eq!(GOMP_OFFLOAD_get_num_devices(0), n, "get_num_devices");
-    }
-}
-
-fn init(d: c_int) -> bool {
-    // SAFETY: see above.
-    unsafe { GOMP_OFFLOAD_init_device(d) }
-}
-
-fn fini(d: c_int) -> bool {
-    // SAFETY: see above.
-    unsafe { GOMP_OFFLOAD_fini_device(d) }
-}
 
 fn alloc(d: c_int, n: usize) -> usize {
     // SAFETY: see above.
