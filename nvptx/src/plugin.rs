@@ -157,11 +157,8 @@ impl Plugin for Nvptx {
     /// applies to `requires unified_shared_memory` / `self_maps` under libgomp 15-16,
     /// per device.
     fn dev_caps(ord: i32) -> u32 {
-        if table::loaded().is_none() {
-            return 0;
-        }
-        match query::device(ord) {
-            Ok(dev)
+        match driver_device(ord) {
+            Some(dev)
                 if device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0 =>
             {
                 CAP_SHARED_MEM
@@ -174,7 +171,7 @@ impl Plugin for Nvptx {
     /// teams of one warp that would fit at once if each thread used one register), so
     /// programs see the same number with either plugin; 1 without a driver.
     fn teams_dim0(ord: i32) -> i32 {
-        let Some(dev) = table::loaded().and_then(|_| query::device(ord).ok()) else {
+        let Some(dev) = driver_device(ord) else {
             return 1;
         };
         let sms = device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -185,7 +182,7 @@ impl Plugin for Nvptx {
 
     /// The warps of the largest block: an OpenMP thread of GCC's nvptx code is a warp.
     fn threads_dim0(ord: i32) -> i32 {
-        let Some(dev) = table::loaded().and_then(|_| query::device(ord).ok()) else {
+        let Some(dev) = driver_device(ord) else {
             return 1;
         };
         (device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK) / 32).max(1)
@@ -196,10 +193,7 @@ impl Plugin for Nvptx {
     /// attributes); -1 when the driver, the attributes or the file do not tell (Linux
     /// itself writes -1 there on a machine with one node).
     fn numa_node(ord: i32) -> i32 {
-        if table::loaded().is_none() {
-            return -1;
-        }
-        let Ok(dev) = query::device(ord) else {
+        let Some(dev) = driver_device(ord) else {
             return -1;
         };
         let a = |x| query::attribute(dev, x).ok().filter(|&v| v >= 0);
@@ -281,6 +275,13 @@ impl Plugin for Nvptx {
     fn interop_type_desc(obj: Option<&InteropObj>, prop: c_int) -> Option<&'static CStr> {
         interop::type_desc(obj.map_or(interop::FR_CUDA, |o| o.fr), prop)
     }
+}
+
+/// The driver's handle of device `ord`, for the queries libgomp makes before it opens
+/// the device; `None` without a loaded driver or such a device.
+fn driver_device(ord: i32) -> Option<CUdevice> {
+    table::loaded()?;
+    query::device(ord).ok()
 }
 
 /// The NUMA node in a sysfs `numa_node` file at `path`: its number, -1 when the file is
