@@ -116,9 +116,8 @@ impl Core {
         }
         if self.config().tune.pinwarm {
             // The context is current. A failure only means the set-up is paid later.
-            let flags = (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32;
             let t0 = std::time::Instant::now();
-            match crate::cuda::safe::HostAlloc::alloc(4096, flags) {
+            match crate::cuda::safe::HostAlloc::mapped(4096) {
                 // Freed as it is dropped.
                 Ok(_block) => log::debug!(
                     "device {}: page-locked warm-up: {:.0} us",

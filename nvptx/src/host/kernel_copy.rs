@@ -89,8 +89,7 @@ impl Loaded {
                 func: "cuModuleGetFunction",
                 code: CUDA_ERROR_NOT_FOUND,
             })?;
-        let flags = (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) as u32;
-        let bounce = HostAlloc::alloc(BOUNCE, flags)?;
+        let bounce = HostAlloc::mapped(BOUNCE)?;
         let bounce_dev = bounce.device_pointer()?;
         Ok(Loaded {
             bounce,

@@ -24,10 +24,9 @@ pub struct HostChunks {
 
 impl ChunkSource for HostChunks {
     fn alloc(&self, bytes: usize) -> Result<Option<usize>> {
-        let flags = (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32;
         // The device's context is current (Core methods activate it before using the
         // pool). The pool owns the chunk from here on, as an address.
-        let p = match numa::prefer(self.node, || HostAlloc::alloc(bytes, flags)) {
+        let p = match numa::prefer(self.node, || HostAlloc::mapped(bytes)) {
             Ok(h) => h.into_raw(),
             Err(e) if e.code == CUDA_ERROR_OUT_OF_MEMORY => return Ok(None),
             Err(e) => return Err(e.into()),

@@ -287,9 +287,8 @@ fn ensure_mailbox(dev: &Arc<Core>, r: &Reverse) -> Result<usize> {
     if let Some(p) = mb.as_ref() {
         return Ok(p.as_ptr() as usize);
     }
-    let flags = (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) as u32;
     // Context current (caller).
-    let h = HostAlloc::alloc(std::mem::size_of::<Mailbox>(), flags)?;
+    let h = HostAlloc::mapped(std::mem::size_of::<Mailbox>())?;
     let p = h.as_ptr();
     // SAFETY: freshly allocated, large enough, exclusively ours.
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<Mailbox>()) };

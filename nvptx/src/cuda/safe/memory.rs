@@ -91,6 +91,16 @@ impl HostAlloc {
             })
     }
 
+    /// `bytes` of page-locked memory every context can use for DMA (`PORTABLE`) and the
+    /// device can address (`DEVICEMAP`), in the current context.
+    #[inline]
+    pub fn mapped(bytes: usize) -> CuResult<HostAlloc> {
+        HostAlloc::alloc(
+            bytes,
+            (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32,
+        )
+    }
+
     /// The memory's address.
     #[inline]
     pub fn as_ptr(&self) -> *mut c_void {
