@@ -1299,36 +1299,54 @@ fn first_allocations_from_the_pool_without_warm_up() {
 }
 
 /// `GOMP_NVPTX_TUNE=pinwarm=1`: opening a device makes and frees one page-locked block
-/// (the driver's one-time set-up paid at open), on each device opened; without the key,
-/// device open makes none.
+/// (the driver's one-time set-up paid at open), on each device opened; `pinwarm=bg` the
+/// same on a thread of its own, done by the device's close at the latest; without the
+/// key, device open makes none.
 #[test]
 fn page_locked_warm_up_at_open() {
     const T: &str = "page_locked_warm_up_at_open";
     if support::is_child(T) {
+        let background = std::env::var("GOMP_NVPTX_TUNE").is_ok_and(|t| t == "pinwarm=bg");
         start(2);
         assert!(init(0) && init(1), "init_device 0 and 1");
-        assert_eq!(
-            (stats(0).live_host_allocs, stats(1).live_host_allocs),
-            (0, 0),
-            "the warm-up block is freed at once"
-        );
+        if !background {
+            assert_eq!(
+                (stats(0).live_host_allocs, stats(1).live_host_allocs),
+                (0, 0),
+                "the warm-up block is freed at once"
+            );
+        }
         assert!(fini(0) && fini(1));
         assert_clean();
         return;
     }
-    let warm = |tune: &str| -> Option<usize> {
+    // The warm-up lines, each as "in open" or "on its own thread".
+    let warm = |tune: &str| -> Option<Vec<String>> {
         let c = with_stub(T, &[], &[("GOMP_NVPTX_TUNE", tune)])?;
         assert_no_errors(&c);
         let lines = c.stderr.lines();
         Some(
             lines
-                .filter(|l| l.contains("page-locked warm-up: ") && l.ends_with(" us"))
-                .count(),
+                .filter(|l| l.contains("page-locked warm-up"))
+                .map(
+                    |l| match (l.contains(" in open: "), l.contains(" on its own thread: ")) {
+                        _ if !l.ends_with(" us") => format!("failed: {l}"),
+                        (true, false) => "in open".to_string(),
+                        (false, true) => "on its own thread".to_string(),
+                        _ => format!("unexpected: {l}"),
+                    },
+                )
+                .collect(),
         )
     };
     let Some(on) = warm("pinwarm=1") else {
         return;
     };
-    assert_eq!(on, 2, "one warm-up line per opened device");
-    assert_eq!(warm("pinwarm=0"), Some(0));
+    assert_eq!(on, ["in open"; 2], "one warm-up per opened device");
+    assert_eq!(
+        warm("pinwarm=bg").unwrap(),
+        ["on its own thread"; 2],
+        "one warm-up on its own thread per opened device, ended by close"
+    );
+    assert_eq!(warm("pinwarm=0").unwrap(), Vec::<String>::new());
 }

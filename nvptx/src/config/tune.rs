@@ -113,9 +113,23 @@ pub struct Tune {
     /// In programs that use reverse offload, GCC's device-side wait for the host's
     /// answer rewritten to poll without a fence per round (`image::rev_spin`).
     pub revspin: bool,
-    /// Whether device open makes and frees one page-locked block, so that the driver's
-    /// one-time set-up of page-locked memory is paid there (`Core::start`).
-    pub pinwarm: bool,
+    /// Whether and how device open makes and frees one page-locked block, so that the
+    /// driver's one-time set-up of page-locked memory is paid there ([`PinWarm`]).
+    pub pinwarm: PinWarm,
+}
+
+/// The page-locked warm-up at device open (`device::Core::start`). `Copy`, plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PinWarm {
+    /// None: the program's first page-locked allocation (or staged copy) pays the
+    /// driver's set-up.
+    Off,
+    /// In device open, on the opening thread.
+    Open,
+    /// On a thread of its own started at device open (joined at close): open does not
+    /// wait; a page-locked allocation made meanwhile waits for the driver's set-up as
+    /// it would without the warm-up.
+    Background,
 }
 
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
@@ -174,7 +188,7 @@ impl Default for Tune {
             pinnedshards: None,
             pinnednuma: true,
             revspin: true,
-            pinwarm: false,
+            pinwarm: PinWarm::Off,
         }
     }
 }
@@ -421,12 +435,15 @@ static KEYS: [Entry<Parsing>; 20] = [
     },
     Entry {
         name: "pinwarm",
-        value: Value::Word(&["0", "1"], |p, i| p.t.pinwarm = i == 1),
+        value: Value::Word(&["0", "1", "bg"], |p, i| {
+            p.t.pinwarm = [PinWarm::Off, PinWarm::Open, PinWarm::Background][i]
+        }),
         default: "0",
         doc: "`1`: device open makes and frees one page-locked block, so that the driver's \
               one-time set-up of page-locked memory (about 1 ms on the H100 hosts) is paid \
-              there, not by the program's first page-locked allocation or staged copy; `0`: \
-              not (experimental: not yet measured on a GPU)",
+              there, not by the program's first page-locked allocation or staged copy; `bg`: \
+              the same on a thread of its own started at open (open does not wait); `0`: \
+              not",
     },
 ];
 
@@ -495,7 +512,7 @@ mod tests {
                 pinnedshards: None,
                 pinnednuma: true,
                 revspin: false,
-                pinwarm: true,
+                pinwarm: PinWarm::Open,
             }
         );
         let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();
@@ -504,6 +521,10 @@ mod tests {
             (4 << 20, Some(1), false)
         );
         assert_eq!(Tune::parse("poolwarm=0").unwrap().poolwarm, PoolWarm::Off);
+        assert_eq!(
+            Tune::parse("pinwarm=bg").unwrap().pinwarm,
+            PinWarm::Background
+        );
         assert_eq!(
             Tune::parse("poolwarm=later").unwrap().poolwarm,
             PoolWarm::Later

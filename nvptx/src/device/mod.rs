@@ -101,8 +101,8 @@ impl Core {
     }
 
     /// What an opened device does before its first use (context current): the pool's
-    /// warm-up, the trace's epoch, with `GOMP_NVPTX_TUNE=pinwarm=1` one page-locked
-    /// block made and freed (the driver's one-time set-up of page-locked memory), the
+    /// warm-up, the trace's epoch, with `GOMP_NVPTX_TUNE=pinwarm=1` (or `bg`) one
+    /// page-locked block made and freed (the driver's one-time set-up of page-locked memory), the
     /// context's stack and heap limits.
     fn start(&self) -> Result<()> {
         if let (Some(p), PoolWarm::Open) = (&self.memory.pool, self.config().tune.poolwarm) {
@@ -114,19 +114,9 @@ impl Core {
                 o.epoch_done();
             }
         }
-        if self.config().tune.pinwarm {
-            // The context is current. A failure only means the set-up is paid later.
-            let t0 = std::time::Instant::now();
-            match crate::cuda::safe::HostAlloc::mapped(4096) {
-                // Freed as it is dropped.
-                Ok(_block) => log::debug!(
-                    "device {}: page-locked warm-up: {:.0} us",
-                    self.ord(),
-                    t0.elapsed().as_secs_f64() * 1e6
-                ),
-                Err(e) => log::debug!("device {}: page-locked warm-up: {e}", self.ord()),
-            }
-        }
+        self.memory
+            .pin_warm
+            .start(self.config().tune.pinwarm, self.ord(), self.context.ctx);
         if let Some(n) = self.config().native_stack {
             cu_context::set_limit(CU_LIMIT_STACK_SIZE, n)?;
         }
@@ -396,6 +386,7 @@ impl Core {
     /// of those steps: it is returned rather than a later one, except that a failure to
     /// release the primary context is returned in any case.
     pub fn close(&self, mut first_err: Option<Error>) -> Result<()> {
+        self.memory.pin_warm.join();
         if let Err(e) = self.settle() {
             first_err.get_or_insert(e);
         }
