@@ -24,7 +24,7 @@ pub mod memory;
 pub mod serving;
 pub mod settings;
 
-use crate::config::tune::{PoolWarm, ThreadStream};
+use crate::config::tune::{PinWarm, PoolWarm, ThreadStream};
 use crate::config::Config;
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
@@ -114,9 +114,15 @@ impl Core {
                 o.epoch_done();
             }
         }
-        self.memory
-            .pin_warm
-            .start(self.config().tune.pinwarm, self.ord(), self.context.ctx);
+        let pin_warm = match self.config().tune.pinwarm {
+            PinWarm::Off => None,
+            PinWarm::Open => Some(false),
+            PinWarm::Background => Some(true),
+        };
+        if let Some(background) = pin_warm {
+            let ctx = self.context.ctx;
+            self.memory.pin_warm.start(background, self.ord(), ctx);
+        }
         if let Some(n) = self.config().native_stack {
             cu_context::set_limit(CU_LIMIT_STACK_SIZE, n)?;
         }

@@ -7,7 +7,6 @@
 //! [`PinWarmUp`] owns the warm-up's thread (`pinwarm=bg`) until [`PinWarmUp::join`];
 //! `Sync` (the handle is behind a lock).
 
-use crate::config::tune::PinWarm;
 use crate::cuda::safe::{context, HostAlloc};
 use crate::cuda::sys::CUcontext;
 use gomp_plugin::sync::Lock;
@@ -23,13 +22,13 @@ const BLOCK: usize = 4096;
 pub struct PinWarmUp(Mutex<Option<JoinHandle<()>>>);
 
 impl PinWarmUp {
-    /// Starts the warm-up `how` for device `ord` whose context `ctx` is current on the
-    /// calling thread; `ctx` must stay alive until [`PinWarmUp::join`].
-    pub fn start(&self, how: PinWarm, ord: i32, ctx: CUcontext) {
-        match how {
-            PinWarm::Off => {}
-            PinWarm::Open => warm(ord, "in open"),
-            PinWarm::Background => {
+    /// Runs the warm-up for device `ord`, whose context `ctx` is current on the calling
+    /// thread: there, or (`background`) on a thread of its own; `ctx` must then stay
+    /// alive until [`PinWarmUp::join`].
+    pub fn start(&self, background: bool, ord: i32, ctx: CUcontext) {
+        match background {
+            false => warm(ord, "in open"),
+            true => {
                 // The context handle crosses to the thread as an address.
                 let ctx = ctx as usize;
                 let spawned = std::thread::Builder::new()
