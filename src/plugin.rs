@@ -109,6 +109,18 @@ pub trait Plugin: 'static {
     fn can_run(_kernel: &KernelOf<Self>) -> bool {
         true
     }
+    /// `session_allocate_target_var_table` (libgomp 17, docs/plugin-abi.md §12.2): the
+    /// host memory, 16-byte aligned and readable by device `ord` at the launch, that
+    /// libgomp is to write the table of `size` bytes of the session at `session` into;
+    /// the session's launch then receives that address as its table. Only a product
+    /// whose table row exports the entry point implements it.
+    fn allocate_table(_session: *mut c_void, _ord: i32, _size: usize) -> Result<*mut c_void> {
+        Err(Error::not_implemented(
+            Self::NAME,
+            "session_allocate_target_var_table",
+            "target-variable tables in plugin memory",
+        ))
+    }
     /// `page_locked_host_alloc`: page-locked host memory, `None` when out of memory.
     fn page_locked_host_alloc(_size: usize) -> Result<Option<*mut c_void>> {
         Err(Error::not_implemented(

@@ -13,7 +13,8 @@
 #   --gcc LIST    the GCC versions to compile and run with, of 16, 14 and 17 (default
 #                 "16 14"); 17 is Debian's gcc-snapshot in the root $WORK/snapshot
 #                 (scripts/toolchain/mkroot.sh snapshot; amdgcn offload included), its
-#                 programs run with its libgomp 17 and its own gcn plugin ("stock")
+#                 programs run with its libgomp 17 and its own gcn plugin ("stock");
+#                 not in scripts/test's gcn-compare stage (the root is a 540 MB download)
 #   --only REGEX  only the programs whose file name matches (grep -E)
 #   --keep DIR    keep every run's directory (trace, stdout, stderr, rc) under DIR
 # Needs root (the toolchain roots) and scripts/build's target/plugin/gcn. Installs

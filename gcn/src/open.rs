@@ -211,6 +211,8 @@ impl gomp_plugin::Device for OpenDevice {
     /// grid from the request, the launch, the console drain, the exit/abort decoding.
     fn run(&self, k: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {
         let Some(dims) = self.grid(req) else {
+            // A skipped kernel: a table reserved for it goes back.
+            self.launcher.unclaim(self.launcher.claim_table(req.vars));
             return Ok(());
         };
         let e = self
@@ -229,7 +231,9 @@ impl gomp_plugin::Device for OpenDevice {
         async_data: *mut c_void,
     ) -> Result<()> {
         let Some(dims) = self.grid(req) else {
-            // A skipped kernel: complete at once (the stock plugin never completes it).
+            // A skipped kernel: complete at once (the stock plugin never completes it);
+            // a table reserved for it goes back.
+            self.launcher.unclaim(self.launcher.claim_table(req.vars));
             gomp_plugin::libgomp::target::task_completion(async_data as usize);
             return Ok(());
         };

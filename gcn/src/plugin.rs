@@ -18,7 +18,7 @@ use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::registry::Registry;
 use gomp_plugin::{OpenAcc, Plugin, Result};
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 /// The gcn product. A unit type: all state is in [`REGISTRY`] and the devices.
@@ -82,6 +82,14 @@ impl Plugin for Gcn {
     /// work-group's LDS) with access all.
     fn memspace_valid(memspace: u64, access: i32) -> bool {
         !(memspace == MEMSPACE_LOW_LAT && access == ATV_ALL)
+    }
+
+    /// The table goes after the output ring of a kernarg block reserved for the
+    /// session's launch ([`crate::launch::run::Launcher::reserve_table`]).
+    fn allocate_table(session: *mut c_void, ord: i32, size: usize) -> Result<*mut c_void> {
+        Self::device(ord)?
+            .launcher
+            .reserve_table(session as usize, size)
     }
 
     /// True for a kernel of a loaded image whose explicit kernel arguments fit the

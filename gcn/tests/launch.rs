@@ -5,8 +5,10 @@
 //! device side of the output ring and completes the signal. The exported entry points
 //! are called as libgomp 16 calls them (a stand-in libgomp recording reverse-offload
 //! calls and async completions, tests/fallback/gcn_libgomp.c), each scenario in its own
-//! child process (exits and aborts end it). A stand-in is not an AMD GPU: this checks
-//! the host side of the protocol, not device code.
+//! child process (exits and aborts end it). The `session17_*` tests call them as
+//! libgomp 17 does (sessions, the table in kernarg memory: docs/gcn-launch.md §1a). A
+//! stand-in is not an AMD GPU: this checks the host side of the protocol, not device
+//! code.
 
 use gomp_plugin_conformance::support;
 
@@ -27,6 +29,13 @@ extern "C" {
     fn GOMP_OFFLOAD_openacc_destroy_thread_data(data: *mut c_void);
     /// `union goacc_property_value`: a size or a string pointer, in RAX.
     fn GOMP_OFFLOAD_openacc_get_property(ord: c_int, prop: c_uint) -> usize;
+    // libgomp 17's sessions.
+    fn GOMP_OFFLOAD_session_size() -> usize;
+    fn GOMP_OFFLOAD_session_start(session: *mut c_void, ord: c_int);
+    fn GOMP_OFFLOAD_session_allocate_target_var_table(
+        session: *mut c_void,
+        size: usize,
+    ) -> *mut c_void;
 }
 
 /// GOMP_VERSION_PACK (GOMP_VERSION 3, GOMP_VERSION_GCN 3).
@@ -37,10 +46,13 @@ const IMAGE_ENV: &str = "GOMP_PLUGIN_RS_TEST_IMAGE";
 
 // ---- building the stand-ins ----
 
-/// The recording libgomp with the version nodes of GCC `gcc` (14 or 16).
+/// The recording libgomp with the version nodes of GCC `gcc` (14, 16 or 17).
 fn recording_libgomp(dir: &Path, gcc: u32) -> PathBuf {
-    let nodes = &support::RELEASE_NODES[..if gcc == 14 { 2 } else { 4 }];
-    support::recording_libgomp(dir, nodes)
+    let mut nodes = support::RELEASE_NODES[..if gcc == 14 { 2 } else { 4 }].to_vec();
+    if gcc == 17 {
+        nodes.push(("GOMP_6.0.2", "GOMP_barrier_ext"));
+    }
+    support::recording_libgomp(dir, &nodes)
 }
 
 /// The stand-in runtime with its gfx90a agent (it defines every entry point).
@@ -71,6 +83,10 @@ fn scenario(test: &str, name: &str, gcc: u32, env: &[(&str, &str)]) -> Option<su
         (IMAGE_ENV, image.as_os_str()),
         (SCENARIO, OsStr::new(name)),
         ("GOMP_DEBUG", OsStr::new("1")),
+        (
+            "GCN_TEST_GCC",
+            OsStr::new(if gcc == 17 { "17" } else { "16" }),
+        ),
     ];
     all.extend(env.iter().map(|(k, v)| (*k, OsStr::new(*v))));
     let c = support::run_child(test, &all);
@@ -155,7 +171,8 @@ fn open(rev: bool) -> Session {
     }));
     // SAFETY: the entry points as libgomp calls them, with valid out-pointers.
     unsafe {
-        assert_eq!(GOMP_OFFLOAD_version(), 3);
+        let v17 = std::env::var("GCN_TEST_GCC").as_deref() == Ok("17");
+        assert_eq!(GOMP_OFFLOAD_version(), if v17 { 4 } else { 3 });
         let mask = if rev { 0x80 } else { 0 };
         assert_eq!(GOMP_OFFLOAD_get_num_devices(mask), 1);
         assert!(GOMP_OFFLOAD_init_device(0), "init_device");
@@ -317,9 +334,225 @@ fn child() {
             close();
         }
         "acc_queue" => acc_queue(),
+        "session17_run" => session17_run(),
+        "session17_async" => session17_async(),
+        "session17_acc" => session17_acc(),
         "acc_props" => acc_props(),
         other => panic!("unknown scenario {other}"),
     }
+}
+
+// ---- libgomp 17: sessions, the table in kernarg memory ----
+
+/// A session block as libgomp 17 allocates it (16-byte aligned, session_size bytes).
+#[repr(C, align(16))]
+struct SessionBlock([u8; 64]);
+
+fn live_blocks() -> c_int {
+    read(stub_sym::<[c_int; 5]>("stub_hsa_live"))[0]
+}
+
+/// Whether [p, p+n) lies inside one live block of the stand-in's device memory.
+fn stand_in_holds(p: *const c_void, n: usize) -> bool {
+    let f = stub_sym::<c_void>("stub_hsa_holds");
+    // SAFETY: the stand-in's `int stub_hsa_holds(const void *, size_t)`.
+    let f: unsafe extern "C" fn(*const c_void, usize) -> c_int = unsafe { std::mem::transmute(f) };
+    // SAFETY: only compares addresses.
+    unsafe { f(p, n) != 0 }
+}
+
+/// Starts a session in `b` and has the plugin place a table of `entries` entries, then
+/// writes it as libgomp does: entry 0 the device int, the others junk. Returns the table.
+fn session_with_table(b: &mut SessionBlock, entries: usize, out: *mut c_void) -> *mut u64 {
+    let p = b.0.as_mut_ptr().cast::<c_void>();
+    // SAFETY: libgomp 17's calls on a 16-aligned block of session_size bytes.
+    let t = unsafe {
+        assert!(GOMP_OFFLOAD_session_size() <= b.0.len());
+        GOMP_OFFLOAD_session_start(p, 0);
+        GOMP_OFFLOAD_session_allocate_target_var_table(p, 8 * entries)
+    }
+    .cast::<u64>();
+    assert!(
+        !t.is_null() && t as usize % 16 == 0,
+        "a 16-aligned table: {t:p}"
+    );
+    assert!(
+        stand_in_holds(t.cast(), 8 * entries),
+        "the table lies inside a block of device memory (the kernarg block)"
+    );
+    for i in 0..entries {
+        // SAFETY: the plugin's answer has room for `entries` words.
+        unsafe {
+            t.add(i).write(if i == 0 {
+                out as u64
+            } else {
+                0x1000 + i as u64
+            })
+        };
+    }
+    t
+}
+
+/// Synchronous launches through sessions whose tables the plugin placed: the kernel
+/// stores through entry 0 of the table it finds at kernarg + 0; a reservation no launch
+/// claimed goes back at the next one for the same session block; one left at
+/// fini_device is freed there (close checks that nothing is left).
+fn session17_run() {
+    let s = open(false);
+    let mut b = SessionBlock([0; 64]);
+    let p = b.0.as_mut_ptr().cast::<c_void>();
+    let mut a = args(3, 8);
+    session_with_table(&mut b, 1, s.out);
+    gomp_plugin::edge::shell::run_session::<gomp_plugin_gcn::plugin::Gcn>(
+        p,
+        s.kernel,
+        a.as_mut_ptr().cast(),
+    );
+    assert_eq!(device_int(&s), 42, "the device's store through the table");
+    let blocks = live_blocks();
+    // The same session block again, a bigger table (100 entries): the cached block
+    // has room, nothing new is allocated.
+    session_with_table(&mut b, 100, s.out);
+    gomp_plugin::edge::shell::run_session::<gomp_plugin_gcn::plugin::Gcn>(
+        p,
+        s.kernel,
+        a.as_mut_ptr().cast(),
+    );
+    assert_eq!(device_int(&s), 42);
+    assert_eq!(live_blocks(), blocks, "the kernarg block was reused");
+    // Reservations no launch claims: the second for the same session block gives the
+    // first back, so the count stays put after the first new block.
+    session_with_table(&mut b, 1, s.out);
+    let after_one = live_blocks();
+    for _ in 0..5 {
+        session_with_table(&mut b, 1, s.out);
+    }
+    assert_eq!(
+        live_blocks(),
+        after_one,
+        "unclaimed reservations of one session block do not pile up"
+    );
+    // A table too big for a cached block (1000 entries): a block of its own, used by
+    // its launch.
+    session_with_table(&mut b, 1000, s.out);
+    gomp_plugin::edge::shell::run_session::<gomp_plugin_gcn::plugin::Gcn>(
+        p,
+        s.kernel,
+        a.as_mut_ptr().cast(),
+    );
+    assert_eq!(device_int(&s), 42, "the store through a 1000-entry table");
+    // One left reserved at fini_device.
+    session_with_table(&mut b, 1, s.out);
+    println!("session17 run ok");
+    close();
+}
+
+/// `n` zeroed device ints.
+fn device_ints(n: usize) -> Vec<*mut c_void> {
+    let zero = 0i32;
+    (0..n)
+        .map(|_| {
+            // SAFETY: the entry points; a 4-byte device block and a host int.
+            unsafe {
+                let d = GOMP_OFFLOAD_alloc(0, 4);
+                assert!(GOMP_OFFLOAD_host2dev(0, d, (&zero as *const i32).cast(), 4));
+                d
+            }
+        })
+        .collect()
+}
+
+/// The values of device ints.
+fn read_ints(ints: &[*mut c_void]) -> Vec<i32> {
+    ints.iter()
+        .map(|&d| {
+            let mut v = 0i32;
+            // SAFETY: a 4-byte device block into a local.
+            assert!(unsafe { GOMP_OFFLOAD_dev2host(0, (&mut v as *mut i32).cast(), d, 4) });
+            v
+        })
+        .collect()
+}
+
+/// async_run through sessions: each table's block is claimed before async_run returns,
+/// so libgomp may start the next session in the same block at once; each launch
+/// stores through its own table into its own int (a table overwritten by the next
+/// session would leave an int at 0).
+fn session17_async() {
+    let s = open(false);
+    let mut b = SessionBlock([0; 64]);
+    let p = b.0.as_mut_ptr().cast::<c_void>();
+    let mut a = args(2, 4);
+    let ints = device_ints(5);
+    for i in 1..=5usize {
+        session_with_table(&mut b, 1, ints[i - 1]);
+        gomp_plugin::edge::shell::async_run_session::<gomp_plugin_gcn::plugin::Gcn>(
+            p,
+            s.kernel,
+            a.as_mut_ptr().cast(),
+            i as *mut c_void,
+        );
+    }
+    let t0 = std::time::Instant::now();
+    while read(gomp_sym::<c_int>("gcn_completion_count")) < 5 {
+        assert!(t0.elapsed().as_secs() < 20, "completions did not arrive");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let done: [usize; 64] = read(gomp_sym("gcn_completions"));
+    assert_eq!(done[..5], [1, 2, 3, 4, 5], "completions in order");
+    assert_eq!(
+        read_ints(&ints),
+        [42; 5],
+        "each launch stored through its own table"
+    );
+    println!("session17 async ok");
+    close();
+}
+
+/// OpenACC launches through sessions, synchronous and on an async queue (claimed when
+/// queued: the session block is reused before the queue runs the launch).
+fn session17_acc() {
+    let s = open(false);
+    let mut b = SessionBlock([0; 64]);
+    let p = b.0.as_mut_ptr().cast::<c_void>();
+    session_with_table(&mut b, 1, s.out);
+    let mut dims: [c_uint; 3] = [2, 4, 0];
+    gomp_plugin::edge::shell::acc_exec_session::<gomp_plugin_gcn::plugin::Gcn>(
+        p,
+        kernel_fn(s.kernel),
+        1,
+        std::ptr::null_mut(),
+        dims.as_mut_ptr(),
+        std::ptr::null_mut(),
+    );
+    assert_eq!(device_int(&s), 42, "the store through the table (OpenACC)");
+    let ints = device_ints(3);
+    // SAFETY (the block): the entry points with a live queue.
+    unsafe {
+        let aq = GOMP_OFFLOAD_openacc_async_construct(0);
+        assert!(!aq.is_null(), "async_construct");
+        for &d in &ints {
+            session_with_table(&mut b, 1, d);
+            gomp_plugin::edge::shell::acc_async_exec_session::<gomp_plugin_gcn::plugin::Gcn>(
+                p,
+                kernel_fn(s.kernel),
+                1,
+                std::ptr::null_mut(),
+                dims.as_mut_ptr(),
+                std::ptr::null_mut(),
+                aq.cast(),
+            );
+        }
+        assert!(GOMP_OFFLOAD_openacc_async_synchronize(aq));
+        assert!(GOMP_OFFLOAD_openacc_async_destruct(aq), "async_destruct");
+    }
+    assert_eq!(
+        read_ints(&ints),
+        [42; 3],
+        "each queued launch stored through its own table"
+    );
+    println!("session17 acc ok");
+    close();
 }
 
 // ---- OpenACC ----
@@ -862,4 +1095,94 @@ fn openacc_properties_and_thread_data() {
         .assert_line_starts("libgomp: no gcn device 3");
     no_bad(&c);
     assert!(c.stdout.contains("acc props ok"), "{}", c.stdout);
+}
+
+#[test]
+fn session17_tables_in_kernarg_memory_run() {
+    const T: &str = "session17_tables_in_kernarg_memory_run";
+    if dispatch(T) {
+        return;
+    }
+    let dir = support::Scratch::new("gcn-session17");
+    let trace = dir.join("trace");
+    let env = [
+        ("STUB_HSA_SCRIPT", "store:0:42"),
+        ("STUB_HSA_TRACE", trace.to_str().unwrap()),
+    ];
+    let Some(c) = scenario(T, "session17_run", 17, &env) else {
+        return;
+    };
+    c.assert_passed();
+    assert!(c.stdout.contains("session17 run ok"), "{}", c.stdout);
+    no_bad(&c);
+    assert!(c.stdout.contains("stub-hsa bad checks: 0"), "{}", c.stdout);
+    let t = std::fs::read_to_string(&trace).expect("the stand-in's trace");
+    // Three offload launches, each with its argument inside its kernarg block, at
+    // kernarg + 270416 (the kernarg block is 274432 bytes under libgomp 17, or larger
+    // for the 1000-entry table).
+    let args: Vec<&str> = t.lines().filter(|l| l.starts_with("arg ")).collect();
+    assert_eq!(
+        args.iter().filter(|l| l.ends_with("where=kernarg")).count(),
+        3,
+        "{t}"
+    );
+    assert_eq!(
+        args.iter().filter(|l| l.ends_with("where=none")).count(),
+        2,
+        "init + fini: {t}"
+    );
+    for l in t
+        .lines()
+        .filter(|l| l.starts_with("ka ") && !l.contains("dummy1=0 "))
+    {
+        let k = l
+            .split(' ')
+            .find_map(|w| w.strip_prefix("out="))
+            .and_then(|o| o.split('+').next())
+            .unwrap();
+        assert!(
+            l.contains(&format!("dummy1={k}+0x42050 ")),
+            "the table at kernarg + 270416: {l}"
+        );
+    }
+    assert!(t.contains("region=kernarg size=274432"), "{t}");
+    assert!(
+        !t.contains("region=kernarg size=270408"),
+        "no block without room for a table: {t}"
+    );
+}
+
+#[test]
+fn session17_tables_in_kernarg_memory_async_run() {
+    const T: &str = "session17_tables_in_kernarg_memory_async_run";
+    if dispatch(T) {
+        return;
+    }
+    let env = [("STUB_HSA_SCRIPT", "sleep:2,store:0:42")];
+    let Some(c) = scenario(T, "session17_async", 17, &env) else {
+        return;
+    };
+    c.assert_passed();
+    assert!(c.stdout.contains("session17 async ok"), "{}", c.stdout);
+    no_bad(&c);
+    assert!(c.stdout.contains("stub-hsa bad checks: 0"), "{}", c.stdout);
+}
+
+#[test]
+fn session17_tables_in_kernarg_memory_openacc() {
+    const T: &str = "session17_tables_in_kernarg_memory_openacc";
+    if dispatch(T) {
+        return;
+    }
+    let env = [
+        ("STUB_HSA_SCRIPT", "sleep:2,store:0:42"),
+        ("STUB_HSA_OPENACC", "1"),
+    ];
+    let Some(c) = scenario(T, "session17_acc", 17, &env) else {
+        return;
+    };
+    c.assert_passed();
+    assert!(c.stdout.contains("session17 acc ok"), "{}", c.stdout);
+    no_bad(&c);
+    assert!(c.stdout.contains("stub-hsa bad checks: 0"), "{}", c.stdout);
 }

@@ -151,3 +151,48 @@ class Docs(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Gcc17(unittest.TestCase):
+    """The rows for GCC 17 (docs/gcn-launch.md §1a) explain only their own keys, only
+    in runs named gcc-17."""
+
+    setUp, tearDown, ours, compare = Runs.setUp, Runs.tearDown, Runs.ours, Runs.compare
+
+    def bigger_kernarg(self, text):
+        self.assertEqual(text.count("region=kernarg size=270408"), 4, "the fixture's kernarg block")
+        return text.replace("region=kernarg size=270408", "region=kernarg size=274432")
+
+    def test_a_kernarg_size_is_explained_under_17_only(self):
+        ours = self.ours(self.bigger_kernarg)
+        exp, unexp, text = self.compare(ours, name="gcc-17 target_basic/base")
+        self.assertEqual((exp, unexp), (4, 0), text)
+        self.assertIn("alloc.kernarg.kernarg.sizes", text)
+        exp, unexp, text = self.compare(ours, name="gcc-16 target_basic/base")
+        self.assertEqual(unexp, 4, text)
+
+    def test_kernarg_block_counts_stay_compared(self):
+        # One more kernarg block, of the size that differs: the count still fails.
+        def edit(text):
+            return self.bigger_kernarg(text) + "alloc B=99 region=kernarg size=274432\n"
+        exp, unexp, text = self.compare(self.ours(edit), name="gcc-17 target_basic/base")
+        self.assertGreaterEqual(unexp, 1, text)
+        self.assertIn("UNEXPLAINED gcc-17 target_basic/base: alloc.other.kernarg.allocated", text)
+
+    def test_the_apu_query_is_explained_and_no_other(self):
+        ours = self.ours(lambda t: t.replace("init\n", "init\nquery agent attr=0xa114\nquery agent attr=0xa115\n", 1))
+        exp, unexp, text = self.compare(ours, name="gcc-17 target_basic/base")
+        self.assertEqual((exp, unexp), (1, 1), text)
+        self.assertIn("UNEXPLAINED gcc-17 target_basic/base: host.query.agent.0xa115", text)
+
+    def test_a_table_past_the_kernarg_block_is_named(self):
+        ours = self.ours(lambda t: t.replace("ka L=L0.1 ", "arg L=L0.1 where=kernarg\nka L=L0.1 ", 1))
+        stock_trace = os.path.join(self.stock, "trace")
+        with open(stock_trace) as f:
+            t = f.read()
+        with open(stock_trace, "w") as f:
+            f.write(t.replace("ka L=L0.1 ", "arg L=L0.1 where=past-kernarg\nka L=L0.1 ", 1))
+        exp, unexp, text = self.compare(ours, name="gcc-17 target_basic/base")
+        self.assertEqual((exp, unexp), (1, 0), text)
+        self.assertIn("L0.1 kernarg.arg", text)
+        self.assertEqual(self.compare(ours, name="gcc-16 target_basic/base")[1], 1)

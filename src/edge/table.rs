@@ -624,6 +624,33 @@ macro_rules! __gomp_entry_point_table {
         })
     }
 
+    /// `session_allocate_target_var_table`: where libgomp is to write the launch's table
+    /// of mapped-variable addresses (`size` bytes), instead of into its device block
+    /// (libgomp 17). gcn only: a place after the output ring of a kernarg block reserved
+    /// for the session's launch. Errors are fatal (libgomp writes through the answer).
+    GOMP_OFFLOAD_session_allocate_target_var_table in [gcn] looked_up(17..) required(optional)
+    c(17: "void *(void *session, size_t size)")
+    note("§12.2. Once per session with mapped variables, after session_start, instead of session_set_target_var_table (measured: libgomp then does not call it; the answer is the session's table). gcn: the table goes in the launch's kernarg block (host-coherent, read by the kernel directly), so it needs no copy of its own; nvptx does not export it (its table travels in libgomp's copy).")
+    fn(session: *mut c_void, size: usize) -> *mut c_void {
+        let mut table = ::std::ptr::null_mut();
+        guard::or_fatal("session_allocate_target_var_table", || {
+            // SAFETY: libgomp's session block, started, used by this launch only.
+            let s = unsafe { Session::get(session) }?;
+            if s.sets != 0 {
+                return Err(Error::invalid(format!(
+                    "session {session:p}: target-variable table set twice"
+                )));
+            }
+            table = Backend::allocate_table(session, s.ord, size)?;
+            // libgomp writes the table there and does not call set_target_var_table:
+            // this is the session's table.
+            s.set_table(table);
+            log::trace!("session {session:p}: table of {size} bytes at {table:p}");
+            Ok(())
+        });
+        table
+    }
+
     /// Runs an OpenMP target region and waits for it; errors are fatal (contract). An
     /// indirect function: under libgomp 17 it resolves to the session form
     /// (`shell::run_session`).

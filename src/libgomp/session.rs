@@ -1,7 +1,8 @@
 //! libgomp 17's launch session (docs/plugin-abi.md §12): a block of `session_size()`
 //! bytes that libgomp allocates per launch (16-byte aligned), hands to `session_start`
 //! with the device number, then to `session_set_target_var_table` with the launch's
-//! target-variable table, and finally to `run`/`async_run` or `openacc_exec`/
+//! target-variable table (or to `session_allocate_target_var_table`, whose answer, where
+//! libgomp writes the table, is then the table; gcn only), and finally to `run`/`async_run` or `openacc_exec`/
 //! `openacc_async_exec`, which take it instead of a device number and a table address.
 //! The plugin owns the layout; libgomp only allocates, never reads it.
 //!
@@ -26,11 +27,13 @@ pub struct Session {
     /// The device number `session_start` was given.
     pub ord: i32,
     started: u32,
-    /// What `session_set_target_var_table` was given: the address of the launch's
-    /// table of mapped-variable addresses as the kernel is to receive it (0: no table,
+    /// What `session_set_target_var_table` was given, or what
+    /// `session_allocate_target_var_table` answered: the address of the launch's table
+    /// of mapped-variable addresses as the kernel is to receive it (0: no table,
     /// nothing mapped).
     pub table: u64,
-    /// How many times the table was set: libgomp sets it once per session.
+    /// How many times the table was set or allocated: libgomp does one of the two once
+    /// per session.
     pub sets: u32,
     reserved: u32,
 }

@@ -32,6 +32,18 @@ pub const KERNARGS_SIZE: usize = 56;
 pub const OUTPUT_SIZE: usize = 270_352;
 /// The whole block: kernargs + output ring.
 pub const KERNARG_BLOCK: usize = KERNARGS_SIZE + OUTPUT_SIZE;
+/// Where a launch's target-variable table starts in a kernarg block that carries one
+/// (libgomp 17's `session_allocate_target_var_table`, docs/gcn-launch.md §1a): right
+/// after kernargs + output ring, 16-byte aligned (libgomp asserts the alignment).
+pub const TABLE_OFFSET: usize = (KERNARG_BLOCK + 15) & !15;
+
+/// The size of a kernarg block with room for a table of `table` bytes at
+/// [`TABLE_OFFSET`]: rounded up to whole 4 KiB pages, so that one block serves every
+/// table up to the page's end (4016 bytes, 502 entries, on its first page).
+pub fn table_block_size(table: usize) -> usize {
+    (TABLE_OFFSET + table.max(1)).div_ceil(4096) * 4096
+}
+
 /// The largest explicit kernarg segment the protocol allows (one pointer).
 pub const MAX_EXPLICIT_KERNARGS: u32 = 8;
 
@@ -347,6 +359,11 @@ mod tests {
     #[test]
     fn layout_matches_the_spec() {
         assert_eq!(KERNARG_BLOCK, 270_408);
+        assert_eq!(TABLE_OFFSET, 270_416);
+        assert_eq!(table_block_size(8), 274_432);
+        assert_eq!(table_block_size(4016), 274_432);
+        assert_eq!(table_block_size(4017), 278_528);
+        assert_eq!(table_block_size(0) % 4096, 0);
         assert_eq!(OUT_QUEUE + RING_SLOTS as usize * SLOT_SIZE, OUT_CONSUMED);
         assert_eq!(OUT_CONSUMED + 8, OUTPUT_SIZE, "consumed + padding to 8");
         assert_eq!(slot_offset(1025), slot_offset(1));

@@ -13,8 +13,22 @@
 //! device writer waits for the host once 1024 slots are pending. A kernel that prints
 //! nothing thus costs one wake-up per 4 ms instead of one per millisecond.
 //!
+//! **Tables in kernarg memory (libgomp 17).** `session_allocate_target_var_table` asks
+//! for host memory that libgomp writes the launch's table of mapped-variable addresses
+//! into; [`Launcher::reserve_table`] takes a kernarg block with room for it after the
+//! output ring ([`TABLE_OFFSET`]) and answers that place, so the table reaches the GPU
+//! with the kernarg block (host-coherent memory the kernel reads directly) instead of in
+//! libgomp's host-to-device copy. The block stays reserved (out of the cache) until the
+//! launch that passes the table as its argument claims it ([`Launcher::claim_table`],
+//! called by every launch entry before it returns, also for queued launches); the
+//! launch then uses that block and gives it back to the cache when it ends or fails. A
+//! reservation no launch claimed is given back when the next reservation is made for
+//! the same session block (libgomp reuses the block only once the session ended) and
+//! at [`Launcher::close`].
+//!
 //! Ownership: a [`Launcher`] belongs to its open device; it owns the queues, the cached
-//! kernarg blocks and the ephemeral blocks, freed by [`Launcher::close`]. The async
+//! kernarg blocks, the reserved ones and the ephemeral blocks, freed by
+//! [`Launcher::close`]. The async
 //! thread holds an `Arc` of the device and is stopped and joined by `close` (unless
 //! `close` runs on that thread, when the device's kernel called `exit`).
 //! Thread-safety: launches from any number of host threads share the synchronous queue
@@ -66,8 +80,18 @@ struct Worker {
 struct Job {
     kernel: Arc<Kernel>,
     vars: u64,
+    /// The kernarg block holding `vars` (claimed from a reservation), if any.
+    table_block: Option<Allocation>,
     dims: Dims,
     async_data: usize,
+}
+
+/// A kernarg block reserved for the table of the session at `session` (a libgomp
+/// block's address, used only as a key), which lies at `table`.
+struct Reserved {
+    session: usize,
+    table: u64,
+    block: Allocation,
 }
 
 /// What one launch looks like: the packet's dimensions, its LDS size, its ephemeral
@@ -117,7 +141,7 @@ struct Lease<'a> {
 }
 
 impl Lease<'_> {
-    /// The kernarg block's address (host-accessible, `KERNARG_BLOCK` bytes).
+    /// The kernarg block's address (host-accessible, at least `KERNARG_BLOCK` bytes).
     fn kernargs(&self) -> *mut u8 {
         self.kernargs.as_ref().map_or(0, Allocation::addr) as *mut u8
     }
@@ -130,8 +154,9 @@ impl Lease<'_> {
         let (eph, teams) = (&shape.eph, shape.pd.grid[0]);
         let arena_total = eph.arena as u64 * teams as u64;
         let mem = self.eph.mem.addr();
-        // SAFETY: `b` is a kernarg block of KERNARG_BLOCK host-accessible bytes, this
-        // lease's until it is dropped; the fields are at their spec offsets.
+        // SAFETY: `b` is a kernarg block of at least KERNARG_BLOCK host-accessible bytes,
+        // this lease's until it is dropped; the fields are at their spec offsets (a
+        // table at TABLE_OFFSET, past the ring, is left as libgomp wrote it).
         let ring = unsafe {
             let w64 = |off: usize, v: u64| (b.add(off) as *mut u64).write_volatile(v);
             w64(KA_ARG, vars);
@@ -195,6 +220,12 @@ pub struct Launcher {
     data_region: hsa_region_t,
     queue: Queue,
     kernargs: Mutex<Vec<Allocation>>,
+    /// The size of a new kernarg block: `KERNARG_BLOCK`, or under a libgomp that may put
+    /// tables in kernarg memory (17) the size with room for a table of up to 4016
+    /// bytes ([`table_block_size`]), so that any cached block serves a reservation.
+    block_size: usize,
+    /// Kernarg blocks reserved for a session's table, not yet claimed by its launch.
+    tables: Mutex<Vec<Reserved>>,
     ephemeral: Mutex<Vec<Arc<EphBlock>>>,
     worker: Mutex<Option<Worker>>,
     /// Launches run since open (for GOMP_DEBUG).
@@ -223,6 +254,7 @@ impl Launcher {
             Detected::Known(v) => v.gcc(),
             _ => Libgomp::V16.gcc(),
         };
+        let sessions = matches!(host::detected(), Detected::Known(v) if v.uses_sessions());
         let queue = Queue::create(rt, agent, max)?;
         Ok(Launcher {
             rt,
@@ -236,6 +268,12 @@ impl Launcher {
             data_region: regions.device,
             queue,
             kernargs: Mutex::new(Vec::new()),
+            block_size: if sessions {
+                table_block_size(0)
+            } else {
+                KERNARG_BLOCK
+            },
+            tables: Mutex::new(Vec::new()),
             ephemeral: Mutex::new(Vec::new()),
             worker: Mutex::new(None),
             launches: AtomicU32::new(0),
@@ -261,14 +299,62 @@ impl Launcher {
         Ok(h)
     }
 
-    fn take_kernargs(&self) -> Result<Allocation> {
-        if let Some(b) = self.kernargs.locked().pop() {
-            return Ok(b);
+    /// A kernarg block of at least `size` bytes: a cached one, else a new one of `size`
+    /// or the launcher's block size, whichever is larger.
+    fn take_kernargs(&self, size: usize) -> Result<Allocation> {
+        {
+            let mut cache = self.kernargs.locked();
+            if let Some(i) = cache.iter().rposition(|b| b.size() >= size) {
+                return Ok(cache.swap_remove(i));
+            }
         }
         let region = self.kernarg_region.ok_or_else(|| {
             Error::invalid("GCN fatal error: the agent has no kernarg memory region")
         })?;
-        self.allocate(region, KERNARG_BLOCK, "kernel arguments")
+        self.allocate(region, size.max(self.block_size), "kernel arguments")
+    }
+
+    /// `session_allocate_target_var_table`: reserves a kernarg block with room for a
+    /// table of `size` bytes for the session at `session` and answers where the table
+    /// goes in it ([`TABLE_OFFSET`], 16-byte aligned). A reservation of an earlier
+    /// session at the same address that no launch claimed is given back first.
+    pub fn reserve_table(&self, session: usize, size: usize) -> Result<*mut c_void> {
+        let stale = {
+            let mut t = self.tables.locked();
+            t.iter()
+                .position(|r| r.session == session)
+                .map(|i| t.swap_remove(i))
+        };
+        if let Some(r) = stale {
+            log::debug!("session {session:#x}: the reserved table block of a session that did not launch goes back");
+            self.kernargs.locked().push(r.block);
+        }
+        let block = self.take_kernargs(table_block_size(size))?;
+        let table = block.addr() + TABLE_OFFSET as u64;
+        self.tables.locked().push(Reserved {
+            session,
+            table,
+            block,
+        });
+        Ok(table as *mut c_void)
+    }
+
+    /// The reserved kernarg block whose table is at `vars` (what a launch passes as its
+    /// argument), taken out of the reservations; `None` for any other `vars`.
+    pub fn claim_table(&self, vars: u64) -> Option<Allocation> {
+        if vars == 0 {
+            return None;
+        }
+        let mut t = self.tables.locked();
+        let i = t.iter().position(|r| r.table == vars)?;
+        Some(t.swap_remove(i).block)
+    }
+
+    /// Gives a claimed block back to the cache (its launch did not happen).
+    pub fn unclaim(&self, block: Option<Allocation>) {
+        if let Some(b) = block {
+            self.kernargs.locked().push(b);
+        }
     }
 
     fn take_ephemeral(&self, size: u64) -> Result<Arc<EphBlock>> {
@@ -295,7 +381,9 @@ impl Launcher {
     /// Runs `k` with `vars` on `dims` through `queue` (the synchronous one unless
     /// given) and waits for it, draining the console; returns how it ended.
     /// `ord` names the device in messages; when the kernel's image has a reverse-offload
-    /// table (`Kernel::reverse_offload`), the console is polled more often.
+    /// table (`Kernel::reverse_offload`), the console is polled more often. A table at
+    /// `vars` in a reserved kernarg block ([`Launcher::reserve_table`]) is claimed and
+    /// the launch uses that block.
     pub fn launch(
         &self,
         ord: i32,
@@ -305,9 +393,30 @@ impl Launcher {
         dims: Dims,
         kind: Kind,
     ) -> Result<Ending> {
-        check_launchable(k)?;
+        let block = self.claim_table(vars);
+        self.launch_in(ord, queue, k, vars, block, dims, kind)
+    }
+
+    /// [`Launcher::launch`] with the kernarg block already claimed (`table_block`: the
+    /// block `vars` lies in, else `None` for a cached one); the block goes back to the
+    /// cache when the launch ends or fails.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_in(
+        &self,
+        ord: i32,
+        queue: Option<&Queue>,
+        k: &Kernel,
+        vars: u64,
+        table_block: Option<Allocation>,
+        dims: Dims,
+        kind: Kind,
+    ) -> Result<Ending> {
+        if let Err(e) = check_launchable(k) {
+            self.unclaim(table_block);
+            return Err(e);
+        }
         let shape = self.shape(k, dims, kind);
-        let lease = self.lease(shape.eph.total)?;
+        let lease = self.lease(shape.eph.total, table_block)?;
         let ring = lease.write_kernargs(k, vars, &shape);
         let signal = Signal::create(self.rt, 1)?;
         signal.store_relaxed(1);
@@ -345,9 +454,13 @@ impl Launcher {
         Shape { pd, group, eph }
     }
 
-    /// A kernarg block and `eph_total` bytes of ephemeral memory for one launch.
-    fn lease(&self, eph_total: u64) -> Result<Lease<'_>> {
-        let kernargs = self.take_kernargs()?;
+    /// A kernarg block (`table_block`, else a cached one) and `eph_total` bytes of
+    /// ephemeral memory for one launch; on failure `table_block` goes back to the cache.
+    fn lease(&self, eph_total: u64, table_block: Option<Allocation>) -> Result<Lease<'_>> {
+        let kernargs = match table_block {
+            Some(b) => b,
+            None => self.take_kernargs(KERNARG_BLOCK)?,
+        };
         match self.take_ephemeral(eph_total) {
             Ok(eph) => Ok(Lease {
                 launcher: self,
@@ -415,7 +528,8 @@ impl Launcher {
     /// `async_run`: queues the launch on the device's async thread (started, with its
     /// own 64-packet queue, on first use); its completion is reported to libgomp after
     /// it ran. Blocks while 64 launches are pending; the job holds the kernel until it
-    /// has run.
+    /// has run, and the kernarg block of a table at `vars` (claimed here, before this
+    /// returns and libgomp may reuse the session) until it has run.
     pub fn launch_async(
         self: &Arc<Self>,
         ord: i32,
@@ -424,6 +538,7 @@ impl Launcher {
         dims: Dims,
         async_data: usize,
     ) -> Result<()> {
+        let table_block = self.claim_table(vars);
         let mut w = self.worker.locked();
         if w.is_none() {
             let q = Queue::create(self.rt, self.agent, ASYNC_QUEUE_SIZE)?;
@@ -433,14 +548,31 @@ impl Launcher {
                 .name(format!("gcn{ord}-async"))
                 .spawn(move || {
                     for j in rx {
-                        match l.launch(ord, Some(&q), &j.kernel, j.vars, j.dims, Kind::OpenMp) {
+                        let r = l.launch_in(
+                            ord,
+                            Some(&q),
+                            &j.kernel,
+                            j.vars,
+                            j.table_block,
+                            j.dims,
+                            Kind::OpenMp,
+                        );
+                        match r {
                             Ok(e) => l.finish(e),
                             Err(e) => report::fatal(&e.to_string()),
                         }
                         task_completion(j.async_data);
                     }
                 })
-                .map_err(|e| Error::invalid(format!("cannot start the async thread: {e}")))?;
+                .map_err(|e| Error::invalid(format!("cannot start the async thread: {e}")));
+            let handle = match handle {
+                Ok(h) => h,
+                Err(e) => {
+                    drop(w);
+                    self.unclaim(table_block);
+                    return Err(e);
+                }
+            };
             let id = handle.thread().id();
             *w = Some(Worker { tx, handle, id });
         }
@@ -449,12 +581,18 @@ impl Launcher {
         let job = Job {
             kernel,
             vars,
+            table_block,
             dims,
             async_data,
         };
-        tx.ok_or_else(|| Error::invalid("async_run: no async thread"))?
-            .send(job)
-            .map_err(|_| Error::invalid("async_run: the async thread has stopped"))
+        let Some(tx) = tx else {
+            self.unclaim(job.table_block);
+            return Err(Error::invalid("async_run: no async thread"));
+        };
+        tx.send(job).map_err(|e| {
+            self.unclaim(e.0.table_block);
+            Error::invalid("async_run: the async thread has stopped")
+        })
     }
 
     /// Stops the async thread (after its pending launches), frees the kernarg and
@@ -466,6 +604,7 @@ impl Launcher {
                 let _ = w.handle.join();
             }
         }
+        drop(std::mem::take(&mut *self.tables.locked()));
         drop(std::mem::take(&mut *self.kernargs.locked()));
         drop(std::mem::take(&mut *self.ephemeral.locked()));
     }

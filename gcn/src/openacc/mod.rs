@@ -85,6 +85,8 @@ pub fn exec(
         Some(q) => q.push(Job::Launch {
             kernel: Arc::clone(k),
             vars: launch.devaddrs,
+            // Claimed now: libgomp may reuse the session once this returns.
+            table_block: dev.launcher.claim_table(launch.devaddrs),
             dims: grid,
         })?,
     }

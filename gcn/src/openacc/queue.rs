@@ -7,6 +7,7 @@
 //! may be used from any thread; its counter is behind a mutex, its jobs go through a
 //! channel to its thread.
 
+use crate::hsa::safe::memory::Allocation;
 use crate::hsa::safe::queue::Queue;
 use crate::image::Kernel;
 use crate::launch::run::ASYNC_QUEUE_SIZE;
@@ -27,6 +28,9 @@ pub(super) enum Job {
     Launch {
         kernel: Arc<Kernel>,
         vars: u64,
+        /// The kernarg block holding the table at `vars`, claimed when the job was
+        /// queued (libgomp 17, [`crate::launch::run::Launcher::reserve_table`]).
+        table_block: Option<Allocation>,
         dims: Dims,
     },
     HostToDev {
@@ -139,9 +143,22 @@ impl AccQueue {
 /// Runs one job on a queue's thread; errors are fatal (as the stock plugin's queue).
 fn run_job(dev: &OpenDevice, q: &Queue, job: Job) {
     let r = match job {
-        Job::Launch { kernel, vars, dims } => dev
+        Job::Launch {
+            kernel,
+            vars,
+            table_block,
+            dims,
+        } => dev
             .launcher
-            .launch(dev.ord, Some(q), &kernel, vars, dims, Kind::OpenAcc)
+            .launch_in(
+                dev.ord,
+                Some(q),
+                &kernel,
+                vars,
+                table_block,
+                dims,
+                Kind::OpenAcc,
+            )
             .map(|e| dev.launcher.finish(e)),
         // SAFETY: libgomp keeps the host buffer alive until the queue has run the copy.
         Job::HostToDev { dst, src, n } => unsafe {

@@ -47,6 +47,7 @@ static bool tracing(void);
 struct block { char *p; size_t n; uint64_t region; bool assigned; unsigned id; int image; };
 static struct block *find_block(const void *p, size_t n); /* under stub_lock */
 static unsigned block_id(const void *p);                   /* 0: not a block */
+static struct block *find_slack(const void *p);            /* under stub_lock */
 /* An address as the trace names it: "0", "B<id>+0x<off>", "I<k>:<symbol>+0x<off>" or "host". */
 static const char *sym(uint64_t a, char buf[160]);
 

@@ -25,9 +25,13 @@ static long long expect(const char *env, long long dflt) {
   return n ? n : dflt;
 }
 
-/* A word as the trace shows it: symbolic when it points into a block, else hex. */
+/* A word as the trace shows it: symbolic when it points into a block (or the slack
+   past a kernarg block), else hex. */
 static const char *word(uint64_t v, char buf[160]) {
-  if (v && block_id((void *)(uintptr_t)v)) return sym(v, buf);
+  pthread_mutex_lock(&stub_lock);
+  bool slack = v && find_slack((void *)(uintptr_t)v);
+  pthread_mutex_unlock(&stub_lock);
+  if (v && (slack || block_id((void *)(uintptr_t)v))) return sym(v, buf);
   snprintf(buf, 160, "%#llx", (unsigned long long)v);
   return buf;
 }
@@ -70,6 +74,14 @@ static char *check(const char *key, struct packet *p, uint32_t word0, const char
   trace("ka L=%s dummy1=%s dummy2=%s out=%s heap=%s arena=%s stack=%s arena_size=%d stack_size=%d", key, word(w[0], b1),
         word(w[1], b2), word(w[2], b3), word(w[3], b4), word(w[4], b5), word(w[5], b6), arena, stack);
   if (cdtor && w[0]) BAD("%s: init/fini kernel argument %#llx, want NULL", name, (unsigned long long)w[0]);
+  /* Where the argument block (the table) lies: none, inside this kernarg block (after
+     its output ring: libgomp 17 wrote it where session_allocate_target_var_table
+     said), in the slack past its end (memory the block does not own), or elsewhere (a
+     block of libgomp's: GCC 12-16's way). */
+  char *arg = (char *)(uintptr_t)w[0];
+  const char *where = !w[0] ? "none" : arg >= ka && arg + 8 <= kc.p + kc.n ? "kernarg"
+                    : arg >= kc.p + kc.n && arg < kc.p + ((kc.n + 4095) & ~(size_t)4095) ? "past-kernarg" : "elsewhere";
+  trace("arg L=%s where=%s", key, where);
   char *out = (char *)(uintptr_t)w[2];
   pthread_mutex_lock(&stub_lock);
   struct block *ob = find_block(out, OUT_SIZE);
@@ -112,12 +124,21 @@ static char *check(const char *key, struct packet *p, uint32_t word0, const char
   trace("eph L=%s need=%llu fits=%d block=B%u size=%zu region=%s assigned=%d", key, (unsigned long long)total, eb != NULL,
         ec.id, ec.n, region_name(ec.region), ec.assigned);
   if (!eb || ec.region != COARSE) BAD("%s: arenas + stacks [%#llx, +%llu) not inside one coarse-grained block", name, (unsigned long long)base, (unsigned long long)total);
-  /* The argument block the kernel reads (tgt_vars / devaddrs): its words up to the end of its block (at most 32). */
-  if (w[0] && block_id((void *)(uintptr_t)w[0])) {
-    pthread_mutex_lock(&stub_lock);
-    struct block *ab = find_block((void *)(uintptr_t)w[0], 8);
-    size_t n = ab ? (size_t)(ab->p + ab->n - (char *)(uintptr_t)w[0]) / 8 : 0;
-    pthread_mutex_unlock(&stub_lock);
+  /* The argument block the kernel reads (tgt_vars / devaddrs): its words up to the end
+     of its block (at most 32); for a table in kernarg memory, up to the first word
+     nobody wrote (poison) or the end of the block's last page, whichever comes first. */
+  bool in_kernarg = !strcmp(where, "kernarg") || !strcmp(where, "past-kernarg");
+  if (w[0] && (in_kernarg || block_id((void *)(uintptr_t)w[0]))) {
+    size_t n = 0;
+    if (in_kernarg) {
+      char *end = kc.p + ((kc.n + 4095) & ~(size_t)4095);
+      while (n < 33 && arg + 8 * (n + 1) <= end && ((uint64_t *)(uintptr_t)w[0])[n] != 0xa5a5a5a5a5a5a5a5ull) n++;
+    } else {
+      pthread_mutex_lock(&stub_lock);
+      struct block *ab = find_block((void *)(uintptr_t)w[0], 8);
+      n = ab ? (size_t)(ab->p + ab->n - (char *)(uintptr_t)w[0]) / 8 : 0;
+      pthread_mutex_unlock(&stub_lock);
+    }
     char line[3000] = "", b[160];
     size_t len = 0;
     for (size_t i = 0; i < n && i < 32; i++)

@@ -1,6 +1,7 @@
 /* memory.c - device memory: every block hsa_memory_allocate hands out (host memory,
    4096-aligned, filled with the byte 0xa5 so that a read of memory nobody wrote is
-   deterministic and visible), with its region, whether an agent was given access, and
+   deterministic and visible, up to the end of its last page: the slack past a block's
+   end reads as poison too), with its region, whether an agent was given access, and
    a serial number the trace names it by ("B<id>"); loaded code objects are blocks too
    (image >= 0, named by their symbols). Copies are memmove; hsa_amd_memory_fill fills
    32-bit words; hsa_amd_memory_async_copy_rect copies a 3-D box at once and then
@@ -34,10 +35,22 @@ static unsigned add_block(char *p, size_t n, uint64_t region, int image) {
   return 0;
 }
 
+/* The kernarg block whose slack (past its end, up to the end of its last page: memory
+   the block does not own) holds p; under stub_lock. GCC 17's own gcn plugin puts the
+   launch's target-variable table there (docs/gcn-launch.md §1a). */
+static struct block *find_slack(const void *p) {
+  for (int i = 0; i < MAX_BLOCKS; i++)
+    if (blocks[i].p && blocks[i].region == KERNARG && (const char *)p >= blocks[i].p + blocks[i].n &&
+        (const char *)p < blocks[i].p + ((blocks[i].n + 4095) & ~(size_t)4095))
+      return &blocks[i];
+  return NULL;
+}
+
 static const char *sym(uint64_t a, char buf[160]) {
   if (!a) return strcpy(buf, "0");
   pthread_mutex_lock(&stub_lock);
   struct block *b = find_block((void *)(uintptr_t)a, 1);
+  if (!b) b = find_slack((void *)(uintptr_t)a);
   struct block c = b ? *b : (struct block){0};
   pthread_mutex_unlock(&stub_lock);
   if (!b) return strcpy(buf, "host");
@@ -55,8 +68,9 @@ static const char *region_name(uint64_t r) { return r == COARSE ? "coarse" : r =
 
 status hsa_memory_allocate(handle_t r, size_t n, void **p) {
   if ((r.handle != COARSE && r.handle != KERNARG) || !n) return INVALID_ARGUMENT;
-  if (posix_memalign(p, 4096, n)) return OUT_OF_RESOURCES;
-  memset(*p, POISON, n);
+  size_t whole = (n + 4095) & ~(size_t)4095;
+  if (posix_memalign(p, 4096, whole)) return OUT_OF_RESOURCES;
+  memset(*p, POISON, whole);
   pthread_mutex_lock(&stub_lock);
   unsigned id = add_block(*p, n, r.handle, -1);
   if (id) stub_hsa_live[0]++;

@@ -9,6 +9,7 @@
      fill dst= value= count=    (hsa_amd_memory_fill)
      load I= size= mach= via=reader|deserialize                 define name= addr=
      launch L= Q= index= kernel= signal=S<id> + every packet and kernarg field
+     arg L= where=none|kernarg|past-kernarg|elsewhere  (where the kernel argument lies)
      vars L= words=...    image L= at=... bytes=...    play L= item=...
      ring-after L= next= consumed= written=    wait S= fn= cond= value= timeout= state=
      signal S= init=       signal-destroy S=     bad TEXT */
