@@ -113,23 +113,6 @@ pub struct Tune {
     /// In programs that use reverse offload, GCC's device-side wait for the host's
     /// answer rewritten to poll without a fence per round (`image::rev_spin`).
     pub revspin: bool,
-    /// Whether and how device open makes and frees one page-locked block, so that the
-    /// driver's one-time set-up of page-locked memory is paid there ([`PinWarm`]).
-    pub pinwarm: PinWarm,
-}
-
-/// The page-locked warm-up at device open (`device::Core::start`). `Copy`, plain data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PinWarm {
-    /// None: the program's first page-locked allocation (or staged copy) pays the
-    /// driver's set-up.
-    Off,
-    /// In device open, on the opening thread.
-    Open,
-    /// On a thread of its own started at device open (joined at close): open does not
-    /// wait; a page-locked allocation made meanwhile waits for the driver's set-up as
-    /// it would without the warm-up.
-    Background,
 }
 
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
@@ -188,7 +171,6 @@ impl Default for Tune {
             pinnedshards: None,
             pinnednuma: true,
             revspin: true,
-            pinwarm: PinWarm::Off,
         }
     }
 }
@@ -208,7 +190,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 20] = [
+static KEYS: [Entry<Parsing>; 19] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -433,18 +415,6 @@ static KEYS: [Entry<Parsing>; 20] = [
               volatile loads and fences once after the loop (`image/rev_spin.rs`); `0`: GCC's \
               code as it is",
     },
-    Entry {
-        name: "pinwarm",
-        value: Value::Word(&["0", "1", "bg"], |p, i| {
-            p.t.pinwarm = [PinWarm::Off, PinWarm::Open, PinWarm::Background][i]
-        }),
-        default: "0",
-        doc: "`1`: device open makes and frees one page-locked block, so that the driver's \
-              one-time set-up of page-locked memory (about 1 ms on the H100 hosts) is paid \
-              there, not by the program's first page-locked allocation or staged copy; `bg`: \
-              the same on a thread of its own started at open (open does not wait); `0`: \
-              not",
-    },
 ];
 
 /// Whether `name` is a key of `GOMP_NVPTX_TUNE` (the copy paths' knobs are checked
@@ -487,7 +457,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,pinwarm=1",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0",
         )
         .unwrap();
         assert_eq!(
@@ -512,7 +482,6 @@ mod tests {
                 pinnedshards: None,
                 pinnednuma: true,
                 revspin: false,
-                pinwarm: PinWarm::Open,
             }
         );
         let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();
@@ -521,10 +490,6 @@ mod tests {
             (4 << 20, Some(1), false)
         );
         assert_eq!(Tune::parse("poolwarm=0").unwrap().poolwarm, PoolWarm::Off);
-        assert_eq!(
-            Tune::parse("pinwarm=bg").unwrap().pinwarm,
-            PinWarm::Background
-        );
         assert_eq!(
             Tune::parse("poolwarm=later").unwrap().poolwarm,
             PoolWarm::Later

@@ -12,7 +12,6 @@ use crate::cuda::sys::CUdeviceptr;
 use crate::device::context::DeviceContext;
 use crate::device::Core;
 use crate::host::memory::{HostChunks, HostPool};
-use crate::host::pin_warm::PinWarmUp;
 use crate::memory::large_blocks::{self, LargeBlocks};
 use crate::memory::pool::{Pool, DIRECT_MAX};
 use crate::memory::small_blocks::{self, Given, SmallBlocks};
@@ -40,8 +39,6 @@ pub struct Memory {
     large: LargeBlocks,
     /// Pooled page-locked host memory (`page_locked_host_alloc`).
     pub(super) pinned: HostPool,
-    /// The page-locked warm-up started at open (`GOMP_NVPTX_TUNE=pinwarm`).
-    pub(super) pin_warm: PinWarmUp,
 }
 
 impl Memory {
@@ -71,7 +68,6 @@ impl Memory {
                         .unwrap_or(crate::host::pinned_pool::Shape::default().shards),
                 },
             ),
-            pin_warm: PinWarmUp::default(),
         }
     }
 }

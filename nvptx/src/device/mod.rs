@@ -24,7 +24,7 @@ pub mod memory;
 pub mod serving;
 pub mod settings;
 
-use crate::config::tune::{PinWarm, PoolWarm, ThreadStream};
+use crate::config::tune::{PoolWarm, ThreadStream};
 use crate::config::Config;
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
@@ -101,9 +101,7 @@ impl Core {
     }
 
     /// What an opened device does before its first use (context current): the pool's
-    /// warm-up, the trace's epoch, with `GOMP_NVPTX_TUNE=pinwarm=1` (or `bg`) one
-    /// page-locked block made and freed (the driver's one-time set-up of page-locked memory), the
-    /// context's stack and heap limits.
+    /// warm-up, the trace's epoch, the context's stack and heap limits.
     fn start(&self) -> Result<()> {
         if let (Some(p), PoolWarm::Open) = (&self.memory.pool, self.config().tune.poolwarm) {
             p.warm_up(self.context.ctx);
@@ -113,15 +111,6 @@ impl Core {
             if self.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
                 o.epoch_done();
             }
-        }
-        let pin_warm = match self.config().tune.pinwarm {
-            PinWarm::Off => None,
-            PinWarm::Open => Some(false),
-            PinWarm::Background => Some(true),
-        };
-        if let Some(background) = pin_warm {
-            let ctx = self.context.ctx;
-            self.memory.pin_warm.start(background, self.ord(), ctx);
         }
         if let Some(n) = self.config().native_stack {
             cu_context::set_limit(CU_LIMIT_STACK_SIZE, n)?;
@@ -392,7 +381,6 @@ impl Core {
     /// of those steps: it is returned rather than a later one, except that a failure to
     /// release the primary context is returned in any case.
     pub fn close(&self, mut first_err: Option<Error>) -> Result<()> {
-        self.memory.pin_warm.join();
         if let Err(e) = self.settle() {
             first_err.get_or_insert(e);
         }
