@@ -11,6 +11,12 @@
  *            binary; bench/build.sh: .carry/gcc_empty.ptx); without it the gcc_* rows
  *            are left out
  * Prints "metric floor_NAME VALUE us" lines, per call:
+ *   hostalloc_<step>, hostfree_<step>
+ *                        once per run, first thing after the module is loaded:
+ *                        cuMemHostAlloc (PORTABLE | DEVICEMAP) of the process's first
+ *                        4 KiB, of 4 KiB again after freeing it, then of 64 KiB, 1 MiB,
+ *                        4 KiB and 1 MiB while the earlier blocks stay allocated
+ *                        (cuMemFreeHost of the first: hostfree_first_4096B)
  *   launch_{nb,blk}      cuLaunchKernel on a non-blocking / blocking stream
  *   h2d8_{pageable,pinned}  cuMemcpyHtoDAsync of 8 bytes on a non-blocking stream
  *   write8               cuStreamWriteValue64_v2 (8 bytes by value), if present
@@ -113,6 +119,7 @@ static CUresult (*cuLaunchKernel) (CUfunction, unsigned, unsigned, unsigned, uns
 				   unsigned, unsigned, unsigned, CUstream, void **, void **);
 static CUresult (*cuMemAlloc) (CUdeviceptr *, size_t);
 static CUresult (*cuMemHostAlloc) (void **, size_t, unsigned);
+static CUresult (*cuMemFreeHost) (void *);
 static CUresult (*cuMemcpyHtoDAsync) (CUdeviceptr, const void *, size_t, CUstream);
 static CUresult (*cuEventCreate) (CUevent *, unsigned);
 static CUresult (*cuEventRecord) (CUevent, CUstream);
@@ -554,6 +561,48 @@ static void measure_rev (const char *name, CUmodule mod, CUstream s, int full)
       }                                                                     \
   } while (0)
 
+/* The page-locked allocations of a process that has just opened the device and loaded a
+   module (where the plugin's first page-locked allocation happens), each timed once:
+   which of them pays the driver's set-up, and whether a block kept alive or freed makes
+   the next one cheap.  PORTABLE | DEVICEMAP, as the plugin's pinned pool asks.  */
+static void hostalloc_sequence (void)
+{
+  static const struct { const char *name; size_t bytes; int free_before; } step[] = {
+    { "first_4096B", 4096, 0 },          /* the process's first */
+    { "after_free_4096B", 4096, 1 },     /* the first freed, nothing kept */
+    { "kept_65536B", 65536, 0 },         /* the previous one kept alive */
+    { "kept_1048576B", 1 << 20, 0 },
+    { "kept_4096B", 4096, 0 },
+    { "kept_1048576B_again", 1 << 20, 0 },
+  };
+  void *held[sizeof step / sizeof step[0]] = { 0 };
+  for (size_t i = 0; i < sizeof step / sizeof step[0]; i++)
+    {
+      if (step[i].free_before && i > 0 && held[i - 1])
+        {
+          double t0 = now ();
+          CUresult r = cuMemFreeHost (held[i - 1]);
+          double t = now () - t0;
+          held[i - 1] = NULL;
+          if (r == 0)
+            printf ("metric floor_hostfree_%s %.2f us\n", step[i - 1].name, t * 1e6);
+        }
+      double t0 = now ();
+      CUresult r = cuMemHostAlloc (&held[i], step[i].bytes, 0x1 | 0x2);
+      double t = now () - t0;
+      if (r != 0)
+        {
+          printf ("ERROR cuMemHostAlloc(%zu) in the host-allocation sequence: %d\n", step[i].bytes, (int) r);
+          held[i] = NULL;
+          continue;
+        }
+      printf ("metric floor_hostalloc_%s %.2f us\n", step[i].name, t * 1e6);
+    }
+  for (size_t i = 0; i < sizeof step / sizeof step[0]; i++)
+    if (held[i])
+      cuMemFreeHost (held[i]);
+}
+
 int main (int argc, char **argv)
 {
   int n = argc > 1 ? atoi (argv[1]) : 500;
@@ -568,7 +617,7 @@ int main (int argc, char **argv)
   SYM (cuStreamSynchronize); SYM (cuLaunchKernel); SYM (cuEventCreate); SYM (cuEventRecord);
   *(void **) &cuMemAlloc = dlsym (h, "cuMemAlloc_v2");
   *(void **) &cuMemcpyHtoDAsync = dlsym (h, "cuMemcpyHtoDAsync_v2");
-  SYM (cuMemHostAlloc);
+  SYM (cuMemHostAlloc); SYM (cuMemFreeHost);
   *(void **) &cuMemHostGetDevicePointer = dlsym (h, "cuMemHostGetDevicePointer_v2");
   if (!cuMemHostGetDevicePointer)
     {
@@ -609,6 +658,7 @@ int main (int argc, char **argv)
   CHECK (cuStreamCreate (&nb, 1));
   CHECK (cuStreamCreate (&blk, 0));
   CHECK (cuMemAlloc (&dptr, 4096));
+  hostalloc_sequence ();
   CHECK (cuMemHostAlloc (&pinned, 4096, 0));
   CHECK (cuEventCreate (&ev, 2));
   pageable = calloc (1, 4096);
