@@ -14,7 +14,7 @@
 #                 "16 14"); 17 is Debian's gcc-snapshot in the root $WORK/snapshot
 #                 (scripts/toolchain/mkroot.sh snapshot; amdgcn offload included), its
 #                 programs run with its libgomp 17 and its own gcn plugin ("stock");
-#                 not in scripts/test's gcn-compare stage (the root is a 540 MB download)
+#                 scripts/test's gcn-compare stage runs "16 14 17"
 #   --only REGEX  only the programs whose file name matches (grep -E)
 #   --keep DIR    keep every run's directory (trace, stdout, stderr, rc) under DIR
 # Needs root (the toolchain roots) and scripts/build's target/plugin/gcn. Installs
