@@ -3,7 +3,8 @@
  * (libcuda loaded with dlopen; the kernel is a one-parameter empty PTX entry, so no
  * CUDA toolkit is needed). Run on the GPU machine by bench/device-run.sh.
  *
- * usage: cuda_floor [N [GCC_PTX]]     (env FLOOR_ONLY=revoff: the revoff_* rows only)
+ * usage: cuda_floor [N [GCC_PTX]]     (env FLOOR_ONLY=revoff: the revoff_* rows only;
+ *                                    FLOOR_ONLY=hostalloc: the hostalloc_* rows only)
  *   N        calls per batch (default 500; median of 20 batches; the synchronous rows
  *            use N/5+1, those of 64 KiB and more N/25+1)
  *   GCC_PTX  the PTX objects of a gcc-16 program with one empty `omp target` region, each
@@ -659,10 +660,12 @@ int main (int argc, char **argv)
   CHECK (cuStreamCreate (&blk, 0));
   CHECK (cuMemAlloc (&dptr, 4096));
   hostalloc_sequence ();
+  const char *only = getenv ("FLOOR_ONLY");
+  if (only && !strcmp (only, "hostalloc"))
+    return 0;
   CHECK (cuMemHostAlloc (&pinned, 4096, 0));
   CHECK (cuEventCreate (&ev, 2));
   pageable = calloc (1, 4096);
-  const char *only = getenv ("FLOOR_ONLY");
   if (only && !strcmp (only, "revoff"))
     goto revoff;
   measure ("launch_nb", LAUNCH, nb, n);
