@@ -10,7 +10,8 @@
 # Prints "PLUGIN TEST: PASS|FAIL|SKIP|TIMEOUT (why; last output line)", then per plugin
 # "PLUGIN: N passed, N failed, N skipped" and last "N passed, N failed, N skipped" (all
 # plugins; TIMEOUT counts as failed); with OUT set, each output is also kept as
-# $OUT/devtests/PLUGIN-TEST.txt. Exits 0 whatever the verdicts (the stock plugin is
+# devtests/PLUGIN-TEST.txt in $OUT/devtests.tgz (one file: the device tool brings back at
+# most 8). Exits 0 whatever the verdicts (the stock plugin is
 # expected to fail some tests): read the lines.
 # env TEST_TIMEOUT: seconds per run (default 60); TESTS: ERE on test names (default all);
 #     PLUGINS: which plugins (default "stock ours"; any other name is the plugin in
@@ -34,7 +35,7 @@ esac
 CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')")
 declare -A DIR=([stock]=$STOCK [ours]=$C/plugin)
 for p in ${PLUGINS:-stock ours}; do [ -n "${DIR[$p]:-}" ] || DIR[$p]=$C/$p; done
-[ -n "${OUT:-}" ] && mkdir -p "$OUT/devtests"
+rm -rf "$T/devtests"; mkdir -p "$T/devtests"
 declare -A NPASS NFAIL NSKIP
 for p in ${PLUGINS:-stock ours}; do NPASS[$p]=0 NFAIL[$p]=0 NSKIP[$p]=0; done
 verdict() {  # verdict RC OUTPUT_FILE EXPECT_FILE -> prints the verdict word and why
@@ -65,7 +66,7 @@ for t in "$TD"/*; do
     echo "$p $(basename "$t"): $v ($(tail -1 "$T/out.txt" | cut -c1-200))"
     case $v in PASS) NPASS[$p]=$((NPASS[$p] + 1)) ;; SKIP) NSKIP[$p]=$((NSKIP[$p] + 1)) ;;
                *) NFAIL[$p]=$((NFAIL[$p] + 1)) ;; esac
-    [ -n "${OUT:-}" ] && head -c 200000 "$T/out.txt" > "$OUT/devtests/$p-$(basename "$t").txt"
+    head -c 200000 "$T/out.txt" > "$T/devtests/$p-$(basename "$t").txt"
   done
 done
 np=0 nf=0 ns=0
@@ -74,3 +75,4 @@ for p in ${PLUGINS:-stock ours}; do
   np=$((np + NPASS[$p])) nf=$((nf + NFAIL[$p])) ns=$((ns + NSKIP[$p]))
 done
 echo "$np passed, $nf failed, $ns skipped"
+[ -z "${OUT:-}" ] || { mkdir -p "$OUT" && tar -czf "$OUT/devtests.tgz" -C "$T" devtests; }
