@@ -212,7 +212,7 @@ impl gomp_plugin::Device for OpenDevice {
     fn run(&self, k: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {
         let Some(dims) = self.grid(req) else {
             // A skipped kernel: a table reserved for it goes back.
-            self.launcher.unclaim(self.launcher.claim_table(req.vars));
+            self.launcher.release_table(req.vars);
             return Ok(());
         };
         let e = self
@@ -233,7 +233,7 @@ impl gomp_plugin::Device for OpenDevice {
         let Some(dims) = self.grid(req) else {
             // A skipped kernel: complete at once (the stock plugin never completes it);
             // a table reserved for it goes back.
-            self.launcher.unclaim(self.launcher.claim_table(req.vars));
+            self.launcher.release_table(req.vars);
             gomp_plugin::libgomp::target::task_completion(async_data as usize);
             return Ok(());
         };

@@ -350,6 +350,12 @@ impl Launcher {
         Some(t.swap_remove(i).block)
     }
 
+    /// Gives the block reserved for a table at `vars`, if any, back to the cache: the
+    /// launch that was to claim it does not happen (a skipped kernel).
+    pub fn release_table(&self, vars: u64) {
+        self.unclaim(self.claim_table(vars));
+    }
+
     /// Gives a claimed block back to the cache (its launch did not happen).
     pub fn unclaim(&self, block: Option<Allocation>) {
         if let Some(b) = block {

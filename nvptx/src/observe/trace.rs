@@ -393,32 +393,21 @@ pub(crate) mod tests {
         let mut last: BTreeMap<(u64, u64), f64> = BTreeMap::new();
         let mut out = Vec::new();
         for (n, e) in events.iter().enumerate() {
-            let name = e
-                .get("name")
-                .and_then(Json::str)
-                .ok_or(format!("event {n}: name"))?;
-            let ph = e
-                .get("ph")
-                .and_then(Json::str)
-                .ok_or(format!("event {n}: ph"))?;
-            let ts = e
-                .get("ts")
-                .and_then(Json::num)
-                .ok_or(format!("event {n}: ts"))?;
-            let pid = e
-                .get("pid")
-                .and_then(Json::num)
-                .ok_or(format!("event {n}: pid"))?;
-            let tid = e
-                .get("tid")
-                .and_then(Json::num)
-                .ok_or(format!("event {n}: tid"))?;
+            let text = |k: &str| {
+                e.get(k)
+                    .and_then(Json::str)
+                    .ok_or(format!("event {n}: {k}"))
+            };
+            let num = |k: &str| {
+                e.get(k)
+                    .and_then(Json::num)
+                    .ok_or(format!("event {n}: {k}"))
+            };
+            let (name, ph) = (text("name")?, text("ph")?);
+            let (ts, pid, tid) = (num("ts")?, num("pid")?, num("tid")?);
             match ph {
                 "X" => {
-                    let dur = e
-                        .get("dur")
-                        .and_then(Json::num)
-                        .ok_or(format!("event {n}: dur"))?;
+                    let dur = num("dur")?;
                     if dur < 0.0 || ts < 0.0 {
                         return Err(format!("event {n}: negative time"));
                     }
