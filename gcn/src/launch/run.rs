@@ -220,10 +220,9 @@ pub struct Launcher {
     data_region: hsa_region_t,
     queue: Queue,
     kernargs: Mutex<Vec<Allocation>>,
-    /// The size of a new kernarg block: `KERNARG_BLOCK`, or under a libgomp that may put
-    /// tables in kernarg memory (17) the size with room for a table of up to 4016
-    /// bytes ([`table_block_size`]), so that any cached block serves a reservation.
-    block_size: usize,
+    /// Whether libgomp launches through sessions (17) and so may put tables in kernarg
+    /// memory ([`Launcher::reserve_table`]); under 12-16 no table is ever reserved.
+    sessions: bool,
     /// Kernarg blocks reserved for a session's table, not yet claimed by its launch.
     tables: Mutex<Vec<Reserved>>,
     ephemeral: Mutex<Vec<Arc<EphBlock>>>,
@@ -268,11 +267,7 @@ impl Launcher {
             data_region: regions.device,
             queue,
             kernargs: Mutex::new(Vec::new()),
-            block_size: if sessions {
-                table_block_size(0)
-            } else {
-                KERNARG_BLOCK
-            },
+            sessions,
             tables: Mutex::new(Vec::new()),
             ephemeral: Mutex::new(Vec::new()),
             worker: Mutex::new(None),
@@ -311,7 +306,14 @@ impl Launcher {
         let region = self.kernarg_region.ok_or_else(|| {
             Error::invalid("GCN fatal error: the agent has no kernarg memory region")
         })?;
-        self.allocate(region, size.max(self.block_size), "kernel arguments")
+        // Under sessions every block has room for a table of up to 4016 bytes
+        // ([`table_block_size`]), so that any cached block serves a reservation.
+        let least = if self.sessions {
+            table_block_size(0)
+        } else {
+            KERNARG_BLOCK
+        };
+        self.allocate(region, size.max(least), "kernel arguments")
     }
 
     /// `session_allocate_target_var_table`: reserves a kernarg block with room for a
@@ -342,7 +344,8 @@ impl Launcher {
     /// The reserved kernarg block whose table is at `vars` (what a launch passes as its
     /// argument), taken out of the reservations; `None` for any other `vars`.
     pub fn claim_table(&self, vars: u64) -> Option<Allocation> {
-        if vars == 0 {
+        // Under libgomp 12-16 nothing is reserved: no lock on the launch path.
+        if vars == 0 || !self.sessions {
             return None;
         }
         let mut t = self.tables.locked();
