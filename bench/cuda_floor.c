@@ -94,6 +94,13 @@
  *   revoff_gcc_vspin     as revoff_gcc with the spin's loads volatile and its per-round
  *                        membar.sys left out (the fence after the loop kept): the device
  *                        code as the nvptx plugin rewrites it (GOMP_NVPTX_TUNE=revspin)
+ *   revoff_gcc_real      with env GCC_REV_PTX=FILE (revoff_bench's PTX objects, as
+ *                        GCC_PTX; bench/build.sh: .carry/gcc_revoff.ptx): GCC's own
+ *                        kernel (GCC_REV_ENTRY, default main$_omp_fn$0, the round-trip
+ *                        loop) making the requests, launched as the plugins launch it,
+ *                        answered by the bare responder thread (no plugin, no libgomp)
+ *   revoff_gcc_real_vspin  the same with GCC_REV_VSPIN_PTX=FILE, those objects with the
+ *                        plugin's rewrite of the wait (.carry/gcc_revoff_vspin.ptx)
  * A failing driver call prints "ERROR ..." and exits 1. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -133,6 +140,7 @@ static CUresult (*cuMemHostGetDevicePointer) (CUdeviceptr *, void *, unsigned);
 static CUresult (*cuMemcpyDtoH) (void *, CUdeviceptr, size_t);
 static CUresult (*cuMemcpyDtoHAsync) (void *, CUdeviceptr, size_t, CUstream);
 static CUresult (*cuEventSynchronize) (CUevent);
+static CUresult (*cuModuleGetGlobal) (CUdeviceptr *, size_t *, CUmodule, const char *);
 static CUresult (*cuEventElapsedTime) (float *, CUevent, CUevent);
 static CUresult (*cuLinkCreate) (unsigned, int *, void **, void **);
 static CUresult (*cuLinkAddData) (void *, int, void *, size_t, const char *, unsigned,
@@ -419,10 +427,12 @@ static void measure_seq (const char *prefix, size_t up, size_t down, int gcc, CU
   measure (name, SEQ_NB_PINNED, nb, k);
 }
 
-/* Links the PTX objects of FILE (each NUL-terminated) as the plugins do and finds the
-   kernel of the OpenMP region (the .entry that is not a constructor/destructor one).
-   Runs the image's constructor kernel, if it has one, once. 0 on success. */
-static int load_gcc (const char *file, CUstream s)
+/* Links the PTX objects of FILE (each NUL-terminated) as the plugins do into *MOD, runs
+   the image's constructor kernel, if it has one, once (on soft stacks at STACKS), and
+   names in ENTRY (256 bytes) the first kernel (.entry) not of the runtime's own ("__").
+   0 on success. */
+static int link_gcc (const char *file, CUstream s, CUdeviceptr stacks, CUmodule *mod,
+		     char *entry)
 {
   FILE *f = fopen (file, "rb");
   if (!f)
@@ -447,7 +457,7 @@ static int load_gcc (const char *file, CUstream s)
   void *vals[2] = { elog, (void *) (size_t) sizeof elog };
   void *link;
   CHECK (cuLinkCreate (2, opts, vals, &link));
-  char entry[256] = "";
+  entry[0] = 0;
   int objs = 0;
   for (size_t off = 0; off < len; off += strlen (buf + off) + 1, objs++)
     {
@@ -473,8 +483,7 @@ static int load_gcc (const char *file, CUstream s)
       printf ("ERROR cuLinkComplete: %s\n", elog);
       return 1;
     }
-  CUmodule mod;
-  CHECK (cuModuleLoadData (&mod, cubin));
+  CHECK (cuModuleLoadData (mod, cubin));
   CHECK (cuLinkDestroy (link));
   free (buf);
   if (!entry[0])
@@ -482,20 +491,31 @@ static int load_gcc (const char *file, CUstream s)
       printf ("ERROR %s: no OpenMP region kernel (.entry) in %d objects\n", file, objs);
       return 1;
     }
-  CHECK (cuModuleGetFunction (&gcc_fn, mod, entry));
-  CHECK (cuMemAlloc (&gcc_stacks, (size_t) GCC_WARPS * GCC_STACK));
   CUfunction ctors;
-  if (cuModuleGetFunction (&ctors, mod, "__do_global_ctors__entry__mgomp") == 0)
+  if (cuModuleGetFunction (&ctors, *mod, "__do_global_ctors__entry__mgomp") == 0)
     {
       /* This variant takes the top of a one-warp soft stack (stacks grow down). */
-      unsigned long long top = gcc_stacks + GCC_STACK;
+      unsigned long long top = stacks + GCC_STACK;
       void *p[1] = { &top };
       CHECK (cuLaunchKernel (ctors, 1, 1, 1, 1, 1, 1, 0, s, p, NULL));
     }
-  else if (cuModuleGetFunction (&ctors, mod, "__do_global_ctors__entry") == 0)
+  else if (cuModuleGetFunction (&ctors, *mod, "__do_global_ctors__entry") == 0)
     CHECK (cuLaunchKernel (ctors, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
   CHECK (cuStreamSynchronize (s));
-  printf ("# gcc kernel %s from %d PTX objects (%zu bytes linked)\n", entry, objs, cubin_size);
+  printf ("# gcc image %s: kernel %s, %d PTX objects (%zu bytes linked)\n", file, entry, objs,
+	  cubin_size);
+  return 0;
+}
+
+/* GCC's kernel of an empty region (FILE, see link_gcc) as gcc_fn, on its soft stacks. */
+static int load_gcc (const char *file, CUstream s)
+{
+  CUmodule mod;
+  char entry[256];
+  CHECK (cuMemAlloc (&gcc_stacks, (size_t) GCC_WARPS * GCC_STACK));
+  if (link_gcc (file, s, gcc_stacks, &mod, entry))
+    return 1;
+  CHECK (cuModuleGetFunction (&gcc_fn, mod, entry));
   return 0;
 }
 
@@ -550,6 +570,48 @@ static void measure_rev (const char *name, CUmodule mod, CUstream s, int full)
   CHECK (cuLaunchKernel (rev, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
   CHECK (cuStreamSynchronize (s));
   printf ("metric floor_%s %.2f us\n", name, (now () - t0) / n * 1e6);
+}
+
+/* The round trip of GCC's own device code: ENTRY of the program whose PTX objects FILE
+   holds (revoff_bench's, whose main$_omp_fn$0 loops over `target device(ancestor: 1)`
+   N times, N read from its first target variable, a firstprivate int), launched as the
+   plugins launch a region (1 team of 8 warps on soft stacks), its
+   __gomp_rev_offload_var pointing at the mailbox the responder clears: the device code
+   exactly as a program runs it, with no plugin and no libgomp on the host side.  */
+static void measure_rev_real (const char *name, const char *file, const char *entry,
+			      CUstream s)
+{
+  CUmodule mod;
+  CUfunction k;
+  CUdeviceptr stacks, vars, var, dmb;
+  size_t var_size;
+  char first[256];
+  CHECK (cuMemAlloc (&stacks, (size_t) GCC_WARPS * GCC_STACK));
+  if (link_gcc (file, s, stacks, &mod, first))
+    exit (1);
+  if (cuModuleGetFunction (&k, mod, entry) != 0)
+    {
+      printf ("ERROR %s: no kernel %s\n", file, entry);
+      exit (1);
+    }
+  CHECK (cuModuleGetGlobal (&var, &var_size, mod, "__gomp_rev_offload_var"));
+  CHECK (cuMemHostGetDevicePointer (&dmb, (void *) mailbox, 0));
+  CHECK (cuMemcpyHtoD (var, &dmb, sizeof dmb));
+  CHECK (cuMemAlloc (&vars, 8));
+  double per = 0;
+  for (int pass = 0; pass < 2; pass++)
+    {
+      unsigned long long n = pass ? 20000 : 100;
+      CHECK (cuMemcpyHtoD (vars, &n, sizeof n));
+      unsigned long long args[3] = { vars, stacks, GCC_STACK };
+      size_t size = sizeof args;
+      void *extra[] = { (void *) 1, args, (void *) 2, &size, (void *) 0 };
+      double t0 = now ();
+      CHECK (cuLaunchKernel (k, 1, 1, 1, 32, GCC_WARPS, 1, GCC_LOWLAT, s, NULL, extra));
+      CHECK (cuStreamSynchronize (s));
+      per = (now () - t0) / n;
+    }
+  printf ("metric floor_%s %.2f us\n", name, per * 1e6);
 }
 
 #define SYM(f)                                                              \
@@ -634,11 +696,13 @@ int main (int argc, char **argv)
   *(void **) &cuMemcpyDtoHAsync = dlsym (h, "cuMemcpyDtoHAsync_v2");
   *(void **) &cuLinkCreate = dlsym (h, "cuLinkCreate_v2");
   *(void **) &cuLinkAddData = dlsym (h, "cuLinkAddData_v2");
+  *(void **) &cuModuleGetGlobal = dlsym (h, "cuModuleGetGlobal_v2");
   SYM (cuEventSynchronize); SYM (cuEventElapsedTime); SYM (cuLinkComplete); SYM (cuLinkDestroy);
-  if (!cuMemcpyHtoD || !cuMemcpyDtoH || !cuMemcpyDtoHAsync || !cuLinkCreate || !cuLinkAddData)
+  if (!cuMemcpyHtoD || !cuMemcpyDtoH || !cuMemcpyDtoHAsync || !cuLinkCreate || !cuLinkAddData
+      || !cuModuleGetGlobal)
     {
       printf ("ERROR no cuMemcpyHtoD_v2/cuMemcpyDtoH_v2/cuMemcpyDtoHAsync_v2/cuLinkCreate_v2/"
-	      "cuLinkAddData_v2\n");
+	      "cuLinkAddData_v2/cuModuleGetGlobal_v2\n");
       return 1;
     }
   if (!cuMemAlloc || !cuMemcpyHtoDAsync)
@@ -761,6 +825,12 @@ revoff:;
   CHECK (cuModuleLoadData (&gmod, rev_gcc_ptx));
   measure_rev ("revoff_gcc", gmod, nb, 0);
   measure_rev ("revoff_gcc_vspin", gmod, nb, 1);
+  const char *real = getenv ("GCC_REV_PTX"), *real_v = getenv ("GCC_REV_VSPIN_PTX");
+  const char *entry = getenv ("GCC_REV_ENTRY");
+  if (real && *real)
+    measure_rev_real ("revoff_gcc_real", real, entry ? entry : "main$_omp_fn$0", nb);
+  if (real_v && *real_v)
+    measure_rev_real ("revoff_gcc_real_vspin", real_v, entry ? entry : "main$_omp_fn$0", nb);
   responder_stop = 1;
   pthread_join (th, NULL);
   return 0;

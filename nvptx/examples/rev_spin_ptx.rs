@@ -1,0 +1,44 @@
+//! Writes a program's PTX objects with the reverse-offload wait rewritten exactly as the
+//! plugin rewrites it before the JIT link (`image::rev_spin`, `GOMP_NVPTX_TUNE=revspin`).
+//!
+//! usage: `cargo run -p gomp-plugin-nvptx --example rev_spin_ptx -- IN OUT`
+//!
+//! IN and OUT hold NUL-terminated PTX objects one after another (bench/gcc_ptx.py writes
+//! IN from a binary); objects without GCC's wait are copied as they are. Run by
+//! bench/build.sh for bench/cuda_floor.c's `revoff_gcc_real_vspin` row. Fails (exit 1)
+//! when no object was rewritten, so a floor row never claims a rewrite that did not
+//! happen.
+
+use gomp_plugin_nvptx::image::rev_spin;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [input, output] = args.as_slice() else {
+        eprintln!("usage: rev_spin_ptx IN OUT (PTX objects, each NUL-terminated)");
+        std::process::exit(2);
+    };
+    let data = std::fs::read(input).unwrap_or_else(|e| {
+        eprintln!("rev_spin_ptx: cannot read {input}: {e}");
+        std::process::exit(1);
+    });
+    let mut out = Vec::with_capacity(data.len() + 64);
+    let mut rewritten = 0;
+    for obj in data.split_inclusive(|&b| b == 0) {
+        match rev_spin::rewrite(obj) {
+            Some(new) => {
+                rewritten += 1;
+                out.extend_from_slice(&new);
+            }
+            None => out.extend_from_slice(obj),
+        }
+    }
+    if rewritten == 0 {
+        eprintln!("rev_spin_ptx: no object of {input} has GCC's reverse-offload wait");
+        std::process::exit(1);
+    }
+    std::fs::write(output, &out).unwrap_or_else(|e| {
+        eprintln!("rev_spin_ptx: cannot write {output}: {e}");
+        std::process::exit(1);
+    });
+    println!("rev_spin_ptx: {rewritten} object(s) rewritten -> {output}");
+}
