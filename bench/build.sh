@@ -34,9 +34,10 @@ cp "$WORK/bench/kernel_bench" "$WORK/bench/kernel_bench_f" .carry/
 scripts/toolchain/inroot.sh sid sh -c "cd /w/bench && gcc-16 -O2 -fopenmp -foffload=nvptx-none gcc_empty.c -o gcc_empty"
 python3 bench/gcc_ptx.py "$WORK/bench/gcc_empty" .carry/gcc_empty.ptx
 # revoff_bench's own device code for cuda_floor's revoff_gcc_real rows: as GCC built it,
-# and with the wait rewritten by the plugin's own code (the rev_spin_ptx example).
+# and rewritten by the plugin's own code in its two forms (the rev_spin_ptx example).
 python3 bench/gcc_ptx.py .carry/revoff_bench .carry/gcc_revoff.ptx
-cargo run -q --release -p gomp-plugin-nvptx --example rev_spin_ptx -- .carry/gcc_revoff.ptx .carry/gcc_revoff_vspin.ptx
+cargo run -q --release -p gomp-plugin-nvptx --example rev_spin_ptx -- wait .carry/gcc_revoff.ptx .carry/gcc_revoff_vspin.ptx
+cargo run -q --release -p gomp-plugin-nvptx --example rev_spin_ptx -- acqrel .carry/gcc_revoff.ptx .carry/gcc_revoff_acqrel.ptx
 # The raw-driver floor needs no offload compiler; built with the host's cc (it only
 # dlopens libcuda).
 cc -O2 -Wall -Wextra bench/cuda_floor.c -o .carry/cuda_floor -ldl -lpthread
@@ -45,4 +46,4 @@ objcopy --strip-debug target/plugin/nvptx/libgomp-plugin-nvptx.so.1 .carry/plugi
 # Which commit ours is (device-run.sh records it in bench-raw.txt); -dirty: with changes
 # to tracked files that are not committed.
 { git rev-parse HEAD | tr -d '\n'; git diff --quiet HEAD -- 2>/dev/null || printf -- -dirty; echo; } > .carry/plugin/COMMIT
-echo "bench: .carry/{offload_bench,region_bench,revoff_bench,tune_bench,acc_bench,acc_kernel_bench,kernel_bench,kernel_bench_f,cuda_floor,gcc_empty.ptx,gcc_revoff{,_vspin}.ptx} and .carry/plugin ready"
+echo "bench: .carry/{offload_bench,region_bench,revoff_bench,tune_bench,acc_bench,acc_kernel_bench,kernel_bench,kernel_bench_f,cuda_floor,gcc_empty.ptx,gcc_revoff{,_vspin,_acqrel}.ptx} and .carry/plugin ready"

@@ -101,6 +101,8 @@
  *                        answered by the bare responder thread (no plugin, no libgomp)
  *   revoff_gcc_real_vspin  the same with GCC_REV_VSPIN_PTX=FILE, those objects with the
  *                        plugin's rewrite of the wait (.carry/gcc_revoff_vspin.ptx)
+ *   revoff_gcc_real_acqrel  the same with GCC_REV_ACQREL_PTX=FILE, the whole request in
+ *                        sm_70's scoped forms (revspin=acqrel; .carry/gcc_revoff_acqrel.ptx)
  * A failing driver call prints "ERROR ..." and exits 1. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -502,8 +504,8 @@ static int link_gcc (const char *file, CUstream s, CUdeviceptr stacks, CUmodule 
   else if (cuModuleGetFunction (&ctors, *mod, "__do_global_ctors__entry") == 0)
     CHECK (cuLaunchKernel (ctors, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
   CHECK (cuStreamSynchronize (s));
-  printf ("# gcc image %s: kernel %s, %d PTX objects (%zu bytes linked)\n", file, entry, objs,
-	  cubin_size);
+  printf ("# gcc image %s: %d PTX objects (%zu bytes linked), first kernel %s\n", file, objs,
+	  cubin_size, entry);
   return 0;
 }
 
@@ -825,12 +827,16 @@ revoff:;
   CHECK (cuModuleLoadData (&gmod, rev_gcc_ptx));
   measure_rev ("revoff_gcc", gmod, nb, 0);
   measure_rev ("revoff_gcc_vspin", gmod, nb, 1);
-  const char *real = getenv ("GCC_REV_PTX"), *real_v = getenv ("GCC_REV_VSPIN_PTX");
+  static const char *const real[][2] = { { "GCC_REV_PTX", "revoff_gcc_real" },
+					   { "GCC_REV_VSPIN_PTX", "revoff_gcc_real_vspin" },
+					   { "GCC_REV_ACQREL_PTX", "revoff_gcc_real_acqrel" } };
   const char *entry = getenv ("GCC_REV_ENTRY");
-  if (real && *real)
-    measure_rev_real ("revoff_gcc_real", real, entry ? entry : "main$_omp_fn$0", nb);
-  if (real_v && *real_v)
-    measure_rev_real ("revoff_gcc_real_vspin", real_v, entry ? entry : "main$_omp_fn$0", nb);
+  for (size_t i = 0; i < sizeof real / sizeof real[0]; i++)
+    {
+      const char *file = getenv (real[i][0]);
+      if (file && *file)
+	measure_rev_real (real[i][1], file, entry ? entry : "main$_omp_fn$0", nb);
+    }
   responder_stop = 1;
   pthread_join (th, NULL);
   return 0;

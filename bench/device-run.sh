@@ -160,6 +160,7 @@ for rep in $(seq 1 "$REPS"); do
     GCC_PTX=(); [ -f "$C/gcc_empty.ptx" ] && GCC_PTX=(500 "$C/gcc_empty.ptx")
     REV_PTX=(); [ -f "$C/gcc_revoff.ptx" ] && REV_PTX+=("GCC_REV_PTX=$C/gcc_revoff.ptx")
     [ -f "$C/gcc_revoff_vspin.ptx" ] && REV_PTX+=("GCC_REV_VSPIN_PTX=$C/gcc_revoff_vspin.ptx")
+    [ -f "$C/gcc_revoff_acqrel.ptx" ] && REV_PTX+=("GCC_REV_ACQREL_PTX=$C/gcc_revoff_acqrel.ptx")
     env ${REV_PTX[@]+"${REV_PTX[@]}"} timeout 120 "$C/cuda_floor" ${GCC_PTX[@]+"${GCC_PTX[@]}"} > "$T/one.txt" 2>&1 || echo "floor $rep ERROR cuda_floor exit $?" >> "$O/bench-raw.txt"
     sed "s/^/floor $rep /" "$T/one.txt" | grep -E "^floor $rep (metric|ERROR)" >> "$O/bench-raw.txt"
   fi

@@ -1,11 +1,13 @@
-//! GCC's device-side reverse-offload wait rewritten before the JIT link
+//! GCC's device-side reverse-offload request rewritten before the JIT link
 //! (nvptx/src/image/rev_spin.rs), against the stand-in driver
 //! (tests/fallback/stub_libcuda_2dev.c, whose "cubin" is the linked PTX text, which the
-//! linked-image cache stores): an image holding GCC 16's `GOMP_target_ext` wait is
-//! linked with the wait polling by volatile loads and one fence after the loop when
-//! libgomp asks for the reverse-offload table; as GCC wrote it without that request and
-//! with `GOMP_NVPTX_TUNE=revspin=0`. Each case in a child process with a cache of its
-//! own.
+//! linked-image cache stores), when libgomp asks for the reverse-offload table: an image
+//! holding GCC 16's whole `GOMP_target_ext` request is linked with it in sm_70's scoped
+//! forms on a device of compute capability 9.0 (the default, `revspin=acqrel`), with the
+//! wait polling by volatile loads and one fence after the loop on one of 6.0 and with
+//! `revspin=wait` (and for an object whose request has another shape); as GCC wrote it
+//! without that request and with `GOMP_NVPTX_TUNE=revspin=0`. Each case in a child
+//! process with a cache of its own.
 
 use gomp_plugin_conformance::support;
 
@@ -23,8 +25,24 @@ const REWRITTEN: &str = "$L23:\n.loc 2 146 10\nld.global.u64 %r62,[__gomp_rev_of
 ld.volatile.u64 %r34,[%r62];\n.loc 2 146 72\nsetp.ne.u64 %r63,%r34,0;\n@%r63 bra $L23;\n\
 membar.sys;\n.loc 4 58 3\nmembar.sys;\n";
 
+/// GCC 16's request around the wait: the lock, the flag, and after the wait the unlock.
+const LOCK: &str = "$L22:\n@%r67 atom.global.exch.b32 %r36,[lock$2],1;\n@%r67 membar.sys;\n\
+@%r68 shfl.sync.idx.b32 %r36,%r36,%r66,31,0xffffffff;\nsetp.ne.u32 %r60,%r36,0;\n@%r60 bra $L22;\n\
+ld.global.u64 %r26,[__gomp_rev_offload_var];\nst.u64 [%r26+8],%r39;\nmembar.sys;\n\
+st.volatile.global.u64 [%r26],%r38;\n";
+const UNLOCK: &str = "mov.u32 %r64,0;\nst.global.u32 [lock$2],%r64;\n";
+/// The whole request in scoped forms.
+const SCOPED: &str = "$L22:\n@%r67 atom.acquire.gpu.global.exch.b32 %r36,[lock$2],1;\n\
+@%r68 shfl.sync.idx.b32 %r36,%r36,%r66,31,0xffffffff;\nsetp.ne.u32 %r60,%r36,0;\n@%r60 bra $L22;\n\
+ld.global.u64 %r26,[__gomp_rev_offload_var];\nst.u64 [%r26+8],%r39;\n\
+st.release.sys.global.u64 [%r26],%r38;\n$L23:\n.loc 2 146 10\n\
+ld.global.u64 %r62,[__gomp_rev_offload_var];\nld.acquire.sys.u64 %r34,[%r62];\n.loc 2 146 72\n\
+setp.ne.u64 %r63,%r34,0;\n@%r63 bra $L23;\n.loc 4 58 3\nmov.u32 %r64,0;\n\
+st.release.gpu.global.u32 [lock$2],%r64;\n";
+
 /// The child: loads an image of a kernel and a PTX object defining `GOMP_target_ext`
-/// with GCC's wait, asking for the reverse-offload table when `RS_REVERSE=1`.
+/// with GCC's wait (with the whole request around it when `RS_FULL=1`), asking for the
+/// reverse-offload table when `RS_REVERSE=1`.
 fn child() {
     // SAFETY: libgomp's sequence (version, device count, init), plain calls.
     unsafe {
@@ -37,10 +55,12 @@ fn child() {
          .visible .entry main$_omp_fn$0 ()\n{\n\tret;\n}\n",
     )
     .unwrap();
+    let full = std::env::var("RS_FULL").is_ok_and(|v| v == "1");
+    let (lock, unlock) = if full { (LOCK, UNLOCK) } else { ("", "") };
     let runtime = CString::new(format!(
         ".version 7.3\n.target sm_52\n.address_size 64\n\
          // BEGIN GLOBAL FUNCTION DEF: GOMP_target_ext\n\
-         .visible .func GOMP_target_ext (.param .u32 %in_ar0)\n{{\n{WAIT}ret;\n}}\n\
+         .visible .func GOMP_target_ext (.param .u32 %in_ar0)\n{{\n{lock}{WAIT}{unlock}ret;\n}}\n\
          // BEGIN GLOBAL FUNCTION DEF: GOMP_target_data_ext\n\
          .visible .func GOMP_target_data_ext\n{{\n\ttrap;\n}}\n"
     ))
@@ -79,21 +99,40 @@ fn the_wait_is_rewritten_for_reverse_offload_only() {
     }
     let scratch = support::Scratch::new("rev-spin");
     let lib = support::stub_libcuda_2dev(&scratch, &[]);
-    for (case, reverse, tune, rewritten) in [
-        ("reverse", "1", "", true),
-        ("reverse-revspin0", "1", "revspin=0", false),
-        ("no-reverse", "0", "", false),
+    let scratch6 = support::Scratch::new("rev-spin-cc6");
+    let lib6 = support::stub_libcuda_2dev(&scratch6, &["-DSTUB_CC_MAJOR=6"]);
+    #[derive(PartialEq, Debug)]
+    enum Want {
+        Gcc,
+        Wait,
+        Scoped,
+    }
+    for (case, reverse, full, tune, cc6, want) in [
+        ("reverse", "1", "1", "", false, Want::Scoped),
+        ("reverse-wait", "1", "1", "revspin=wait", false, Want::Wait),
+        ("reverse-cc6", "1", "1", "", true, Want::Wait),
+        ("reverse-short", "1", "0", "", false, Want::Wait),
+        ("reverse-revspin0", "1", "1", "revspin=0", false, Want::Gcc),
+        ("no-reverse", "0", "1", "", false, Want::Gcc),
     ] {
         let cache = scratch.join(case);
         let c = support::run_child(
             T,
             &[
-                ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+                (
+                    "GOMP_PLUGIN_RS_LIBCUDA",
+                    if cc6 {
+                        lib6.as_os_str()
+                    } else {
+                        lib.as_os_str()
+                    },
+                ),
                 ("CUDA_CACHE_PATH", cache.as_os_str()),
                 ("HOME", scratch.path().as_os_str()),
                 ("XDG_CACHE_HOME", scratch.path().as_os_str()),
                 ("GOMP_NVPTX_TUNE", OsStr::new(tune)),
                 ("RS_REVERSE", OsStr::new(reverse)),
+                ("RS_FULL", OsStr::new(full)),
             ],
         );
         c.assert_passed().assert_stderr_lacks("stub libcuda:");
@@ -110,16 +149,25 @@ fn the_wait_is_rewritten_for_reverse_offload_only() {
             text.contains("main$_omp_fn$0"),
             "{case}: the kernel's object"
         );
-        let (want, not) = if rewritten {
-            (REWRITTEN, WAIT)
-        } else {
-            (WAIT, REWRITTEN)
+        let has = |s: &str| text.contains(s);
+        let got = match (has(WAIT), has(REWRITTEN), has(SCOPED)) {
+            (true, false, false) => Want::Gcc,
+            (false, true, false) => Want::Wait,
+            (false, false, true) => Want::Scoped,
+            _ => panic!("{case}: not one of the three forms in\n{text}"),
         };
-        assert!(text.contains(want), "{case}: want\n{want}\nin\n{text}");
-        assert!(
-            !text.contains(not),
-            "{case}: did not want\n{not}\nin\n{text}"
-        );
+        assert_eq!(got, want, "{case}:\n{text}");
+        let (lock, unlock) = if full == "1" {
+            (LOCK, UNLOCK)
+        } else {
+            ("", "")
+        };
+        if want != Want::Scoped {
+            assert!(has(lock) && has(unlock), "{case}: the lock as GCC wrote it");
+        }
+        // The object's target changes with the scoped forms alone; the kernel's never.
+        let sm70 = text.matches(".target sm_70\n").count();
+        assert_eq!(sm70, usize::from(want == Want::Scoped), "{case}:\n{text}");
         assert!(
             text.contains(".visible .func GOMP_target_data_ext\n{\n\ttrap;\n}"),
             "{case}: the rest of the object as it was"

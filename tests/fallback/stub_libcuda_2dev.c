@@ -115,6 +115,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifndef STUB_CC_MAJOR
+#define STUB_CC_MAJOR 9 /* an H100 */
+#endif
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
@@ -1016,7 +1020,7 @@ CUresult cuDeviceGetAttribute (int *v, int attr, CUdevice d)
     case 39: x = 2048; break;        /* MAX_THREADS_PER_MULTIPROCESSOR */
     case 40: x = 3; break;           /* ASYNC_ENGINE_COUNT */
     case 41: x = 1; break;           /* UNIFIED_ADDRESSING */
-    case 75: x = 9; break;           /* COMPUTE_CAPABILITY_MAJOR */
+    case 75: x = STUB_CC_MAJOR; break; /* COMPUTE_CAPABILITY_MAJOR (9 unless -DSTUB_CC_MAJOR=N) */
     case 76: x = 0; break;           /* COMPUTE_CAPABILITY_MINOR */
     case 82: x = 65536; break;       /* MAX_REGISTERS_PER_MULTIPROCESSOR */
     case 83: x = 1; break;           /* MANAGED_MEMORY */

@@ -110,9 +110,22 @@ pub struct Tune {
     pub pinnedshards: Option<usize>,
     /// Whether page-locked memory is asked on the device's NUMA node (`host::numa`).
     pub pinnednuma: bool,
-    /// In programs that use reverse offload, GCC's device-side wait for the host's
-    /// answer rewritten to poll without a fence per round (`image::rev_spin`).
-    pub revspin: bool,
+    /// In programs that use reverse offload, how GCC's device-side request is rewritten
+    /// (`image::rev_spin`).
+    pub revspin: RevSpin,
+}
+
+/// How GCC's device-side reverse-offload request is rewritten before the JIT link
+/// (`image::rev_spin` does it). `Copy`, plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RevSpin {
+    /// As GCC wrote it.
+    Off,
+    /// The wait polls with volatile loads and fences once after the loop.
+    Wait,
+    /// The whole request in sm_70's scoped release/acquire forms on devices of compute
+    /// capability 7.0 or more (elsewhere, and where the object cannot take them, `Wait`).
+    AcqRel,
 }
 
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
@@ -170,7 +183,7 @@ impl Default for Tune {
             pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
             pinnedshards: None,
             pinnednuma: true,
-            revspin: true,
+            revspin: RevSpin::AcqRel,
         }
     }
 }
@@ -408,12 +421,15 @@ static KEYS: [Entry<Parsing>; 19] = [
     },
     Entry {
         name: "revspin",
-        value: Value::Word(&["0", "1"], |p, i| p.t.revspin = i == 1),
-        default: "1",
-        doc: "`1`: in a program that uses reverse offload, GCC's device-side wait for the \
-              host's answer (an acquire load with a `membar.sys` in every round) polls with \
-              volatile loads and fences once after the loop (`image/rev_spin.rs`); `0`: GCC's \
-              code as it is",
+        value: Value::Word(&["0", "wait", "acqrel"], |p, i| {
+            p.t.revspin = [RevSpin::Off, RevSpin::Wait, RevSpin::AcqRel][i]
+        }),
+        default: "acqrel",
+        doc: "in a program that uses reverse offload, GCC's device-side request (`image/rev_spin.rs`): \
+              `acqrel`: on devices of compute capability 7.0 or more, its lock, flag and wait in \
+              sm_70's scoped release/acquire forms, no `membar.sys` left (elsewhere as `wait`); \
+              `wait`: the wait (an acquire load with a `membar.sys` in every round) polls with \
+              volatile loads and fences once after the loop; `0`: GCC's code as it is",
     },
 ];
 
@@ -481,7 +497,7 @@ mod tests {
                 pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
                 pinnedshards: None,
                 pinnednuma: true,
-                revspin: false,
+                revspin: RevSpin::Off,
             }
         );
         let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();

@@ -20,6 +20,7 @@ pub mod rev_spin;
 pub mod trials;
 
 use crate::cache::Key;
+use crate::config::tune::RevSpin;
 use crate::cuda::safe::module::{func_attribute, set_func_attribute};
 use crate::cuda::safe::{query, Module, ModuleRef};
 use crate::cuda::sys::*;
@@ -180,7 +181,7 @@ impl Image {
     /// when libgomp asked for the reverse-offload table): every kernel is looked up now,
     /// a missing one failing the load (see [`Kernel`]); otherwise each at its first
     /// launch. `rev`: the program uses reverse offload (libgomp asked for the table),
-    /// so the device runtime's wait for the host is rewritten unless
+    /// so the device runtime's request to the host is rewritten unless
     /// `GOMP_NVPTX_TUNE=revspin=0` ([`rev_spin`]).
     ///
     /// # Safety
@@ -196,10 +197,15 @@ impl Image {
     ) -> Result<(Box<Image>, Vec<AddrPair>)> {
         // SAFETY: forwarded caller guarantee.
         let mut desc = unsafe { descriptor::read(version, data) }?;
-        if rev && dev.config().tune.revspin {
+        let form = match dev.config().tune.revspin {
+            RevSpin::Off => None,
+            RevSpin::AcqRel if dev.props().cc >= (7, 0) => Some(rev_spin::Form::AcqRel),
+            RevSpin::Wait | RevSpin::AcqRel => Some(rev_spin::Form::VolatileWait),
+        };
+        if let (true, Some(form)) = (rev, form) {
             for obj in desc.ptx.iter_mut() {
-                if let Some(r) = rev_spin::rewrite(obj) {
-                    log::debug!("reverse offload: GOMP_target_ext's wait polls without a fence per round (GOMP_NVPTX_TUNE=revspin=0: as GCC wrote it)");
+                if let Some((r, used)) = rev_spin::rewrite(obj, form) {
+                    log::debug!("reverse offload: GOMP_target_ext's request rewritten ({used:?}; GOMP_NVPTX_TUNE=revspin=0: as GCC wrote it)");
                     *obj = std::borrow::Cow::Owned(r);
                     break;
                 }

@@ -32,9 +32,11 @@ const DEF: &str = "// BEGIN GLOBAL FUNCTION DEF: GOMP_target_ext\n";
 /// The start of the next function's (or variable's) comment: the end of the body.
 const NEXT: &str = "\n// BEGIN ";
 
-/// Whether `line` is a `.loc` directive (GCC's line information, between instructions).
+/// Whether `line` is no instruction: a `.loc` directive (GCC's line information) or a
+/// comment (GCC's `// #APP` markers around inline assembly).
 fn is_loc(line: &str) -> bool {
-    line.trim_start().starts_with(".loc")
+    let t = line.trim_start();
+    t.starts_with(".loc") || t.starts_with("//")
 }
 
 /// `ld.u64 %rA,[%rB];` (GCC's weak generic load) as (`%rA`, `%rB`).
@@ -45,73 +47,220 @@ fn weak_load(line: &str) -> Option<(&str, &str)> {
     Some((dst.trim(), addr.trim()))
 }
 
-/// The rewritten body of `GOMP_target_ext` (see the module text), or `None` when it has
-/// no loop of the expected shape.
-fn rewrite_body(body: &str) -> Option<String> {
-    let lines: Vec<&str> = body.split_inclusive('\n').collect();
-    let code: Vec<usize> = (0..lines.len()).filter(|&i| !is_loc(lines[i])).collect();
-    // The loop: LABEL: / ld.global.u64 %rB,[__gomp_rev_offload_var]; / ld.u64 %rA,[%rB]; /
-    // membar.sys; / setp.ne.u64 %rP,%rA,0; / @%rP bra LABEL;  (.loc lines between).
-    for w in code.windows(6) {
-        let t = |k: usize| lines[w[k]].trim();
-        let Some(label) = t(0).strip_suffix(':') else {
-            continue;
-        };
-        let Some((val, addr)) = weak_load(t(2)) else {
-            continue;
-        };
-        if t(1) != format!("ld.global.u64 {addr},[__gomp_rev_offload_var];")
-            || t(3) != "membar.sys;"
-        {
-            continue;
+/// How GCC's device-side request is rewritten (`GOMP_NVPTX_TUNE=revspin`). `Copy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// The wait polls with volatile loads and fences once after the loop; the rest as
+    /// GCC wrote it (valid PTX for every target).
+    VolatileWait,
+    /// The whole request in the scoped forms of sm_70 and later (what GCC's own sm_70
+    /// build of the protocol uses, minus its system-scope lock): the lock taken by an
+    /// acquire exchange and given back by a release store at GPU scope (device threads
+    /// contend for it), the flag stored with release and polled with acquire at system
+    /// scope (the host answers); no `membar.sys` left. The object is declared
+    /// `.target sm_70` (its other code is left as it is), so only for devices of compute
+    /// capability 7.0 or more.
+    AcqRel,
+}
+
+/// An edit of one line of the function's body.
+enum Edit {
+    Replace(String),
+    Drop,
+    /// The line, then this one after it.
+    Append(&'static str),
+}
+
+/// The body's lines (each with its line end) and the indices of its instructions.
+struct Body<'a> {
+    lines: Vec<&'a str>,
+    code: Vec<usize>,
+}
+
+impl<'a> Body<'a> {
+    fn new(body: &'a str) -> Body<'a> {
+        let lines: Vec<&str> = body.split_inclusive('\n').collect();
+        let code = (0..lines.len()).filter(|&i| !is_loc(lines[i])).collect();
+        Body { lines, code }
+    }
+
+    /// Instruction `k` (an index into `code`), trimmed; "" past the end.
+    fn t(&self, k: usize) -> &'a str {
+        self.code.get(k).map_or("", |&i| self.lines[i].trim())
+    }
+
+    /// The position (in `code`) of the wait loop and its parts: LABEL: /
+    /// ld.global.u64 %rB,[__gomp_rev_offload_var]; / ld.u64 %rA,[%rB]; / membar.sys; /
+    /// setp.ne.u64 %rP,%rA,0; / @%rP bra LABEL;  (`.loc` lines between).
+    fn wait_loop(&self) -> Option<(usize, &'a str, &'a str)> {
+        (0..self.code.len().saturating_sub(5)).find_map(|k| {
+            let label = self.t(k).strip_suffix(':')?;
+            let (val, addr) = weak_load(self.t(k + 2))?;
+            if self.t(k + 1) != format!("ld.global.u64 {addr},[__gomp_rev_offload_var];")
+                || self.t(k + 3) != "membar.sys;"
+            {
+                return None;
+            }
+            let pred = self
+                .t(k + 4)
+                .strip_prefix("setp.ne.u64 ")?
+                .strip_suffix(&format!(",{val},0;"))?;
+            (self.t(k + 5) == format!("@{pred} bra {label};")).then_some((k, val, addr))
+        })
+    }
+
+    /// The lines with `edits` (keyed by the instruction's position in `code`) applied.
+    fn apply(&self, edits: Vec<(usize, Edit)>) -> String {
+        let mut by_line: Vec<Option<Edit>> = self.lines.iter().map(|_| None).collect();
+        for (k, e) in edits {
+            by_line[self.code[k]] = Some(e);
         }
-        let Some(pred) = t(4)
-            .strip_prefix("setp.ne.u64 ")
-            .and_then(|s| s.strip_suffix(&format!(",{val},0;")))
-        else {
-            continue;
-        };
-        if t(5) != format!("@{pred} bra {label};") {
-            continue;
-        }
-        let mut out = String::with_capacity(body.len() + 32);
-        for (i, l) in lines.iter().enumerate() {
-            if i == w[2] {
-                out.push_str(&l.replacen("ld.u64 ", "ld.volatile.u64 ", 1));
-            } else if i == w[3] {
-                // The per-round fence goes...
-            } else {
-                out.push_str(l);
-                if i == w[5] {
-                    // ...after the loop, once.
-                    if !l.ends_with('\n') {
+        let mut out = String::with_capacity(self.lines.iter().map(|l| l.len()).sum::<usize>() + 64);
+        for (line, edit) in self.lines.iter().zip(by_line) {
+            match edit {
+                None => out.push_str(line),
+                Some(Edit::Drop) => {}
+                Some(Edit::Replace(new)) => {
+                    out.push_str(&line[..line.len() - line.trim_start().len()]);
+                    out.push_str(&new);
+                    out.push('\n');
+                }
+                Some(Edit::Append(after)) => {
+                    out.push_str(line);
+                    if !line.ends_with('\n') {
                         out.push('\n');
                     }
-                    out.push_str("membar.sys;\n");
+                    out.push_str(after);
+                    out.push('\n');
                 }
             }
         }
-        return Some(out);
+        out
     }
-    None
 }
 
-/// `obj` (one PTX object, NUL-terminated) with `GOMP_target_ext`'s reverse-offload wait
-/// rewritten (see the module text), NUL-terminated; `None` when `obj` does not define
-/// the function or its wait has another shape (then `obj` is linked as it is).
-pub fn rewrite(obj: &[u8]) -> Option<Vec<u8>> {
+/// The body with the wait polling by volatile loads, one fence after the loop
+/// ([`Form::VolatileWait`]), or `None` when it has no loop of the expected shape.
+fn volatile_wait(b: &Body) -> Option<String> {
+    let (k, _, _) = b.wait_loop()?;
+    let load = b.t(k + 2).replacen("ld.u64 ", "ld.volatile.u64 ", 1);
+    Some(b.apply(vec![
+        (k + 2, Edit::Replace(load)),
+        // The per-round fence goes after the loop, once.
+        (k + 3, Edit::Drop),
+        (k + 5, Edit::Append("membar.sys;")),
+    ]))
+}
+
+/// The body in sm_70's scoped forms ([`Form::AcqRel`]), or `None` unless all four
+/// places have GCC 16's shape: the lock (`@%P atom.global.exch.b32 %R,[LOCK],1;` then
+/// `@%P membar.sys;`), the flag (`membar.sys;` then `st.volatile.global.u64 [..],..;`),
+/// the wait loop, and after it `membar.sys;` / `mov.u32 %Z,0;` / `st.global.u32
+/// [LOCK],%Z;`.
+fn acq_rel(b: &Body) -> Option<String> {
+    let (w, _, _) = b.wait_loop()?;
+    let mut edits = Vec::new();
+    // The lock, before the loop.
+    let (lk, lock) = (0..w).find_map(|k| {
+        let (pred, rest) = b.t(k).split_once(' ')?;
+        let rest = rest.strip_prefix("atom.global.exch.b32 ")?;
+        let (_, lock) = rest.split_once(",[")?;
+        let lock = lock.strip_suffix("],1;")?;
+        (pred.starts_with('@') && b.t(k + 1) == format!("{pred} membar.sys;")).then_some((k, lock))
+    })?;
+    let take = b.t(lk).replacen(
+        "atom.global.exch.b32",
+        "atom.acquire.gpu.global.exch.b32",
+        1,
+    );
+    edits.push((lk, Edit::Replace(take)));
+    edits.push((lk + 1, Edit::Drop));
+    // The flag: the instruction before the loop's label.
+    let flag = b.t(w - 1);
+    if w < 2 || b.t(w - 2) != "membar.sys;" || !flag.starts_with("st.volatile.global.u64 [") {
+        return None;
+    }
+    edits.push((w - 2, Edit::Drop));
+    let release = flag.replacen("st.volatile.global.u64", "st.release.sys.global.u64", 1);
+    edits.push((w - 1, Edit::Replace(release)));
+    // The wait: acquire loads, no fence.
+    let load = b.t(w + 2).replacen("ld.u64 ", "ld.acquire.sys.u64 ", 1);
+    edits.push((w + 2, Edit::Replace(load)));
+    edits.push((w + 3, Edit::Drop));
+    // The unlock after the loop.
+    let zero = b.t(w + 7).strip_prefix("mov.u32 ")?.strip_suffix(",0;")?;
+    if b.t(w + 6) != "membar.sys;" || b.t(w + 8) != format!("st.global.u32 [{lock}],{zero};") {
+        return None;
+    }
+    edits.push((w + 6, Edit::Drop));
+    edits.push((
+        w + 8,
+        Edit::Replace(format!("st.release.gpu.global.u32 [{lock}],{zero};")),
+    ));
+    Some(b.apply(edits))
+}
+
+/// `head` (the object's text before `GOMP_target_ext`, where its `.target` is) declaring
+/// `.target sm_70` instead of an older target, when the object (`text`) has a PTX version
+/// with the scoped forms (6.0 or later) and none of the unsynchronized warp instructions
+/// that sm_70 targets refuse; `None` otherwise.
+fn as_sm70(head: &str, text: &str) -> Option<String> {
+    let version = head
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(".version "))?;
+    let (major, minor) = version.trim().split_once('.')?;
+    if (major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?) < (6, 0) {
+        return None;
+    }
+    let unsync = |op: &str| {
+        text.match_indices(op)
+            .any(|(i, _)| !text[i + op.len()..].starts_with("sync"))
+    };
+    if unsync("shfl.") || unsync("vote.") {
+        return None;
+    }
+    let line = head.lines().find(|l| l.trim().starts_with(".target "))?;
+    let sm: u32 = line
+        .trim()
+        .strip_prefix(".target sm_")?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
+    if sm >= 70 {
+        return Some(head.to_string());
+    }
+    Some(head.replacen(line, ".target sm_70", 1))
+}
+
+/// `obj` (one PTX object, NUL-terminated) with `GOMP_target_ext`'s request rewritten in
+/// `form` (see [`Form`]; [`Form::AcqRel`] falls back to [`Form::VolatileWait`] when the
+/// object cannot take it), NUL-terminated, and the form used; `None` when `obj` does not
+/// define the function or its wait has another shape (then `obj` is linked as it is).
+pub fn rewrite(obj: &[u8], form: Form) -> Option<(Vec<u8>, Form)> {
     let text = std::str::from_utf8(obj.strip_suffix(&[0]).unwrap_or(obj)).ok()?;
     let start = text.find(DEF)? + DEF.len();
     let end = text[start..]
         .find(NEXT)
         .map_or(text.len(), |e| start + e + 1);
-    let body = rewrite_body(&text[start..end])?;
+    let b = Body::new(&text[start..end]);
+    let scoped = (form == Form::AcqRel)
+        .then(|| Some((as_sm70(&text[..start], text)?, acq_rel(&b)?)))
+        .flatten();
+    let (head, body, used) = match scoped {
+        Some((head, body)) => (head, body, Form::AcqRel),
+        None => (
+            text[..start].to_string(),
+            volatile_wait(&b)?,
+            Form::VolatileWait,
+        ),
+    };
     let mut out = Vec::with_capacity(obj.len() + 32);
-    out.extend_from_slice(&text.as_bytes()[..start]);
+    out.extend_from_slice(head.as_bytes());
     out.extend_from_slice(body.as_bytes());
     out.extend_from_slice(&text.as_bytes()[end..]);
     out.push(0);
-    Some(out)
+    Some((out, used))
 }
 
 #[cfg(test)]
@@ -159,9 +308,131 @@ setp.ne.u64 %r63,%r34,0;\n\
         v
     }
 
+    /// The volatile-wait rewrite, which must say it used that form.
+    fn wait(obj: &[u8]) -> Option<Vec<u8>> {
+        rewrite(obj, Form::VolatileWait).map(|(out, used)| {
+            assert_eq!(used, Form::VolatileWait);
+            out
+        })
+    }
+
+    /// A whole object as GCC 16's sm_52 libgomp has it around `GOMP_target_ext` (its
+    /// request, from the PTX of a GCC 16 binary; declarations left out).
+    const OBJECT: &str = ".version 7.3\n\
+.target sm_52\n\
+.address_size 64\n\
+// BEGIN GLOBAL FUNCTION DEF: omp_pause_resource_all\n\
+.visible .func (.param .u32 %value_out) omp_pause_resource_all (.param .u32 %in_ar0)\n\
+{\n\
+ret;\n\
+}\n\
+// BEGIN GLOBAL FUNCTION DEF: GOMP_target_ext\n\
+.visible .func GOMP_target_ext (.param .u32 %in_ar0)\n\
+{\n\
+$L22:\n\
+.loc 4 51 10\n\
+@%r67 atom.global.exch.b32 %r36,[lock$2],1;\n\
+@%r67 membar.sys;\n\
+@%r68 shfl.sync.idx.b32 %r36,%r36,%r66,31,0xffffffff;\n\
+setp.ne.u32 %r60,%r36,0;\n\
+@%r60 bra $L22;\n\
+ld.global.u64 %r26,[__gomp_rev_offload_var];\n\
+st.u64 [%r26+8],%r39;\n\
+st.u32 [%r26+40],%r30;\n\
+.loc 2 129 3\n\
+membar.sys;\n\
+.loc 2 130 3\n\
+// #APP \n\
+st.volatile.global.u64 [%r26],%r38;\n\
+// #NO_APP \n\
+$L23:\n\
+.loc 2 146 10\n\
+ld.global.u64 %r62,[__gomp_rev_offload_var];\n\
+ld.u64 %r34,[%r62];\n\
+membar.sys;\n\
+.loc 2 146 72\n\
+setp.ne.u64 %r63,%r34,0;\n\
+@%r63 bra $L23;\n\
+.loc 4 58 3\n\
+membar.sys;\n\
+mov.u32 %r64,0;\n\
+st.global.u32 [lock$2],%r64;\n\
+$L20:\n\
+ret;\n\
+}\n\
+// BEGIN GLOBAL FUNCTION DEF: GOMP_target_data_ext\n\
+.visible .func GOMP_target_data_ext\n\
+{\n\
+membar.sys;\n\
+trap;\n\
+}\n";
+
+    #[test]
+    fn the_whole_request_in_scoped_forms() {
+        let (out, used) = rewrite(&nul(OBJECT), Form::AcqRel).expect("rewritten");
+        assert_eq!(used, Form::AcqRel);
+        let text = std::str::from_utf8(&out[..out.len() - 1]).unwrap();
+        let want = OBJECT
+            .replacen(".target sm_52\n", ".target sm_70\n", 1)
+            .replacen(
+                "@%r67 atom.global.exch.b32 %r36,[lock$2],1;\n@%r67 membar.sys;\n",
+                "@%r67 atom.acquire.gpu.global.exch.b32 %r36,[lock$2],1;\n",
+                1,
+            )
+            .replacen(
+                "membar.sys;\n.loc 2 130 3\n// #APP \nst.volatile.global.u64 [%r26],%r38;",
+                ".loc 2 130 3\n// #APP \nst.release.sys.global.u64 [%r26],%r38;",
+                1,
+            )
+            .replacen(
+                "ld.u64 %r34,[%r62];\nmembar.sys;\n",
+                "ld.acquire.sys.u64 %r34,[%r62];\n",
+                1,
+            )
+            .replacen(
+                "membar.sys;\nmov.u32 %r64,0;\nst.global.u32 [lock$2],%r64;",
+                "mov.u32 %r64,0;\nst.release.gpu.global.u32 [lock$2],%r64;",
+                1,
+            );
+        assert_eq!(text, want);
+        // Only the request's fences went; the next function keeps its own.
+        assert_eq!(text.matches("membar.sys").count(), 1);
+    }
+
+    #[test]
+    fn scoped_forms_fall_back_to_the_wait_alone() {
+        let volatile = |obj: &str| {
+            let (out, used) = rewrite(&nul(obj), Form::AcqRel).expect("rewritten");
+            assert_eq!(used, Form::VolatileWait, "{obj}");
+            assert_eq!(Some(out), wait(&nul(obj)));
+        };
+        // PTX too old for the scoped forms.
+        volatile(&OBJECT.replacen(".version 7.3", ".version 5.0", 1));
+        // Warp instructions that sm_70 targets refuse, anywhere in the object.
+        volatile(&OBJECT.replacen("trap;", "vote.ballot.b32 %r1,%p1;", 1));
+        volatile(&OBJECT.replacen("shfl.sync.idx", "shfl.idx", 1));
+        // The lock without its fence, or another lock released.
+        volatile(&OBJECT.replacen("@%r67 membar.sys;\n", "", 1));
+        volatile(&OBJECT.replacen("st.global.u32 [lock$2]", "st.global.u32 [lock$3]", 1));
+        // The flag stored without the fence before it.
+        volatile(&OBJECT.replacen(".loc 2 129 3\nmembar.sys;\n", "", 1));
+        // The short object of the other tests has no lock.
+        volatile(GCC16);
+    }
+
+    #[test]
+    fn a_newer_target_is_kept() {
+        let obj = OBJECT.replacen(".target sm_52", ".target sm_80", 1);
+        let (out, used) = rewrite(&nul(&obj), Form::AcqRel).expect("rewritten");
+        assert_eq!(used, Form::AcqRel);
+        assert!(std::str::from_utf8(&out)
+            .unwrap()
+            .contains("\n.target sm_80\n"));
+    }
+
     #[test]
     fn the_wait_loads_volatile_and_fences_once_after_the_loop() {
-        let out = rewrite(&nul(GCC16)).expect("rewritten");
+        let out = wait(&nul(GCC16)).expect("rewritten");
         assert_eq!(out.last(), Some(&0));
         let text = std::str::from_utf8(&out[..out.len() - 1]).unwrap();
         let want = GCC16.replacen(
@@ -180,17 +451,17 @@ setp.ne.u64 %r63,%r34,0;\n\
     #[test]
     fn other_shapes_are_left_alone() {
         // No such function.
-        assert_eq!(rewrite(&nul(".version 7.3\n.target sm_52\n")), None);
+        assert_eq!(wait(&nul(".version 7.3\n.target sm_52\n")), None);
         // sm_70's acquire load.
         let sm70 = GCC16.replacen(
             "ld.u64 %r34,[%r62];\nmembar.sys;\n",
             "ld.acquire.sys.global.u64 %r34,[%r62];\n",
             1,
         );
-        assert_eq!(rewrite(&nul(&sm70)), None);
+        assert_eq!(wait(&nul(&sm70)), None);
         // The branch goes elsewhere, or tests another register.
         assert_eq!(
-            rewrite(&nul(&GCC16.replacen(
+            wait(&nul(&GCC16.replacen(
                 "@%r63 bra $L23;",
                 "@%r63 bra $L20;",
                 1
@@ -198,7 +469,7 @@ setp.ne.u64 %r63,%r34,0;\n\
             None
         );
         assert_eq!(
-            rewrite(&nul(&GCC16.replacen(
+            wait(&nul(&GCC16.replacen(
                 "setp.ne.u64 %r63,%r34,0;",
                 "setp.ne.u64 %r63,%r35,0;",
                 1
@@ -207,7 +478,7 @@ setp.ne.u64 %r63,%r34,0;\n\
         );
         // The loaded address is not the mailbox's.
         assert_eq!(
-            rewrite(&nul(&GCC16.replacen(
+            wait(&nul(&GCC16.replacen(
                 "ld.u64 %r34,[%r62];",
                 "ld.u64 %r34,[%r61];",
                 1
@@ -215,7 +486,7 @@ setp.ne.u64 %r63,%r34,0;\n\
             None
         );
         // Not text.
-        assert_eq!(rewrite(&[0xff, 0xfe, 0]), None);
+        assert_eq!(wait(&[0xff, 0xfe, 0]), None);
     }
 
     #[test]
@@ -224,7 +495,7 @@ setp.ne.u64 %r63,%r34,0;\n\
         let body = &GCC16[..GCC16
             .find("// BEGIN GLOBAL FUNCTION DEF: GOMP_target_data_ext")
             .unwrap()];
-        let out = rewrite(body.as_bytes()).expect("rewritten");
+        let out = wait(body.as_bytes()).expect("rewritten");
         let text = std::str::from_utf8(&out[..out.len() - 1]).unwrap();
         assert!(text.contains("ld.volatile.u64 %r34,[%r62];\n.loc 2 146 72\n"));
         assert!(text.ends_with("@%r63 bra $L23;\nmembar.sys;\n.loc 4 58 3\nmembar.sys;\nmov.u32 %r64,0;\nst.global.u32 [lock$2],%r64;\n$L20:\nret;\n}\n"));
