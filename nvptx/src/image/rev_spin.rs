@@ -57,7 +57,9 @@ pub enum Form {
     /// build of the protocol uses, minus its system-scope lock): the lock taken by an
     /// acquire exchange and given back by a release store at GPU scope (device threads
     /// contend for it), the flag stored with release and polled with acquire at system
-    /// scope (the host answers); no `membar.sys` left. The object is declared
+    /// scope (the host answers); no `membar.sys` left; the mailbox's address read once
+    /// per request instead of three times where GCC's code has the expected shape
+    /// (`reuse_mailbox_address`). The object is declared
     /// `.target sm_70` (its other code is left as it is), so only for devices of compute
     /// capability 7.0 or more.
     AcqRel,
@@ -68,7 +70,7 @@ enum Edit {
     Replace(String),
     Drop,
     /// The line, then this one after it.
-    Append(&'static str),
+    Append(String),
 }
 
 /// The body's lines (each with its line end) and the indices of its instructions.
@@ -130,7 +132,7 @@ impl<'a> Body<'a> {
                     if !line.ends_with('\n') {
                         out.push('\n');
                     }
-                    out.push_str(after);
+                    out.push_str(&after);
                     out.push('\n');
                 }
             }
@@ -148,7 +150,7 @@ fn volatile_wait(b: &Body) -> Option<String> {
         (k + 2, Edit::Replace(load)),
         // The per-round fence goes after the loop, once.
         (k + 3, Edit::Drop),
-        (k + 5, Edit::Append("membar.sys;")),
+        (k + 5, Edit::Append("membar.sys;".to_string())),
     ]))
 }
 
@@ -197,7 +199,102 @@ fn acq_rel(b: &Body) -> Option<String> {
         w + 8,
         Edit::Replace(format!("st.release.gpu.global.u32 [{lock}],{zero};")),
     ));
+    edits.extend(reuse_mailbox_address(b, lk, w, flag));
+    edits.extend(hoist_device_number(b, lk, w));
     Some(b.apply(edits))
+}
+
+/// The request's device number (`ld.global.u32 %rI,[__gomp_additional_icvs];`, the ICV
+/// block's first field, written by the plugin before any kernel runs) is read after the
+/// lock, a dependent global load between the lock and the flag. The edits that read it
+/// before the lock's loop instead (after the branch that precedes its label), or none
+/// when the function is not of that shape (`%rI` written once).
+fn hoist_device_number(b: &Body, lk: usize, w: usize) -> Vec<(usize, Edit)> {
+    let Some(label) = lk.checked_sub(1) else {
+        return Vec::new();
+    };
+    let before = b.t(label.saturating_sub(1));
+    if label == 0
+        || !b.t(label).ends_with(':')
+        || !(before.starts_with('@') && before.contains(" bra "))
+    {
+        return Vec::new();
+    }
+    let read = (lk + 1..w).find_map(|k| {
+        let reg = b
+            .t(k)
+            .strip_prefix("ld.global.u32 ")?
+            .strip_suffix(",[__gomp_additional_icvs];")?;
+        let once = (0..b.code.len()).filter(|&j| writes(b.t(j), reg)).count() == 1;
+        once.then_some(k)
+    });
+    match read {
+        Some(k) => vec![
+            (k, Edit::Drop),
+            (label - 1, Edit::Append(b.t(k).to_string())),
+        ],
+        None => Vec::new(),
+    }
+}
+
+/// Whether instruction `line` writes register `reg` (its first operand, for every
+/// instruction but a store).
+fn writes(line: &str, reg: &str) -> bool {
+    let line = line.trim();
+    let line = match line.strip_prefix('@') {
+        Some(rest) => rest.split_once(' ').map_or("", |(_, i)| i),
+        None => line,
+    };
+    let Some((op, operands)) = line.split_once(' ') else {
+        return false;
+    };
+    !op.starts_with("st.")
+        && !op.starts_with('.')
+        && operands.split(',').next().map(str::trim) == Some(reg)
+}
+
+/// GCC reads `__gomp_rev_offload_var` (the mailbox's address, which the plugin writes
+/// once, before any kernel runs) three times per request: for the NULL check before the
+/// lock, after the lock, and in every round of the wait; each a dependent global load
+/// on the way of the request. The edits that keep the first read's register instead of
+/// the two others (`mov`s), or none when the function is not of that shape: the check
+/// right before the lock's label (`ld.global.u64 %rF,[__gomp_rev_offload_var];` /
+/// `setp.eq.u64 %rP,%rF,0;` / `@%rP bra ..;`), `%rF` written nowhere else, and the
+/// flag stored through the register the read after the lock filled.
+fn reuse_mailbox_address(b: &Body, lk: usize, w: usize, flag: &str) -> Vec<(usize, Edit)> {
+    const VAR: &str = ",[__gomp_rev_offload_var];";
+    let read = |k: usize| {
+        b.t(k)
+            .strip_prefix("ld.global.u64 ")
+            .and_then(|s| s.strip_suffix(VAR))
+    };
+    let shape = || {
+        let label = lk.checked_sub(1)?;
+        let first = read(lk.checked_sub(4)?)?;
+        let pred = b
+            .t(lk - 3)
+            .strip_prefix("setp.eq.u64 ")?
+            .strip_suffix(&format!(",{first},0;"))?;
+        let once = (0..b.code.len()).filter(|&k| writes(b.t(k), first)).count() == 1;
+        let branch = b.t(lk - 2).starts_with(&format!("@{pred} bra "));
+        (b.t(label).ends_with(':') && branch && once).then_some(first)
+    };
+    let Some(first) = shape() else {
+        return Vec::new();
+    };
+    let Some((after, reg)) = (lk + 1..w).find_map(|k| Some((k, read(k)?))) else {
+        return Vec::new();
+    };
+    let Some(spin_reg) = read(w + 1) else {
+        return Vec::new();
+    };
+    if !flag.starts_with(&format!("st.volatile.global.u64 [{reg}],")) {
+        return Vec::new();
+    }
+    vec![
+        (after, Edit::Replace(format!("mov.u64 {reg},{first};"))),
+        (w + 1, Edit::Replace(format!("mov.u64 {spin_reg},{first};"))),
+    ]
 }
 
 /// `head` (the object's text before `GOMP_target_ext`, where its `.target` is) declaring
@@ -329,6 +426,9 @@ ret;\n\
 // BEGIN GLOBAL FUNCTION DEF: GOMP_target_ext\n\
 .visible .func GOMP_target_ext (.param .u32 %in_ar0)\n\
 {\n\
+ld.global.u64 %r58,[__gomp_rev_offload_var];\n\
+setp.eq.u64 %r59,%r58,0;\n\
+@%r59 bra $L20;\n\
 $L22:\n\
 .loc 4 51 10\n\
 @%r67 atom.global.exch.b32 %r36,[lock$2],1;\n\
@@ -338,6 +438,7 @@ setp.ne.u32 %r60,%r36,0;\n\
 @%r60 bra $L22;\n\
 ld.global.u64 %r26,[__gomp_rev_offload_var];\n\
 st.u64 [%r26+8],%r39;\n\
+ld.global.u32 %r30,[__gomp_additional_icvs];\n\
 st.u32 [%r26+40],%r30;\n\
 .loc 2 129 3\n\
 membar.sys;\n\
@@ -390,6 +491,22 @@ trap;\n\
                 1,
             )
             .replacen(
+                "@%r60 bra $L22;\nld.global.u64 %r26,[__gomp_rev_offload_var];",
+                "@%r60 bra $L22;\nmov.u64 %r26,%r58;",
+                1,
+            )
+            .replacen(
+                ".loc 2 146 10\nld.global.u64 %r62,[__gomp_rev_offload_var];",
+                ".loc 2 146 10\nmov.u64 %r62,%r58;",
+                1,
+            )
+            .replacen("ld.global.u32 %r30,[__gomp_additional_icvs];\n", "", 1)
+            .replacen(
+                "@%r59 bra $L20;\n$L22:",
+                "@%r59 bra $L20;\nld.global.u32 %r30,[__gomp_additional_icvs];\n$L22:",
+                1,
+            )
+            .replacen(
                 "membar.sys;\nmov.u32 %r64,0;\nst.global.u32 [lock$2],%r64;",
                 "mov.u32 %r64,0;\nst.release.gpu.global.u32 [lock$2],%r64;",
                 1,
@@ -397,6 +514,36 @@ trap;\n\
         assert_eq!(text, want);
         // Only the request's fences went; the next function keeps its own.
         assert_eq!(text.matches("membar.sys").count(), 1);
+        // The mailbox's address is read once.
+        assert_eq!(text.matches("[__gomp_rev_offload_var]").count(), 1);
+    }
+
+    #[test]
+    fn the_address_is_read_again_unless_the_first_read_is_kept() {
+        let scoped = |obj: &str| {
+            let (out, used) = rewrite(&nul(obj), Form::AcqRel).expect("rewritten");
+            assert_eq!(used, Form::AcqRel);
+            String::from_utf8(out).unwrap()
+        };
+        // The register of the first read written again, the check not right before the
+        // lock, or the flag stored through another register: all three reads stay.
+        for obj in [
+            OBJECT.replacen("$L20:\nret;", "$L20:\nmov.u64 %r58,0;\nret;", 1),
+            OBJECT.replacen("@%r59 bra $L20;\n$L22:", "@%r59 bra $L20;\nnop;\n$L22:", 1),
+            OBJECT.replacen(
+                "st.volatile.global.u64 [%r26],%r38;",
+                "st.volatile.global.u64 [%r27],%r38;",
+                1,
+            ),
+        ] {
+            let text = scoped(&obj);
+            assert_eq!(
+                text.matches("[__gomp_rev_offload_var]").count(),
+                3,
+                "{text}"
+            );
+            assert!(text.contains("ld.acquire.sys.u64 %r34,[%r62];"));
+        }
     }
 
     #[test]
