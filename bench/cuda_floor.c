@@ -96,8 +96,8 @@
  *                        code as the nvptx plugin rewrites it (GOMP_NVPTX_TUNE=revspin)
  *   revoff_gcc_real      with env GCC_REV_PTX=FILE (revoff_bench's PTX objects, as
  *                        GCC_PTX; bench/build.sh: .carry/gcc_revoff.ptx): GCC's own
- *                        kernel (GCC_REV_ENTRY, default main$_omp_fn$0, the round-trip
- *                        loop) making the requests, launched as the plugins launch it,
+ *                        kernel (GCC_REV_ENTRY, default round_trips$_omp_fn$0, the
+ *                        round-trip loop) making the requests, launched as the plugins launch it,
  *                        answered by the bare responder thread (no plugin, no libgomp)
  *   revoff_gcc_real_vspin  the same with GCC_REV_VSPIN_PTX=FILE, those objects with the
  *                        plugin's rewrite of the wait (.carry/gcc_revoff_vspin.ptx)
@@ -575,7 +575,7 @@ static void measure_rev (const char *name, CUmodule mod, CUstream s, int full)
 }
 
 /* The round trip of GCC's own device code: ENTRY of the program whose PTX objects FILE
-   holds (revoff_bench's, whose main$_omp_fn$0 loops over `target device(ancestor: 1)`
+   holds (revoff_bench's, whose round_trips$_omp_fn$0 loops over `target device(ancestor: 1)`
    N times, N read from its first target variable, a firstprivate int), launched as the
    plugins launch a region (1 team of 8 warps on soft stacks), its
    __gomp_rev_offload_var pointing at the mailbox the responder clears: the device code
@@ -835,7 +835,7 @@ revoff:;
     {
       const char *file = getenv (real[i][0]);
       if (file && *file)
-	measure_rev_real (real[i][1], file, entry ? entry : "main$_omp_fn$0", nb);
+	measure_rev_real (real[i][1], file, entry ? entry : "round_trips$_omp_fn$0", nb);
     }
   responder_stop = 1;
   pthread_join (th, NULL);

@@ -3,7 +3,10 @@
  *
  * usage: revoff_bench [N [seq]]      (seq: the round trips only, e.g. for GOMP_DEBUG's
  *                                     split of host and device time per request)
- *   metric revoff_round_trip  mean time of N device->host->device calls (us)
+ *   metric revoff_round_trip  mean time of N device->host->device calls (us), made by
+ *          one kernel after another launch of it made 100 (the first launch of a kernel
+ *          pays its code's loading and stacks: not the round trip; bench/cuda_floor.c's
+ *          revoff rows warm up likewise)
  *   metric empty_target_revoff median empty `omp target` in such a program (us)
  *   metric revoff_concurrent_per_s  requests served per second when 4 kernels
  *          launched with `target nowait` each make N/4 requests at the same time
@@ -35,6 +38,19 @@ host_bump_k (int k)
 }
 
 
+/* N round trips from one kernel (round_trips$_omp_fn$0, the kernel cuda_floor's
+   revoff_gcc_real rows launch). */
+static void
+round_trips (int n)
+{
+#pragma omp target firstprivate(n)
+  for (int i = 0; i < n; i++)
+    {
+#pragma omp target device(ancestor: 1)
+      host_bump ();
+    }
+}
+
 int main (int argc, char **argv)
 {
   int n = argc > 1 ? atoi (argv[1]) : 1000;
@@ -46,17 +62,13 @@ int main (int argc, char **argv)
       printf ("ERROR not running on a GPU\n");
       return 1;
     }
+  round_trips (100);
   t0 = omp_get_wtime ();
-#pragma omp target firstprivate(n)
-  for (int i = 0; i < n; i++)
-    {
-#pragma omp target device(ancestor: 1)
-      host_bump ();
-    }
+  round_trips (n);
   double per = (omp_get_wtime () - t0) / n;
-  if (host_calls != n)
+  if (host_calls != n + 100)
     {
-      printf ("ERROR reverse offload: %d host calls, want %d\n", host_calls, n);
+      printf ("ERROR reverse offload: %d host calls, want %d\n", host_calls, n + 100);
       return 1;
     }
   printf ("metric revoff_round_trip %.2f us\n", per * 1e6);
