@@ -103,6 +103,8 @@
  *                        plugin's rewrite of the wait (.carry/gcc_revoff_vspin.ptx)
  *   revoff_gcc_real_acqrel  the same with GCC_REV_ACQREL_PTX=FILE, the whole request in
  *                        sm_70's scoped forms (revspin=acqrel; .carry/gcc_revoff_acqrel.ptx)
+ *   revoff_gcc_real_acqrel_delay<NS>  with REV_DELAYS="NS ...": that row again with the
+ *                        responder answering NS ns after it sees each request
  * A failing driver call prints "ERROR ..." and exits 1. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -545,6 +547,9 @@ static void measure_gcc_event (CUstream s, int n)
 
 static volatile unsigned long long *mailbox;
 static volatile int responder_stop;
+/* How long the responder waits after seeing a request before it answers (ns; 0: at
+   once): what a host side that does work per request costs a round trip.  */
+static volatile long responder_delay_ns;
 
 /* The host side: clear every request as soon as it appears.  */
 static void *responder (void *arg)
@@ -552,7 +557,15 @@ static void *responder (void *arg)
   (void) arg;
   while (!responder_stop)
     if (__atomic_load_n (mailbox, __ATOMIC_ACQUIRE) != 0)
-      __atomic_store_n (mailbox, 0, __ATOMIC_RELEASE);
+      {
+	if (responder_delay_ns)
+	  {
+	    double until = now () + responder_delay_ns * 1e-9;
+	    while (now () < until)
+	      ;
+	  }
+	__atomic_store_n (mailbox, 0, __ATOMIC_RELEASE);
+      }
   return NULL;
 }
 
@@ -837,6 +850,20 @@ revoff:;
       if (file && *file)
 	measure_rev_real (real[i][1], file, entry ? entry : "round_trips$_omp_fn$0", nb);
     }
+  /* REV_DELAYS="50 100 ...": the scoped form's row again with the responder answering
+     that many ns after it sees each request.  */
+  const char *delays = getenv ("REV_DELAYS"), *acq = getenv ("GCC_REV_ACQREL_PTX");
+  for (char *d = (char *) delays, *end; acq && *acq && d && *d; d = end)
+    {
+      long ns = strtol (d, &end, 10);
+      if (end == d)
+	break;
+      char name[64];
+      snprintf (name, sizeof name, "revoff_gcc_real_acqrel_delay%ld", ns);
+      responder_delay_ns = ns;
+      measure_rev_real (name, acq, entry ? entry : "round_trips$_omp_fn$0", nb);
+    }
+  responder_delay_ns = 0;
   responder_stop = 1;
   pthread_join (th, NULL);
   return 0;
