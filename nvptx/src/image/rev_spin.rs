@@ -111,6 +111,14 @@ impl<'a> Body<'a> {
         })
     }
 
+    /// Whether exactly one instruction of the body writes register `reg` ([`writes`]).
+    fn written_once(&self, reg: &str) -> bool {
+        (0..self.code.len())
+            .filter(|&k| writes(self.t(k), reg))
+            .count()
+            == 1
+    }
+
     /// The lines with `edits` (keyed by the instruction's position in `code`) applied.
     fn apply(&self, edits: Vec<(usize, Edit)>) -> String {
         let mut by_line: Vec<Option<Edit>> = self.lines.iter().map(|_| None).collect();
@@ -178,8 +186,11 @@ fn acq_rel(b: &Body) -> Option<String> {
     edits.push((lk, Edit::Replace(take)));
     edits.push((lk + 1, Edit::Drop));
     // The flag: the instruction before the loop's label.
+    if w < 2 {
+        return None;
+    }
     let flag = b.t(w - 1);
-    if w < 2 || b.t(w - 2) != "membar.sys;" || !flag.starts_with("st.volatile.global.u64 [") {
+    if b.t(w - 2) != "membar.sys;" || !flag.starts_with("st.volatile.global.u64 [") {
         return None;
     }
     edits.push((w - 2, Edit::Drop));
@@ -210,23 +221,15 @@ fn acq_rel(b: &Body) -> Option<String> {
 /// before the lock's loop instead (after the branch that precedes its label), or none
 /// when the function is not of that shape (`%rI` written once).
 fn hoist_device_number(b: &Body, lk: usize, w: usize) -> Vec<(usize, Edit)> {
-    let Some(label) = lk.checked_sub(1) else {
+    let Some(label) = lock_entry(b, lk) else {
         return Vec::new();
     };
-    let before = b.t(label.saturating_sub(1));
-    if label == 0
-        || !b.t(label).ends_with(':')
-        || !(before.starts_with('@') && before.contains(" bra "))
-    {
-        return Vec::new();
-    }
     let read = (lk + 1..w).find_map(|k| {
         let reg = b
             .t(k)
             .strip_prefix("ld.global.u32 ")?
             .strip_suffix(",[__gomp_additional_icvs];")?;
-        let once = (0..b.code.len()).filter(|&j| writes(b.t(j), reg)).count() == 1;
-        once.then_some(k)
+        b.written_once(reg).then_some(k)
     });
     match read {
         Some(k) => vec![
@@ -235,6 +238,16 @@ fn hoist_device_number(b: &Body, lk: usize, w: usize) -> Vec<(usize, Edit)> {
         ],
         None => Vec::new(),
     }
+}
+
+/// The position of the lock loop's label, right before the lock at `lk`, when a
+/// conditional branch precedes it (GCC's NULL check of the mailbox): after that branch,
+/// code runs once per request, before the lock. `None` for another shape.
+fn lock_entry(b: &Body, lk: usize) -> Option<usize> {
+    let label = lk.checked_sub(1)?;
+    let before = b.t(label.checked_sub(1)?);
+    (b.t(label).ends_with(':') && before.starts_with('@') && before.contains(" bra "))
+        .then_some(label)
 }
 
 /// Whether instruction `line` writes register `reg` (its first operand, for every
@@ -269,15 +282,14 @@ fn reuse_mailbox_address(b: &Body, lk: usize, w: usize, flag: &str) -> Vec<(usiz
             .and_then(|s| s.strip_suffix(VAR))
     };
     let shape = || {
-        let label = lk.checked_sub(1)?;
-        let first = read(lk.checked_sub(4)?)?;
+        let label = lock_entry(b, lk)?;
+        let first = read(label.checked_sub(3)?)?;
         let pred = b
-            .t(lk - 3)
+            .t(label - 2)
             .strip_prefix("setp.eq.u64 ")?
             .strip_suffix(&format!(",{first},0;"))?;
-        let once = (0..b.code.len()).filter(|&k| writes(b.t(k), first)).count() == 1;
-        let branch = b.t(lk - 2).starts_with(&format!("@{pred} bra "));
-        (b.t(label).ends_with(':') && branch && once).then_some(first)
+        let branch = b.t(label - 1).starts_with(&format!("@{pred} bra "));
+        (branch && b.written_once(first)).then_some(first)
     };
     let Some(first) = shape() else {
         return Vec::new();
@@ -364,16 +376,11 @@ pub fn rewrite(obj: &[u8], form: Form) -> Option<(Vec<u8>, Form)> {
 mod tests {
     use super::*;
 
-    /// GCC 16's `GOMP_target_ext` wait as its sm_52 libgomp has it (from the PTX of a
-    /// GCC 16 binary, shortened around the loop).
-    const GCC16: &str = "// BEGIN GLOBAL FUNCTION DECL: GOMP_target_ext\n\
-.extern .func GOMP_target_ext (.param .u32 %in_ar0);\n\
-// BEGIN GLOBAL FUNCTION DEF: GOMP_target_ext\n\
-.visible .func GOMP_target_ext (.param .u32 %in_ar0)\n\
-{\n\
-membar.sys;\n\
-st.volatile.global.u64 [%r26],%r38;\n\
-$L23:\n\
+    /// GCC 16's wait, the unlock after it, the function's end and the start of the next
+    /// function, as in the PTX of a GCC 16 binary (both fixtures below end so).
+    macro_rules! wait_and_unlock {
+        () => {
+            "$L23:\n\
 .loc 2 146 10\n\
 ld.global.u64 %r62,[__gomp_rev_offload_var];\n\
 ld.u64 %r34,[%r62];\n\
@@ -390,14 +397,29 @@ ret;\n\
 }\n\
 // BEGIN GLOBAL FUNCTION DEF: GOMP_target_data_ext\n\
 .visible .func GOMP_target_data_ext\n\
+{\n"
+        };
+    }
+
+    /// GCC 16's `GOMP_target_ext` wait as its sm_52 libgomp has it (from the PTX of a
+    /// GCC 16 binary, shortened around the loop).
+    const GCC16: &str = concat!(
+        "// BEGIN GLOBAL FUNCTION DECL: GOMP_target_ext\n\
+.extern .func GOMP_target_ext (.param .u32 %in_ar0);\n\
+// BEGIN GLOBAL FUNCTION DEF: GOMP_target_ext\n\
+.visible .func GOMP_target_ext (.param .u32 %in_ar0)\n\
 {\n\
-$L1:\n\
+membar.sys;\n\
+st.volatile.global.u64 [%r26],%r38;\n",
+        wait_and_unlock!(),
+        "$L1:\n\
 ld.global.u64 %r62,[__gomp_rev_offload_var];\n\
 ld.u64 %r34,[%r62];\n\
 membar.sys;\n\
 setp.ne.u64 %r63,%r34,0;\n\
 @%r63 bra $L1;\n\
-}\n";
+}\n"
+    );
 
     fn nul(s: &str) -> Vec<u8> {
         let mut v = s.as_bytes().to_vec();
@@ -415,7 +437,8 @@ setp.ne.u64 %r63,%r34,0;\n\
 
     /// A whole object as GCC 16's sm_52 libgomp has it around `GOMP_target_ext` (its
     /// request, from the PTX of a GCC 16 binary; declarations left out).
-    const OBJECT: &str = ".version 7.3\n\
+    const OBJECT: &str = concat!(
+        ".version 7.3\n\
 .target sm_52\n\
 .address_size 64\n\
 // BEGIN GLOBAL FUNCTION DEF: omp_pause_resource_all\n\
@@ -445,28 +468,12 @@ membar.sys;\n\
 .loc 2 130 3\n\
 // #APP \n\
 st.volatile.global.u64 [%r26],%r38;\n\
-// #NO_APP \n\
-$L23:\n\
-.loc 2 146 10\n\
-ld.global.u64 %r62,[__gomp_rev_offload_var];\n\
-ld.u64 %r34,[%r62];\n\
-membar.sys;\n\
-.loc 2 146 72\n\
-setp.ne.u64 %r63,%r34,0;\n\
-@%r63 bra $L23;\n\
-.loc 4 58 3\n\
-membar.sys;\n\
-mov.u32 %r64,0;\n\
-st.global.u32 [lock$2],%r64;\n\
-$L20:\n\
-ret;\n\
-}\n\
-// BEGIN GLOBAL FUNCTION DEF: GOMP_target_data_ext\n\
-.visible .func GOMP_target_data_ext\n\
-{\n\
-membar.sys;\n\
+// #NO_APP \n",
+        wait_and_unlock!(),
+        "membar.sys;\n\
 trap;\n\
-}\n";
+}\n"
+    );
 
     #[test]
     fn the_whole_request_in_scoped_forms() {
