@@ -4,7 +4,9 @@
  * CUDA toolkit is needed). Run on the GPU machine by bench/device-run.sh.
  *
  * usage: cuda_floor [N [GCC_PTX]]     (env FLOOR_ONLY=revoff: the revoff_* rows only;
- *                                    FLOOR_ONLY=hostalloc: the hostalloc_* rows only)
+ *                                    FLOOR_ONLY=hostalloc: the hostalloc_* rows only;
+ *                                    FLOOR_ONLY=gccshape: GCC's empty kernel in several
+ *                                    launch shapes, see gcc_shapes)
  *   N        calls per batch (default 500; median of 20 batches; the synchronous rows
  *            use N/5+1, those of 64 KiB and more N/25+1)
  *   GCC_PTX  the PTX objects of a gcc-16 program with one empty `omp target` region, each
@@ -246,6 +248,8 @@ static void launch (CUstream s)
 #define GCC_WARPS 8
 #define GCC_STACK (128 * 1024)
 #define GCC_LOWLAT 8192
+/* The launch's shape (FLOOR_ONLY=gccshape varies it; the plugins' otherwise). */
+static unsigned gcc_warps = GCC_WARPS, gcc_lowlat = GCC_LOWLAT;
 static CUfunction gcc_fn;
 static CUdeviceptr gcc_stacks;
 
@@ -256,7 +260,7 @@ static void launch_gcc (CUstream s)
   void *extra[] = { (void *) 1 /* CU_LAUNCH_PARAM_BUFFER_POINTER */, args,
 		    (void *) 2 /* CU_LAUNCH_PARAM_BUFFER_SIZE */, &size,
 		    (void *) 0 /* CU_LAUNCH_PARAM_END */ };
-  CHECK (cuLaunchKernel (gcc_fn, 1, 1, 1, 32, GCC_WARPS, 1, GCC_LOWLAT, s, NULL, extra));
+  CHECK (cuLaunchKernel (gcc_fn, 1, 1, 1, 32, gcc_warps, 1, gcc_lowlat, s, NULL, extra));
 }
 
 /* The shape of the SEQ_* operations: bytes up, bytes down, which kernel. */
@@ -524,7 +528,7 @@ static int load_gcc (const char *file, CUstream s)
 }
 
 /* Device time of GCC's empty kernel: events around each launch, median of N. */
-static void measure_gcc_event (CUstream s, int n)
+static void measure_gcc_event (const char *name, CUstream s, int n)
 {
   CUevent e0, e1;
   CHECK (cuEventCreate (&e0, 0));
@@ -541,8 +545,56 @@ static void measure_gcc_event (CUstream s, int n)
       if (i >= 10)
 	t[i - 10] = ms * 1e-3;
     }
-  printf ("metric floor_gcc_empty_event %.2f us\n", median (t, n) * 1e6);
+  printf ("metric floor_%s %.2f us\n", name, median (t, n) * 1e6);
   free (t);
+}
+
+/* FLOOR_ONLY=gccshape: what the shape of the launch costs GCC's kernel of an empty
+   region (FILE; FILE17, from env GCC17_PTX: the same built by gcc-snapshot): device
+   time (events) and wall time (launch + cuStreamSynchronize) for 1, 2, 4 and 8 warps,
+   with and without the 8 KiB low-latency pool; beside them the trivial kernel's device
+   time (floor_empty_event). Rows gcc[17]_shape_w<W>_s<S>_{event,wall}.  */
+static int gcc_shapes (const char *file, const char *file17, CUfunction plain, CUstream s,
+		       int n)
+{
+  CUevent e0, e1;
+  CHECK (cuEventCreate (&e0, 0));
+  CHECK (cuEventCreate (&e1, 0));
+  double *t = malloc (n * sizeof *t);
+  void *p[1] = { &dptr };
+  for (int i = 0; i < n + 10; i++)
+    {
+      float ms;
+      CHECK (cuEventRecord (e0, s));
+      CHECK (cuLaunchKernel (plain, 1, 1, 1, 32, 1, 1, 0, s, p, NULL));
+      CHECK (cuEventRecord (e1, s));
+      CHECK (cuEventSynchronize (e1));
+      CHECK (cuEventElapsedTime (&ms, e0, e1));
+      if (i >= 10)
+	t[i - 10] = ms * 1e-3;
+    }
+  printf ("metric floor_empty_event %.2f us\n", median (t, n) * 1e6);
+  free (t);
+  const char *files[2] = { file, file17 }, *tag[2] = { "gcc", "gcc17" };
+  for (int f = 0; f < 2; f++)
+    {
+      if (!files[f] || !*files[f])
+	continue;
+      if (load_gcc (files[f], s))
+	return 1;
+      for (unsigned w = 1; w <= 8; w *= 2)
+	for (unsigned sm = 0; sm <= 8192; sm += 8192)
+	  {
+	    char name[64];
+	    gcc_warps = w, gcc_lowlat = sm;
+	    snprintf (name, sizeof name, "%s_shape_w%u_s%u_event", tag[f], w, sm);
+	    measure_gcc_event (name, s, n);
+	    snprintf (name, sizeof name, "%s_shape_w%u_s%u_wall", tag[f], w, sm);
+	    measure (name, GCC_SYNC_LAUNCH, s, n / 5 + 1);
+	  }
+      gcc_warps = GCC_WARPS, gcc_lowlat = GCC_LOWLAT;
+    }
+  return 0;
 }
 
 static volatile unsigned long long *mailbox;
@@ -747,6 +799,8 @@ int main (int argc, char **argv)
   pageable = calloc (1, 4096);
   if (only && !strcmp (only, "revoff"))
     goto revoff;
+  if (only && !strcmp (only, "gccshape"))
+    return gcc_shapes (argc > 2 ? argv[2] : NULL, getenv ("GCC17_PTX"), fn, nb, n);
   measure ("launch_nb", LAUNCH, nb, n);
   measure ("launch_blk", LAUNCH, blk, n);
   measure ("h2d8_pageable", H2D_PAGEABLE, nb, n);
@@ -784,7 +838,7 @@ int main (int argc, char **argv)
       if (load_gcc (argv[2], nb))
 	return 1;
       measure ("gcc_empty_wall", GCC_SYNC_LAUNCH, nb, n / 5 + 1);
-      measure_gcc_event (nb, n);
+      measure_gcc_event ("gcc_empty_event", nb, n);
       for (size_t b = 8; b <= 1 << 20; b *= b == 8 ? 512 : 16)
 	measure_seq ("gcc_region", b, 8, 1, nb, n);
       measure_seq ("gcc_cycle", 4096, 4096, 1, nb, n);

@@ -113,6 +113,9 @@ pub struct Tune {
     /// In programs that use reverse offload, how GCC's device-side request is rewritten
     /// (`image::rev_spin`).
     pub revspin: RevSpin,
+    /// Nanoseconds between a reverse-offload request's flag and the device's first
+    /// look for the answer (scoped form only; `image::rev_spin`).
+    pub revdelay: u32,
 }
 
 /// How GCC's device-side reverse-offload request is rewritten before the JIT link
@@ -127,6 +130,9 @@ pub enum RevSpin {
     /// capability 7.0 or more (elsewhere, and where the object cannot take them, `Wait`).
     AcqRel,
 }
+
+/// Default `revdelay` (ns).
+pub const DEFAULT_REVDELAY: u32 = 500;
 
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
 /// driver takes milliseconds). `Copy`, plain data.
@@ -184,6 +190,7 @@ impl Default for Tune {
             pinnedshards: None,
             pinnednuma: true,
             revspin: RevSpin::AcqRel,
+            revdelay: DEFAULT_REVDELAY,
         }
     }
 }
@@ -203,7 +210,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 19] = [
+static KEYS: [Entry<Parsing>; 20] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -431,6 +438,18 @@ static KEYS: [Entry<Parsing>; 19] = [
               `wait`: the wait (an acquire load with a `membar.sys` in every round) polls with \
               volatile loads and fences once after the loop; `0`: GCC's code as it is",
     },
+    Entry {
+        name: "revdelay",
+        value: Value::Number {
+            min: 0,
+            max: 100_000,
+            set: |p, n| p.t.revdelay = n as u32,
+        },
+        default: "500",
+        doc: "with `revspin=acqrel`, nanoseconds (converted to the device's clock cycles) \
+              between a reverse-offload request's flag and the device's first look for the \
+              host's answer (`image/rev_spin.rs`); 0: at once",
+    },
 ];
 
 /// Whether `name` is a key of `GOMP_NVPTX_TUNE` (the copy paths' knobs are checked
@@ -473,7 +492,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400",
         )
         .unwrap();
         assert_eq!(
@@ -498,6 +517,7 @@ mod tests {
                 pinnedshards: None,
                 pinnednuma: true,
                 revspin: RevSpin::Off,
+                revdelay: 400,
             }
         );
         let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();

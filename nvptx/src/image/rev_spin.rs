@@ -24,6 +24,12 @@
 //! have this exact shape (sm_70 builds use `ld.acquire.sys`, which needs no rewrite) is
 //! left as it is. `GOMP_NVPTX_TUNE=revspin=0` keeps GCC's code.
 //!
+//! In the scoped form ([`Form::AcqRel`]) the device also lets `revdelay` (default 500 ns,
+//! in clock cycles here) pass between the flag and its first poll
+//! ([`first_poll_delay`]): the wait polls one bus read at a time, and a host that needs
+//! some work before answering misses the first read and waits a whole read for the next
+//! one (H100: 4.3 µs a round trip without the delay, 3.4-3.5 with 300-500 ns).
+//!
 //! The rewritten object differs from the original, so the linked-image cache keys it
 //! apart (the key covers every byte of PTX). Pure code.
 
@@ -167,7 +173,7 @@ fn volatile_wait(b: &Body) -> Option<String> {
 /// `@%P membar.sys;`), the flag (`membar.sys;` then `st.volatile.global.u64 [..],..;`),
 /// the wait loop, and after it `membar.sys;` / `mov.u32 %Z,0;` / `st.global.u32
 /// [LOCK],%Z;`.
-fn acq_rel(b: &Body) -> Option<String> {
+fn acq_rel(b: &Body, delay: u64) -> Option<String> {
     let (w, _, _) = b.wait_loop()?;
     let mut edits = Vec::new();
     // The lock, before the loop.
@@ -194,7 +200,10 @@ fn acq_rel(b: &Body) -> Option<String> {
         return None;
     }
     edits.push((w - 2, Edit::Drop));
-    let release = flag.replacen("st.volatile.global.u64", "st.release.sys.global.u64", 1);
+    let mut release = flag.replacen("st.volatile.global.u64", "st.release.sys.global.u64", 1);
+    if delay > 0 {
+        release.push_str(&first_poll_delay(delay));
+    }
     edits.push((w - 1, Edit::Replace(release)));
     // The wait: acquire loads, no fence.
     let load = b.t(w + 2).replacen("ld.u64 ", "ld.acquire.sys.u64 ", 1);
@@ -213,6 +222,27 @@ fn acq_rel(b: &Body) -> Option<String> {
     edits.extend(reuse_mailbox_address(b, lk, w, flag));
     edits.extend(hoist_device_number(b, lk, w));
     Some(b.apply(edits))
+}
+
+/// The lines after the flag's store that let `cycles` clock cycles (`%clock64`) pass
+/// before the wait's first poll: a poll is one read across the bus, and the host's
+/// answer that arrives just after a poll has read waits for the next one (a whole read's
+/// time); a first poll a little later finds an answer the host needed some work for.
+/// Its own block: registers and label of their own.
+fn first_poll_delay(cycles: u64) -> String {
+    format!(
+        "\n{{\n\
+.reg .u64 %rs_t0;\n\
+.reg .u64 %rs_t1;\n\
+.reg .pred %rs_p;\n\
+mov.u64 %rs_t0,%clock64;\n\
+$Lrs_delay:\n\
+mov.u64 %rs_t1,%clock64;\n\
+sub.u64 %rs_t1,%rs_t1,%rs_t0;\n\
+setp.lt.u64 %rs_p,%rs_t1,{cycles};\n\
+@%rs_p bra $Lrs_delay;\n\
+}}"
+    )
 }
 
 /// The request's device number (`ld.global.u32 %rI,[__gomp_additional_icvs];`, the ICV
@@ -344,9 +374,10 @@ fn as_sm70(head: &str, text: &str) -> Option<String> {
 
 /// `obj` (one PTX object, NUL-terminated) with `GOMP_target_ext`'s request rewritten in
 /// `form` (see [`Form`]; [`Form::AcqRel`] falls back to [`Form::VolatileWait`] when the
-/// object cannot take it), NUL-terminated, and the form used; `None` when `obj` does not
+/// object cannot take it; in that form the first poll comes `delay` clock cycles after
+/// the flag, [`first_poll_delay`], none when 0), NUL-terminated, and the form used; `None` when `obj` does not
 /// define the function or its wait has another shape (then `obj` is linked as it is).
-pub fn rewrite(obj: &[u8], form: Form) -> Option<(Vec<u8>, Form)> {
+pub fn rewrite(obj: &[u8], form: Form, delay: u64) -> Option<(Vec<u8>, Form)> {
     let text = std::str::from_utf8(obj.strip_suffix(&[0]).unwrap_or(obj)).ok()?;
     let start = text.find(DEF)? + DEF.len();
     let end = text[start..]
@@ -354,7 +385,7 @@ pub fn rewrite(obj: &[u8], form: Form) -> Option<(Vec<u8>, Form)> {
         .map_or(text.len(), |e| start + e + 1);
     let b = Body::new(&text[start..end]);
     let scoped = (form == Form::AcqRel)
-        .then(|| Some((as_sm70(&text[..start], text)?, acq_rel(&b)?)))
+        .then(|| Some((as_sm70(&text[..start], text)?, acq_rel(&b, delay)?)))
         .flatten();
     let (head, body, used) = match scoped {
         Some((head, body)) => (head, body, Form::AcqRel),
@@ -429,7 +460,7 @@ setp.ne.u64 %r63,%r34,0;\n\
 
     /// The volatile-wait rewrite, which must say it used that form.
     fn wait(obj: &[u8]) -> Option<Vec<u8>> {
-        rewrite(obj, Form::VolatileWait).map(|(out, used)| {
+        rewrite(obj, Form::VolatileWait, 0).map(|(out, used)| {
             assert_eq!(used, Form::VolatileWait);
             out
         })
@@ -477,7 +508,7 @@ trap;\n\
 
     #[test]
     fn the_whole_request_in_scoped_forms() {
-        let (out, used) = rewrite(&nul(OBJECT), Form::AcqRel).expect("rewritten");
+        let (out, used) = rewrite(&nul(OBJECT), Form::AcqRel, 0).expect("rewritten");
         assert_eq!(used, Form::AcqRel);
         let text = std::str::from_utf8(&out[..out.len() - 1]).unwrap();
         let want = OBJECT
@@ -526,9 +557,44 @@ trap;\n\
     }
 
     #[test]
+    fn the_first_poll_waits_the_cycles_asked_after_the_flag() {
+        let plain = rewrite(&nul(OBJECT), Form::AcqRel, 0).expect("rewritten").0;
+        let (out, used) = rewrite(&nul(OBJECT), Form::AcqRel, 990).expect("rewritten");
+        assert_eq!(used, Form::AcqRel);
+        let (plain, text) = (
+            String::from_utf8(plain).unwrap(),
+            String::from_utf8(out).unwrap(),
+        );
+        let flag = "st.release.sys.global.u64 [%r26],%r38;\n";
+        // The same rewrite with the delay's block right after the flag's store.
+        assert_eq!(
+            text,
+            plain.replacen(
+                flag,
+                &format!("{flag}{}\n", first_poll_delay(990).trim_start()),
+                1
+            )
+        );
+        let after_flag = &text[text.find(flag).unwrap() + flag.len()..];
+        assert!(after_flag.starts_with("{\n.reg .u64 %rs_t0;"));
+        assert!(after_flag.contains("setp.lt.u64 %rs_p,%rs_t1,990;\n@%rs_p bra $Lrs_delay;\n}\n"));
+        // Before the wait's loop, which is unchanged.
+        let (delay_end, poll) = (
+            after_flag.find("}\n").unwrap(),
+            after_flag.find("$L23:").unwrap(),
+        );
+        assert!(delay_end < poll);
+        // The volatile-wait form (devices before sm_70) never delays.
+        assert_eq!(
+            rewrite(&nul(OBJECT), Form::VolatileWait, 990),
+            rewrite(&nul(OBJECT), Form::VolatileWait, 0)
+        );
+    }
+
+    #[test]
     fn the_address_is_read_again_unless_the_first_read_is_kept() {
         let scoped = |obj: &str| {
-            let (out, used) = rewrite(&nul(obj), Form::AcqRel).expect("rewritten");
+            let (out, used) = rewrite(&nul(obj), Form::AcqRel, 0).expect("rewritten");
             assert_eq!(used, Form::AcqRel);
             String::from_utf8(out).unwrap()
         };
@@ -556,7 +622,7 @@ trap;\n\
     #[test]
     fn scoped_forms_fall_back_to_the_wait_alone() {
         let volatile = |obj: &str| {
-            let (out, used) = rewrite(&nul(obj), Form::AcqRel).expect("rewritten");
+            let (out, used) = rewrite(&nul(obj), Form::AcqRel, 0).expect("rewritten");
             assert_eq!(used, Form::VolatileWait, "{obj}");
             assert_eq!(Some(out), wait(&nul(obj)));
         };
@@ -577,7 +643,7 @@ trap;\n\
     #[test]
     fn a_newer_target_is_kept() {
         let obj = OBJECT.replacen(".target sm_52", ".target sm_80", 1);
-        let (out, used) = rewrite(&nul(&obj), Form::AcqRel).expect("rewritten");
+        let (out, used) = rewrite(&nul(&obj), Form::AcqRel, 0).expect("rewritten");
         assert_eq!(used, Form::AcqRel);
         assert!(std::str::from_utf8(&out)
             .unwrap()
