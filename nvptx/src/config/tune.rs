@@ -132,7 +132,7 @@ pub enum RevSpin {
 }
 
 /// Default `revdelay` (ns).
-pub const DEFAULT_REVDELAY: u32 = 500;
+pub const DEFAULT_REVDELAY: u32 = 300;
 
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
 /// driver takes milliseconds). `Copy`, plain data.
@@ -445,7 +445,7 @@ static KEYS: [Entry<Parsing>; 20] = [
             max: 100_000,
             set: |p, n| p.t.revdelay = n as u32,
         },
-        default: "500",
+        default: "300",
         doc: "with `revspin=acqrel`, nanoseconds (converted to the device's clock cycles) \
               between a reverse-offload request's flag and the device's first look for the \
               host's answer (`image/rev_spin.rs`); 0: at once",
