@@ -5,6 +5,7 @@
  *
  * usage: cuda_floor [N [GCC_PTX]]     (env FLOOR_ONLY=revoff: the revoff_* rows only;
  *                                    FLOOR_ONLY=hostalloc: the hostalloc_* rows only;
+ *                                    FLOOR_ONLY=gcc: the gcc_* rows only (GCC_PTX);
  *                                    FLOOR_ONLY=gccshape: GCC's empty kernel in several
  *                                    launch shapes, see gcc_shapes)
  *   N        calls per batch (default 500; median of 20 batches; the synchronous rows
@@ -799,6 +800,8 @@ int main (int argc, char **argv)
   pageable = calloc (1, 4096);
   if (only && !strcmp (only, "revoff"))
     goto revoff;
+  if (only && !strcmp (only, "gcc"))
+    goto gcc;
   if (only && !strcmp (only, "gccshape"))
     return gcc_shapes (argc > 2 ? argv[2] : NULL, getenv ("GCC17_PTX"), fn, nb, n);
   measure ("launch_nb", LAUNCH, nb, n);
@@ -824,15 +827,19 @@ int main (int argc, char **argv)
     measure ("h2d4k_sync_ptds", H2D4K_SYNC_PTDS, nb, n / 5 + 1);
 
   /* Single synchronous copies and whole regions' copy sequences. */
+gcc:
   CHECK (cuMemAlloc (&big_dptr, 1 << 20));
   big_pageable = calloc (1, 1 << 20);
   down_buf = calloc (1, 4096);
+  if (only && !strcmp (only, "gcc"))
+    goto gcc_rows;
   measure ("h2d8_sync", H2D8_SYNC, nb, n / 5 + 1);
   measure ("d2h8_sync", D2H8_SYNC, nb, n / 5 + 1);
   measure ("d2h8_pinned_sync", D2H8_PINNED_SYNC, nb, n / 5 + 1);
   measure ("d2h4k_sync", D2H4K_SYNC, nb, n / 5 + 1);
   measure_seq ("seq", 8, 8, 0, nb, n);
   measure_seq ("seq", 4096, 8, 0, nb, n);
+gcc_rows:
   if (argc > 2)
     {
       if (load_gcc (argv[2], nb))
@@ -874,6 +881,8 @@ int main (int argc, char **argv)
     }
   else
     printf ("# no GCC_PTX given: the gcc_* rows are left out\n");
+  if (only && !strcmp (only, "gcc"))
+    return 0;
 
 revoff:;
   CUmodule rmod;
