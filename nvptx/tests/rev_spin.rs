@@ -31,14 +31,25 @@ const LOCK: &str = "$L22:\n@%r67 atom.global.exch.b32 %r36,[lock$2],1;\n@%r67 me
 ld.global.u64 %r26,[__gomp_rev_offload_var];\nst.u64 [%r26+8],%r39;\nmembar.sys;\n\
 st.volatile.global.u64 [%r26],%r38;\n";
 const UNLOCK: &str = "mov.u32 %r64,0;\nst.global.u32 [lock$2],%r64;\n";
-/// The whole request in scoped forms.
-const SCOPED: &str = "$L22:\n@%r67 atom.acquire.gpu.global.exch.b32 %r36,[lock$2],1;\n\
+/// The whole request in scoped forms: up to the flag, then (after the first poll's
+/// delay, if any) the wait and the unlock.
+const SCOPED_HEAD: &str = "$L22:\n@%r67 atom.acquire.gpu.global.exch.b32 %r36,[lock$2],1;\n\
 @%r68 shfl.sync.idx.b32 %r36,%r36,%r66,31,0xffffffff;\nsetp.ne.u32 %r60,%r36,0;\n@%r60 bra $L22;\n\
 ld.global.u64 %r26,[__gomp_rev_offload_var];\nst.u64 [%r26+8],%r39;\n\
-st.release.sys.global.u64 [%r26],%r38;\n$L23:\n.loc 2 146 10\n\
+st.release.sys.global.u64 [%r26],%r38;\n";
+const SCOPED_TAIL: &str = "$L23:\n.loc 2 146 10\n\
 ld.global.u64 %r62,[__gomp_rev_offload_var];\nld.acquire.sys.u64 %r34,[%r62];\n.loc 2 146 72\n\
 setp.ne.u64 %r63,%r34,0;\n@%r63 bra $L23;\n.loc 4 58 3\nmov.u32 %r64,0;\n\
 st.release.gpu.global.u32 [lock$2],%r64;\n";
+
+/// The first poll's delay of `cycles` clock cycles as the rewrite writes it.
+fn delay(cycles: u64) -> String {
+    format!(
+        "{{\n.reg .u64 %rs_t0;\n.reg .u64 %rs_t1;\n.reg .pred %rs_p;\n\
+mov.u64 %rs_t0,%clock64;\n$Lrs_delay:\nmov.u64 %rs_t1,%clock64;\n\
+sub.u64 %rs_t1,%rs_t1,%rs_t0;\nsetp.lt.u64 %rs_p,%rs_t1,{cycles};\n@%rs_p bra $Lrs_delay;\n}}\n"
+    )
+}
 
 /// The child: loads an image of a kernel and a PTX object defining `GOMP_target_ext`
 /// with GCC's wait (with the whole request around it when `RS_FULL=1`), asking for the
@@ -107,13 +118,48 @@ fn the_wait_is_rewritten_for_reverse_offload_only() {
         Wait,
         Scoped,
     }
-    for (case, reverse, full, tune, cc6, want) in [
-        ("reverse", "1", "1", "", false, Want::Scoped),
-        ("reverse-wait", "1", "1", "revspin=wait", false, Want::Wait),
-        ("reverse-cc6", "1", "1", "", true, Want::Wait),
-        ("reverse-short", "1", "0", "", false, Want::Wait),
-        ("reverse-revspin0", "1", "1", "revspin=0", false, Want::Gcc),
-        ("no-reverse", "0", "1", "", false, Want::Gcc),
+    // The stand-in's clock is 1980000 kHz: the default 300 ns are 594 cycles.
+    for (case, reverse, full, tune, cc6, want, cycles) in [
+        ("reverse", "1", "1", "", false, Want::Scoped, 594),
+        (
+            "reverse-nodelay",
+            "1",
+            "1",
+            "revdelay=0",
+            false,
+            Want::Scoped,
+            0,
+        ),
+        (
+            "reverse-delay1000",
+            "1",
+            "1",
+            "revdelay=1000",
+            false,
+            Want::Scoped,
+            1980,
+        ),
+        (
+            "reverse-wait",
+            "1",
+            "1",
+            "revspin=wait",
+            false,
+            Want::Wait,
+            0,
+        ),
+        ("reverse-cc6", "1", "1", "", true, Want::Wait, 0),
+        ("reverse-short", "1", "0", "", false, Want::Wait, 0),
+        (
+            "reverse-revspin0",
+            "1",
+            "1",
+            "revspin=0",
+            false,
+            Want::Gcc,
+            0,
+        ),
+        ("no-reverse", "0", "1", "", false, Want::Gcc, 0),
     ] {
         let cache = scratch.join(case);
         let c = support::run_child(
@@ -150,13 +196,20 @@ fn the_wait_is_rewritten_for_reverse_offload_only() {
             "{case}: the kernel's object"
         );
         let has = |s: &str| text.contains(s);
-        let got = match (has(WAIT), has(REWRITTEN), has(SCOPED)) {
+        let scoped = if cycles > 0 {
+            format!("{SCOPED_HEAD}{}{SCOPED_TAIL}", delay(cycles))
+        } else {
+            format!("{SCOPED_HEAD}{SCOPED_TAIL}")
+        };
+        let got = match (has(WAIT), has(REWRITTEN), has(&scoped)) {
             (true, false, false) => Want::Gcc,
             (false, true, false) => Want::Wait,
             (false, false, true) => Want::Scoped,
             _ => panic!("{case}: not one of the three forms in\n{text}"),
         };
         assert_eq!(got, want, "{case}:\n{text}");
+        // Only the scoped form delays its first poll.
+        assert_eq!(has("%rs_t0"), cycles > 0, "{case}: the first poll's delay");
         let (lock, unlock) = if full == "1" {
             (LOCK, UNLOCK)
         } else {
