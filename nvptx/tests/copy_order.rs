@@ -113,6 +113,15 @@ fn pending() -> i64 {
     unsafe { f() }
 }
 
+/// The stand-in's `cuStreamWriteValue32_v2` writes that have run.
+fn value_writes() -> i64 {
+    // SAFETY: the stand-in's `int64_t stub_libcuda_value_writes (void)`.
+    let f: unsafe extern "C" fn() -> i64 =
+        unsafe { std::mem::transmute(stub_fn("stub_libcuda_value_writes")) };
+    // SAFETY: plain call.
+    unsafe { f() }
+}
+
 /// Makes the next host-to-device copy fail on the stand-in's device.
 fn fail_next_h2d() {
     // SAFETY: the stand-in's `void stub_libcuda_fail_next_h2d (void)`.
@@ -499,6 +508,67 @@ fn bounce_buffers_wait_for_their_copies() {
         return;
     }
     in_every_mode(T, &[]);
+}
+
+/// Small copies to the host through the thread's ring are waited for by the word the
+/// stream writes after them (`syncwait=flag`, the default) and see what the kernel
+/// before them wrote, also when the stand-in's queries answer "not ready" until a
+/// synchronisation (`STUB_LIBCUDA_LAZY=1`: the wait gives up polling and
+/// synchronizes); `syncwait=sync` writes no word.
+#[test]
+fn small_copies_to_the_host_wait_by_flag() {
+    const T: &str = "small_copies_to_the_host_wait_by_flag";
+    if support::is_child(T) {
+        let k = setup();
+        let (p, q) = (alloc(64), alloc(64));
+        let flag = std::env::var("RS_FLAG").unwrap() == "1";
+        let lazy = std::env::var("STUB_LIBCUDA_LAZY").unwrap() == "1";
+        for round in 1..=8u64 {
+            let words: Vec<u8> = (1..=8u64).flat_map(|w| (w * round).to_le_bytes()).collect();
+            assert!(h2d(p, &words));
+            run(k.double, p);
+            let want: Vec<u8> = (1..=8u64)
+                .flat_map(|w| (2 * w * round).to_le_bytes())
+                .collect();
+            assert_eq!(back(p, 64), want, "round {round}: the kernel's result");
+            // A block no kernel saw: no read-ahead has it.
+            let other = pattern(round as usize, 64);
+            assert!(h2d(q, &other));
+            assert_eq!(back(q, 64), other, "round {round}: a copy there and back");
+        }
+        let w = value_writes();
+        match (flag, lazy) {
+            // The thread's first small copies go without the ring (`host::ring::WITHOUT`).
+            (true, false) => assert!(w >= 5, "{w} flag writes"),
+            // Polled, never written until a synchronisation ran the stream.
+            (true, true) => assert!(w >= 1, "{w} flag writes"),
+            (false, _) => assert_eq!(w, 0),
+        }
+        assert!(fini());
+        return;
+    }
+    if !support::have_tools(T, &["cc"]) {
+        return;
+    }
+    let dir = support::Scratch::new("copy-order-flag");
+    let lib = support::stub_libcuda_2dev(&dir, &[]);
+    for (how, flag) in [("syncwait=flag", "1"), ("syncwait=sync", "0"), ("", "1")] {
+        for lazy in ["0", "1"] {
+            let tune = format!("teams=1,warps=1,{how}");
+            support::run_child(
+                T,
+                &[
+                    ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+                    ("GOMP_NVPTX_TUNE", OsStr::new(&tune)),
+                    ("STUB_LIBCUDA_LAZY", OsStr::new(lazy)),
+                    ("RS_FLAG", OsStr::new(flag)),
+                ],
+            )
+            .assert_passed()
+            .assert_stderr_lacks("panicked")
+            .assert_stderr_lacks("stub libcuda:");
+        }
+    }
 }
 
 /// A deferred copy that fails on the device is reported: by the thread's next

@@ -98,7 +98,8 @@
  * For the tests, functions of its own: stub_libcuda_stats (per-device counters),
  * stub_libcuda_function_lookups (cuModuleGetFunction calls),
  * stub_libcuda_owner (which device an address belongs to), stub_libcuda_kernel_log,
- * stub_libcuda_pending (work queued and not yet run), stub_libcuda_fail_next_h2d and
+ * stub_libcuda_pending (work queued and not yet run), stub_libcuda_value_writes (the
+ * cuStreamWriteValue32_v2 writes that have run), stub_libcuda_fail_next_h2d and
  * stub_libcuda_launch_log.
  *
  * Build: cc -shared -fPIC -pthread -I<dir of stub_names.h> stub_libcuda_2dev.c
@@ -220,7 +221,7 @@ struct handle {
   enum kernel kernel;
 };
 
-enum opkind { OP_NOP, OP_WAIT, OP_COPY, OP_MEMSET, OP_LAUNCH, OP_FREE };
+enum opkind { OP_NOP, OP_WAIT, OP_COPY, OP_MEMSET, OP_LAUNCH, OP_FREE, OP_WRITE32 };
 
 /* One queued operation. Device ranges it touches: [lo1, hi1) and [lo2, hi2). */
 struct op {
@@ -262,6 +263,7 @@ static int fail_next_h2d;          /* the next cuMemcpyHtoDAsync fails when it r
 static unsigned char kernel_log[MAX_LOG][64];
 static int nlog;
 static uint64_t vclock_ns;         /* the virtual clock of timing events */
+static int64_t value_writes;       /* cuStreamWriteValue32_v2 writes run */
 static long launches;              /* cuLaunchKernel calls that queued a launch */
 static char *launch_text;          /* the launch log */
 static size_t launch_len;
@@ -731,6 +733,10 @@ static void run_op (struct handle *s, struct op *o, uint64_t pos)
       break;
     case OP_MEMSET:
       memset (o->dst, o->val, o->n);
+      break;
+    case OP_WRITE32:
+      __atomic_store_n ((uint32_t *) o->dst, (uint32_t) o->val, __ATOMIC_RELEASE);
+      value_writes++;
       break;
     case OP_LAUNCH:
       vclock_ns += o->ns;
@@ -1305,6 +1311,28 @@ CUresult cuMemsetD8Async (CUdeviceptr p, unsigned char v, size_t n, void *s)
       o->lo1 = (uintptr_t) p;
       o->hi1 = (uintptr_t) p + n;
       queue_op (stream_of ("cuMemsetD8Async", s), o);
+    }
+  UNLOCK;
+  return r;
+}
+
+/* cuStreamWriteValue32_v2 into page-locked host memory (the only memory the plugin
+   gives it): the word is written when the stream's work before it has run.  */
+CUresult cuStreamWriteValue32_v2 (void *s, CUdeviceptr addr, unsigned value, unsigned flags)
+{
+  CHECK_INIT;
+  if (flags != 0 || (addr & 3))
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCK;
+  struct handle *q = stream_of ("cuStreamWriteValue32", s);
+  CUresult r = q ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+  if (q && pinned ((const void *) (uintptr_t) addr, 4))
+    {
+      struct op *o = new_op (OP_WRITE32);
+      o->dst = (void *) (uintptr_t) addr;
+      o->val = (int) value;
+      queue_op (q, o);
+      r = CUDA_SUCCESS;
     }
   UNLOCK;
   return r;
@@ -2194,6 +2222,14 @@ int stub_libcuda_kernel_log (int i, unsigned char *out)
 }
 
 /* Copies, memsets, launches and frees queued and not yet run, on every stream. */
+int64_t stub_libcuda_value_writes (void)
+{
+  LOCK;
+  int64_t n = value_writes;
+  UNLOCK;
+  return n;
+}
+
 int64_t stub_libcuda_pending (void)
 {
   int64_t n = 0;

@@ -116,6 +116,22 @@ pub struct Tune {
     /// Nanoseconds between a reverse-offload request's flag and the device's first
     /// look for the answer (scoped form only; `image::rev_spin`).
     pub revdelay: u32,
+    /// How a synchronous kernel launch and a small copy to the host through the
+    /// thread's ring are waited for (`host::ring::Ring::wait`).
+    pub syncwait: SyncWait,
+}
+
+/// How a synchronous kernel launch (`GOMP_OFFLOAD_run`) and a small synchronous copy to
+/// the host through the thread's page-locked ring are waited for
+/// (`host::ring::Ring::wait`). `Copy`, plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncWait {
+    /// `cuStreamSynchronize`.
+    Sync,
+    /// A word the stream writes after the copy (`cuStreamWriteValue32`), polled by the
+    /// host (the stream's state asked every few polls; `cuStreamSynchronize` after
+    /// [`crate::host::ring::SPIN_LIMIT`]).
+    Flag,
 }
 
 /// How GCC's device-side reverse-offload request is rewritten before the JIT link
@@ -191,6 +207,7 @@ impl Default for Tune {
             pinnednuma: true,
             revspin: RevSpin::AcqRel,
             revdelay: DEFAULT_REVDELAY,
+            syncwait: SyncWait::Flag,
         }
     }
 }
@@ -210,7 +227,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 20] = [
+static KEYS: [Entry<Parsing>; 21] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -450,6 +467,19 @@ static KEYS: [Entry<Parsing>; 20] = [
               between a reverse-offload request's flag and the device's first look for the \
               host's answer (`image/rev_spin.rs`); 0: at once",
     },
+    Entry {
+        name: "syncwait",
+        value: Value::Word(&["sync", "flag"], |p, i| {
+            p.t.syncwait = [SyncWait::Sync, SyncWait::Flag][i]
+        }),
+        default: "flag",
+        doc: "how a synchronous kernel launch and a small synchronous copy to the host through \
+              the thread's page-locked ring (`host/ring.rs`) are waited for, once the thread has \
+              a ring: `flag`: the stream writes a word after the kernel or copy \
+              (`cuStreamWriteValue32`) that the host polls, asking the stream's state every \
+              64 polls and waiting by `cuStreamSynchronize` after 200 µs (drivers without it: \
+              as `sync`); `sync`: `cuStreamSynchronize`",
+    },
 ];
 
 /// Whether `name` is a key of `GOMP_NVPTX_TUNE` (the copy paths' knobs are checked
@@ -492,7 +522,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync",
         )
         .unwrap();
         assert_eq!(
@@ -518,6 +548,7 @@ mod tests {
                 pinnednuma: true,
                 revspin: RevSpin::Off,
                 revdelay: 400,
+                syncwait: SyncWait::Sync,
             }
         );
         let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();

@@ -125,6 +125,7 @@ gomp_plugin::symbol_table! {
         cuMemHostUnregister = "cuMemHostUnregister" (*mut c_void);
         cuOccupancyMaxPotentialBlockSize = "cuOccupancyMaxPotentialBlockSize" (*mut i32, *mut i32, CUfunction, *mut c_void, usize, i32);
         cuOccupancyMaxActiveBlocksPerMultiprocessor = "cuOccupancyMaxActiveBlocksPerMultiprocessor" (*mut i32, CUfunction, i32, usize);
+        cuStreamWriteValue32 = "cuStreamWriteValue32_v2" (CUstream, CUdeviceptr, u32, u32);
     }
 }
 

@@ -262,10 +262,21 @@ impl Core {
     /// the synchronisation's. Whatever `s` waited for is then known complete.
     #[inline]
     pub fn on<T>(&self, s: Stream, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
+        // A stream of the device's context (caller).
+        self.on_with(s, f, |s| Ok(s.synchronize()?))
+    }
+
+    /// [`Core::on`] with the stream waited for by `wait` (which returns once the
+    /// stream's work has run, or with its error).
+    pub fn on_with<T>(
+        &self,
+        s: Stream,
+        f: impl FnOnce(Stream) -> Result<T>,
+        wait: impl FnOnce(Stream) -> Result<()>,
+    ) -> Result<T> {
         let w = self.order(s)?;
         let out = f(s);
-        // A stream of the device's context (caller).
-        let synced = s.synchronize();
+        let synced = wait(s);
         self.copies.order.synced(&w, &self.launch.events);
         let v = out?;
         synced?;

@@ -52,6 +52,20 @@ impl Stream {
         unsafe { cu!(cuStreamQuery(self.0)) }
     }
 
+    /// Queues a write of `value` to the 32-bit word at device address `addr` (mapped
+    /// page-locked memory, say), after a system-wide fence: when the host sees it, the
+    /// stream's earlier work has run and its writes to host memory are visible
+    /// (`cuStreamWriteValue32_v2`, flags 0; `CUDA_ERROR_NOT_SUPPORTED` from drivers
+    /// without it).
+    ///
+    /// # Safety
+    /// `addr` must stay a writable word until the write has run.
+    #[inline]
+    pub unsafe fn write_value32(self, addr: CUdeviceptr, value: u32) -> CuResult<()> {
+        // SAFETY: caller's guarantee on `addr`.
+        unsafe { cu!(cuStreamWriteValue32(self.0, addr, value, 0)) }
+    }
+
     /// Queues a copy of `n` bytes from host `src` to device `dst`.
     ///
     /// # Safety

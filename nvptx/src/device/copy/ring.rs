@@ -132,14 +132,16 @@ unsafe fn dev2host(
         Err(e) => return Some(Err(e)),
     };
     Some((|| {
-        // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched
-        // until the copy, waited for here, has run.
-        core.on(s, |s| {
-            unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
-        })?;
-        // SAFETY: this thread owns its lane; `s` has just been synchronised after
-        // the ring's latest copy.
-        unsafe { ring.synced(s) };
+        let how = core.config().tune.syncwait;
+        core.on_with(
+            s,
+            // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched
+            // until the copy, waited for here, has run.
+            |s| unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from),
+            // SAFETY: this thread owns its lane; a stream of the device, whose context
+            // is current (`on_with`'s caller, the copy engine).
+            |s| unsafe { ring.wait(s, how) },
+        )?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
         Ok(())
