@@ -536,6 +536,11 @@ fn small_copies_to_the_host_wait_by_flag() {
             assert!(h2d(q, &other));
             assert_eq!(back(q, 64), other, "round {round}: a copy there and back");
         }
+        // A failure before the copy is reported by it, not taken for its end.
+        fail_next_h2d();
+        assert!(h2d(q, &pattern(9, 64)), "deferred: returns before it fails");
+        let mut v = vec![0u8; 64];
+        assert!(!d2h(&mut v, q), "the failure is reported by the copy to the host");
         let w = value_writes();
         match (flag, lazy) {
             // The thread's first small copies go without the ring (`host::ring::WITHOUT`).
@@ -544,7 +549,8 @@ fn small_copies_to_the_host_wait_by_flag() {
             (true, true) => assert!(w >= 1, "{w} flag writes"),
             (false, _) => assert_eq!(w, 0),
         }
-        assert!(fini());
+        // The failure was reported; close reports nothing more.
+        fini();
         return;
     }
     if !support::have_tools(T, &["cc"]) {

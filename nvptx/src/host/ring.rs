@@ -28,9 +28,7 @@
 
 use crate::config::tune::SyncWait;
 use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
-use crate::cuda::sys::{
-    CUdeviceptr, CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_SUPPORTED, CU_MEMHOSTALLOC_DEVICEMAP,
-};
+use crate::cuda::sys::{CUdeviceptr, CUDA_ERROR_NOT_READY, CU_MEMHOSTALLOC_DEVICEMAP};
 use gomp_plugin::error::Result;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -196,10 +194,10 @@ impl Ring {
                 match unsafe { s.write_value32(r.flag_dev, r.seq) } {
                     Ok(()) => Some((r.mem.as_ptr().cast::<u8>().wrapping_add(BYTES), r.seq)),
                     Err(e) => {
-                        if e.code == CUDA_ERROR_NOT_SUPPORTED {
-                            r.flag_dev = 0;
-                        }
-                        log::debug!("copy ring: {e}; waited for by synchronizing");
+                        // Not asked again (drivers or devices without stream memory
+                        // operations answer CUDA_ERROR_NOT_SUPPORTED).
+                        r.flag_dev = 0;
+                        log::debug!("copy ring: {e}; waited for by synchronizing from now on");
                         None
                     }
                 }
