@@ -540,7 +540,10 @@ fn small_copies_to_the_host_wait_by_flag() {
         fail_next_h2d();
         assert!(h2d(q, &pattern(9, 64)), "deferred: returns before it fails");
         let mut v = vec![0u8; 64];
-        assert!(!d2h(&mut v, q), "the failure is reported by the copy to the host");
+        assert!(
+            !d2h(&mut v, q),
+            "the failure is reported by the copy to the host"
+        );
         let w = value_writes();
         match (flag, lazy) {
             // The thread's first small copies go without the ring (`host::ring::WITHOUT`).
