@@ -26,7 +26,6 @@
 //! that lane; created on first use (context current), freed when the lane is dropped
 //! at device close, after its copies.
 
-use crate::config::tune::SyncWait;
 use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
 use crate::cuda::sys::{CUdeviceptr, CUDA_ERROR_NOT_READY, CU_MEMHOSTALLOC_DEVICEMAP};
 use gomp_plugin::error::Result;
@@ -177,17 +176,18 @@ impl Ring {
     }
 
     /// Waits until the work queued on `s` so far (the ring's latest copy to the host
-    /// among it) has run, as `how` says ([`SyncWait`]); the stream's error, if any.
+    /// among it) has run, by the flag when `flag` (`syncwait=flag`), else by
+    /// `cuStreamSynchronize`; the stream's error, if any.
     /// Then calls [`Ring::synced`].
     ///
     /// # Safety
     /// Only the thread owning the ring's lane may call this; `s` a stream of the device
     /// whose context is current.
-    pub unsafe fn wait(&self, s: Stream, how: SyncWait) -> Result<()> {
+    pub unsafe fn wait(&self, s: Stream, flag: bool) -> Result<()> {
         // SAFETY: only the owning thread gets here (caller); no reference into the
         // cell outlives this block.
-        let flag = match unsafe { &mut *self.0.get() } {
-            Some(r) if how == SyncWait::Flag && r.flag_dev != 0 => {
+        let polled = match unsafe { &mut *self.0.get() } {
+            Some(r) if flag && r.flag_dev != 0 => {
                 r.seq = r.seq.wrapping_add(1);
                 // SAFETY: the word lies in the ring's memory, alive as long as the ring
                 // (whose drop waits for its fences, recorded after this write).
@@ -204,7 +204,7 @@ impl Ring {
             }
             _ => None,
         };
-        if let Some((word, seq)) = flag {
+        if let Some((word, seq)) = polled {
             // SAFETY: the word is 64-byte aligned page-locked memory of the ring, which
             // outlives this call; the device writes it, the host only reads it.
             let word = unsafe { &*word.cast::<AtomicU32>() };

@@ -4,7 +4,7 @@
 //! completion reported by the device's completion thread), each with a soft-stack
 //! block of its own.
 
-use crate::config::tune::Tune;
+use crate::config::tune::{SyncWait, Tune};
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
 use crate::device::Core;
@@ -191,7 +191,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
     let trial = p.trial.take();
     // The host time of the launch and its wait, for a warm-up launch of the tuner.
     let wall = trial.as_ref().map(|_| Instant::now());
-    let how = dev.config().tune.syncwait;
+    let flag = dev.config().tune.syncwait == SyncWait::Flag;
     let r = dev.on_with(
         lane.stream(),
         |s| {
@@ -218,7 +218,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
         },
         // SAFETY: this thread's lane; a stream of the device, whose context is current
         // (entry point).
-        |s| unsafe { lane.data.ring.wait(s, how) },
+        |s| unsafe { lane.data.ring.wait(s, flag) },
     );
     if r.is_ok() {
         // SAFETY: this thread's lane, after the run's successful wait.

@@ -5,6 +5,7 @@
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
 use super::{CopyPath, Ended, Failed, HostCopy, Ring, Taken, Via};
+use crate::config::tune::SyncWait;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Core};
@@ -132,7 +133,7 @@ unsafe fn dev2host(
         Err(e) => return Some(Err(e)),
     };
     Some((|| {
-        let how = core.config().tune.syncwait;
+        let flag = core.config().tune.syncwait == SyncWait::Flag;
         core.on_with(
             s,
             // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched
@@ -140,7 +141,7 @@ unsafe fn dev2host(
             |s| unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from),
             // SAFETY: this thread owns its lane; a stream of the device, whose context
             // is current (`on_with`'s caller, the copy engine).
-            |s| unsafe { ring.wait(s, how) },
+            |s| unsafe { ring.wait(s, flag) },
         )?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
