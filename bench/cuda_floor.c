@@ -528,8 +528,9 @@ static int load_gcc (const char *file, CUstream s)
   return 0;
 }
 
-/* Device time of GCC's empty kernel: events around each launch, median of N. */
-static void measure_gcc_event (const char *name, CUstream s, int n)
+/* Device time of a kernel LAUNCH makes on S: events around each launch, median of N. */
+static void measure_event (const char *name, void (*launch_one) (CUstream), CUstream s,
+			   int n)
 {
   CUevent e0, e1;
   CHECK (cuEventCreate (&e0, 0));
@@ -539,7 +540,7 @@ static void measure_gcc_event (const char *name, CUstream s, int n)
     {
       float ms;
       CHECK (cuEventRecord (e0, s));
-      launch_gcc (s);
+      launch_one (s);
       CHECK (cuEventRecord (e1, s));
       CHECK (cuEventSynchronize (e1));
       CHECK (cuEventElapsedTime (&ms, e0, e1));
@@ -555,27 +556,9 @@ static void measure_gcc_event (const char *name, CUstream s, int n)
    time (events) and wall time (launch + cuStreamSynchronize) for 1, 2, 4 and 8 warps,
    with and without the 8 KiB low-latency pool; beside them the trivial kernel's device
    time (floor_empty_event). Rows gcc[17]_shape_w<W>_s<S>_{event,wall}.  */
-static int gcc_shapes (const char *file, const char *file17, CUfunction plain, CUstream s,
-		       int n)
+static int gcc_shapes (const char *file, const char *file17, CUstream s, int n)
 {
-  CUevent e0, e1;
-  CHECK (cuEventCreate (&e0, 0));
-  CHECK (cuEventCreate (&e1, 0));
-  double *t = malloc (n * sizeof *t);
-  void *p[1] = { &dptr };
-  for (int i = 0; i < n + 10; i++)
-    {
-      float ms;
-      CHECK (cuEventRecord (e0, s));
-      CHECK (cuLaunchKernel (plain, 1, 1, 1, 32, 1, 1, 0, s, p, NULL));
-      CHECK (cuEventRecord (e1, s));
-      CHECK (cuEventSynchronize (e1));
-      CHECK (cuEventElapsedTime (&ms, e0, e1));
-      if (i >= 10)
-	t[i - 10] = ms * 1e-3;
-    }
-  printf ("metric floor_empty_event %.2f us\n", median (t, n) * 1e6);
-  free (t);
+  measure_event ("empty_event", launch, s, n);
   const char *files[2] = { file, file17 }, *tag[2] = { "gcc", "gcc17" };
   for (int f = 0; f < 2; f++)
     {
@@ -589,7 +572,7 @@ static int gcc_shapes (const char *file, const char *file17, CUfunction plain, C
 	    char name[64];
 	    gcc_warps = w, gcc_lowlat = sm;
 	    snprintf (name, sizeof name, "%s_shape_w%u_s%u_event", tag[f], w, sm);
-	    measure_gcc_event (name, s, n);
+	    measure_event (name, launch_gcc, s, n);
 	    snprintf (name, sizeof name, "%s_shape_w%u_s%u_wall", tag[f], w, sm);
 	    measure (name, GCC_SYNC_LAUNCH, s, n / 5 + 1);
 	  }
@@ -803,7 +786,7 @@ int main (int argc, char **argv)
   if (only && !strcmp (only, "gcc"))
     goto gcc;
   if (only && !strcmp (only, "gccshape"))
-    return gcc_shapes (argc > 2 ? argv[2] : NULL, getenv ("GCC17_PTX"), fn, nb, n);
+    return gcc_shapes (argc > 2 ? argv[2] : NULL, getenv ("GCC17_PTX"), nb, n);
   measure ("launch_nb", LAUNCH, nb, n);
   measure ("launch_blk", LAUNCH, blk, n);
   measure ("h2d8_pageable", H2D_PAGEABLE, nb, n);
@@ -845,7 +828,7 @@ gcc_rows:
       if (load_gcc (argv[2], nb))
 	return 1;
       measure ("gcc_empty_wall", GCC_SYNC_LAUNCH, nb, n / 5 + 1);
-      measure_gcc_event ("gcc_empty_event", nb, n);
+      measure_event ("gcc_empty_event", launch_gcc, nb, n);
       for (size_t b = 8; b <= 1 << 20; b *= b == 8 ? 512 : 16)
 	measure_seq ("gcc_region", b, 8, 1, nb, n);
       measure_seq ("gcc_cycle", 4096, 4096, 1, nb, n);

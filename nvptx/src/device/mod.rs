@@ -24,7 +24,7 @@ pub mod memory;
 pub mod serving;
 pub mod settings;
 
-use crate::config::tune::{PoolWarm, ThreadStream};
+use crate::config::tune::{PoolWarm, SyncWait, ThreadStream};
 use crate::config::Config;
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
@@ -36,6 +36,7 @@ use crate::device::context::make_current;
 use crate::device::copy::Copies;
 use crate::device::copy_order::{CopyOrder, Waited};
 use crate::host::kernel_copy::KernelCopy;
+use crate::host::ring::Ring;
 use crate::host::ThreadHost;
 use crate::memory::pool::Pool;
 use crate::memory::stacks::StackCache;
@@ -266,9 +267,27 @@ impl Core {
         self.on_with(s, f, |s| Ok(s.synchronize()?))
     }
 
+    /// [`Core::on`] with `s` waited for by the calling thread's `ring`
+    /// ([`Ring::wait`]: by its flag with `GOMP_NVPTX_TUNE=syncwait=flag`, else
+    /// synchronized).
+    ///
+    /// # Safety
+    /// `ring` must be the calling thread's lane's; `s` a stream of the device.
+    pub unsafe fn on_waited<T>(
+        &self,
+        s: Stream,
+        ring: &Ring,
+        f: impl FnOnce(Stream) -> Result<T>,
+    ) -> Result<T> {
+        let flag = self.config().tune.syncwait == SyncWait::Flag;
+        // SAFETY: forwarded caller guarantee; the context is current (a stream of the
+        // device is in use on this thread).
+        self.on_with(s, f, |s| unsafe { ring.wait(s, flag) })
+    }
+
     /// [`Core::on`] with the stream waited for by `wait` (which returns once the
     /// stream's work has run, or with its error).
-    pub fn on_with<T>(
+    fn on_with<T>(
         &self,
         s: Stream,
         f: impl FnOnce(Stream) -> Result<T>,

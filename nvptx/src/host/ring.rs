@@ -125,12 +125,9 @@ impl Ring {
         let cell = unsafe { &mut *self.0.get() };
         if cell.is_none() {
             let mem = HostAlloc::alloc(BYTES + ALIGN, CU_MEMHOSTALLOC_DEVICEMAP as u32)?;
-            // SAFETY: the flag's word lies inside the allocation (ALIGN bytes after the
-            // halves); nothing reads it before a stream writes it.
-            let flag = unsafe { mem.as_ptr().cast::<u8>().add(BYTES) };
-            // SAFETY: live page-locked memory.
+            // SAFETY: live page-locked memory (the word lies inside the allocation).
             let flag_dev =
-                match unsafe { crate::cuda::safe::memory::host_device_pointer(flag.cast()) } {
+                match unsafe { crate::cuda::safe::memory::host_device_pointer(word(&mem)) } {
                     Ok(d) => d,
                     Err(e) => {
                         log::debug!("copy ring: {e}; waited for by synchronizing");
@@ -189,10 +186,11 @@ impl Ring {
         let polled = match unsafe { &mut *self.0.get() } {
             Some(r) if flag && r.flag_dev != 0 => {
                 r.seq = r.seq.wrapping_add(1);
-                // SAFETY: the word lies in the ring's memory, alive as long as the ring
-                // (whose drop waits for its fences, recorded after this write).
+                // SAFETY: the word lies in the ring's memory, alive as long as the ring;
+                // this call returns only once the stream has run the write or failed
+                // (`poll`, `cuStreamSynchronize`).
                 match unsafe { s.write_value32(r.flag_dev, r.seq) } {
-                    Ok(()) => Some((r.mem.as_ptr().cast::<u8>().wrapping_add(BYTES), r.seq)),
+                    Ok(()) => Some((word(&r.mem), r.seq)),
                     Err(e) => {
                         // Not asked again (drivers or devices without stream memory
                         // operations answer CUDA_ERROR_NOT_SUPPORTED).
@@ -233,6 +231,11 @@ impl Ring {
             }
         }
     }
+}
+
+/// The flag's word in the ring's memory `mem`: [`ALIGN`] bytes after the two halves.
+fn word(mem: &HostAlloc) -> *mut std::ffi::c_void {
+    mem.as_ptr().cast::<u8>().wrapping_add(BYTES).cast()
 }
 
 /// Polls `word` until the stream writes `seq` there, asking `s`'s state every

@@ -202,14 +202,14 @@ impl Image {
             RevSpin::AcqRel if dev.props().cc >= (7, 0) => Some(rev_spin::Form::AcqRel),
             RevSpin::Wait | RevSpin::AcqRel => Some(rev_spin::Form::VolatileWait),
         };
-        // The first poll's delay in the device's clock cycles (2 GHz where the driver
-        // does not say the clock).
-        let khz = match dev.props().clock_khz {
-            k if k > 0 => k as u64,
-            _ => 2_000_000,
-        };
-        let delay = dev.config().tune.revdelay as u64 * khz / 1_000_000;
         if let (true, Some(form)) = (rev, form) {
+            // The first poll's delay in the device's clock cycles (2 GHz where the driver
+            // does not say the clock).
+            let khz = match dev.props().clock_khz {
+                k if k > 0 => k as u64,
+                _ => 2_000_000,
+            };
+            let delay = dev.config().tune.revdelay as u64 * khz / 1_000_000;
             for obj in desc.ptx.iter_mut() {
                 if let Some((r, used)) = rev_spin::rewrite(obj, form, delay) {
                     log::debug!("reverse offload: GOMP_target_ext's request rewritten ({used:?}; GOMP_NVPTX_TUNE=revspin=0: as GCC wrote it)");

@@ -4,7 +4,7 @@
 //! completion reported by the device's completion thread), each with a soft-stack
 //! block of its own.
 
-use crate::config::tune::{SyncWait, Tune};
+use crate::config::tune::Tune;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
 use crate::device::Core;
@@ -191,35 +191,30 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
     let trial = p.trial.take();
     // The host time of the launch and its wait, for a warm-up launch of the tuner.
     let wall = trial.as_ref().map(|_| Instant::now());
-    let flag = dev.config().tune.syncwait == SyncWait::Flag;
-    let r = dev.on_with(
-        lane.stream(),
-        |s| {
-            match dev.observe() {
-                None => enqueue_timed(dev, &p, s, trial.as_ref())?,
-                Some(o) => {
-                    // Timing events around the launch, read once the stream is waited for.
-                    timer = o.start(s, &f.name, p.shape());
-                    enqueue_timed(dev, &p, s, trial.as_ref())?;
-                    if let Some(t) = &timer {
-                        o.stop(t, s);
-                    }
+    let launch = |s: Stream| {
+        match dev.observe() {
+            None => enqueue_timed(dev, &p, s, trial.as_ref())?,
+            Some(o) => {
+                // Timing events around the launch, read once the stream is waited for.
+                timer = o.start(s, &f.name, p.shape());
+                enqueue_timed(dev, &p, s, trial.as_ref())?;
+                if let Some(t) = &timer {
+                    o.stop(t, s);
                 }
             }
-            if let Some((a, n)) = read {
-                // SAFETY: this thread's lane; `s` is waited for by `on` before the shadow
-                // is read; the range is this run's plan.
-                if let Err(e) = unsafe { ahead.queue(s, a, n) } {
-                    log::debug!("read-ahead of {n} byte(s) at {a:#x}: {e}");
-                    read = None;
-                }
+        }
+        if let Some((a, n)) = read {
+            // SAFETY: this thread's lane; `s` is waited for by `on_waited` before the
+            // shadow is read; the range is this run's plan.
+            if let Err(e) = unsafe { ahead.queue(s, a, n) } {
+                log::debug!("read-ahead of {n} byte(s) at {a:#x}: {e}");
+                read = None;
             }
-            Ok(())
-        },
-        // SAFETY: this thread's lane; a stream of the device, whose context is current
-        // (entry point).
-        |s| unsafe { lane.data.ring.wait(s, flag) },
-    );
+        }
+        Ok(())
+    };
+    // SAFETY: this thread's lane's ring (`get`); the lane's stream.
+    let r = unsafe { dev.on_waited(lane.stream(), &lane.data.ring, launch) };
     if r.is_ok() {
         // SAFETY: this thread's lane, after the run's successful wait.
         unsafe { ahead.ran(key, vars, read) };

@@ -5,7 +5,6 @@
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
 use super::{CopyPath, Ended, Failed, HostCopy, Ring, Taken, Via};
-use crate::config::tune::SyncWait;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Core};
@@ -133,16 +132,13 @@ unsafe fn dev2host(
         Err(e) => return Some(Err(e)),
     };
     Some((|| {
-        let flag = core.config().tune.syncwait == SyncWait::Flag;
-        core.on_with(
-            s,
-            // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched
-            // until the copy, waited for here, has run.
-            |s| unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from),
-            // SAFETY: this thread owns its lane; a stream of the device, whose context
-            // is current (`on_with`'s caller, the copy engine).
-            |s| unsafe { ring.wait(s, flag) },
-        )?;
+        let copy = |s: Stream| {
+            // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched until
+            // the copy, waited for here, has run.
+            unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
+        };
+        // SAFETY: the ring is this thread's lane's (`slot`); `s` a stream of the device.
+        unsafe { core.on_waited(s, ring, copy) }?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
         Ok(())
