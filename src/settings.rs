@@ -202,7 +202,13 @@ fn bytes(n: usize) -> String {
 /// The docs' table of `table` (Markdown; `what` heads the first column, "variable" or
 /// "key"): a row per entry with its name, doc line, [`Value::accepted`] and default.
 pub fn markdown_table<S>(what: &str, table: &[Entry<S>]) -> String {
-    let mut s = format!("| {what} | meaning | accepted | default |\n|---|---|---|---|\n");
+    format!("| {what} | meaning | accepted | default |\n|---|---|---|---|\n")
+        + &markdown_rows(table)
+}
+
+/// The rows of [`markdown_table`] alone, to follow a table of another entry type.
+pub fn markdown_rows<S>(table: &[Entry<S>]) -> String {
+    let mut s = String::new();
     for e in table {
         s.push_str(&format!(
             "| `{}` | {} | {} | {} |\n",

@@ -1,12 +1,13 @@
 //! The nvptx plugin's settings: every environment variable it reads, listed once in
 //! [`VARIABLES`] (name, syntax and bounds, default, what it sets) and read together, at
 //! one moment: the plugin's first use (`get_num_devices`), through
-//! [`Config::process`], so a bad value is reported once, even on a machine without a
+//! `crate::process::config`, so a bad value is reported once, even on a machine without a
 //! GPU. Garbage never crashes: the plugin warns (`libgomp: Invalid value ...`) and uses
 //! the default. A new setting is a field of [`Config`] and a row of [`VARIABLES`].
 //!
-//! `GOMP_NVPTX_TUNE`'s keys are a table of their own (`crate::config::tune`'s `KEYS`).
-//! The README's tables of the variables and of the keys, and the list of variables the
+//! `GOMP_NVPTX_TUNE`'s keys are a table of their own (`crate::config::tune`'s `KEYS`),
+//! plus the knobs the copy paths declare in their own files, which the caller gives
+//! (`crate::process`: this module does not know the paths). The README's tables of the variables and of the keys, and the list of variables the
 //! tests clear in their children (`conformance/src/nvptx_variables.rs`), are
 //! produced from the two tables ([`generated`]; [`GENERATED_BY`] rewrites them, a unit
 //! test fails when one is stale). Read beside them, at the same moment, for what they say about the driver's caches:
@@ -15,13 +16,13 @@
 pub mod link_cache;
 pub mod tune;
 
-use crate::config::tune::Tune;
+use crate::config::tune::{PathKnob, Tune};
 use crate::host::staging::StagingParams;
 use crate::observe::{info, Switches};
 use gomp_plugin::generate::Output;
 use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, Value};
 
-/// Parsed settings. Plain data, read once per process ([`Config::process`]); each
+/// Parsed settings. Plain data, read once per process (`crate::process::config`); each
 /// device keeps a copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -41,6 +42,9 @@ pub struct Config {
     pub staging: StagingParams,
     /// `GOMP_NVPTX_TUNE`: experiment knobs of the launch shape, the JIT and the copies.
     pub tune: Tune,
+    /// The copy paths' own `GOMP_NVPTX_TUNE` knobs, as the caller of
+    /// [`Config::from_lookup`] gave them (this module does not know the paths).
+    path_knobs: Vec<&'static PathKnob>,
     /// Most bytes of freed device memory kept for reuse per device (see
     /// `crate::device::memory`).
     pub device_cache: usize,
@@ -154,7 +158,7 @@ pub static VARIABLES: [Entry<Config>; 15] = [
     Entry {
         name: "GOMP_NVPTX_TUNE",
         value: Value::Parsed("`key=value,...` (keys below)", |c, v| {
-            c.tune = Tune::parse(v)?;
+            c.tune = Tune::parse_with(v, &c.path_knobs)?;
             Ok(())
         }),
         default: "no knobs",
@@ -225,10 +229,11 @@ pub static VARIABLES: [Entry<Config>; 15] = [
 /// The command that rewrites the files [`generated`] lists.
 pub const GENERATED_BY: &str = "`cargo run -p gomp-plugin-nvptx --example nvptx_settings -- write`";
 
-/// The files produced from [`VARIABLES`] and `GOMP_NVPTX_TUNE`'s keys (paths from the
-/// repository root): the README's tables of both, between marker comments, and the list
-/// of variables the tests clear in their children's environment.
-pub fn generated() -> Vec<Output> {
+/// The files produced from [`VARIABLES`] and `GOMP_NVPTX_TUNE`'s keys with the copy
+/// paths' own knobs `paths` (paths from the repository root): the README's tables of
+/// both, between marker comments, and the list of variables the tests clear in their
+/// children's environment. (`crate::process::generated` gives the paths' knobs.)
+pub fn generated(paths: &[&'static PathKnob]) -> Vec<Output> {
     vec![
         Output {
             path: "README.md",
@@ -244,7 +249,7 @@ pub fn generated() -> Vec<Output> {
                 "<!-- BEGIN GOMP_NVPTX_TUNE keys: generated from nvptx/src/config/tune.rs, do not edit -->",
                 "<!-- END GOMP_NVPTX_TUNE keys -->",
             )),
-            text: crate::config::tune::keys_table(),
+            text: crate::config::tune::keys_table(paths),
         },
         Output {
             path: "conformance/src/nvptx_variables.rs",
@@ -281,9 +286,14 @@ impl Config {
         link_cache::describe(&self.link_cache)
     }
 
-    /// Reads the settings through `get` (the environment in production), reporting each
-    /// bad value through `warn` and keeping its default.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
+    /// Reads the settings through `get` (the environment in production), with the copy
+    /// paths' own `GOMP_NVPTX_TUNE` knobs `paths`, reporting each bad value through
+    /// `warn` and keeping its default.
+    pub fn from_lookup(
+        paths: &[&'static PathKnob],
+        get: impl Fn(&str) -> Option<String>,
+        warn: impl Fn(&str),
+    ) -> Config {
         let mut c = Config {
             jit_opt_level: None,
             lowlat_pool: DEFAULT_LOWLAT_POOL,
@@ -293,6 +303,7 @@ impl Config {
             reverse_offload_threads: DEFAULT_REVERSE_OFFLOAD_THREADS,
             staging: StagingParams::default(),
             tune: Tune::default(),
+            path_knobs: paths.to_vec(),
             device_cache: DEFAULT_DEVICE_CACHE,
             pinned_cache: DEFAULT_PINNED_CACHE,
             link_cache_on: true,
@@ -307,19 +318,14 @@ impl Config {
         c
     }
 
-    /// Reads the process environment; warnings go to libgomp's error stream.
-    pub fn from_env() -> Config {
+    /// Reads the process environment with the copy paths' own knobs `paths`; warnings
+    /// go to libgomp's error stream (`crate::process::config` reads it once).
+    pub fn from_env(paths: &[&'static PathKnob]) -> Config {
         Config::from_lookup(
+            paths,
             gomp_plugin::settings::env,
             gomp_plugin::libgomp::report::error,
         )
-    }
-
-    /// The settings of this process: the environment read once, at the plugin's first
-    /// use (`get_num_devices`). Thread-safe.
-    pub fn process() -> &'static Config {
-        static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
-        CONFIG.get_or_init(Config::from_env)
     }
 }
 
@@ -338,9 +344,18 @@ mod tests {
         assert!(parse_jit("--fast").is_err());
     }
 
+    /// A copy path's own knob, as a path declares one.
+    static PROBE: PathKnob = PathKnob {
+        name: "probe",
+        max: 1 << 20,
+        default: 16,
+        default_text: "16",
+        doc: "a knob of no path",
+    };
+
     fn cfg(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
         let warnings = RefCell::new(Vec::new());
-        let c = Config::from_lookup(gomp_plugin::settings::lookup(pairs), |w| {
+        let c = Config::from_lookup(&[&PROBE], gomp_plugin::settings::lookup(pairs), |w| {
             warnings.borrow_mut().push(w.to_string())
         });
         (c, warnings.into_inner())
@@ -423,7 +438,7 @@ mod tests {
             ("GOMP_NVPTX_HEAP_SIZE", "256m"),
             ("GOMP_REVERSE_OFFLOAD_THREADS", " 2 "),
             ("GOMP_NVPTX_STAGING", "12,16m,3"),
-            ("GOMP_NVPTX_TUNE", "warps=16,bounce=0"),
+            ("GOMP_NVPTX_TUNE", "warps=16,probe=4k"),
             ("GOMP_NVPTX_DEVICE_CACHE", "0"),
             ("GOMP_NVPTX_PINNED_CACHE", "1g"),
             ("GOMP_NVPTX_INFO", "1"),
@@ -433,7 +448,7 @@ mod tests {
         assert!(w.is_empty(), "{w:?}");
         assert_eq!((c.device_cache, c.pinned_cache), (0, 1 << 30));
         assert_eq!(c.tune.warps, Some(16));
-        assert_eq!(c.tune.bounce, 0);
+        assert_eq!(c.tune.size(&PROBE), 4096);
         assert_eq!(c.reverse_offload_threads, 2);
         assert_eq!(
             c.staging,
@@ -547,12 +562,5 @@ mod tests {
     #[test]
     fn every_variable_is_named_once_and_documented() {
         assert_eq!(gomp_plugin::settings::check_table(&VARIABLES), Ok(()));
-    }
-
-    #[test]
-    fn generated_files_agree_with_the_tables() {
-        let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let root = crate_dir.parent().expect("the crate lies in the workspace");
-        gomp_plugin::generate::assert_current(root, &generated(), GENERATED_BY);
     }
 }

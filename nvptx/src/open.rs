@@ -51,7 +51,7 @@ impl OpenDevice {
     /// Opens device `ord` (see [`Core::open`]); no image is loaded, no thread runs.
     pub fn open(ord: i32) -> Result<OpenDevice> {
         Ok(OpenDevice {
-            core: Arc::new(Core::open(ord)?),
+            core: Arc::new(Core::open(ord, crate::process::config())?),
             images: LoadedImages::new(),
             async_queue: AsyncQueue::default(),
             reverse: Reverse::default(),

@@ -90,13 +90,13 @@ impl Plugin for Nvptx {
     }
 
     fn read_settings() {
-        crate::config::Config::process();
+        crate::process::config();
     }
 
     /// 0 when there is no usable driver or GPU, -1 when devices exist but cannot meet
     /// `mask` (spec §1.5).
     fn num_devices(mask: u32) -> i32 {
-        let on = &crate::config::Config::process().observe;
+        let on = &crate::process::config().observe;
         let n = match count_devices() {
             Ok(n) => n,
             Err(e) => {

@@ -83,10 +83,6 @@ pub struct Tune {
     pub carveout: Option<u32>,
     /// Whether the device's team ICVs size the launch.
     pub icvs: bool,
-    /// Largest pageable copy that goes through a page-locked bounce buffer (0: none).
-    pub bounce: usize,
-    /// Copies below this size go through the thread's page-locked ring (0: none).
-    pub ring: usize,
     /// Largest host-to-device copy that may return before its DMA has ended (0: none).
     pub defer: usize,
     /// Most bytes a synchronous run reads ahead for the device-to-host copies after it
@@ -119,6 +115,70 @@ pub struct Tune {
     /// How a synchronous kernel launch and a small copy to the host through the
     /// thread's ring are waited for (`host::ring::Ring::wait`).
     pub syncwait: SyncWait,
+    /// The values given to the copy paths' own knobs ([`PathKnob`]; read by
+    /// [`Tune::size`]).
+    pub paths: PathSizes,
+}
+
+/// A byte-size key of `GOMP_NVPTX_TUNE` that a copy path declares in its own file
+/// (`device/copy/`) and reads with [`Tune::size`]: the path owns its name, bounds,
+/// default and doc line; this module parses it with the other keys, given the paths'
+/// knobs by its caller (`crate::process`), since it does not know the paths. Accepts
+/// `0..=max` bytes as [`gomp_plugin::settings::parse_size`] reads them. Plain data, in a
+/// `static` of the path's file; `Sync`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PathKnob {
+    /// The key.
+    pub name: &'static str,
+    /// Greatest value accepted (the least is 0).
+    pub max: usize,
+    /// The value when the key is not given.
+    pub default: usize,
+    /// The default as the docs and the warnings write it (`16k`); a unit test checks
+    /// that it reads as `default`.
+    pub default_text: &'static str,
+    /// What it sets, one line (Markdown, for the README's table).
+    pub doc: &'static str,
+}
+
+impl PathKnob {
+    /// The knob as a settings entry storing its value in a `usize` (parsing, the docs'
+    /// table).
+    fn entry(&self) -> Entry<usize> {
+        Entry {
+            name: self.name,
+            value: Value::Bytes {
+                min: 0,
+                max: self.max,
+                set: |s, n| *s = n,
+            },
+            default: self.default_text,
+            doc: self.doc,
+        }
+    }
+}
+
+/// Most copy-path knobs [`PathSizes`] holds (a unit test of `device/copy` checks that
+/// the paths declare no more).
+pub const MAX_PATH_KNOBS: usize = 8;
+
+/// The copy-path knobs given in `GOMP_NVPTX_TUNE` and their values (a knob not given
+/// has no slot: [`Tune::size`] answers its default). Plain data, `Copy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathSizes([Option<(&'static PathKnob, usize)>; MAX_PATH_KNOBS]);
+
+impl PathSizes {
+    /// Sets `knob`'s value (its slot, else the first free one).
+    fn set(&mut self, knob: &'static PathKnob, n: usize) -> Result<(), String> {
+        let slot = self
+            .0
+            .iter()
+            .position(|s| s.is_some_and(|(k, _)| std::ptr::eq(k, knob)))
+            .or_else(|| self.0.iter().position(Option::is_none))
+            .ok_or("too many copy-path knobs")?;
+        self.0[slot] = Some((knob, n));
+        Ok(())
+    }
 }
 
 /// How a synchronous kernel launch (`GOMP_OFFLOAD_run`) and a small synchronous copy to
@@ -193,8 +253,6 @@ impl Default for Tune {
             dlcm: None,
             carveout: None,
             icvs: true,
-            bounce: crate::host::bounce::DEFAULT_LIMIT,
-            ring: crate::host::bounce::MIN_BYTES,
             defer: DEFAULT_DEFER,
             readahead: DEFAULT_READAHEAD,
             tstream: ThreadStream::Blocking,
@@ -208,6 +266,7 @@ impl Default for Tune {
             revspin: RevSpin::AcqRel,
             revdelay: DEFAULT_REVDELAY,
             syncwait: SyncWait::Flag,
+            paths: PathSizes::default(),
         }
     }
 }
@@ -227,7 +286,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 21] = [
+static KEYS: [Entry<Parsing>; 19] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -311,28 +370,6 @@ static KEYS: [Entry<Parsing>; 21] = [
         value: Value::Word(&["0", "1"], |p, i| p.t.icvs = i == 1),
         default: "1",
         doc: "size the launch by the device's `OMP_NUM_TEAMS`/`OMP_TEAMS_THREAD_LIMIT` ICVs",
-    },
-    Entry {
-        name: "bounce",
-        value: Value::Bytes {
-            min: 0,
-            max: 16 << 20,
-            set: |p, n| p.t.bounce = n,
-        },
-        default: "1m",
-        doc: "largest pageable copy (from 16 KiB) made through a page-locked bounce buffer; \
-              0: none",
-    },
-    Entry {
-        name: "ring",
-        value: Value::Bytes {
-            min: 0,
-            max: 64 << 10,
-            set: |p, n| p.t.ring = n,
-        },
-        default: "16k",
-        doc: "copies below this size go through the thread's page-locked ring \
-              (`nvptx/src/host/ring.rs`); 0: none",
     },
     Entry {
         name: "defer",
@@ -482,35 +519,63 @@ static KEYS: [Entry<Parsing>; 21] = [
     },
 ];
 
-/// Whether `name` is a key of `GOMP_NVPTX_TUNE` (the copy paths' knobs are checked
-/// against it).
+/// Whether `name` is a key of `KEYS` (the copy paths' names for shared knobs are
+/// checked against it; their own knobs must not be one).
 pub fn has_key(name: &str) -> bool {
     KEYS.iter().any(|e| e.name == name)
 }
 
 /// The docs' table of the keys (README.md, `GOMP_NVPTX_TUNE`): a row per key of
-/// `KEYS`.
-pub fn keys_table() -> String {
+/// `KEYS`, then one per copy-path knob of `paths`.
+pub fn keys_table(paths: &[&'static PathKnob]) -> String {
+    let own: Vec<Entry<usize>> = paths.iter().map(|k| k.entry()).collect();
     gomp_plugin::settings::markdown_table("key", &KEYS)
+        + &gomp_plugin::settings::markdown_rows(&own)
 }
 
 impl Tune {
-    /// Parses `GOMP_NVPTX_TUNE`'s value (`KEYS`); an error names the first bad item. A
-    /// `warps` or `teams` knob fixes the shape: it turns the tuner off unless `autotune`
-    /// is given.
+    /// Parses `GOMP_NVPTX_TUNE`'s value of `KEYS` alone (no copy path's own knob: see
+    /// [`Tune::parse_with`]).
     pub fn parse(s: &str) -> Result<Tune, String> {
+        Tune::parse_with(s, &[])
+    }
+
+    /// Parses `GOMP_NVPTX_TUNE`'s value: the keys of `KEYS` and the copy paths' own
+    /// knobs `paths`; an error names the first bad item. A `warps` or `teams` knob
+    /// fixes the shape: it turns the tuner off unless `autotune` is given.
+    pub fn parse_with(s: &str, paths: &[&'static PathKnob]) -> Result<Tune, String> {
         let mut p = Parsing {
             t: Tune::default(),
             fixed_shape: false,
             autotune: None,
         };
-        apply_list(&KEYS, s, &mut p)?;
+        for item in s.split(',') {
+            let key = item.split_once('=').map(|(k, _)| k.trim());
+            match paths.iter().find(|k| Some(k.name) == key) {
+                Some(&knob) => {
+                    let mut n = 0;
+                    apply_list(&[knob.entry()], item, &mut n)?;
+                    p.t.paths.set(knob, n)?;
+                }
+                None => apply_list(&KEYS, item, &mut p)?,
+            }
+        }
         p.t.autotune = p.autotune.unwrap_or(if p.fixed_shape {
             Autotune::Off
         } else {
             Autotune::On
         });
         Ok(p.t)
+    }
+
+    /// The value of copy-path knob `knob`: as given, else its default.
+    #[inline]
+    pub fn size(&self, knob: &'static PathKnob) -> usize {
+        let given = self.paths.0.iter().flatten();
+        given
+            .into_iter()
+            .find(|(k, _)| std::ptr::eq(*k, knob))
+            .map_or(knob.default, |&(_, n)| n)
     }
 }
 
@@ -522,7 +587,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,bounce=0,ring=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync",
         )
         .unwrap();
         assert_eq!(
@@ -534,8 +599,6 @@ mod tests {
                 dlcm: Some(CacheMode::Cg),
                 carveout: Some(0),
                 icvs: false,
-                bounce: 0,
-                ring: 0,
                 defer: 4096,
                 readahead: 64,
                 tstream: ThreadStream::Legacy,
@@ -549,6 +612,7 @@ mod tests {
                 revspin: RevSpin::Off,
                 revdelay: 400,
                 syncwait: SyncWait::Sync,
+                paths: PathSizes::default(),
             }
         );
         let t = Tune::parse("pinnedchunk=4m,pinnedshards=1,pinnednuma=0").unwrap();
@@ -569,7 +633,6 @@ mod tests {
             Tune::parse("tstream=nonblocking").unwrap().tstream,
             ThreadStream::NonBlocking
         );
-        assert_eq!(Tune::parse("bounce=4k").unwrap().bounce, 4096);
         assert_eq!(Tune::parse("teams=1056").unwrap().teams, Teams::Fixed(1056));
         assert_eq!(Tune::parse("teams=regs").unwrap().teams, Teams::Regs);
         assert_eq!(Tune::parse("warps=occupancy").unwrap().warps, None);
@@ -581,7 +644,7 @@ mod tests {
         assert_eq!(at(""), Autotune::On);
         assert_eq!(at("autotune=0"), Autotune::Off);
         assert_eq!(at("autotune=fresh,maxrreg=64"), Autotune::Fresh);
-        assert_eq!(at("maxrreg=64,bounce=0"), Autotune::On);
+        assert_eq!(at("maxrreg=64,defer=0"), Autotune::On);
         // A fixed shape turns it off, unless asked for.
         assert_eq!(at("warps=occupancy"), Autotune::Off);
         assert_eq!(at("teams=2x"), Autotune::Off);
@@ -631,9 +694,7 @@ mod tests {
             "lazykernels=2",
             "jitthreads=0",
             "jitthreads=257",
-            "bounce=1g",
             "defer=32m",
-            "ring=128k",
             "readahead=2m",
             "tstream=fast",
             "pinnedchunk=8m",

@@ -78,15 +78,16 @@ unsafe impl Send for Core {}
 unsafe impl Sync for Core {}
 
 impl Core {
-    /// Opens device `ord`: borrows the calling thread's current context when it belongs
-    /// to this device, else retains the device's primary context (shared with the CUDA
-    /// runtime and other libraries); leaves that context current.
-    pub fn open(ord: i32) -> Result<Core> {
+    /// Opens device `ord` with the process's settings `config` (the core keeps a copy):
+    /// borrows the calling thread's current context when it belongs to this device, else
+    /// retains the device's primary context (shared with the CUDA runtime and other
+    /// libraries); leaves that context current.
+    pub fn open(ord: i32, config: &Config) -> Result<Core> {
         let context = DeviceContext::open(ord)?;
         let cu_dev = context.cu_dev;
         let pools = attr_or_zero(cu_dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
         let pool = Pool::create(cu_dev, pools)?;
-        let config = Config::process().clone();
+        let config = config.clone();
         let observe = DeviceObserve::open(ord, &context.props.name, &config.observe);
         let dev = Core {
             copies: Copies::new(&config),

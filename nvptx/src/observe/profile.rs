@@ -79,6 +79,9 @@ pub enum CopyMem {
     Queued,
     /// Both sides on the device.
     Device,
+    /// A copy path's own row, named by the path (`device::copy`'s `CopyPath::row`): a
+    /// new path counts its copies apart without a row here.
+    Path(&'static str),
 }
 
 impl CopyDir {
@@ -93,7 +96,7 @@ impl CopyDir {
 }
 
 impl CopyMem {
-    /// `pageable`, `pinned`, `staged`, `deferred`, `queued`, `device`.
+    /// `pageable`, `pinned`, `staged`, `deferred`, `queued`, `device`, or a path's name.
     pub fn label(self) -> &'static str {
         match self {
             CopyMem::Pageable => "pageable",
@@ -102,6 +105,7 @@ impl CopyMem {
             CopyMem::Deferred => "deferred",
             CopyMem::Queued => "queued",
             CopyMem::Device => "device",
+            CopyMem::Path(name) => name,
         }
     }
 }
@@ -445,6 +449,7 @@ mod tests {
         p.copy(CopyDir::H2D, CopyMem::Staged, 1 << 30, 20_000_000);
         p.copy(CopyDir::H2D, CopyMem::Staged, 1 << 30, 30_000_000);
         p.copy(CopyDir::D2H, CopyMem::Pinned, 4096, 0);
+        p.copy(CopyDir::D2H, CopyMem::Path("probe"), 8, 1000);
         p.alloc(100);
         p.driver_alloc();
         p.alloc(50);
@@ -481,6 +486,7 @@ mod tests {
         // 2 GiB in 50 ms: 42.95 GB/s.
         assert!((c.gbps().unwrap() - 42.949_672_96).abs() < 1e-6);
         assert_eq!(d.copies[&(CopyDir::D2H, CopyMem::Pinned)].gbps(), None);
+        assert_eq!(d.copies[&(CopyDir::D2H, CopyMem::Path("probe"))].bytes, 8);
         assert_eq!(
             d.alloc,
             AllocStats {

@@ -6,7 +6,7 @@
 //! are first copied into a bounce buffer. Memory the program page-locked is never left
 //! in flight. Not taken when the copy cannot be deferred so (the later paths wait).
 
-use super::{bounce, CopyPath, Deferred, Ended, Failed, HostCopy, Taken, Via};
+use super::{bounce, CopyPath, Deferred, Ended, Failed, HostCopy, Knob, Taken, Via};
 use crate::device::Core;
 use crate::host::bounce::MIN_BYTES;
 use crate::observe::profile::CopyDir;
@@ -22,8 +22,8 @@ impl CopyPath for Deferred {
         "deferred"
     }
 
-    fn knob(&self) -> Option<&'static str> {
-        Some("defer")
+    fn knob(&self) -> Option<Knob> {
+        Some(Knob::Shared("defer"))
     }
 
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {

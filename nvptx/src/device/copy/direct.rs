@@ -13,10 +13,6 @@ impl CopyPath for Direct {
         "direct"
     }
 
-    fn knob(&self) -> Option<&'static str> {
-        None
-    }
-
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
         let (dev, host, n) = (c.dev, c.host, c.n);
         Some(match (c.dir, c.via) {

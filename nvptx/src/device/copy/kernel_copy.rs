@@ -15,10 +15,6 @@ impl CopyPath for ByKernel {
         "kernel_copy"
     }
 
-    fn knob(&self) -> Option<&'static str> {
-        None
-    }
-
     unsafe fn try_copy(&self, _core: &Core, _c: &HostCopy) -> Option<Taken> {
         None
     }

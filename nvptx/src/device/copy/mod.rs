@@ -15,18 +15,22 @@
 //! Both take the same paths for the same memory. A copy between the host and the
 //! device is offered to the copy paths of [`PATHS`] in their order, one file each in
 //! this folder ([`CopyPath`]); the first that takes it makes it. Each path says itself
-//! which copies it takes (direction, caller, size, memory), names the
-//! `GOMP_NVPTX_TUNE` key that sizes it and the profile row it counts its copies under;
-//! its buffers are a field of [`Copies`] (or the calling thread's lane). A synchronous
+//! which copies it takes (direction, caller, size, memory), the `GOMP_NVPTX_TUNE` key
+//! that sizes it ([`Knob`]: its own, declared in its file, or a shared one) and the
+//! profile row it counts its copies under (an existing row or its own,
+//! `CopyMem::Path`); its buffers are a field of [`Copies`] (or the calling thread's
+//! lane). A synchronous
 //! copy whose driver call failed may be made again by a later path
 //! ([`CopyPath::retry`]: by kernel, for device-heap memory while serving a
 //! reverse-offload request). The profile and the trace count every copy by how it
 //! reached the host (`staged`, `pinned`, `pageable`) or how it ended (`deferred`;
 //! `queued` for a queue's copy that returned before it ran).
 //!
-//! Adding a path: its file here (`impl CopyPath` for its type) and, in this file, its
-//! `mod` line, its type's declaration and its line in [`PATHS`] (and, when it keeps
-//! buffers per device, their field in [`Copies`]). The types are declared here, their
+//! Adding a path: its file here (`impl CopyPath` for its type, its own knob's
+//! `PathKnob` and its own profile row if it has them) and, in this file, its `mod` line,
+//! its type's declaration and its line in [`PATHS`] (and, when it keeps buffers per
+//! device, their field in [`Copies`]). Its knob reaches `GOMP_NVPTX_TUNE`'s parser and the
+//! README's table through [`knobs`]. The types are declared here, their
 //! behaviour in their files (a type's methods split over files, as
 //! `scripts/check-modules` allows: a path's file names the core and the engine's types
 //! as part of this body).
@@ -40,6 +44,7 @@ mod read_ahead;
 mod ring;
 mod staged;
 
+use crate::config::tune::PathKnob;
 use crate::config::Config;
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::CUdeviceptr;
@@ -96,6 +101,38 @@ pub struct Direct;
 /// [`Copies`]' `kernel_copy`). (`kernel_copy.rs`)
 pub struct ByKernel;
 
+/// The `GOMP_NVPTX_TUNE` key that sizes or switches a copy path. Plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Knob {
+    /// A key of `config::tune`'s table, which other parts of the plugin read too.
+    Shared(&'static str),
+    /// The path's own, declared in its file (a `static`), read by `Tune::size`.
+    Own(&'static PathKnob),
+}
+
+impl Knob {
+    /// The key.
+    pub fn name(self) -> &'static str {
+        match self {
+            Knob::Shared(name) => name,
+            Knob::Own(k) => k.name,
+        }
+    }
+}
+
+/// The copy paths' own knobs, in the paths' order: what `GOMP_NVPTX_TUNE`'s parser and
+/// the README's table of its keys add to `config::tune`'s (given them by
+/// `crate::process`).
+pub fn knobs() -> Vec<&'static PathKnob> {
+    PATHS
+        .iter()
+        .filter_map(|p| match p.knob() {
+            Some(Knob::Own(k)) => Some(k),
+            _ => None,
+        })
+        .collect()
+}
+
 /// One way of making a copy between the host and the device (a file of this folder).
 /// Paths are zero-sized and stateless: what they keep lives in [`Copies`] (per device)
 /// or in the calling thread's lane (`host::ThreadHost`). `Sync`: any thread asks.
@@ -104,10 +141,13 @@ pub trait CopyPath: Sync {
     fn label(&self) -> &'static str;
 
     /// The `GOMP_NVPTX_TUNE` key that sizes or switches the path, if any.
-    fn knob(&self) -> Option<&'static str>;
+    fn knob(&self) -> Option<Knob> {
+        None
+    }
 
     /// The profile row of a copy the path made that ended as `ended`, `mem` being how
-    /// it reached the host (asked only while profiling or tracing).
+    /// it reached the host (asked only while profiling or tracing); a path with a row
+    /// of its own answers `CopyMem::Path(its name)`.
     fn row(&self, ended: Ended, mem: CopyMem) -> CopyMem {
         ended.row(mem)
     }
@@ -158,7 +198,7 @@ impl Copies {
     pub(super) fn new(config: &Config) -> Copies {
         Copies {
             staging: Staging::new(config.staging),
-            bounce: Bounce::new(config.tune.bounce),
+            bounce: Bounce::new(config.tune.size(&bounce::KNOB)),
             kernel_copy: KernelCopy::default(),
             order: CopyOrder::default(),
             interop_streams: AtomicUsize::new(0),
@@ -519,9 +559,11 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tune::{has_key, Tune, MAX_PATH_KNOBS};
 
-    /// The paths in today's order of decisions, each named once, and every knob a
-    /// path names is a `GOMP_NVPTX_TUNE` key.
+    /// The paths in today's order of decisions, each named once; every shared knob a
+    /// path names is a key of `config::tune`'s table, no own knob is one, and the own
+    /// knobs fit `PathSizes`, read as their defaults say and parse through the settings.
     #[test]
     fn paths_in_order_with_known_knobs() {
         let labels: Vec<_> = PATHS.iter().map(|p| p.label()).collect();
@@ -538,12 +580,34 @@ mod tests {
                 "kernel_copy"
             ]
         );
+        let names: Vec<_> = PATHS
+            .iter()
+            .filter_map(|p| p.knob())
+            .map(Knob::name)
+            .collect();
+        assert_eq!(names, ["readahead", "ring", "defer", "bounce"]);
         for p in PATHS {
-            if let Some(k) = p.knob() {
-                assert!(crate::config::tune::has_key(k), "{}: {k}", p.label());
+            match p.knob() {
+                Some(Knob::Shared(k)) => assert!(has_key(k), "{}: {k}", p.label()),
+                Some(Knob::Own(k)) => assert!(!has_key(k.name), "{}: {}", p.label(), k.name),
+                None => {}
             }
         }
-        let knobs: Vec<_> = PATHS.iter().filter_map(|p| p.knob()).collect();
-        assert_eq!(knobs, ["readahead", "ring", "defer", "bounce"]);
+        let own = knobs();
+        assert!(own.len() <= MAX_PATH_KNOBS);
+        for k in &own {
+            let default = gomp_plugin::settings::parse_size(k.default_text);
+            assert_eq!(default, Some(k.default), "{}", k.name);
+            assert!(k.default <= k.max, "{}", k.name);
+            let t = Tune::parse_with(&format!("{}={}", k.name, k.max), &own).unwrap();
+            assert_eq!(t.size(k), k.max);
+            assert_eq!(Tune::parse_with("", &own).unwrap().size(k), k.default);
+            let e = Tune::parse_with(&format!("{}={}", k.name, k.max + 1), &own).unwrap_err();
+            assert!(e.starts_with(&format!("{}: '", k.name)), "{e}");
+            // Not a key without the paths' knobs.
+            assert!(Tune::parse(&format!("{}=0", k.name)).is_err());
+        }
+        let t = Tune::parse_with("ring=0,bounce=4k,ring=2k", &own).unwrap();
+        assert_eq!((t.size(&ring::KNOB), t.size(&bounce::KNOB)), (2048, 4096));
     }
 }

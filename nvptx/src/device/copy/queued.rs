@@ -12,10 +12,6 @@ impl CopyPath for Queued {
         "queued"
     }
 
-    fn knob(&self) -> Option<&'static str> {
-        None
-    }
-
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
         let Via::Queue(s) = c.via else { return None };
         if c.dir != CopyDir::D2H || c.pageable(core) {

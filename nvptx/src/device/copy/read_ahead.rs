@@ -3,7 +3,7 @@
 //! once OpenACC is in use (synchronous copies are then ordered after the OpenACC
 //! queues' work). Sized by `readahead`.
 
-use super::{CopyPath, Ended, HostCopy, ReadAhead, Taken, Via};
+use super::{CopyPath, Ended, HostCopy, Knob, ReadAhead, Taken, Via};
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
 
@@ -12,8 +12,8 @@ impl CopyPath for ReadAhead {
         "read_ahead"
     }
 
-    fn knob(&self) -> Option<&'static str> {
-        Some("readahead")
+    fn knob(&self) -> Option<Knob> {
+        Some(Knob::Shared("readahead"))
     }
 
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {

@@ -4,7 +4,8 @@
 //! buffer, pageable or page-locked, is free when this returns (ends deferred). To the
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
-use super::{CopyPath, Ended, Failed, HostCopy, Ring, Taken, Via};
+use super::{CopyPath, Ended, Failed, HostCopy, Knob, Ring, Taken, Via};
+use crate::config::tune::PathKnob;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Core};
@@ -14,17 +15,27 @@ use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
 
+/// `ring`: copies below this size take the path.
+pub(super) static KNOB: PathKnob = PathKnob {
+    name: "ring",
+    max: 64 << 10,
+    default: crate::host::bounce::MIN_BYTES,
+    default_text: "16k",
+    doc: "copies below this size go through the thread's page-locked ring \
+          (`nvptx/src/host/ring.rs`); 0: none",
+};
+
 impl CopyPath for Ring {
     fn label(&self) -> &'static str {
         "ring"
     }
 
-    fn knob(&self) -> Option<&'static str> {
-        Some("ring")
+    fn knob(&self) -> Option<Knob> {
+        Some(Knob::Own(&KNOB))
     }
 
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
-        let below = c.n < core.config().tune.ring;
+        let below = c.n < core.config().tune.size(&KNOB);
         if c.dir == CopyDir::H2D {
             if c.via != Via::Sync || !c.may_defer(core) || !below {
                 return None;

@@ -15,10 +15,6 @@ impl CopyPath for Staged {
         "staged"
     }
 
-    fn knob(&self) -> Option<&'static str> {
-        None
-    }
-
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
         if !core.stage(c.host, c.n, c.via) {
             return None;
