@@ -188,10 +188,26 @@ impl PathSizes {
 pub enum SyncWait {
     /// `cuStreamSynchronize`.
     Sync,
-    /// A word the stream writes after the copy (`cuStreamWriteValue32`), polled by the
-    /// host (the stream's state asked every few polls; `cuStreamSynchronize` after
-    /// [`crate::host::ring::SPIN_LIMIT`]).
+    /// A word the stream writes after the kernel or the copy (`cuStreamWriteValue32`),
+    /// polled by the host (the stream's state asked every few polls;
+    /// `cuStreamSynchronize` after [`crate::host::ring::SPIN_LIMIT`]).
     Flag,
+    /// The word for a kernel launch, `cuStreamSynchronize` for a copy (the default: on
+    /// an H200 the flag made 4 KiB copies to the host up to 2x slower, while a launch
+    /// waited by it was as fast or faster on both the H100 and the H200).
+    Run,
+}
+
+impl SyncWait {
+    /// Whether a wait for a kernel launch (`kernel`) or for a copy polls the word.
+    #[inline]
+    pub fn by_flag(self, kernel: bool) -> bool {
+        match self {
+            SyncWait::Sync => false,
+            SyncWait::Flag => true,
+            SyncWait::Run => kernel,
+        }
+    }
 }
 
 /// How GCC's device-side reverse-offload request is rewritten before the JIT link
@@ -265,7 +281,7 @@ impl Default for Tune {
             pinnednuma: true,
             revspin: RevSpin::AcqRel,
             revdelay: DEFAULT_REVDELAY,
-            syncwait: SyncWait::Flag,
+            syncwait: SyncWait::Run,
             paths: PathSizes::default(),
         }
     }
@@ -506,16 +522,18 @@ static KEYS: [Entry<Parsing>; 19] = [
     },
     Entry {
         name: "syncwait",
-        value: Value::Word(&["sync", "flag"], |p, i| {
-            p.t.syncwait = [SyncWait::Sync, SyncWait::Flag][i]
+        value: Value::Word(&["sync", "flag", "run"], |p, i| {
+            p.t.syncwait = [SyncWait::Sync, SyncWait::Flag, SyncWait::Run][i]
         }),
-        default: "flag",
+        default: "run",
         doc: "how a synchronous kernel launch and a small synchronous copy to the host through \
               the thread's page-locked ring (`host/ring.rs`) are waited for, once the thread has \
               a ring: `flag`: the stream writes a word after the kernel or copy \
               (`cuStreamWriteValue32`) that the host polls, asking the stream's state every \
               64 polls and waiting by `cuStreamSynchronize` after 200 µs (drivers without it: \
-              as `sync`); `sync`: `cuStreamSynchronize`",
+              as `sync`); `run`: the word for a kernel launch, `cuStreamSynchronize` for a copy \
+              (on an H200 the word made 4 KiB copies to the host up to 2x slower); `sync`: \
+              `cuStreamSynchronize`",
     },
 ];
 
@@ -636,6 +654,26 @@ mod tests {
         assert_eq!(Tune::parse("teams=1056").unwrap().teams, Teams::Fixed(1056));
         assert_eq!(Tune::parse("teams=regs").unwrap().teams, Teams::Regs);
         assert_eq!(Tune::parse("warps=occupancy").unwrap().warps, None);
+    }
+
+    #[test]
+    fn syncwait_modes() {
+        let sw = |s: &str| Tune::parse(s).unwrap().syncwait;
+        assert_eq!(sw(""), SyncWait::Run);
+        let modes = [
+            ("sync", [false, false]),
+            ("flag", [true, true]),
+            ("run", [false, true]),
+        ];
+        for (word, [copy, kernel]) in modes {
+            let m = sw(&format!("syncwait={word}"));
+            assert_eq!(
+                (m.by_flag(false), m.by_flag(true)),
+                (copy, kernel),
+                "{word}"
+            );
+        }
+        assert!(Tune::parse("syncwait=fast").is_err());
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub mod memory;
 pub mod serving;
 pub mod settings;
 
-use crate::config::tune::{PoolWarm, SyncWait, ThreadStream};
+use crate::config::tune::{PoolWarm, ThreadStream};
 use crate::config::Config;
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
@@ -269,8 +269,8 @@ impl Core {
     }
 
     /// [`Core::on`] with `s` waited for by the calling thread's `ring`
-    /// ([`Ring::wait`]: by its flag with `GOMP_NVPTX_TUNE=syncwait=flag`, else
-    /// synchronized).
+    /// ([`Ring::wait`]: by its flag where `GOMP_NVPTX_TUNE=syncwait` says so for a
+    /// kernel launch (`kernel`) or a copy, else synchronized).
     ///
     /// # Safety
     /// `ring` must be the calling thread's lane's; `s` a stream of the device.
@@ -278,9 +278,10 @@ impl Core {
         &self,
         s: Stream,
         ring: &Ring,
+        kernel: bool,
         f: impl FnOnce(Stream) -> Result<T>,
     ) -> Result<T> {
-        let flag = self.config().tune.syncwait == SyncWait::Flag;
+        let flag = self.config().tune.syncwait.by_flag(kernel);
         // SAFETY: forwarded caller guarantee; the context is current (a stream of the
         // device is in use on this thread).
         self.on_with(s, f, |s| unsafe { ring.wait(s, flag) })

@@ -13,13 +13,16 @@
 //! another stream starts the other half.
 //!
 //! A copy to the host through the ring, and the thread's synchronous kernel launches, are
-//! waited for by [`Ring::wait`]: with `GOMP_NVPTX_TUNE=syncwait=flag` (the default) the
+//! waited for by [`Ring::wait`]: with `GOMP_NVPTX_TUNE=syncwait=flag` (and, for kernel
+//! launches only, `syncwait=run`, the default) the
 //! stream writes a sequence number into a word after the ring's halves
 //! (`cuStreamWriteValue32`, fenced) and the thread polls it, which sees the work done
 //! sooner than `cuStreamSynchronize` (H100: the bare driver's 8-byte copy 6.4 µs waited
 //! so, 7.2 by synchronizing, bench/cuda_floor.c's `d2h8_flag`, `d2h8_pinned_sync`; a
-//! 4 KiB `target update from` 7.3 vs 7.9 µs through the plugin). Before the thread has
-//! its ring (its first few small copies) it synchronizes.
+//! 4 KiB `target update from` 7.3 vs 7.9 µs through the plugin; but on an H200 host the
+//! plugin's copies to the host were slower so: a 4 KiB `target update from` 8.3 vs 7.8 µs,
+//! back-to-back 4 KiB copies 0.25 vs 0.51 GB/s, hence copies synchronize by default).
+//! Before the thread has its ring (its first few small copies) it synchronizes.
 //!
 //! Ownership and threading: one [`Ring`] per host thread and device, held by the
 //! thread's lane (`cuda::pools::thread_streams`) and used only by the thread owning
@@ -173,7 +176,7 @@ impl Ring {
     }
 
     /// Waits until the work queued on `s` so far (the ring's latest copy to the host
-    /// among it) has run, by the flag when `flag` (`syncwait=flag`), else by
+    /// among it) has run, by the flag when `flag` (`syncwait`), else by
     /// `cuStreamSynchronize`; the stream's error, if any.
     /// Then calls [`Ring::synced`].
     ///

@@ -214,7 +214,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
         Ok(())
     };
     // SAFETY: this thread's lane's ring (`get`); the lane's stream.
-    let r = unsafe { dev.on_waited(lane.stream(), &lane.data.ring, launch) };
+    let r = unsafe { dev.on_waited(lane.stream(), &lane.data.ring, true, launch) };
     if r.is_ok() {
         // SAFETY: this thread's lane, after the run's successful wait.
         unsafe { ahead.ran(key, vars, read) };

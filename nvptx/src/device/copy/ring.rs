@@ -149,7 +149,7 @@ unsafe fn dev2host(
             unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
         };
         // SAFETY: the ring is this thread's lane's (`slot`); `s` a stream of the device.
-        unsafe { core.on_waited(s, ring, copy) }?;
+        unsafe { core.on_waited(s, ring, false, copy) }?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
         Ok(())
