@@ -7,8 +7,9 @@
 //!
 //! `GOMP_NVPTX_TUNE`'s keys are a table of their own (`crate::config::tune`'s `KEYS`),
 //! plus the knobs the copy paths declare in their own files, which the caller gives
-//! (`crate::process`: this module does not know the paths). The README's tables of the variables and of the keys, and the list of variables the
-//! tests clear in their children (`conformance/src/nvptx_variables.rs`), are
+//! (`crate::process`: this module does not know the paths). The README's tables of the
+//! variables and of the keys, and the list of variables the tests clear in their
+//! children (`conformance/src/nvptx_variables.rs`), are
 //! produced from the two tables ([`generated`]; [`GENERATED_BY`] rewrites them, a unit
 //! test fails when one is stale). Read beside them, at the same moment, for what they say about the driver's caches:
 //! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.

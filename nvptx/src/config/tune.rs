@@ -589,9 +589,10 @@ impl Tune {
     /// The value of copy-path knob `knob`: as given, else its default.
     #[inline]
     pub fn size(&self, knob: &'static PathKnob) -> usize {
-        let given = self.paths.0.iter().flatten();
-        given
-            .into_iter()
+        self.paths
+            .0
+            .iter()
+            .flatten()
             .find(|(k, _)| std::ptr::eq(*k, knob))
             .map_or(knob.default, |&(_, n)| n)
     }

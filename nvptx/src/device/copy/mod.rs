@@ -19,8 +19,7 @@
 //! that sizes it ([`Knob`]: its own, declared in its file, or a shared one) and the
 //! profile row it counts its copies under (an existing row or its own,
 //! `CopyMem::Path`); its buffers are a field of [`Copies`] (or the calling thread's
-//! lane). A synchronous
-//! copy whose driver call failed may be made again by a later path
+//! lane). A synchronous copy whose driver call failed may be made again by a later path
 //! ([`CopyPath::retry`]: by kernel, for device-heap memory while serving a
 //! reverse-offload request). The profile and the trace count every copy by how it
 //! reached the host (`staged`, `pinned`, `pageable`) or how it ended (`deferred`;
@@ -29,9 +28,9 @@
 //! Adding a path: its file here (`impl CopyPath` for its type, its own knob's
 //! `PathKnob` and its own profile row if it has them) and, in this file, its `mod` line,
 //! its type's declaration and its line in [`PATHS`] (and, when it keeps buffers per
-//! device, their field in [`Copies`]). Its knob reaches `GOMP_NVPTX_TUNE`'s parser and the
-//! README's table through [`knobs`]. The types are declared here, their
-//! behaviour in their files (a type's methods split over files, as
+//! device, their field in [`Copies`]). Its knob reaches `GOMP_NVPTX_TUNE`'s parser and
+//! the README's table through [`knobs`]. The types are declared here, their behaviour in
+//! their files (a type's methods split over files, as
 //! `scripts/check-modules` allows: a path's file names the core and the engine's types
 //! as part of this body).
 
