@@ -626,7 +626,8 @@ fn page_locked_memory_serves_both_devices() {
         assert_closed(1);
         return;
     }
-    if let Some(c) = with_stub(T, &[], &[]) {
+    // The pools' own allocations are counted: no kept block beside them.
+    if let Some(c) = with_stub(T, &[], &[("GOMP_NVPTX_TUNE", "pinkeep=0")]) {
         c.assert_line_starts("libgomp: page_locked_host_free: ")
             .assert_stderr_lacks("stub libcuda:");
     }
@@ -793,7 +794,8 @@ fn page_locked_memory_follows_its_pool() {
         assert_closed(0);
         return;
     }
-    if let Some(c) = with_stub(T, &[], &[]) {
+    // The pools' own allocations are counted: no kept block beside them.
+    if let Some(c) = with_stub(T, &[], &[("GOMP_NVPTX_TUNE", "pinkeep=0")]) {
         assert_no_errors(&c);
     }
 }
@@ -1296,4 +1298,41 @@ fn first_allocations_from_the_pool_without_warm_up() {
     c.assert_stderr_lacks("stub libcuda:");
     assert_eq!(printed(&c, "DIRECT"), 0, "{}", c.stdout);
     assert!(printed(&c, "POOL") >= 32 << 20, "{}", c.stdout);
+}
+
+/// `GOMP_NVPTX_TUNE=pinkeep` (default 1): each opened device makes one page-locked block
+/// on a thread of its own and frees it at close (nothing left after both closes);
+/// `pinkeep=0` makes none.
+#[test]
+fn page_locked_block_kept_while_open() {
+    const T: &str = "page_locked_block_kept_while_open";
+    if support::is_child(T) {
+        start(2);
+        assert!(init(0) && init(1), "init_device 0 and 1");
+        assert!(fini(0) && fini(1));
+        assert_eq!(
+            (stats(0).live_host_allocs, stats(1).live_host_allocs),
+            (0, 0),
+            "the kept blocks are freed at close"
+        );
+        assert_clean();
+        return;
+    }
+    let kept = |tune: &[(&str, &str)]| -> Option<usize> {
+        let c = with_stub(T, &[], tune)?;
+        assert_no_errors(&c);
+        let made = c
+            .stderr
+            .lines()
+            .filter(|l| l.contains("kept page-locked block"));
+        Some(
+            made.inspect(|l| assert!(l.ends_with(" us"), "not made: {l}"))
+                .count(),
+        )
+    };
+    let Some(on) = kept(&[]) else {
+        return;
+    };
+    assert_eq!(on, 2, "one kept block per opened device");
+    assert_eq!(kept(&[("GOMP_NVPTX_TUNE", "pinkeep=0")]).unwrap(), 0);
 }

@@ -95,6 +95,8 @@ pub struct Tune {
     /// Kernels looked up at their first launch instead of by `load_image`
     /// (`image::Kernel`); never in a program that uses reverse offload.
     pub lazykernels: bool,
+    /// A page-locked block kept from device open to close (`host/pin_keep.rs`).
+    pub pinkeep: bool,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
     /// Threads of the JIT's compiler for every image (`None`: the driver's single
@@ -274,6 +276,7 @@ impl Default for Tune {
             tstream: ThreadStream::Blocking,
             poolwarm: PoolWarm::First,
             lazykernels: false,
+            pinkeep: true,
             autotune: Autotune::On,
             jitthreads: None,
             pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
@@ -302,7 +305,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 19] = [
+static KEYS: [Entry<Parsing>; 20] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -497,6 +500,15 @@ static KEYS: [Entry<Parsing>; 19] = [
               policy puts it",
     },
     Entry {
+        name: "pinkeep",
+        value: Value::Word(&["0", "1"], |p, i| p.t.pinkeep = i == 1),
+        default: "1",
+        doc: "one page-locked block made on a thread of its own at device open and kept \
+              until close (`host/pin_keep.rs`): the driver's page-locked set-up (about 1 ms, \
+              paid again whenever no block is alive) is not paid by the program's first \
+              page-locked allocation; 0: none",
+    },
+    Entry {
         name: "revspin",
         value: Value::Word(&["0", "wait", "acqrel"], |p, i| {
             p.t.revspin = [RevSpin::Off, RevSpin::Wait, RevSpin::AcqRel][i]
@@ -606,7 +618,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync,pinkeep=0",
         )
         .unwrap();
         assert_eq!(
@@ -623,6 +635,7 @@ mod tests {
                 tstream: ThreadStream::Legacy,
                 poolwarm: PoolWarm::Open,
                 lazykernels: true,
+                pinkeep: false,
                 autotune: Autotune::Off,
                 jitthreads: Some(4),
                 pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,

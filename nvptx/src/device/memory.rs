@@ -12,6 +12,7 @@ use crate::cuda::sys::CUdeviceptr;
 use crate::device::context::DeviceContext;
 use crate::device::Core;
 use crate::host::memory::{HostChunks, HostPool};
+use crate::host::pin_keep::PinKeep;
 use crate::memory::large_blocks::{self, LargeBlocks};
 use crate::memory::pool::{Pool, DIRECT_MAX};
 use crate::memory::small_blocks::{self, Given, SmallBlocks};
@@ -39,6 +40,8 @@ pub struct Memory {
     large: LargeBlocks,
     /// Pooled page-locked host memory (`page_locked_host_alloc`).
     pub(super) pinned: HostPool,
+    /// The page-locked block kept from open to close (`GOMP_NVPTX_TUNE=pinkeep`).
+    pub(super) pin_keep: PinKeep,
 }
 
 impl Memory {
@@ -68,6 +71,7 @@ impl Memory {
                         .unwrap_or(crate::host::pinned_pool::Shape::default().shards),
                 },
             ),
+            pin_keep: PinKeep::default(),
         }
     }
 }

@@ -103,7 +103,8 @@ impl Core {
     }
 
     /// What an opened device does before its first use (context current): the pool's
-    /// warm-up, the trace's epoch, the context's stack and heap limits.
+    /// warm-up, the trace's epoch, the context's stack and heap limits, the kept
+    /// page-locked block's thread (`GOMP_NVPTX_TUNE=pinkeep`).
     fn start(&self) -> Result<()> {
         if let (Some(p), PoolWarm::Open) = (&self.memory.pool, self.config().tune.poolwarm) {
             p.warm_up(self.context.ctx);
@@ -120,6 +121,10 @@ impl Core {
         if let Some(n) = self.config().heap {
             // Before any launch.
             cu_context::set_limit(CU_LIMIT_MALLOC_HEAP_SIZE, n)?;
+        }
+        // Last, so that an open that fails leaves no thread (close joins it).
+        if self.config().tune.pinkeep {
+            self.memory.pin_keep.start(self.ord(), self.context.ctx);
         }
         Ok(())
     }
@@ -420,6 +425,7 @@ impl Core {
             o.close();
         }
         self.close_memory();
+        self.memory.pin_keep.release();
         self.copies.destroy();
         if let Err(e) = self.memory.pinned.destroy() {
             first_err.get_or_insert(e);

@@ -1,5 +1,6 @@
 //! Host-side memory: page-locked host memory the plugin allocates ([`pinned_pool`] over
-//! [`memory`]'s chunks, on the device's NUMA node: [`numa`]) or locks for the program ([`lock`]), the process-wide registry of
+//! [`memory`]'s chunks, on the device's NUMA node: [`numa`]; the driver's set-up of it kept
+//! from device open: [`pin_keep`]) or locks for the program ([`lock`]), the process-wide registry of
 //! such ranges ([`ranges`]), and the two ways of moving data the driver alone cannot
 //! move well: the staging engine for large pageable copies ([`staging`]), bounce
 //! buffers for mid-sized ones ([`bounce`]), each thread's ring for small ones
@@ -15,6 +16,7 @@ pub mod kernel_copy;
 pub mod lock;
 pub mod memory;
 pub mod numa;
+pub mod pin_keep;
 pub mod pinned_pool;
 pub mod ranges;
 pub mod read_ahead;
