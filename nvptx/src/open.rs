@@ -8,6 +8,7 @@
 //! each concept the parts it needs (the core, the queue, the reverse-offload state)
 //! rather than the whole.
 
+use crate::config::tune::PinKeepAt;
 use crate::device::{serving, Core};
 use crate::image::{Image, Kernel};
 use crate::launch::async_queue::AsyncQueue;
@@ -148,6 +149,9 @@ impl gomp_plugin::Device for OpenDevice {
         );
         let kernels = img.fns.clone();
         self.images.add(img.key, img);
+        if dev.config().tune.pinkeep == PinKeepAt::Load {
+            dev.keep_page_locked();
+        }
         Ok(LoadedImage {
             kernels,
             table,

@@ -1300,15 +1300,25 @@ fn first_allocations_from_the_pool_without_warm_up() {
     assert!(printed(&c, "POOL") >= 32 << 20, "{}", c.stdout);
 }
 
-/// `GOMP_NVPTX_TUNE=pinkeep` (default 1): each opened device makes one page-locked block
-/// on a thread of its own and frees it at close (nothing left after both closes);
-/// `pinkeep=0` makes none.
+/// `GOMP_NVPTX_TUNE=pinkeep`: with `open` each opened device makes one page-locked block
+/// on a thread of its own; with `load` (the default) a device makes it once an image is
+/// loaded on it (here device 0 only, when the child loads one); `0` makes none. All are
+/// freed at close.
 #[test]
 fn page_locked_block_kept_while_open() {
     const T: &str = "page_locked_block_kept_while_open";
     if support::is_child(T) {
         start(2);
         assert!(init(0) && init(1), "init_device 0 and 1");
+        let text = ".version 7.0\n.target sm_52\n.address_size 64\n\
+                    .visible .entry k$_omp_fn$0 ()\n{\n\tret;\n}\n";
+        let img = support::image::Image::new(
+            vec![std::ffi::CString::new(text).unwrap()],
+            &["k$_omp_fn$0"],
+        );
+        if std::env::var("LOAD").is_ok() {
+            assert_eq!(img.load(0, false).0, 2, "one kernel and the ICV entry");
+        }
         assert!(fini(0) && fini(1));
         assert_eq!(
             (stats(0).live_host_allocs, stats(1).live_host_allocs),
@@ -1330,9 +1340,12 @@ fn page_locked_block_kept_while_open() {
                 .count(),
         )
     };
-    let Some(on) = kept(&[]) else {
+    let Some(open) = kept(&[("GOMP_NVPTX_TUNE", "pinkeep=open")]) else {
         return;
     };
-    assert_eq!(on, 2, "one kept block per opened device");
-    assert_eq!(kept(&[("GOMP_NVPTX_TUNE", "pinkeep=0")]).unwrap(), 0);
+    assert_eq!(open, 2, "one kept block per opened device");
+    assert_eq!(kept(&[]).unwrap(), 0, "load: no image, no block");
+    assert_eq!(kept(&[("LOAD", "1")]).unwrap(), 1, "load: device 0's image");
+    let off = [("GOMP_NVPTX_TUNE", "pinkeep=0"), ("LOAD", "1")];
+    assert_eq!(kept(&off).unwrap(), 0);
 }

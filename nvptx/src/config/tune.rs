@@ -96,7 +96,7 @@ pub struct Tune {
     /// (`image::Kernel`); never in a program that uses reverse offload.
     pub lazykernels: bool,
     /// A page-locked block kept from device open to close (`host/pin_keep.rs`).
-    pub pinkeep: bool,
+    pub pinkeep: PinKeepAt,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
     /// Threads of the JIT's compiler for every image (`None`: the driver's single
@@ -228,6 +228,17 @@ pub enum RevSpin {
 /// Default `revdelay` (ns).
 pub const DEFAULT_REVDELAY: u32 = 300;
 
+/// When the kept page-locked block is made (`host/pin_keep.rs`). `Copy`, plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PinKeepAt {
+    /// Never.
+    Off,
+    /// On a thread of its own started at device open.
+    Open,
+    /// On a thread of its own started when the device's first image is loaded.
+    Load,
+}
+
 /// When the device-memory pool makes its first allocation, which sets the pool up (the
 /// driver takes milliseconds). `Copy`, plain data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -276,7 +287,7 @@ impl Default for Tune {
             tstream: ThreadStream::Blocking,
             poolwarm: PoolWarm::First,
             lazykernels: false,
-            pinkeep: true,
+            pinkeep: PinKeepAt::Load,
             autotune: Autotune::On,
             jitthreads: None,
             pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
@@ -501,12 +512,15 @@ static KEYS: [Entry<Parsing>; 20] = [
     },
     Entry {
         name: "pinkeep",
-        value: Value::Word(&["0", "1"], |p, i| p.t.pinkeep = i == 1),
-        default: "1",
-        doc: "one page-locked block made on a thread of its own at device open and kept \
-              until close (`host/pin_keep.rs`): the driver's page-locked set-up (about 1 ms, \
-              paid again whenever no block is alive) is not paid by the program's first \
-              page-locked allocation; 0: none",
+        value: Value::Word(&["0", "open", "load"], |p, i| {
+            p.t.pinkeep = [PinKeepAt::Off, PinKeepAt::Open, PinKeepAt::Load][i]
+        }),
+        default: "load",
+        doc: "one page-locked block made on a thread of its own and kept until device close \
+              (`host/pin_keep.rs`), so the driver's page-locked set-up (about 1 ms, paid \
+              again whenever no block is alive) is not paid by the program's first \
+              page-locked allocation: `load`: started once the device's first image is \
+              loaded; `open`: at device open; `0`: none",
     },
     Entry {
         name: "revspin",
@@ -618,7 +632,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync,pinkeep=0",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync,pinkeep=open",
         )
         .unwrap();
         assert_eq!(
@@ -635,7 +649,7 @@ mod tests {
                 tstream: ThreadStream::Legacy,
                 poolwarm: PoolWarm::Open,
                 lazykernels: true,
-                pinkeep: false,
+                pinkeep: PinKeepAt::Open,
                 autotune: Autotune::Off,
                 jitthreads: Some(4),
                 pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,

@@ -24,7 +24,7 @@ pub mod memory;
 pub mod serving;
 pub mod settings;
 
-use crate::config::tune::{PoolWarm, ThreadStream};
+use crate::config::tune::{PinKeepAt, PoolWarm, ThreadStream};
 use crate::config::Config;
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
@@ -123,10 +123,16 @@ impl Core {
             cu_context::set_limit(CU_LIMIT_MALLOC_HEAP_SIZE, n)?;
         }
         // Last, so that an open that fails leaves no thread (close joins it).
-        if self.config().tune.pinkeep {
-            self.memory.pin_keep.start(self.ord(), self.context.ctx);
+        if self.config().tune.pinkeep == PinKeepAt::Open {
+            self.keep_page_locked();
         }
         Ok(())
+    }
+
+    /// Starts the kept page-locked block's thread (`GOMP_NVPTX_TUNE=pinkeep`) unless it
+    /// was started before; joined at close.
+    pub fn keep_page_locked(&self) {
+        self.memory.pin_keep.start(self.ord(), self.context.ctx);
     }
 
     /// The `GOMP_DEBUG` line and the `GOMP_NVPTX_INFO` lines of an opened device.

@@ -7,8 +7,8 @@
 //! whatever its size; while an earlier page-locked block is alive, a 1 MiB one costs a
 //! few microseconds; once every block has been freed, the next one pays the millisecond
 //! again (so a block made and freed at open, the removed `pinwarm`, changed nothing).
-//! The block is made on a thread of its own started at device open, beside the image's
-//! load, and freed at device close. Best effort: a failure only means the set-up is paid
+//! The block is made on a thread of its own, by default once the device's first image is
+//! loaded (`pinkeep=open`: at device open, beside the load), and freed at device close. Best effort: a failure only means the set-up is paid
 //! later (a `GOMP_DEBUG` line says so).
 //!
 //! [`PinKeep`] owns the thread, and through it the block, until [`PinKeep::release`];
@@ -31,8 +31,12 @@ pub struct PinKeep(Mutex<Option<JoinHandle<Option<HostAlloc>>>>);
 
 impl PinKeep {
     /// Starts making the block for device `ord` on a thread of its own, in context
-    /// `ctx`, which must stay alive until [`PinKeep::release`].
+    /// `ctx`, which must stay alive until [`PinKeep::release`]; nothing if started before.
     pub fn start(&self, ord: i32, ctx: CUcontext) {
+        let mut thread = self.0.locked();
+        if thread.is_some() {
+            return;
+        }
         // The context handle crosses to the thread as an address.
         let ctx = ctx as usize;
         let spawned = std::thread::Builder::new()
@@ -59,7 +63,7 @@ impl PinKeep {
                 }
             });
         match spawned {
-            Ok(h) => *self.0.locked() = Some(h),
+            Ok(h) => *thread = Some(h),
             Err(e) => log::debug!("device {ord}: kept page-locked block: no thread: {e}"),
         }
     }
