@@ -298,6 +298,27 @@ impl Core {
         self.on_with(s, f, |s| unsafe { ring.wait(s, flag) })
     }
 
+    /// [`Core::on`] with `s` waited for by `wait` (which returns once the stream's work
+    /// has run, or with its error), then noted as synchronised on the calling thread's
+    /// `ring` ([`Ring::synced`]).
+    ///
+    /// # Safety
+    /// `ring` must be the calling thread's lane's; `s` a stream of the device.
+    pub unsafe fn on_waited_by<T>(
+        &self,
+        s: Stream,
+        ring: &Ring,
+        f: impl FnOnce(Stream) -> Result<T>,
+        wait: impl FnOnce(Stream) -> Result<()>,
+    ) -> Result<T> {
+        self.on_with(s, f, |s| {
+            wait(s)?;
+            // SAFETY: the calling thread's ring (caller), after `s` has run its work.
+            unsafe { ring.synced(s) };
+            Ok(())
+        })
+    }
+
     /// [`Core::on`] with the stream waited for by `wait` (which returns once the
     /// stream's work has run, or with its error).
     fn on_with<T>(

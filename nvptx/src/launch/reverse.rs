@@ -1,10 +1,23 @@
 //! Reverse offload (`target device(ancestor: 1)`): the device writes a request into a
 //! host-pinned mailbox (`struct rev_offload`, spec §6.4) and spins until the host
-//! clears it. A per-device service thread polls the mailbox while kernels of the device
-//! are running (spinning, so a round trip costs microseconds, not a `usleep`), parks
-//! otherwise, and hands each request to libgomp's `GOMP_PLUGIN_target_rev` with the
-//! arity of the libgomp that loaded us. Copies go through the plugin's synchronous
-//! copy entry points, which use their own streams and so run beside the kernel.
+//! clears it. Each request is handed to libgomp's `GOMP_PLUGIN_target_rev` with the
+//! arity of the libgomp that loaded us, by the first of two kinds of thread to claim it:
+//! a thread waiting in `GOMP_OFFLOAD_run` for its kernel polls the mailbox while it
+//! waits ([`Reverse::wait_serving`]), as GCC's own plugin does; a per-device service
+//! thread polls it while kernels of the device run and no such thread waits (kernels
+//! of `GOMP_OFFLOAD_async_run`), spinning, so a round trip costs microseconds, not a
+//! `usleep`, and parks otherwise. Copies go through the plugin's synchronous copy entry
+//! points, which use their own streams and so run beside the kernel.
+//!
+//! Why the waiting thread serves first: libgomp's `gomp_target_rev` (GCC 14-16) compares
+//! a pointer's device address with the host address of the copy it just made of the
+//! array descriptor holding it (the `GOMP_MAP_TO_PSET` case), and skips the pointer's
+//! fix-up when the host address is the higher: the host function then reads the
+//! descriptor itself as the array's data (`tests/device/revoff_device_heap.f90`). Host
+//! copies come from the serving thread's `malloc` arena: the main thread's lies below
+//! every device address, a thread arena may lie above them (measured on the H200 host:
+//! the service thread took over the arena of a thread that had ended before the
+//! device's memory was reserved, and the test failed every time).
 //!
 //! GCC's device runtime sends one request per device at a time (a device-wide lock
 //! around the mailbox), so each device's requests are served in order by its own
@@ -17,7 +30,7 @@
 //! frees it once the thread has ended.
 
 use crate::cuda::safe::memory::host_device_pointer;
-use crate::cuda::safe::HostAlloc;
+use crate::cuda::safe::{HostAlloc, Stream};
 use crate::cuda::sys::*;
 use crate::device::Core;
 use crate::image::Image;
@@ -26,7 +39,7 @@ use gomp_plugin::libgomp::report;
 use gomp_plugin::libgomp::target::{self, RevCall};
 use gomp_plugin::sync::{Lock, Wait};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -101,12 +114,12 @@ pub struct Reverse {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// The state the reverse-offload service thread works on: the mailbox, and the
-/// device's kernels in flight as launches count them in and out
-/// ([`Service::kernel_started`], [`Service::kernel_finished`]); the thread spins while
-/// any runs, parks otherwise, and ends once `stop` is set. Shared (`Arc`) by the
-/// device's [`Reverse`], its service thread and its completion thread (which counts
-/// kernels out).
+/// The state the threads serving reverse-offload requests work on: the mailbox, who
+/// serves its request, and the device's kernels in flight as launches count them in and
+/// out ([`Service::kernel_started`], [`Service::kernel_finished`]); the service thread
+/// spins while any runs, parks otherwise, and ends once `stop` is set. Shared (`Arc`)
+/// by the device's [`Reverse`], its service thread and its completion thread (which
+/// counts kernels out); launching threads use it through [`Reverse::wait_serving`].
 #[derive(Default)]
 pub struct Service {
     /// The mailbox (page-locked, device-mapped), freed by [`Reverse::shutdown`] once the
@@ -121,6 +134,16 @@ pub struct Service {
     stop: AtomicBool,
     /// Set while the service thread is parked (or about to park).
     sleeping: AtomicBool,
+    /// The mailbox's address once made (0 before), for [`Reverse::wait_serving`].
+    mailbox_addr: AtomicUsize,
+    /// Set while a thread serves the mailbox's request: the thread that sets it serves.
+    claimed: AtomicBool,
+    /// Threads in [`Reverse::wait_serving`]; while any waits, the service thread leaves
+    /// the requests to them.
+    waiters: AtomicUsize,
+    /// Per-request timings, kept under `GOMP_DEBUG` only; reported when the service
+    /// thread ends.
+    stats: Mutex<Option<Stats>>,
 }
 
 /// Runs a copy for libgomp 13's callbacks on the device named by `token` (the
@@ -215,6 +238,32 @@ impl Reverse {
         &self.service
     }
 
+    /// Whether the device has a mailbox (an image with reverse offload was loaded), so
+    /// that a launching thread waits with [`Reverse::wait_serving`].
+    #[inline]
+    pub fn serves(&self) -> bool {
+        self.service.mailbox_addr.load(Ordering::Acquire) != 0
+    }
+
+    /// Waits until stream `s` (of device `dev`, whose context is current) has run its
+    /// work, serving the device's reverse-offload requests on the calling thread
+    /// meanwhile (see the module's note on why); the stream's error, if any. Without a
+    /// mailbox, only waits.
+    pub fn wait_serving(&self, dev: &Core, s: Stream) -> Result<()> {
+        let sv = &*self.service;
+        let addr = sv.mailbox_addr.load(Ordering::Acquire);
+        if addr == 0 {
+            return Ok(s.synchronize()?);
+        }
+        // SAFETY: the mailbox stays allocated until `shutdown`, which device close runs
+        // once no launch of the device is in progress (this one is).
+        let mb = unsafe { &*(addr as *const Mailbox) };
+        sv.waiters.fetch_add(1, Ordering::SeqCst);
+        let r = poll_serving(dev, sv, mb, s);
+        sv.waiters.fetch_sub(1, Ordering::SeqCst);
+        r
+    }
+
     /// Stops the service thread and frees the mailbox (device close).
     pub fn shutdown(&self) {
         let sv = &self.service;
@@ -293,6 +342,10 @@ fn ensure_mailbox(dev: &Arc<Core>, r: &Reverse) -> Result<usize> {
     // SAFETY: freshly allocated, large enough, exclusively ours.
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<Mailbox>()) };
     *mb = Some(h);
+    if log::log_enabled!(log::Level::Debug) {
+        *r.service.stats.locked() = Some(Stats::new());
+    }
+    r.service.mailbox_addr.store(p as usize, Ordering::Release);
     let d = Arc::clone(dev);
     let sv = Arc::clone(&r.service);
     let addr = p as usize;
@@ -317,22 +370,9 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
     // SAFETY: the mailbox stays allocated until `shutdown` has joined this thread (`r`,
     // which this thread holds, owns it until then).
     let mb = unsafe { &*(mailbox as *const Mailbox) };
-    let mut stats = log::log_enabled!(log::Level::Debug).then(Stats::new);
-    let observe = dev.observe();
     let (mut idle, mut quiet) = (0u32, 0u32);
     while !r.stop.load(Ordering::Acquire) {
-        let f = mb.fn_.load(Ordering::Acquire);
-        if f != 0 {
-            let seen = ticks();
-            let t0 = observe.map(|_| std::time::Instant::now());
-            handle(dev, mb, f);
-            mb.fn_.store(0, Ordering::Release);
-            if let (Some(o), Some(t0)) = (observe, t0) {
-                o.reverse(t0.elapsed().as_nanos() as u64);
-            }
-            if let Some(st) = &mut stats {
-                st.record(seen, ticks());
-            }
+        if r.waiters.load(Ordering::SeqCst) == 0 && try_serve(dev, r, mb) {
             idle = 0;
             continue;
         }
@@ -362,9 +402,72 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
         }
         r.sleeping.store(false, Ordering::SeqCst);
     }
-    if let Some(st) = stats {
+    if let Some(st) = r.stats.locked().take() {
         st.report(dev.ord());
     }
+}
+
+/// Polls of the mailbox between two queries of the waited-for stream in
+/// [`poll_serving`] (a query is a driver call, a poll a load).
+const POLLS_PER_QUERY: u32 = 16;
+/// Polls after which [`poll_serving`] yields the processor between polls (a long
+/// kernel then costs the host less).
+const SPIN_POLLS: u32 = 100_000;
+
+/// [`Reverse::wait_serving`]'s loop: serves requests until `s` has run its work.
+fn poll_serving(dev: &Core, sv: &Service, mb: &Mailbox, s: Stream) -> Result<()> {
+    let mut polls = 0u32;
+    loop {
+        if try_serve(dev, sv, mb) {
+            polls = 0;
+            continue;
+        }
+        polls = polls.saturating_add(1);
+        if polls % POLLS_PER_QUERY == 0 {
+            match s.query() {
+                Ok(()) => return Ok(()),
+                Err(e) if e.code == CUDA_ERROR_NOT_READY => {}
+                // The stream's error, as the driver's waits report it.
+                Err(_) => return Ok(s.synchronize()?),
+            }
+        }
+        if polls > SPIN_POLLS {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Serves the mailbox's request if there is one and no other thread serves it:
+/// hands it to libgomp, then answers it. Whether it served one.
+fn try_serve(dev: &Core, sv: &Service, mb: &Mailbox) -> bool {
+    if mb.fn_.load(Ordering::Acquire) == 0
+        || sv
+            .claimed
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+    {
+        return false;
+    }
+    // The request seen before the claim may have been answered since: read it again.
+    let f = mb.fn_.load(Ordering::Acquire);
+    if f == 0 {
+        sv.claimed.store(false, Ordering::Release);
+        return false;
+    }
+    let seen = ticks();
+    let t0 = dev.observe().map(|_| std::time::Instant::now());
+    handle(dev, mb, f);
+    mb.fn_.store(0, Ordering::Release);
+    sv.claimed.store(false, Ordering::Release);
+    if let (Some(o), Some(t0)) = (dev.observe(), t0) {
+        o.reverse(t0.elapsed().as_nanos() as u64);
+    }
+    if let Some(st) = sv.stats.locked().as_mut() {
+        st.record(seen, ticks());
+    }
+    true
 }
 
 /// A cheap clock for the `GOMP_DEBUG` statistics: the time-stamp counter where there
@@ -379,7 +482,7 @@ fn ticks() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64);
 }
 
-/// Per-request timings of one service thread, kept under `GOMP_DEBUG` only.
+/// Per-request timings of one device's mailbox, kept under `GOMP_DEBUG` only.
 struct Stats {
     start: (u64, std::time::Instant),
     /// Ticks from seeing a request to answering it.

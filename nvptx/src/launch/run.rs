@@ -214,7 +214,15 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
         Ok(())
     };
     // SAFETY: this thread's lane's ring (`get`); the lane's stream.
-    let r = unsafe { dev.on_waited(lane.stream(), &lane.data.ring, true, launch) };
+    let r = unsafe {
+        if rev.serves() {
+            // This thread serves the device's reverse-offload requests while it waits.
+            let wait = |s| rev.wait_serving(dev, s);
+            dev.on_waited_by(lane.stream(), &lane.data.ring, launch, wait)
+        } else {
+            dev.on_waited(lane.stream(), &lane.data.ring, true, launch)
+        }
+    };
     if r.is_ok() {
         // SAFETY: this thread's lane, after the run's successful wait.
         unsafe { ahead.ran(key, vars, read) };
