@@ -29,6 +29,7 @@
 //! the mailbox lives as long as any thread that reads it, and [`Reverse::shutdown`]
 //! frees it once the thread has ended.
 
+use crate::cuda::pools::thread_streams;
 use crate::cuda::safe::memory::host_device_pointer;
 use crate::cuda::safe::{HostAlloc, Stream};
 use crate::cuda::sys::*;
@@ -372,7 +373,7 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
     let mb = unsafe { &*(mailbox as *const Mailbox) };
     let (mut idle, mut quiet) = (0u32, 0u32);
     while !r.stop.load(Ordering::Acquire) {
-        if r.waiters.load(Ordering::SeqCst) == 0 && try_serve(dev, r, mb) {
+        if r.waiters.load(Ordering::SeqCst) == 0 && try_serve(dev, r, mb, false) {
             idle = 0;
             continue;
         }
@@ -418,7 +419,7 @@ const SPIN_POLLS: u32 = 100_000;
 fn poll_serving(dev: &Core, sv: &Service, mb: &Mailbox, s: Stream) -> Result<()> {
     let mut polls = 0u32;
     loop {
-        if try_serve(dev, sv, mb) {
+        if try_serve(dev, sv, mb, true) {
             polls = 0;
             continue;
         }
@@ -440,8 +441,11 @@ fn poll_serving(dev: &Core, sv: &Service, mb: &Mailbox, s: Stream) -> Result<()>
 }
 
 /// Serves the mailbox's request if there is one and no other thread serves it:
-/// hands it to libgomp, then answers it. Whether it served one.
-fn try_serve(dev: &Core, sv: &Service, mb: &Mailbox) -> bool {
+/// hands it to libgomp, then answers it. Whether it served one. `waiting`: the calling
+/// thread waits for a kernel on its own stream, so it serves aside
+/// ([`thread_streams::aside`]): the copies, allocations and launches of the request go
+/// on other streams than the one the requesting kernel may run on.
+fn try_serve(dev: &Core, sv: &Service, mb: &Mailbox, waiting: bool) -> bool {
     if mb.fn_.load(Ordering::Acquire) == 0
         || sv
             .claimed
@@ -458,7 +462,11 @@ fn try_serve(dev: &Core, sv: &Service, mb: &Mailbox) -> bool {
     }
     let seen = ticks();
     let t0 = dev.observe().map(|_| std::time::Instant::now());
-    handle(dev, mb, f);
+    if waiting {
+        thread_streams::aside(|| handle(dev, mb, f));
+    } else {
+        handle(dev, mb, f);
+    }
     mb.fn_.store(0, Ordering::Release);
     sv.claimed.store(false, Ordering::Release);
     if let (Some(o), Some(t0)) = (dev.observe(), t0) {

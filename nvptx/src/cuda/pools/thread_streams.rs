@@ -12,6 +12,11 @@
 //! back to their devices' idle lists for the next new thread, unless the device has
 //! been closed meanwhile. So a lane is used by one live thread at a time.
 //!
+//! A thread can also step aside ([`aside`]): inside, it gets other lanes than its own
+//! (one per depth), so that work it queues there never waits behind what its own
+//! stream runs. A thread waiting for its kernel serves that kernel's reverse-offload
+//! requests aside, as the kernel, on the thread's own stream, waits for them.
+//!
 //! Threading: `get` is lock-free after a thread's first call (a thread-local lookup and
 //! one atomic load); creating or reusing a lane takes the set's lock.
 
@@ -84,6 +89,7 @@ impl<T: Send + Sync> Home for Shared<T> {
 
 /// One cached lane of the calling thread (its address, type-erased).
 struct Cached {
+    /// The open's id and the depth aside ([`ThreadStreams::key`]).
     id: u64,
     lane: usize,
     home: Weak<dyn Home>,
@@ -107,10 +113,25 @@ impl Drop for Cache {
 
 thread_local! {
     static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
-    /// The calling thread's last used entry of `CACHE` (open id, lane address), for
-    /// the common case of one device: a plain value with no destructor, so reading it
-    /// needs no lazy registration and no borrow. Id 0 (never an open's): none.
+    /// The calling thread's last used entry of `CACHE` (key, lane address), for the
+    /// common case of one device: a plain value with no destructor, so reading it
+    /// needs no lazy registration and no borrow. Key 0 (never a set's): none.
     static LAST: Cell<(u64, usize)> = const { Cell::new((0, 0)) };
+    /// How deep the calling thread is in [`aside`] calls.
+    static ASIDE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Depths of [`aside`] told apart (deeper ones share the deepest's lanes).
+const DEPTHS: u64 = 16;
+
+/// Runs `f` with the calling thread stepped aside: every set hands the thread, until
+/// `f` returns, a lane other than its own (and other than those of shallower calls).
+pub fn aside<R>(f: impl FnOnce() -> R) -> R {
+    let depth = ASIDE.with(Cell::get);
+    ASIDE.with(|d| d.set(depth + 1));
+    let r = f();
+    ASIDE.with(|d| d.set(depth));
+    r
 }
 
 /// The per-thread lanes of one open device. Owned by the device core; `Sync`.
@@ -144,27 +165,29 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
         self.flags & crate::cuda::sys::CU_STREAM_NON_BLOCKING as u32 == 0
     }
 
+    /// The calling thread's cache key for this set: the open's id and the depth aside.
+    #[inline]
+    fn key(&self) -> u64 {
+        let depth = ASIDE.try_with(Cell::get).unwrap_or(0).min(DEPTHS - 1);
+        self.id * DEPTHS + depth
+    }
+
     #[inline]
     fn cached(&self) -> Option<usize> {
+        let key = self.key();
         match LAST.try_with(Cell::get) {
-            Ok((id, lane)) if id == self.id => Some(lane),
-            _ => self.cached_slow(),
+            Ok((k, lane)) if k == key => Some(lane),
+            _ => self.cached_slow(key),
         }
     }
 
     /// [`Self::cached`] past the last-used entry; makes the entry found the last used.
-    fn cached_slow(&self) -> Option<usize> {
+    fn cached_slow(&self, key: u64) -> Option<usize> {
         let lane = CACHE
-            .try_with(|c| {
-                c.borrow()
-                    .0
-                    .iter()
-                    .find(|e| e.id == self.id)
-                    .map(|e| e.lane)
-            })
+            .try_with(|c| c.borrow().0.iter().find(|e| e.id == key).map(|e| e.lane))
             .ok()
             .flatten()?;
-        let _ = LAST.try_with(|l| l.set((self.id, lane)));
+        let _ = LAST.try_with(|l| l.set((key, lane)));
         Some(lane)
     }
 
@@ -234,7 +257,7 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
             let mut c = c.borrow_mut();
             c.0.retain(|e| e.home.upgrade().is_some_and(|h| !h.is_closed()));
             c.0.push(Cached {
-                id: self.id,
+                id: self.key(),
                 lane,
                 home: Arc::downgrade(&home),
             });
