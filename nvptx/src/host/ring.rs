@@ -175,8 +175,43 @@ impl Ring {
         Ok(p)
     }
 
+    /// Queues on `s`, after its work so far, the write of a new value into the ring's
+    /// flag word, when `flag` (`syncwait`) asks for it and the ring has the word; the
+    /// word and the value to wait for, or `None`: wait by `cuStreamSynchronize`.
+    ///
+    /// # Safety
+    /// Only the thread owning the ring's lane may call this, and must wait for `s`
+    /// before the ring is next used; `s` a stream of the device whose context is
+    /// current.
+    pub unsafe fn arm(&self, s: Stream, flag: bool) -> Option<Armed<'_>> {
+        // SAFETY: only the owning thread gets here (caller); no reference into the
+        // cell outlives this block.
+        let (word, seq) = match unsafe { &mut *self.0.get() } {
+            Some(r) if flag && r.flag_dev != 0 => {
+                r.seq = r.seq.wrapping_add(1);
+                // SAFETY: the word lies in the ring's memory, alive as long as the ring;
+                // the caller waits for the stream before the ring is used again.
+                match unsafe { s.write_value32(r.flag_dev, r.seq) } {
+                    Ok(()) => (word(&r.mem), r.seq),
+                    Err(e) => {
+                        // Not asked again (drivers or devices without stream memory
+                        // operations answer CUDA_ERROR_NOT_SUPPORTED).
+                        r.flag_dev = 0;
+                        log::debug!("copy ring: {e}; waited for by synchronizing from now on");
+                        return None;
+                    }
+                }
+            }
+            _ => return None,
+        };
+        // SAFETY: the word is 64-byte aligned page-locked memory of the ring, which
+        // lives as long as `self`; the device writes it, the host only reads it.
+        let word = unsafe { &*word.cast::<AtomicU32>() };
+        Some(Armed { word, seq })
+    }
+
     /// Waits until the work queued on `s` so far (the ring's latest copy to the host
-    /// among it) has run, by the flag when `flag` (`syncwait`), else by
+    /// among it) has run, by the flag when `flag` (`syncwait`, [`Ring::arm`]), else by
     /// `cuStreamSynchronize`; the stream's error, if any.
     /// Then calls [`Ring::synced`].
     ///
@@ -184,34 +219,10 @@ impl Ring {
     /// Only the thread owning the ring's lane may call this; `s` a stream of the device
     /// whose context is current.
     pub unsafe fn wait(&self, s: Stream, flag: bool) -> Result<()> {
-        // SAFETY: only the owning thread gets here (caller); no reference into the
-        // cell outlives this block.
-        let polled = match unsafe { &mut *self.0.get() } {
-            Some(r) if flag && r.flag_dev != 0 => {
-                r.seq = r.seq.wrapping_add(1);
-                // SAFETY: the word lies in the ring's memory, alive as long as the ring;
-                // this call returns only once the stream has run the write or failed
-                // (`poll`, `cuStreamSynchronize`).
-                match unsafe { s.write_value32(r.flag_dev, r.seq) } {
-                    Ok(()) => Some((word(&r.mem), r.seq)),
-                    Err(e) => {
-                        // Not asked again (drivers or devices without stream memory
-                        // operations answer CUDA_ERROR_NOT_SUPPORTED).
-                        r.flag_dev = 0;
-                        log::debug!("copy ring: {e}; waited for by synchronizing from now on");
-                        None
-                    }
-                }
-            }
-            _ => None,
-        };
-        if let Some((word, seq)) = polled {
-            // SAFETY: the word is 64-byte aligned page-locked memory of the ring, which
-            // outlives this call; the device writes it, the host only reads it.
-            let word = unsafe { &*word.cast::<AtomicU32>() };
-            poll(word, seq, s)?;
-        } else {
-            s.synchronize()?;
+        // SAFETY: forwarded caller guarantee; waited for just below.
+        match unsafe { self.arm(s, flag) } {
+            Some(a) => poll(a.word, a.seq, s)?,
+            None => s.synchronize()?,
         }
         // SAFETY: forwarded caller guarantee; `s` has just run its work.
         unsafe { self.synced(s) };
@@ -233,6 +244,23 @@ impl Ring {
                 r.stream = None;
             }
         }
+    }
+}
+
+/// A flag write queued by [`Ring::arm`]: the stream writes `seq` into `word` once the
+/// work queued before it has run. Borrowed from the ring; read by the owning thread.
+pub struct Armed<'a> {
+    word: &'a AtomicU32,
+    seq: u32,
+}
+
+impl Armed<'_> {
+    /// Whether the stream has written the flag (a load, no driver call). A stream that
+    /// failed never does: ask it too now and then ([`Stream::query`]).
+    #[inline]
+    pub fn reached(&self) -> bool {
+        // Acquire: what the work before the flag wrote is read after it.
+        self.word.load(Ordering::Acquire) == self.seq
     }
 }
 

@@ -34,6 +34,7 @@ use crate::cuda::safe::memory::host_device_pointer;
 use crate::cuda::safe::{HostAlloc, Stream};
 use crate::cuda::sys::*;
 use crate::device::Core;
+use crate::host::ring::{Armed, Ring};
 use crate::image::Image;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
@@ -248,19 +249,32 @@ impl Reverse {
 
     /// Waits until stream `s` (of device `dev`, whose context is current) has run its
     /// work, serving the device's reverse-offload requests on the calling thread
-    /// meanwhile (see the module's note on why); the stream's error, if any. Without a
-    /// mailbox, only waits.
-    pub fn wait_serving(&self, dev: &Core, s: Stream) -> Result<()> {
+    /// meanwhile (see the module's note on why); the stream's error, if any. `ring`, the
+    /// calling thread's, tells the end by its flag where `flag` (`syncwait`) asks for
+    /// it ([`Ring::arm`]), else the stream is queried. Without a mailbox, only waits.
+    ///
+    /// # Safety
+    /// `ring` must be the calling thread's lane's, and `s` that lane's stream.
+    pub unsafe fn wait_serving(
+        &self,
+        dev: &Core,
+        s: Stream,
+        ring: &Ring,
+        flag: bool,
+    ) -> Result<()> {
         let sv = &*self.service;
         let addr = sv.mailbox_addr.load(Ordering::Acquire);
         if addr == 0 {
-            return Ok(s.synchronize()?);
+            // SAFETY: forwarded caller guarantee.
+            return unsafe { ring.wait(s, flag) };
         }
         // SAFETY: the mailbox stays allocated until `shutdown`, which device close runs
         // once no launch of the device is in progress (this one is).
         let mb = unsafe { &*(addr as *const Mailbox) };
+        // SAFETY: forwarded caller guarantee; `poll_serving` waits for `s`.
+        let armed = unsafe { ring.arm(s, flag) };
         sv.waiters.fetch_add(1, Ordering::SeqCst);
-        let r = poll_serving(dev, sv, mb, s);
+        let r = poll_serving(dev, sv, mb, s, armed);
         sv.waiters.fetch_sub(1, Ordering::SeqCst);
         r
     }
@@ -409,14 +423,27 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
 }
 
 /// Polls of the mailbox between two queries of the waited-for stream in
-/// [`poll_serving`] (a query is a driver call, a poll a load).
-const POLLS_PER_QUERY: u32 = 16;
+/// [`poll_serving`] (a query is a driver call, a poll a load): when the stream's end is
+/// seen by the ring's flag, and when it is not.
+const POLLS_PER_QUERY: (u32, u32) = (4096, 16);
 /// Polls after which [`poll_serving`] yields the processor between polls (a long
 /// kernel then costs the host less).
 const SPIN_POLLS: u32 = 100_000;
 
-/// [`Reverse::wait_serving`]'s loop: serves requests until `s` has run its work.
-fn poll_serving(dev: &Core, sv: &Service, mb: &Mailbox, s: Stream) -> Result<()> {
+/// [`Reverse::wait_serving`]'s loop: serves requests until `s` has run its work (seen
+/// by `armed`'s flag, or by asking the stream).
+fn poll_serving(
+    dev: &Core,
+    sv: &Service,
+    mb: &Mailbox,
+    s: Stream,
+    armed: Option<Armed>,
+) -> Result<()> {
+    let every = if armed.is_some() {
+        POLLS_PER_QUERY.0
+    } else {
+        POLLS_PER_QUERY.1
+    };
     let mut polls = 0u32;
     loop {
         if try_serve(dev, sv, mb, true) {
@@ -424,7 +451,10 @@ fn poll_serving(dev: &Core, sv: &Service, mb: &Mailbox, s: Stream) -> Result<()>
             continue;
         }
         polls = polls.saturating_add(1);
-        if polls % POLLS_PER_QUERY == 0 {
+        let reached = armed.as_ref().is_some_and(Armed::reached);
+        if reached || polls % every == 0 {
+            // Asked once more when the flag is seen, so that an error is never taken
+            // for the end.
             match s.query() {
                 Ok(()) => return Ok(()),
                 Err(e) if e.code == CUDA_ERROR_NOT_READY => {}

@@ -217,7 +217,9 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
     let r = unsafe {
         if rev.serves() {
             // This thread serves the device's reverse-offload requests while it waits.
-            let wait = |s| rev.wait_serving(dev, s);
+            let flag = dev.config().tune.syncwait.by_flag(true);
+            // SAFETY: this thread's lane's ring and stream.
+            let wait = |s| rev.wait_serving(dev, s, &lane.data.ring, flag);
             dev.on_waited_by(lane.stream(), &lane.data.ring, launch, wait)
         } else {
             dev.on_waited(lane.stream(), &lane.data.ring, true, launch)
