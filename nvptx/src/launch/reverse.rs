@@ -193,14 +193,15 @@ pub fn ran_alone(started: u64, finished: u64) -> bool {
 }
 
 impl Service {
-    /// Marks a kernel of the device as running (wakes the service thread); returns the
-    /// counts before (for [`ran_alone`]).
+    /// Marks a kernel of the device as running (wakes the service thread unless
+    /// `waited`: the launching thread waits for it in [`Reverse::wait_serving`], serving
+    /// its requests itself); returns the counts before (for [`ran_alone`]).
     #[inline]
-    pub fn kernel_started(&self) -> u64 {
+    pub fn kernel_started(&self, waited: bool) -> u64 {
         // Waking costs a system call (microseconds under some sandboxes), so only when
         // the service thread really sleeps; between back-to-back kernels it spins on.
         let before = self.active.fetch_add(STARTED + 1, Ordering::SeqCst);
-        if before & IN_FLIGHT == 0 && self.sleeping.load(Ordering::SeqCst) {
+        if !waited && before & IN_FLIGHT == 0 && self.sleeping.load(Ordering::SeqCst) {
             let _g = self.parked.locked();
             self.wake.notify_all();
         }
@@ -222,11 +223,11 @@ impl Service {
 }
 
 impl Reverse {
-    /// Marks a kernel of the device as running (wakes the service thread); returns the
-    /// counts for [`ran_alone`].
+    /// Marks a kernel of the device as running (see [`Service::kernel_started`]);
+    /// returns the counts for [`ran_alone`].
     #[inline]
-    pub fn kernel_started(&self) -> u64 {
-        self.service.kernel_started()
+    pub fn kernel_started(&self, waited: bool) -> u64 {
+        self.service.kernel_started(waited)
     }
 
     /// Marks a kernel of the device as finished; returns the counts for [`ran_alone`].
@@ -275,7 +276,15 @@ impl Reverse {
         let armed = unsafe { ring.arm(s, flag) };
         sv.waiters.fetch_add(1, Ordering::SeqCst);
         let r = poll_serving(dev, sv, mb, s, armed);
-        sv.waiters.fetch_sub(1, Ordering::SeqCst);
+        // The last waiter leaving while kernels other than its own run (`nowait` ones)
+        // hands their requests back to the service thread.
+        if sv.waiters.fetch_sub(1, Ordering::SeqCst) == 1
+            && sv.in_flight() > 1
+            && sv.sleeping.load(Ordering::SeqCst)
+        {
+            let _g = sv.parked.locked();
+            sv.wake.notify_all();
+        }
         r
     }
 
@@ -391,7 +400,9 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
             idle = 0;
             continue;
         }
-        if r.in_flight() > 0 {
+        // While threads wait in `run`, they serve the requests: parked, as when no
+        // kernel runs.
+        if r.in_flight() > 0 && r.waiters.load(Ordering::SeqCst) == 0 {
             quiet = 0;
             idle = idle.saturating_add(1);
             if idle > 10_000 {
@@ -401,8 +412,8 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
             }
             continue;
         }
-        // No kernel runs: spin a little longer (another launch usually follows at
-        // once), then park.
+        // No kernel runs, or waiting threads serve: spin a little longer (another
+        // launch usually follows at once), then park.
         quiet += 1;
         if quiet < GRACE_SPINS {
             std::hint::spin_loop();
@@ -411,7 +422,9 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
         quiet = 0;
         let g = r.parked.locked();
         r.sleeping.store(true, Ordering::SeqCst);
-        if r.in_flight() == 0 && !r.stop.load(Ordering::Acquire) {
+        if (r.in_flight() == 0 || r.waiters.load(Ordering::SeqCst) > 0)
+            && !r.stop.load(Ordering::Acquire)
+        {
             // The timeout also covers kernels that request before being counted.
             let _ = r.wake.wait_timeout_locked(g, Duration::from_millis(2));
         }
@@ -624,28 +637,28 @@ mod tests {
     fn a_kernel_alone_is_told_from_one_with_company() {
         let s = Service::default();
         // Alone.
-        let a = s.kernel_started();
+        let a = s.kernel_started(false);
         assert!(ran_alone(a, s.kernel_finished()));
         // Another in flight when it started.
-        let other = s.kernel_started();
-        let a = s.kernel_started();
+        let other = s.kernel_started(false);
+        let a = s.kernel_started(false);
         s.kernel_finished();
         assert!(!ran_alone(a, s.kernel_finished()));
         let _ = other;
         // Another started and finished while it ran.
-        let a = s.kernel_started();
-        s.kernel_started();
+        let a = s.kernel_started(false);
+        s.kernel_started(false);
         s.kernel_finished();
         assert!(!ran_alone(a, s.kernel_finished()));
         // Another still in flight when it finished.
-        let a = s.kernel_started();
-        s.kernel_started();
+        let a = s.kernel_started(false);
+        s.kernel_started(false);
         assert!(!ran_alone(a, s.kernel_finished()));
         s.kernel_finished();
         assert_eq!(s.in_flight(), 0);
         // The start count wraps.
         s.active.store(u64::MAX - IN_FLIGHT, Ordering::SeqCst);
-        let a = s.kernel_started();
+        let a = s.kernel_started(false);
         assert!(ran_alone(a, s.kernel_finished()));
     }
 }

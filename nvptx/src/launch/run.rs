@@ -186,7 +186,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
             dev.blocks().inside_block_of(vars, a, n)
         })
     };
-    let started = rev.kernel_started();
+    let started = rev.kernel_started(rev.serves());
     let mut timer = None;
     let trial = p.trial.take();
     // The host time of the launch and its wait, for a warm-up launch of the tuner.
@@ -258,7 +258,7 @@ pub fn run_async(
     let s = q.stream()?;
     // The async stream waits for the deferred copies (the region's own included).
     dev.order(s)?;
-    rev.kernel_started();
+    rev.kernel_started(false);
     let timer = dev.observe().and_then(|o| o.start(s, &f.name, p.shape()));
     enqueue(dev, &p, s)?;
     if let (Some(o), Some(t)) = (dev.observe(), &timer) {
