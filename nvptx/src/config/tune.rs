@@ -452,9 +452,10 @@ static KEYS: [Entry<Parsing>; 20] = [
               on a thread of its own started by the device's first allocation, which (like \
               any other made before that thread is done) takes plain cuMemAlloc memory; `0` \
               in the first allocation that needs it; `1` on a thread of its own at device \
-              open (with the pool's memory allocated before the first module is loaded, \
-              reverse offload of device-heap (device `malloc`) memory came back wrong on an \
-              H100: tests/device/revoff_device_heap); `later` as `first`, but started by the \
+              open (before 9f09084 reverse offload of device-heap (device `malloc`) memory \
+              came back wrong with it on an H100, tests/device/revoff_device_heap, as with \
+              `pinkeep=open` on an H200, whose cause was libgomp's (docs/plugin-abi.md \
+              §10.14); `1` not measured since); `later` as `first`, but started by the \
               first allocation after a kernel of the device has completed (or after 16 plain \
               allocations), so that no warm-up runs beside a program's first region",
     },
