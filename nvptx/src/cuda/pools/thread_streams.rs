@@ -279,3 +279,41 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
         drop(all);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_aside_is_told_apart_at_each_depth() {
+        let ts: ThreadStreams<()> = ThreadStreams::new(0);
+        let own = ts.key();
+        let (first, second, back) = aside(|| {
+            let first = ts.key();
+            let second = aside(|| ts.key());
+            (first, second, ts.key())
+        });
+        assert_ne!(first, own);
+        assert_ne!(second, first);
+        assert_ne!(second, own);
+        assert_eq!(back, first, "the depth comes back after a nested call");
+        assert_eq!(
+            ts.key(),
+            own,
+            "and the thread's own lane after the outer one"
+        );
+        // Deeper than DEPTHS: the deepest key, never another set's.
+        fn deep(n: u64, ts: &ThreadStreams<()>) -> u64 {
+            if n == 0 {
+                ts.key()
+            } else {
+                aside(|| deep(n - 1, ts))
+            }
+        }
+        let k = deep(DEPTHS + 3, &ts);
+        assert_eq!(k, deep(DEPTHS - 1, &ts));
+        assert_eq!(k / DEPTHS, own / DEPTHS);
+        let other: ThreadStreams<()> = ThreadStreams::new(0);
+        assert_ne!(other.key() / DEPTHS, own / DEPTHS);
+    }
+}
