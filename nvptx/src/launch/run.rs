@@ -186,7 +186,9 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
             dev.blocks().inside_block_of(vars, a, n)
         })
     };
-    let started = rev.kernel_started(rev.serves());
+    // Read once: an image with reverse offload may be loaded meanwhile.
+    let serves = rev.serves();
+    let started = rev.kernel_started(serves);
     let mut timer = None;
     let trial = p.trial.take();
     // The host time of the launch and its wait, for a warm-up launch of the tuner.
@@ -215,7 +217,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
     };
     // SAFETY: this thread's lane's ring (`get`); the lane's stream.
     let r = unsafe {
-        if rev.serves() {
+        if serves {
             // This thread serves the device's reverse-offload requests while it waits.
             let flag = dev.config().tune.syncwait.by_flag(true);
             // SAFETY: this thread's lane's ring and stream.
