@@ -294,7 +294,7 @@ fn poll(word: &AtomicU32, seq: u32, s: Stream) -> Result<()> {
 
 /// Whether `s` still has work to run (`cuStreamQuery`); its error, taken by
 /// `cuStreamSynchronize` (which reports it as the driver's other waits do), if any.
-fn not_ready(s: Stream) -> Result<bool> {
+pub fn not_ready(s: Stream) -> Result<bool> {
     match s.query() {
         Ok(()) => Ok(false),
         Err(e) if e.code == CUDA_ERROR_NOT_READY => Ok(true),

@@ -34,7 +34,7 @@ use crate::cuda::safe::memory::host_device_pointer;
 use crate::cuda::safe::{HostAlloc, Stream};
 use crate::cuda::sys::*;
 use crate::device::Core;
-use crate::host::ring::{Armed, Ring};
+use crate::host::ring::{not_ready, Armed, Ring};
 use crate::image::Image;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
@@ -202,8 +202,7 @@ impl Service {
         // the service thread really sleeps; between back-to-back kernels it spins on.
         let before = self.active.fetch_add(STARTED + 1, Ordering::SeqCst);
         if !waited && before & IN_FLIGHT == 0 && self.sleeping.load(Ordering::SeqCst) {
-            let _g = self.parked.locked();
-            self.wake.notify_all();
+            self.wake_up();
         }
         before
     }
@@ -213,6 +212,12 @@ impl Service {
     #[inline]
     pub fn kernel_finished(&self) -> u64 {
         self.active.fetch_sub(1, Ordering::AcqRel)
+    }
+
+    /// Wakes the service thread if it is parked (a system call).
+    fn wake_up(&self) {
+        let _g = self.parked.locked();
+        self.wake.notify_all();
     }
 
     /// Kernels of the device in flight.
@@ -282,8 +287,7 @@ impl Reverse {
             && sv.in_flight() > 1
             && sv.sleeping.load(Ordering::SeqCst)
         {
-            let _g = sv.parked.locked();
-            sv.wake.notify_all();
+            sv.wake_up();
         }
         r
     }
@@ -292,10 +296,7 @@ impl Reverse {
     pub fn shutdown(&self) {
         let sv = &self.service;
         sv.stop.store(true, Ordering::Release);
-        {
-            let _g = sv.parked.locked();
-            sv.wake.notify_all();
-        }
+        sv.wake_up();
         if let Some(t) = self.thread.locked().take() {
             // A host function that exits the program finalizes from this very thread.
             if t.thread().id() != std::thread::current().id() {
@@ -465,15 +466,10 @@ fn poll_serving(
         }
         polls = polls.saturating_add(1);
         let reached = armed.as_ref().is_some_and(Armed::reached);
-        if reached || polls % every == 0 {
-            // Asked once more when the flag is seen, so that an error is never taken
-            // for the end.
-            match s.query() {
-                Ok(()) => return Ok(()),
-                Err(e) if e.code == CUDA_ERROR_NOT_READY => {}
-                // The stream's error, as the driver's waits report it.
-                Err(_) => return Ok(s.synchronize()?),
-            }
+        // Asked once more when the flag is seen, so that an error is never taken for
+        // the end.
+        if (reached || polls % every == 0) && !not_ready(s)? {
+            return Ok(());
         }
         if polls > SPIN_POLLS {
             std::thread::yield_now();
@@ -515,8 +511,11 @@ fn try_serve(dev: &Core, sv: &Service, mb: &Mailbox, waiting: bool) -> bool {
     if let (Some(o), Some(t0)) = (dev.observe(), t0) {
         o.reverse(t0.elapsed().as_nanos() as u64);
     }
-    if let Some(st) = sv.stats.locked().as_mut() {
-        st.record(seen, ticks());
+    // The lock only where the statistics are kept (`GOMP_DEBUG`).
+    if log::log_enabled!(log::Level::Debug) {
+        if let Some(st) = sv.stats.locked().as_mut() {
+            st.record(seen, ticks());
+        }
     }
     true
 }
