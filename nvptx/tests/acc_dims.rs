@@ -276,3 +276,28 @@ fn off_switch_short_kernels_and_given_gangs_are_left_alone() {
     assert_eq!(gangs(&s, 2), vec![100; 32], "{}", s.c.stderr);
     s.c.assert_stderr_lacks("autotune:");
 }
+
+/// `GOMP_NVPTX_TUNE=accgangs=K` launches every open-gang kernel with the default over K
+/// from its first launch, untimed (the device step that checks every shape the tuner
+/// may choose gives the same results runs each K); given gangs stay as given.
+#[test]
+fn forced_gang_counts_from_the_first_launch() {
+    if support::is_child("forced_gang_counts_from_the_first_launch") {
+        return child();
+    }
+    let Some(env) = Env::new("forced_gang_counts_from_the_first_launch") else {
+        return;
+    };
+    let ns = "g8448=2000000,g2112=1000000,g528=500000,g132=3000000";
+    for (k, g) in [(1, 8448), (4, 2112), (16, 528), (64, 132)] {
+        let knob = format!("accgangs={k}");
+        let s = env.run("2*20,0*2", ns, &[("GOMP_NVPTX_TUNE", &knob)]);
+        assert_eq!(gangs(&s, 2), vec![g; 20], "{knob}: {}", s.c.stderr);
+        assert_eq!(gangs(&s, 0), vec![16896 / k; 2], "{knob}: {}", s.c.stderr);
+        assert_eq!(s.dims[19], [g, 1, 32], "libgomp is told what ran");
+        s.c.assert_stderr(&format!("launch gangs={g}, workers=1, vectors=32; {knob}"))
+            .assert_stderr_lacks("autotune:");
+    }
+    let s = env.run("2*4@100:0:0", ns, &[("GOMP_NVPTX_TUNE", "accgangs=64")]);
+    assert_eq!(gangs(&s, 2), vec![100; 4], "{}", s.c.stderr);
+}

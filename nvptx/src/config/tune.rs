@@ -99,6 +99,10 @@ pub struct Tune {
     pub pinkeep: PinKeepAt,
     /// Per-kernel launch-shape tuning.
     pub autotune: Autotune,
+    /// OpenACC launches whose gang count the runtime chooses: `None` the tuner's
+    /// candidates, `Some(k)` the default gang count over `k` from the first launch,
+    /// untimed (`openacc::tune`; for checking that every shape gives the same results).
+    pub accgangs: Option<u32>,
     /// Threads of the JIT's compiler for every image (`None`: the driver's single
     /// thread; `image::link::split_threads`).
     pub jitthreads: Option<u32>,
@@ -289,6 +293,7 @@ impl Default for Tune {
             lazykernels: false,
             pinkeep: PinKeepAt::Load,
             autotune: Autotune::On,
+            accgangs: None,
             jitthreads: None,
             pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
             pinnedshards: None,
@@ -316,7 +321,7 @@ fn number(v: &str, lo: u32, hi: u32) -> Option<u32> {
 }
 
 /// Every key of `GOMP_NVPTX_TUNE`: its values, its default and what it sets.
-static KEYS: [Entry<Parsing>; 20] = [
+static KEYS: [Entry<Parsing>; 21] = [
     Entry {
         name: "autotune",
         value: Value::Word(&["0", "1", "fresh"], |p, i| {
@@ -326,6 +331,26 @@ static KEYS: [Entry<Parsing>; 20] = [
         doc: "per-kernel launch-shape tuning ([docs/autotune.md](docs/autotune.md)): `0` \
               off; `1` on, starting from a choice remembered from an earlier run; `fresh` \
               on, trying again and replacing the remembered choice",
+    },
+    Entry {
+        name: "accgangs",
+        value: Value::Parsed("`trial`, 1, 4, 16 or 64", |p, v| {
+            p.t.accgangs = match v.trim() {
+                "trial" => None,
+                v => Some(
+                    number(v, 1, 64)
+                        .filter(|k| [1, 4, 16, 64].contains(k))
+                        .ok_or("expected trial, 1, 4, 16 or 64")?,
+                ),
+            };
+            Ok(())
+        }),
+        default: "trial",
+        doc: "OpenACC launches whose gang count the runtime chooses ([docs/autotune.md](docs/autotune.md)): \
+              `trial`: the tuner tries the default, a quarter, a sixteenth and a sixty-fourth \
+              of it (at least one gang per SM) and keeps the fastest; K (1, 4, 16 or 64): the \
+              default over K (at least 1) from the first launch, untimed: every shape the tuner \
+              may choose can be run on purpose, to check that it gives the same results",
     },
     Entry {
         name: "warps",
@@ -633,7 +658,7 @@ mod tests {
     fn parses_every_knob() {
         assert_eq!(Tune::parse("").unwrap(), Tune::default());
         let t = Tune::parse(
-            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync,pinkeep=open",
+            "warps=16, teams=2x,maxrreg=64,dlcm=cg,carveout=0,icvs=0,defer=4k,readahead=64,tstream=legacy,poolwarm=1,lazykernels=1,jitthreads=4,revspin=0,revdelay=400,syncwait=sync,pinkeep=open,accgangs=16",
         )
         .unwrap();
         assert_eq!(
@@ -652,6 +677,7 @@ mod tests {
                 lazykernels: true,
                 pinkeep: PinKeepAt::Open,
                 autotune: Autotune::Off,
+                accgangs: Some(16),
                 jitthreads: Some(4),
                 pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
                 pinnedshards: None,
@@ -771,6 +797,10 @@ mod tests {
             "pinnednuma=2",
             "autotune=2",
             "autotune=yes",
+            "accgangs=0",
+            "accgangs=2",
+            "accgangs=128",
+            "accgangs=all",
             "speed=max",
             "warps",
         ] {

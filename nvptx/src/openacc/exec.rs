@@ -61,11 +61,12 @@ pub fn exec(
 ) -> Result<[u32; 3]> {
     let choice = dims_for(dev, f, launch.dims)?;
     let func = f.code(dev)?.func;
+    let forced = tune::forced(dev, &choice);
     let tuned = tune::eligible(dev, &choice);
-    let (d, trial) = if tuned {
-        tune::pick(dev, f, &choice, stream.is_some())
-    } else {
-        (choice.dims, None)
+    let (d, trial) = match forced {
+        Some(d) => (d, None),
+        None if tuned => tune::pick(dev, f, &choice, stream.is_some()),
+        None => (choice.dims, None),
     };
     log::debug!(
         "nvptx_exec: kernel {}: launch gangs={}, workers={}, vectors={}{}",
@@ -73,10 +74,10 @@ pub fn exec(
         d.gangs,
         d.workers,
         d.vector,
-        if tuned {
-            autotune::launch_note(f, trial.as_ref())
-        } else {
-            String::new()
+        match (forced, dev.config().tune.accgangs) {
+            (Some(_), Some(k)) => format!("; accgangs={k}"),
+            _ if tuned => autotune::launch_note(f, trial.as_ref()),
+            _ => String::new(),
         }
     );
     let s = stream.unwrap_or(Stream::LEGACY);

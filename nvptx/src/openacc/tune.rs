@@ -36,9 +36,27 @@ fn candidate(c: &Choice, gangs: u32) -> Candidate {
     }
 }
 
-/// Whether a launch of choice `c` is tuned: its gang count is open and tuning is on.
+/// Whether a launch of choice `c` is tuned: its gang count is open, tuning is on and
+/// no `accgangs` count is forced.
 pub fn eligible(dev: &Core, c: &Choice) -> bool {
-    c.gangs_open && dev.config().tune.autotune != Autotune::Off
+    c.gangs_open
+        && dev.config().tune.autotune != Autotune::Off
+        && dev.config().tune.accgangs.is_none()
+}
+
+/// The dimensions `GOMP_NVPTX_TUNE=accgangs=K` gives a launch of choice `c` whose gang
+/// count is open: the default over K (at least 1), from the first launch and untimed;
+/// `None` when no count is forced or the gangs are fixed.
+pub fn forced(dev: &Core, c: &Choice) -> Option<Dims> {
+    let k = dev.config().tune.accgangs?;
+    c.gangs_open.then(|| forced_dims(c, k))
+}
+
+fn forced_dims(c: &Choice, k: u32) -> Dims {
+    Dims {
+        gangs: (c.dims.gangs / k.max(1)).max(1),
+        ..c.dims
+    }
 }
 
 /// The dimensions of a tuned launch of `f` (choice `c`) and, when it is timed, its
@@ -81,6 +99,27 @@ pub fn pick(dev: &Core, f: &Kernel, c: &Choice, queued: bool) -> (Dims, Option<T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forced_counts_divide_the_default_gangs_only() {
+        let c = Choice {
+            dims: Dims {
+                gangs: 10560,
+                workers: 20,
+                vector: 32,
+            },
+            gangs_open: true,
+        };
+        let g = |k| forced_dims(&c, k);
+        assert_eq!(g(1), c.dims);
+        assert_eq!((g(4).gangs, g(16).gangs, g(64).gangs), (2640, 660, 165));
+        assert_eq!((g(64).workers, g(64).vector), (20, 32));
+        let few = Choice {
+            dims: Dims { gangs: 3, ..c.dims },
+            gangs_open: true,
+        };
+        assert_eq!(forced_dims(&few, 64).gangs, 1);
+    }
 
     #[test]
     fn candidates_keep_the_block_and_name_the_gangs() {
