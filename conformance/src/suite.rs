@@ -322,8 +322,8 @@ pub fn identity<B: Backend>(test: &str) {
             );
         }
         close::<B>();
-        // SAFETY: the entry point.
         assert!(
+            // SAFETY: the entry point.
             unsafe { GOMP_OFFLOAD_fini_device(0) },
             "fini_device of a closed device"
         );
@@ -381,8 +381,8 @@ pub fn alloc_and_free<B: Backend>(test: &str) {
             assert!(GOMP_OFFLOAD_free(0, b), "free");
         }
         close::<B>();
-        // SAFETY: the entry point.
         assert!(
+            // SAFETY: the entry point.
             unsafe { GOMP_OFFLOAD_alloc(0, 8) }.is_null(),
             "alloc on a closed device"
         );
@@ -404,7 +404,7 @@ pub fn copies_round_trip<B: Backend>(test: &str) {
         let (d, e) = (alloc(N), alloc(N));
         assert!(h2d(d, &input), "host2dev");
         assert_eq!(back(d, N), input, "round trip");
-        // SAFETY (this block): the entry points on blocks of N bytes, ranges inside them.
+        // SAFETY: (this block) the entry points on blocks of N bytes, ranges inside them.
         unsafe {
             assert!(GOMP_OFFLOAD_dev2dev(0, e, d, N), "dev2dev");
             assert!(
@@ -534,7 +534,7 @@ pub fn openacc_queues<B: Backend>(test: &str) {
         let (a, b) = (alloc(N), alloc(N));
         let src = pattern(5, N);
         let mut out = vec![0u8; N];
-        // SAFETY (this block): the entry points with queues they made, blocks of N
+        // SAFETY: (this block) the entry points with queues they made, blocks of N
         // bytes, and host buffers alive until their queue is synchronized or destroyed.
         unsafe {
             let q = GOMP_OFFLOAD_openacc_async_construct(0);

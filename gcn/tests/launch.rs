@@ -528,7 +528,7 @@ fn session17_acc() {
     );
     assert_eq!(device_int(&s), 42, "the store through the table (OpenACC)");
     let ints = device_ints(3);
-    // SAFETY (the block): the entry points with a live queue.
+    // SAFETY: (the block) the entry points with a live queue.
     unsafe {
         let aq = GOMP_OFFLOAD_openacc_async_construct(0);
         assert!(!aq.is_null(), "async_construct");
@@ -590,7 +590,7 @@ fn acc_queue() {
             aq.cast(),
         );
     };
-    // SAFETY (all blocks below): the entry points with live queues, device blocks of
+    // SAFETY: (all blocks below) the entry points with live queues, device blocks of
     // 4 bytes and host ints that outlive the synchronization of their queue.
     unsafe {
         let aq = GOMP_OFFLOAD_openacc_async_construct(0);
@@ -730,7 +730,7 @@ fn acc_props() {
             )
         }
     };
-    // SAFETY (all blocks below): the entry points.
+    // SAFETY: (all blocks below) the entry points.
     unsafe {
         assert_eq!(GOMP_OFFLOAD_openacc_get_property(0, 1), 16 << 30, "MEMORY");
         assert_eq!(GOMP_OFFLOAD_openacc_get_property(0, 2), 0, "FREE_MEMORY");

@@ -291,7 +291,7 @@ fn device_session() {
         assert_ne!(a, 0, "the stand-in loaded no symbol {s}");
         a
     };
-    // SAFETY (the whole session): the plugin's C entry points, called as libgomp calls
+    // SAFETY: (the whole session) the plugin's C entry points, called as libgomp calls
     // them, with valid host buffers, device blocks it returned, or values it must refuse.
     unsafe {
         assert_eq!(GOMP_OFFLOAD_version(), 3, "libgomp 16's GOMP_VERSION");

@@ -122,8 +122,8 @@ fn child() {
         assert!(t[0].start != 0 && t[1].start != 0, "kernel handles");
         // SAFETY: the table is the caller's (malloc'd without a libgomp).
         unsafe { free(table.cast()) };
-        // SAFETY: the image loaded above.
         assert!(
+            // SAFETY: the image loaded above.
             unsafe { GOMP_OFFLOAD_unload_image(0, VERSION, data) },
             "unload {v}"
         );

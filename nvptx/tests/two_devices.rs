@@ -650,7 +650,7 @@ fn openacc_queues_on_both_devices() {
         assert!(init(0) && init(1));
         const N: usize = 40_000;
         let count = [AtomicUsize::new(0), AtomicUsize::new(0)];
-        // SAFETY (this block): the plugin's entry points with queues it made, blocks
+        // SAFETY: (this block) the plugin's entry points with queues it made, blocks
         // it allocated and host buffers of `N` bytes alive until synchronized.
         unsafe {
             let q = [

@@ -92,8 +92,8 @@ fn file_of(addr: *const c_void) -> Option<String> {
     };
     // SAFETY: dladdr only fills `info`; dli_fname points into the loader's link map.
     let ok = unsafe { dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null();
-    // SAFETY: checked non-NULL just above; the loader keeps the string alive.
     ok.then(|| {
+        // SAFETY: checked non-NULL just above; the loader keeps the string alive.
         unsafe { CStr::from_ptr(info.dli_fname) }
             .to_string_lossy()
             .into_owned()
@@ -120,7 +120,7 @@ fn find() -> Option<Host> {
         .and_then(|p| std::fs::read(p).ok())
         .and_then(|b| verdef::version_nodes(&b));
     let detected = classify(|s, n| sym(s, n).is_some(), nodes.as_deref());
-    // SAFETY (all transmutes below): each pointer is libgomp's definition of that
+    // SAFETY: (all transmutes below) each pointer is libgomp's definition of that
     // GOMP_PLUGIN_* function at that version node, whose C signature is the alias type.
     unsafe {
         Some(Host {

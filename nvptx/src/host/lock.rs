@@ -59,9 +59,9 @@ fn register(dev: CUdevice, start: usize, bytes: usize) -> Result<()> {
 fn unregister(ord: i32, start: usize) -> Result<()> {
     let dev = cu_device(ord)?;
     let ctx = PrimaryContext::retain(dev)?;
-    // SAFETY: `start` was registered by `register` (handed to the registry with
-    // `into_raw`), in this context.
     let r = ctx.with_current(|| {
+        // SAFETY: `start` was registered by `register` (handed to the registry with
+        // `into_raw`), in this context.
         Ok::<_, Error>(unsafe { HostRegistration::from_raw(start) }.unregister()?)
     });
     let kept = (ctx.device(), ctx.handle());

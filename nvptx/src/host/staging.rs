@@ -232,9 +232,9 @@ impl Lane {
             // drained in order, so buffer `next` is the oldest drained one.
             while queued.len() < nb {
                 let Some((off, len)) = job.claim() else { break };
+                let s = self.stream.handle();
                 // SAFETY: buffer `next` holds no queued DMA; the device range is inside
                 // the caller's.
-                let s = self.stream.handle();
                 unsafe { s.copy_dtoh(self.buf(next).cast(), job.dev + off as u64, len) }?;
                 self.events[next].handle().record(s)?;
                 queued.push_back((next, off, len));
@@ -243,9 +243,9 @@ impl Lane {
             let Some((k, off, len)) = queued.pop_front() else {
                 return Ok(());
             };
+            self.events[k].handle().synchronize()?;
             // SAFETY: the DMA into buffer k has completed; the destination range is inside
             // the caller's.
-            self.events[k].handle().synchronize()?;
             unsafe { std::ptr::copy_nonoverlapping(self.buf(k), (job.host + off) as *mut u8, len) };
         }
     }

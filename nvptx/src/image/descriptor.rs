@@ -224,7 +224,7 @@ mod tests {
             code: code.as_ptr(),
             size: 2,
         }];
-        // SAFETY (all reads below): every pointer is NULL or into a live array.
+        // SAFETY: (all reads below) every pointer is NULL or into a live array.
         unsafe {
             assert!(read(0x30001, std::ptr::null()).is_err());
             assert!(read(0x30001, &raw(&[], &[], &[], 0)).is_err());

@@ -49,7 +49,7 @@ pub fn prepare(dev: &Core, f: &Kernel, r: &LaunchRequest, may_try: bool) -> Resu
     };
     let code = *f.code(dev)?;
     let dyn_smem = dev.config().lowlat_pool;
-    // SAFETY (all `blocks` calls): `code.func` belongs to the loaded image owning `f`.
+    // SAFETY: (all `blocks` calls) `code.func` belongs to the loaded image owning `f`.
     let resident = |w| unsafe { f.resident.blocks(code.func, w, dyn_smem) };
     // The geometry under the knobs `t`.
     let shape = |t: &Tune| {

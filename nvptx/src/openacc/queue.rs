@@ -147,9 +147,9 @@ impl AccQueue {
             if let Some((cb, ok)) = next {
                 self.dev.events().release(cb.event);
                 match cb.action {
-                    // SAFETY: libgomp's callback and argument, run once, after the work
-                    // queued before it, as openacc_async_queue_callback promises.
                     Action::Libgomp(f, data) if ok => {
+                        // SAFETY: libgomp's callback and argument, run once, after the work
+                        // queued before it, as openacc_async_queue_callback promises.
                         acc_prof::muted(|| unsafe { f(data as *mut c_void) })
                     }
                     Action::Free(p) if ok => {

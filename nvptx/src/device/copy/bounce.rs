@@ -68,10 +68,10 @@ impl CopyPath for Bounced {
                     Ok(b) => b,
                     Err(e) => return Some(Err(e.into())),
                 };
-                // SAFETY: the buffer is page-locked, holds at least `n` bytes, no copy
-                // reads it (`take`), and it is alive until the copy, waited for here, has
-                // completed.
                 let r = core.on(s, |s| {
+                    // SAFETY: the buffer is page-locked, holds at least `n` bytes, no copy
+                    // reads it (`take`), and it is alive until the copy, waited for here, has
+                    // completed.
                     unsafe { s.copy_dtoh(b.ptr().cast(), dev, n) }.map_err(Error::from)
                 });
                 if r.is_ok() {

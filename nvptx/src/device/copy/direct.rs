@@ -30,8 +30,8 @@ impl CopyPath for Direct {
             _ => match c.stream(core) {
                 Err(e) => Err(e.into()),
                 Ok(s) => core
-                    // SAFETY: writable destination (caller); waited for before returning.
                     .on(s, |s| {
+                        // SAFETY: writable destination (caller); waited for before returning.
                         unsafe { s.copy_dtoh(host, dev, n) }.map_err(Error::from)
                     })
                     .map(|()| Ended::Done)
