@@ -73,11 +73,16 @@ pub trait Backend {
     /// Each image [`Backend::bad_image`] makes: what is wrong with it, and the text of
     /// the `libgomp:` line its refusal must print.
     const BAD_IMAGES: &'static [(&'static str, &'static str)];
+    /// The scenarios of [`SCENARIOS`] this backend does not run on its stand-in, each
+    /// with the reason and where the behaviour is checked instead. Each is reported as
+    /// a `SKIPPED` check (scripts/test lists it with its reason), never as a pass; a
+    /// name that is not a scenario fails every test of the backend.
+    const SKIP: &'static [(&'static str, &'static str)];
 
     /// Builds the stand-in driver (and whatever the images need) into `dir`; the
     /// child's environment that makes the plugin use it. With `reverse`, the kernel of
     /// [`Backend::image`] posts one reverse-offload request for function 0 of its image
-    /// (only asked of a backend whose suite includes `reverse_offload`).
+    /// (only asked of a backend that does not skip `reverse_offload`).
     fn stand_in(dir: &support::Scratch, reverse: bool) -> Vec<(&'static str, OsString)>;
     /// Child: a minimal image whose first kernel works on the [`BUF`] bytes the
     /// argument block of [`Backend::vars`] gives it, as [`Backend::kernel`] says.
@@ -112,22 +117,63 @@ pub trait Backend {
     );
 }
 
-/// Instantiates every scenario of the suite as a `#[test]` of the calling crate (a
-/// product's `tests/conformance.rs`, at its root) for backend `$b`; with
-/// `reverse_offload`, also the reverse-offload scenario (a backend whose stand-in can
-/// post requests).
+/// Every scenario of the suite, in the order [`conformance_suite!`] instantiates them.
+pub const SCENARIOS: &[&str] = &[
+    "identity",
+    "load_and_unload",
+    "alloc_and_free",
+    "copies_round_trip",
+    "run_kernel",
+    "async_run_completes",
+    "openacc_queues",
+    "bad_images_are_refused",
+    "reverse_offload",
+];
+
+/// Whether backend `B` runs scenario `test`: false for one in [`Backend::SKIP`], after
+/// printing `SKIPPED conformance/PRODUCT/TEST: reason` (past libtest's capture, so
+/// scripts/test counts and lists it). Panics when `SKIP` names no scenario.
+pub fn runs<B: Backend>(test: &str) -> bool {
+    for (name, _) in B::SKIP {
+        assert!(
+            SCENARIOS.contains(name),
+            "{}: Backend::SKIP names '{name}', which is no scenario of the suite",
+            B::PRODUCT
+        );
+    }
+    match B::SKIP.iter().find(|(name, _)| *name == test) {
+        None => true,
+        Some((_, why)) => {
+            if !support::is_child(test) {
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "SKIPPED conformance/{}/{test}: {why}",
+                    B::PRODUCT
+                );
+            }
+            false
+        }
+    }
+}
+
+/// Instantiates every scenario of the suite ([`SCENARIOS`]) as a `#[test]` of the
+/// calling crate (a product's `tests/conformance.rs`, at its root) for backend `$b`;
+/// a scenario in the backend's [`Backend::SKIP`] says why and runs nothing.
 #[macro_export]
 macro_rules! conformance_suite {
-    ($b:ty $(, $extra:ident)*) => {
+    ($b:ty) => {
         $crate::conformance_suite!(@tests $b; identity, load_and_unload, alloc_and_free,
             copies_round_trip, run_kernel, async_run_completes, openacc_queues,
-            bad_images_are_refused $(, $extra)*);
+            bad_images_are_refused, reverse_offload);
     };
     (@tests $b:ty; $($name:ident),*) => {
         $(
             #[test]
             fn $name() {
-                $crate::suite::$name::<$b>(stringify!($name));
+                if $crate::suite::runs::<$b>(stringify!($name)) {
+                    $crate::suite::$name::<$b>(stringify!($name));
+                }
             }
         )*
     };

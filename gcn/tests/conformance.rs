@@ -100,6 +100,7 @@ impl Backend for Gcn {
     const TABLE_ENTRIES: usize = 2;
     const COMPLAINT: &'static str = "stub-hsa: BAD";
     const TOOLS: &'static [&'static str] = &["xz"];
+    const SKIP: &'static [(&'static str, &'static str)] = &[];
     const BAD_IMAGES: &'static [(&'static str, &'static str)] = &[
         (
             "a gfx908 code object on gfx90a",
@@ -204,4 +205,4 @@ impl Backend for Gcn {
     }
 }
 
-gomp_plugin_conformance::conformance_suite!(Gcn, reverse_offload);
+gomp_plugin_conformance::conformance_suite!(Gcn);
