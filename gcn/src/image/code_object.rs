@@ -100,81 +100,9 @@ struct Section {
 impl CodeObject {
     /// Parses `b`; errors name what is wrong.
     pub fn parse(b: &[u8]) -> Result<CodeObject> {
-        if b.len() < 64 {
-            return Err(bad(format!(
-                "{} bytes, shorter than an ELF64 header",
-                b.len()
-            )));
-        }
-        if &b[..4] != b"\x7fELF" {
-            return Err(bad("not an ELF file"));
-        }
-        if b[4] != 2 {
-            return Err(bad(format!("ELF class {} (want ELF64)", b[4])));
-        }
-        if b[5] != 1 {
-            return Err(bad("not little-endian"));
-        }
-        let machine = u16_at(b, 18);
-        if machine != EM_AMDGPU {
-            return Err(bad(format!(
-                "e_machine {machine} (want EM_AMDGPU, {EM_AMDGPU})"
-            )));
-        }
-        if b[7] != ELFOSABI_AMDGPU_HSA {
-            return Err(bad(format!("OS ABI {} (want AMDGPU HSA, 64)", b[7])));
-        }
-        let flags = u32_at(b, 48);
-        let m = flags & mach::EF_AMDGPU_MACH;
-        let target = mach::name(m);
-        if m == 0 {
-            return Err(bad("e_flags names no GPU target (EF_AMDGPU_MACH 0)"));
-        }
-        let shoff = u64_at(b, 40);
-        let shentsize = u16_at(b, 58) as u64;
-        let shnum = u16_at(b, 60) as u64;
-        if shnum > 0 && shentsize != 64 {
-            return Err(bad(format!("section header size {shentsize} (want 64)")));
-        }
-        let table = slice(b, shoff, shnum * 64, "section header table")?;
-        let sections: Vec<Section> = table
-            .chunks_exact(64)
-            .map(|s| Section {
-                kind: u32_at(s, 4),
-                addr: u64_at(s, 16),
-                offset: u64_at(s, 24),
-                size: u64_at(s, 32),
-                link: u32_at(s, 40),
-                entsize: u64_at(s, 56),
-            })
-            .collect();
-        let mut symbols = Vec::new();
-        for want in [SHT_DYNSYM, SHT_SYMTAB] {
-            for s in sections.iter().filter(|s| s.kind == want) {
-                if s.entsize != 24 {
-                    return Err(bad(format!("symbol entry size {} (want 24)", s.entsize)));
-                }
-                let syms = slice(b, s.offset, s.size, "symbol table")?;
-                let strs = sections
-                    .get(s.link as usize)
-                    .ok_or_else(|| bad(format!("symbol table links to section {}", s.link)))?;
-                let strs = slice(b, strs.offset, strs.size, "string table")?;
-                for e in syms.chunks_exact(24).skip(1) {
-                    let at = u32_at(e, 0) as usize;
-                    let name = strs
-                        .get(at..)
-                        .and_then(|t| t.split(|&c| c == 0).next())
-                        .filter(|_| at < strs.len())
-                        .ok_or_else(|| bad(format!("symbol name offset {at} out of range")))?;
-                    symbols.push(Symbol {
-                        name: String::from_utf8_lossy(name).into_owned(),
-                        kind: e[4] & 0xf,
-                        value: u64_at(e, 8),
-                        size: u64_at(e, 16),
-                    });
-                }
-            }
-        }
+        let (flags, m) = check_header(b)?;
+        let sections = sections(b)?;
+        let symbols = symbols(b, &sections)?;
         let mut kernel_meta = Vec::new();
         for s in sections.iter().filter(|s| s.kind == SHT_NOTE) {
             let sec = slice(b, s.offset, s.size, "note section")?;
@@ -188,7 +116,7 @@ impl CodeObject {
         Ok(CodeObject {
             flags,
             mach: m,
-            target,
+            target: mach::name(m),
             generic_version: flags >> mach::GENERIC_VERSION_SHIFT,
             abi_version: b[8],
             symbols,
@@ -270,4 +198,94 @@ impl CodeObject {
         }
         Ok(missing)
     }
+}
+
+/// Checks the ELF header of an AMDGPU HSA code object; returns `e_flags` and its
+/// `EF_AMDGPU_MACH` part.
+fn check_header(b: &[u8]) -> Result<(u32, u32)> {
+    if b.len() < 64 {
+        return Err(bad(format!(
+            "{} bytes, shorter than an ELF64 header",
+            b.len()
+        )));
+    }
+    if &b[..4] != b"\x7fELF" {
+        return Err(bad("not an ELF file"));
+    }
+    if b[4] != 2 {
+        return Err(bad(format!("ELF class {} (want ELF64)", b[4])));
+    }
+    if b[5] != 1 {
+        return Err(bad("not little-endian"));
+    }
+    let machine = u16_at(b, 18);
+    if machine != EM_AMDGPU {
+        return Err(bad(format!(
+            "e_machine {machine} (want EM_AMDGPU, {EM_AMDGPU})"
+        )));
+    }
+    if b[7] != ELFOSABI_AMDGPU_HSA {
+        return Err(bad(format!("OS ABI {} (want AMDGPU HSA, 64)", b[7])));
+    }
+    let flags = u32_at(b, 48);
+    let m = flags & mach::EF_AMDGPU_MACH;
+    if m == 0 {
+        return Err(bad("e_flags names no GPU target (EF_AMDGPU_MACH 0)"));
+    }
+    Ok((flags, m))
+}
+
+/// The section headers of `b` (header already checked).
+fn sections(b: &[u8]) -> Result<Vec<Section>> {
+    let shoff = u64_at(b, 40);
+    let shentsize = u16_at(b, 58) as u64;
+    let shnum = u16_at(b, 60) as u64;
+    if shnum > 0 && shentsize != 64 {
+        return Err(bad(format!("section header size {shentsize} (want 64)")));
+    }
+    let table = slice(b, shoff, shnum * 64, "section header table")?;
+    Ok(table
+        .chunks_exact(64)
+        .map(|s| Section {
+            kind: u32_at(s, 4),
+            addr: u64_at(s, 16),
+            offset: u64_at(s, 24),
+            size: u64_at(s, 32),
+            link: u32_at(s, 40),
+            entsize: u64_at(s, 56),
+        })
+        .collect())
+}
+
+/// The symbols of every dynamic and static symbol table, in that order (the null
+/// symbol of each left out).
+fn symbols(b: &[u8], sections: &[Section]) -> Result<Vec<Symbol>> {
+    let mut symbols = Vec::new();
+    for want in [SHT_DYNSYM, SHT_SYMTAB] {
+        for s in sections.iter().filter(|s| s.kind == want) {
+            if s.entsize != 24 {
+                return Err(bad(format!("symbol entry size {} (want 24)", s.entsize)));
+            }
+            let syms = slice(b, s.offset, s.size, "symbol table")?;
+            let strs = sections
+                .get(s.link as usize)
+                .ok_or_else(|| bad(format!("symbol table links to section {}", s.link)))?;
+            let strs = slice(b, strs.offset, strs.size, "string table")?;
+            for e in syms.chunks_exact(24).skip(1) {
+                let at = u32_at(e, 0) as usize;
+                let name = strs
+                    .get(at..)
+                    .and_then(|t| t.split(|&c| c == 0).next())
+                    .filter(|_| at < strs.len())
+                    .ok_or_else(|| bad(format!("symbol name offset {at} out of range")))?;
+                symbols.push(Symbol {
+                    name: String::from_utf8_lossy(name).into_owned(),
+                    kind: e[4] & 0xf,
+                    value: u64_at(e, 8),
+                    size: u64_at(e, 16),
+                });
+            }
+        }
+    }
+    Ok(symbols)
 }

@@ -306,80 +306,87 @@ fn bytes_text(b: u64) -> String {
     }
 }
 
-/// Renders `d` as the table printed at exit, every line prefixed by `prefix`.
-pub fn render(d: &Data, prefix: &str) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    let ms = |ns: u64| ns as f64 / 1e6;
-    let us = |ns: f64| ns / 1e3;
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn us(ns: f64) -> f64 {
+    ns / 1e3
+}
+
+/// The kernels' rows, most device time first, each with its tuner line.
+fn kernel_lines(d: &Data, lines: &mut Vec<String>) {
     if d.kernels.is_empty() {
         lines.push("kernels: none launched".into());
-    } else {
+        return;
+    }
+    lines.push(format!(
+        "{:<32} {:>9} {:>12} {:>11} {:>11}  {}",
+        "kernel (device time)", "launches", "total ms", "mean us", "max us", "geometry (launches)"
+    ));
+    let mut ks: Vec<_> = d.kernels.iter().collect();
+    ks.sort_by(|a, b| {
+        b.1.device
+            .total_ns
+            .cmp(&a.1.device.total_ns)
+            .then(a.0.cmp(b.0))
+    });
+    for (name, k) in ks {
+        let mut shapes: Vec<_> = k.shapes.iter().collect();
+        shapes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let mut shape_text: Vec<String> = shapes
+            .iter()
+            .take(3)
+            .map(|(s, n)| format!("{s} ({n})"))
+            .collect();
+        if shapes.len() > 3 {
+            shape_text.push(format!("+{} more", shapes.len() - 3));
+        }
+        let timed = if k.device.count == k.launches {
+            String::new()
+        } else {
+            format!("  [{} of {} timed]", k.device.count, k.launches)
+        };
         lines.push(format!(
-            "{:<32} {:>9} {:>12} {:>11} {:>11}  {}",
-            "kernel (device time)",
-            "launches",
-            "total ms",
-            "mean us",
-            "max us",
-            "geometry (launches)"
+            "{:<32} {:>9} {:>12.3} {:>11.1} {:>11.1}  {}{}",
+            name,
+            k.launches,
+            ms(k.device.total_ns),
+            us(k.device.mean_ns()),
+            us(k.device.max_ns as f64),
+            shape_text.join(", "),
+            timed
         ));
-        let mut ks: Vec<_> = d.kernels.iter().collect();
-        // Most device time first.
-        ks.sort_by(|a, b| {
-            b.1.device
-                .total_ns
-                .cmp(&a.1.device.total_ns)
-                .then(a.0.cmp(b.0))
-        });
-        for (name, k) in ks {
-            let mut shapes: Vec<_> = k.shapes.iter().collect();
-            shapes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-            let mut shape_text: Vec<String> = shapes
-                .iter()
-                .take(3)
-                .map(|(s, n)| format!("{s} ({n})"))
-                .collect();
-            if shapes.len() > 3 {
-                shape_text.push(format!("+{} more", shapes.len() - 3));
-            }
-            let timed = if k.device.count == k.launches {
-                String::new()
-            } else {
-                format!("  [{} of {} timed]", k.device.count, k.launches)
-            };
-            lines.push(format!(
-                "{:<32} {:>9} {:>12.3} {:>11.1} {:>11.1}  {}{}",
-                name,
-                k.launches,
-                ms(k.device.total_ns),
-                us(k.device.mean_ns()),
-                us(k.device.max_ns as f64),
-                shape_text.join(", "),
-                timed
-            ));
-            if let Some(t) = &k.tuning {
-                lines.push(format!("  autotune: {t}"));
-            }
+        if let Some(t) = &k.tuning {
+            lines.push(format!("  autotune: {t}"));
         }
     }
+}
+
+/// The copies' rows by direction and memory kind.
+fn copy_lines(d: &Data, lines: &mut Vec<String>) {
     if d.copies.is_empty() {
         lines.push("copies: none".into());
-    } else {
-        lines.push(format!(
-            "{:<32} {:>9} {:>12} {:>11} {:>11}",
-            "copy (host time of the call)", "count", "bytes", "total ms", "GB/s"
-        ));
-        for ((dir, mem), c) in &d.copies {
-            lines.push(format!(
-                "{:<32} {:>9} {:>12} {:>11.3} {:>11}",
-                format!("{} {}", dir.label(), mem.label()),
-                c.count,
-                c.bytes,
-                ms(c.ns),
-                c.gbps().map_or("-".to_string(), |g| format!("{g:.2}"))
-            ));
-        }
+        return;
     }
+    lines.push(format!(
+        "{:<32} {:>9} {:>12} {:>11} {:>11}",
+        "copy (host time of the call)", "count", "bytes", "total ms", "GB/s"
+    ));
+    for ((dir, mem), c) in &d.copies {
+        lines.push(format!(
+            "{:<32} {:>9} {:>12} {:>11.3} {:>11}",
+            format!("{} {}", dir.label(), mem.label()),
+            c.count,
+            c.bytes,
+            ms(c.ns),
+            c.gbps().map_or("-".to_string(), |g| format!("{g:.2}"))
+        ));
+    }
+}
+
+/// The one-line summaries: allocations, JIT links, reverse offload, OpenACC queues.
+fn summary_lines(d: &Data, lines: &mut Vec<String>) {
     let a = &d.alloc;
     lines.push(format!(
         "allocations: {} ({} without a driver call, {} driver or pool allocation(s)), {} free(s), \
@@ -412,6 +419,14 @@ pub fn render(d: &Data, prefix: &str) -> String {
     if d.acc_queues > 0 {
         lines.push(format!("OpenACC queues: {}", d.acc_queues));
     }
+}
+
+/// Renders `d` as the table printed at exit, every line prefixed by `prefix`.
+pub fn render(d: &Data, prefix: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    kernel_lines(d, &mut lines);
+    copy_lines(d, &mut lines);
+    summary_lines(d, &mut lines);
     let mut out = String::new();
     for l in lines {
         let _ = writeln!(out, "{prefix}{}", l.trim_end());
