@@ -95,10 +95,10 @@ impl OpenDevice {
         Ok(())
     }
 
-    /// Runs `_fini_array`, then destroys the image.
-    fn destroy_image(&self, img: Image) -> Result<()> {
+    /// Runs `_fini_array`, then unloads the image.
+    fn unload(&self, img: Image) -> Result<()> {
         let r = self.run_cdtor(&img, 1);
-        r.and(img.destroy())
+        r.and(img.unload())
     }
 
     /// The grid of an OpenMP launch request; `None`: skip.
@@ -134,7 +134,7 @@ impl gomp_plugin::Device for OpenDevice {
     /// Closes the device: destroys its images, frees the blocks still allocated.
     fn close(&self) -> Result<()> {
         let n = self.images.len();
-        let unloaded = self.images.unload_all(|img| self.destroy_image(img));
+        let unloaded = self.images.unload_all(|img| self.unload(img));
         self.launcher.close();
         let blocks = self.core.release_all();
         log::debug!(
@@ -180,7 +180,7 @@ impl gomp_plugin::Device for OpenDevice {
             }
         }
         if let Err(e) = self.run_cdtor(&img, 0) {
-            let _ = img.destroy();
+            let _ = img.unload();
             return Err(e);
         }
         let kernels = img.kernels.clone();
@@ -204,7 +204,7 @@ impl gomp_plugin::Device for OpenDevice {
     /// `unload_image`: destroys the image libgomp knows as `target_data`.
     fn unload_image(&self, target_data: *const c_void) -> Result<()> {
         let img = self.images.remove(target_data as usize)?;
-        self.destroy_image(img)
+        self.unload(img)
     }
 
     /// Runs an OpenMP target region and waits for it (docs/gcn-launch.md §3-§4): the

@@ -142,7 +142,7 @@ impl Image {
         match img.fill(agent, &desc, co, want_rev) {
             Ok(t) => Ok((img, t)),
             Err(e) => {
-                let _ = img.destroy();
+                let _ = img.unload();
                 Err(e)
             }
         }
@@ -269,8 +269,9 @@ impl Image {
     }
 
     /// Frees the heap, destroys the executable and the reader (`unload_image`,
-    /// `fini_device`); returns the first error.
-    pub fn destroy(self) -> Result<()> {
+    /// `fini_device`; the destructors are the caller's, `OpenDevice::unload`); returns
+    /// the first error. The same verb as nvptx's `Image::unload`.
+    pub fn unload(self) -> Result<()> {
         let Image {
             exec, reader, heap, ..
         } = self;
