@@ -11,7 +11,7 @@
 //! names, categories, nesting per thread, byte payloads, the start/end span of the
 //! `nowait` kernel, and the stream and thread names. Reverse offload is not in it: the
 //! stand-in runs no device code that could post a request (the conformance suite
-//! leaves it out for the same reason); tests/device/nvtx.sh checks it on a GPU.
+//! leaves it out for the same reason); tests/device/nvtx_ranges.c checks it on a GPU.
 //!
 //! Also: `GOMP_NVPTX_NVTX=0` loads no tool; a tool whose initialisation fails leaves
 //! NVTX off and the program runs; the tuner's trials are marked.
