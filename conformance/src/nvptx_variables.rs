@@ -19,4 +19,5 @@ pub const VARIABLES: &[&str] = &[
     "GOMP_NVPTX_INFO",
     "GOMP_NVPTX_PROFILE",
     "GOMP_NVPTX_TRACE",
+    "GOMP_NVPTX_NVTX",
 ];

@@ -83,7 +83,7 @@ pub use gomp_plugin::settings::parse_size;
 /// and what it sets. A value that does not parse or lies outside its bounds is reported
 /// and the default kept. The cache bounds: 0 keeps nothing; 1 TiB is beyond any GPU's
 /// or host's memory, so a larger value is a typo.
-pub static VARIABLES: [Entry<Config>; 15] = [
+pub static VARIABLES: [Entry<Config>; 16] = [
     Entry {
         name: "GOMP_NVPTX_JIT",
         value: Value::Parsed("`-O0`..`-O4`", |c, v| {
@@ -225,6 +225,13 @@ pub static VARIABLES: [Entry<Config>; 15] = [
         default: "off",
         doc: "a Chrome trace-event file written at exit (below)",
     },
+    Entry {
+        name: "GOMP_NVPTX_NVTX",
+        value: Value::Flag(|c, b| c.observe.nvtx = b),
+        default: "on",
+        doc: "NVTX ranges for Nsight Systems and other NVTX tools, when one is attached \
+              (`NVTX_INJECTION64_PATH`, as `nsys` sets it; below); 0: never load the tool",
+    },
 ];
 
 /// The command that rewrites the files [`generated`] lists.
@@ -316,6 +323,11 @@ impl Config {
         read(&VARIABLES, &mut c, &get, &warn);
         c.link_cache = link_cache::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
         c.jit_cache = info::jit_cache(&get);
+        if c.observe.nvtx {
+            c.observe.nvtx_tool = get(crate::observe::nvtx::abi::INJECTION_PATH_VARIABLE)
+                .filter(|p| !p.trim().is_empty())
+                .map(Into::into);
+        }
         c
     }
 
@@ -393,6 +405,7 @@ mod tests {
             ("GOMP_NVPTX_INFO", "maybe"),
             ("GOMP_NVPTX_PROFILE", "2"),
             ("GOMP_NVPTX_TRACE", ""),
+            ("GOMP_NVPTX_NVTX", "2"),
         ]);
         assert_eq!(c, cfg(&[]).0);
         assert_eq!(w.len(), VARIABLES.len(), "{w:?}");
@@ -470,6 +483,8 @@ mod tests {
                 info: true,
                 profile: true,
                 trace: Some("/tmp/x.json".into()),
+                nvtx: true,
+                nvtx_tool: None,
             }
         );
         let (c, w) = cfg(&[("GOMP_NVPTX_PROFILE", "0"), ("GOMP_NVPTX_TRACE", "t.json")]);
@@ -558,6 +573,20 @@ mod tests {
             c.link_cache,
             link_cache::Setting::Off("CUDA_CACHE_DISABLE=1".into())
         );
+    }
+
+    #[test]
+    fn the_nvtx_tool_is_read_beside_unless_off() {
+        let tool = ("NVTX_INJECTION64_PATH", "/opt/nsys/libToolsInjection64.so");
+        let (c, w) = cfg(&[tool]);
+        assert!(w.is_empty() && c.observe.nvtx);
+        assert_eq!(c.observe.nvtx_tool, Some(tool.1.into()));
+        assert!(!c.observe.recording(), "NVTX is no recording switch");
+        let (c, w) = cfg(&[tool, ("GOMP_NVPTX_NVTX", "0")]);
+        assert!(w.is_empty());
+        assert_eq!((c.observe.nvtx, c.observe.nvtx_tool), (false, None));
+        let (c, _) = cfg(&[("NVTX_INJECTION64_PATH", " ")]);
+        assert_eq!(c.observe.nvtx_tool, None);
     }
 
     #[test]

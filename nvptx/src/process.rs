@@ -10,10 +10,15 @@ use gomp_plugin::generate::Output;
 use once_cell::sync::OnceCell;
 
 /// The settings of this process: the environment read once, at the plugin's first use
-/// (`get_num_devices`). Thread-safe.
+/// (`get_num_devices`), when the NVTX tool they name, if any, is attached too
+/// (`crate::observe::nvtx::attach`). Thread-safe.
 pub fn config() -> &'static Config {
     static CONFIG: OnceCell<Config> = OnceCell::new();
-    CONFIG.get_or_init(|| Config::from_env(&copy::knobs()))
+    CONFIG.get_or_init(|| {
+        let c = Config::from_env(&copy::knobs());
+        crate::observe::nvtx::attach(&c.observe);
+        c
+    })
 }
 
 /// The files produced from the settings tables (`config::generated`), with the copy

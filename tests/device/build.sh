@@ -1,7 +1,10 @@
 #!/bin/sh
 # build.sh - compile the GPU-only tests of tests/device/ with the sid root's gcc-16
 # and gfortran-16 (nvptx offload) into .carry/tests/, for tests/device/run.sh on the GPU machine.
-# Tests named acc_* are OpenACC programs (-fopenacc), the others OpenMP (-fopenmp).
+# Tests named acc_* are OpenACC programs (-fopenacc), the others OpenMP (-fopenmp);
+# tests/device/TEST.cflags, if any, adds compiler flags (nvtx_ranges: -g). Also builds
+# the NVTX test tool (tests/fixtures/nvtx/inject.c) into .carry/nvtx/libnvtx-inject.so
+# (tests/device/nvtx_ranges.c names it).
 # With GCC=snapshot: Debian's gcc-snapshot (GCC 17, libgomp 17) of the snapshot root
 # compiles them into .carry/tests17/ (run them with LIBGOMP=17 tests/device/run.sh, which
 # takes libgomp 17 and its stock plugin from .carry/snapshot/: tests/snapshot_gcc.sh --pack).
@@ -24,8 +27,13 @@ for src in tests/device/*.c tests/device/*.f90; do
   case $f in *.f90) cc=$cc_f ;; *) cc=$cc_c ;; esac
   case $f in acc_*) model=-fopenacc ;; *) model=-fopenmp ;; esac
   cp "$src" tests/device/gpu_probe.h "$WORK/devtests/"
-  scripts/toolchain/inroot.sh $root sh -c "cd /w/devtests && $cc -O2 $model -foffload=nvptx-none $f -o $b"
+  extra=$(cat "tests/device/$b.cflags" 2>/dev/null || true)
+  scripts/toolchain/inroot.sh $root sh -c "cd /w/devtests && $cc -O2 $extra $model -foffload=nvptx-none $f -o $b"
   cp "$WORK/devtests/$b" "$dest/"
   for x in env expect; do [ ! -f "tests/device/$b.$x" ] || cp "tests/device/$b.$x" "$dest/$b.$x"; done
 done
+rm -rf "$WORK/devtests/nvtx" .carry/nvtx; mkdir -p .carry/nvtx
+cp -r tests/fixtures/nvtx "$WORK/devtests/nvtx"
+scripts/toolchain/inroot.sh $root sh -c "cd /w/devtests/nvtx && $cc_c -O2 -shared -fPIC -pthread -Wall -I. inject.c -o libnvtx-inject.so"
+cp "$WORK/devtests/nvtx/libnvtx-inject.so" .carry/nvtx/
 echo "tests/device: built $(ls "$dest" | grep -vcE '\.(env|expect)$') test(s) into $dest"

@@ -12,6 +12,7 @@ use crate::cuda::pools::streams::StreamPool;
 use crate::cuda::pools::thread_streams::ThreadStreams;
 use crate::cuda::sys::{CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING};
 use crate::host::ThreadHost;
+use crate::observe::nvtx;
 
 /// Streams and events of one device. Owned by the core; `Sync`.
 pub struct LaunchResources {
@@ -33,6 +34,9 @@ impl LaunchResources {
             thread_streams: ThreadStreams::new(match tstream {
                 ThreadStream::Blocking => CU_STREAM_DEFAULT as u32,
                 ThreadStream::NonBlocking | ThreadStream::Legacy => CU_STREAM_NON_BLOCKING as u32,
+            })
+            .on_new_lane(|s, n| {
+                nvtx::name_stream(s.raw().cast(), || format!("thread lane {n}").into())
             }),
             events: EventPool::default(),
         }

@@ -17,6 +17,7 @@ use crate::memory::large_blocks::{self, LargeBlocks};
 use crate::memory::pool::{Pool, DIRECT_MAX};
 use crate::memory::small_blocks::{self, Given, SmallBlocks};
 use crate::memory::stacks::StackCache;
+use crate::observe::nvtx::{self, Kind};
 use gomp_plugin::blocks::Blocks;
 use gomp_plugin::error::{Error, Result};
 use std::sync::Arc;
@@ -101,6 +102,7 @@ impl Core {
     /// out-of-memory the cached large blocks, the pool's unused memory and the cached
     /// soft stacks are released and the allocation retried once.
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
+        let _range = nvtx::range(Kind::Alloc, Some(size as u64), || "alloc".into());
         let p = match self
             .memory
             .small
@@ -182,6 +184,7 @@ impl Core {
                 || !matches!(warm, PoolWarm::First | PoolWarm::Later)
                 || size > DIRECT_MAX
             {
+                let _r = nvtx::range(Kind::Alloc, Some(size as u64), || "from the pool".into());
                 return pool.alloc(size);
             }
             // The pool's set-up runs on a thread of its own; until it is done, plain
@@ -193,11 +196,13 @@ impl Core {
             {
                 pool.warm_up_once(self.context());
             }
+            let _r = nvtx::range(Kind::Alloc, Some(size as u64), || "from the driver".into());
             // Context current (caller).
             let p = cu_mem::alloc(size)?;
             pool.note_direct(p, size);
             return Ok(p);
         }
+        let _r = nvtx::range(Kind::Alloc, Some(size as u64), || "from the driver".into());
         // Context current (caller).
         Ok(cu_mem::alloc(size)?)
     }

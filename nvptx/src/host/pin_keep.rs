@@ -16,6 +16,7 @@
 
 use crate::cuda::safe::{context, HostAlloc};
 use crate::cuda::sys::CUcontext;
+use crate::observe::nvtx;
 use gomp_plugin::sync::Lock;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -42,6 +43,7 @@ impl PinKeep {
         let spawned = std::thread::Builder::new()
             .name("gomp-nvptx-pinkeep".into())
             .spawn(move || {
+                nvtx::name_this_thread();
                 // SAFETY: the context lives until `release` has joined this thread.
                 if let Err(e) = unsafe { context::set_current(ctx as CUcontext) } {
                     log::debug!("device {ord}: kept page-locked block: {e}");

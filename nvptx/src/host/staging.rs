@@ -20,6 +20,7 @@
 use crate::cuda::safe::context;
 use crate::cuda::safe::{HostAlloc, OwnedEvent, OwnedStream};
 use crate::cuda::sys::*;
+use crate::observe::nvtx;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::settings::parse_size;
 use gomp_plugin::sync::Lock;
@@ -165,6 +166,7 @@ impl Lane {
             events: Vec::new(),
             stream: OwnedStream::non_blocking()?,
         };
+        nvtx::name_stream(lane.stream.handle().raw().cast(), || "staging lane".into());
         for _ in 0..p.buffers {
             lane.bufs.push(HostAlloc::alloc(p.chunk, 0)?);
             lane.events.push(OwnedEvent::create()?);
@@ -269,6 +271,7 @@ impl Worker {
         let thread = std::thread::Builder::new()
             .name("nvptx-staging".into())
             .spawn(move || {
+                nvtx::name_this_thread();
                 // SAFETY: the device's context outlives the worker (joined at close).
                 let lane = unsafe { context::set_current(ctx as CUcontext) }
                     .map_err(Error::from)

@@ -28,6 +28,7 @@ use crate::cache::{Key, KeyBuilder, Lookup, Store};
 use crate::cuda::safe::Module;
 use crate::cuda::sys::CUjit_option;
 use crate::image::link::{link_ptx, Linked};
+use crate::observe::nvtx::{self, Kind};
 use gomp_plugin::error::Result;
 use once_cell::sync::OnceCell;
 
@@ -137,12 +138,17 @@ pub fn load<T: AsRef<[u8]>>(
     store: Option<&Store>,
 ) -> Result<(Module, Outcome, Option<Key>)> {
     let Some(store) = store else {
+        let _r = nvtx::range(Kind::Image, None, || {
+            "JIT link (linked-image cache off)".into()
+        });
         return Ok((link_ptx(ptx, options, false)?.module, Outcome::Off, None));
     };
     let key = key(ptx, options, &target());
     let path = store.path(KIND, &key);
     let replaced = match store.get(KIND, &key) {
         Lookup::Hit(payload) => {
+            let size = payload.bytes().len() as u64;
+            let _r = nvtx::range(Kind::Image, Some(size), || "linked-image cache hit".into());
             // SAFETY: a complete cubin (checked entry), alive during the call.
             match unsafe { Module::load_data(payload.bytes().as_ptr().cast()) } {
                 Ok(m) => {
@@ -165,7 +171,11 @@ pub fn load<T: AsRef<[u8]>>(
             path.display()
         );
     }
+    let jit = nvtx::range(Kind::Image, None, || {
+        "JIT link (linked-image cache miss)".into()
+    });
     let Linked { module, cubin } = link_ptx(ptx, options, true)?;
+    drop(jit);
     let stored = match cubin.as_deref().map(|c| store.put(KIND, &key, c)) {
         Some(Ok(())) => {
             log::debug!("linked-image cache: stored {}", path.display());

@@ -17,6 +17,7 @@ pub mod link;
 pub mod link_cache;
 pub mod ptx_names;
 pub mod rev_spin;
+pub mod source_lines;
 pub mod trials;
 
 use crate::cache::Key;
@@ -28,6 +29,7 @@ use crate::device::Core;
 use crate::image::indirect_table::IndirectTable;
 use crate::image::ptx_names::PtxNames;
 use crate::observe::info;
+use crate::observe::nvtx::{self, names::Labels, Kind};
 use descriptor::{Descriptor, RawDescriptor};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
@@ -78,6 +80,9 @@ pub struct Kernel {
     /// The linked-image cache's key of the kernel's image (`None` when the cache is
     /// off): the start of the key under which the kernel's chosen shape is kept.
     pub image_key: Option<Key>,
+    /// Its names in NVTX ranges (`observe::nvtx::names`), made only when a tool was
+    /// attached at the image's load.
+    pub nvtx: Option<Labels>,
 }
 
 /// A kernel's CUDA function and what the driver says of it. `Copy`, plain data; the
@@ -197,6 +202,10 @@ impl Image {
     ) -> Result<(Box<Image>, Vec<AddrPair>)> {
         // SAFETY: forwarded caller guarantee.
         let mut desc = unsafe { descriptor::read(version, data) }?;
+        let ptx_bytes = desc.ptx.iter().map(|o| o.len() as u64).sum();
+        let _range = nvtx::range(Kind::Image, Some(ptx_bytes), || {
+            format!("load image ({} kernels)", desc.funcs.len()).into()
+        });
         let form = match dev.config().tune.revspin {
             RevSpin::Off => None,
             RevSpin::AcqRel if dev.props().cc >= (7, 0) => Some(rev_spin::Form::AcqRel),
@@ -290,9 +299,12 @@ impl Image {
         let team_icvs =
             Arc::new(icvs_block.map_or_else(TeamIcvs::default, |(p, n)| TeamIcvs::at(p, n)));
         let module = self.module.borrow();
+        let lines = nvtx::on().then(|| source_lines::kernel_lines(&desc.ptx));
         for f in &desc.funcs {
+            let name = f.name.to_string_lossy().into_owned();
+            let labels = lines.as_ref().map(|m| Labels::new(&name, m.get(&name)));
             self.fns.push(Arc::new(Kernel {
-                name: f.name.to_string_lossy().into_owned(),
+                name,
                 cname: f.name.to_owned(),
                 module,
                 code: OnceCell::new(),
@@ -302,6 +314,7 @@ impl Image {
                 icvs: team_icvs.clone(),
                 tuning: Tuning::default(),
                 image_key,
+                nvtx: labels,
             }));
         }
         if eager {

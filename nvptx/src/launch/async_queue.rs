@@ -18,6 +18,7 @@ use crate::device::Core;
 use crate::launch::failure::kernel_error;
 use crate::launch::reverse::{Reverse, Service};
 use crate::memory::stacks::StackBlock;
+use crate::observe::nvtx::{self, Span};
 use crate::observe::Timer;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
@@ -42,6 +43,8 @@ pub struct Pending {
     async_data: usize,
     /// The launch's timing events when profiling or tracing.
     timer: Option<Timer>,
+    /// Its NVTX span until completion, when a tool is attached.
+    span: Span,
 }
 
 /// Soft-stack bytes of the device's async launches in flight: reserved by launching
@@ -84,7 +87,12 @@ impl AsyncQueue {
     pub fn stream(&self) -> Result<Stream> {
         let mut v = self.streams.locked();
         if v.len() < ASYNC_STREAMS {
-            v.push(OwnedStream::non_blocking()?);
+            let s = OwnedStream::non_blocking()?;
+            let n = v.len();
+            nvtx::name_stream(s.handle().raw().cast(), || {
+                format!("nowait stream {n}").into()
+            });
+            v.push(s);
         }
         Ok(v[self.next.fetch_add(1, Ordering::Relaxed) % v.len()].handle())
     }
@@ -117,8 +125,9 @@ impl AsyncQueue {
     }
 }
 
-/// Enqueues a prepared launch's completion (with its timer, if profiling): records an
-/// event on `s` and hands it to the device's completion thread (started on first use, holding the core `dev`, `q`'s stack
+/// Enqueues a prepared launch's completion (with `watch`: its timer, if profiling, and
+/// its NVTX span, ended at completion): records an event on `s` and hands it to the
+/// device's completion thread (started on first use, holding the core `dev`, `q`'s stack
 /// budget and `rev`'s [`Service`] state).
 pub fn submit(
     dev: &Arc<Core>,
@@ -127,8 +136,9 @@ pub fn submit(
     s: Stream,
     stacks: StackBlock,
     async_data: usize,
-    timer: Option<Timer>,
+    watch: (Option<Timer>, Span),
 ) -> Result<()> {
+    let (timer, span) = watch;
     let event = dev.events().acquire()?;
     // The event and stream belong to this device's context.
     event.handle().record(s)?;
@@ -137,6 +147,7 @@ pub fn submit(
         stacks,
         async_data,
         timer,
+        span,
     };
     let mut w = q.worker.locked();
     if w.is_none() {
@@ -146,7 +157,10 @@ pub fn submit(
         let service = Arc::clone(rev.service());
         let handle = std::thread::Builder::new()
             .name(format!("nvptx{}-completion", dev.ord()))
-            .spawn(move || complete_loop(&d, &budget, &service, rx))
+            .spawn(move || {
+                nvtx::name_this_thread();
+                complete_loop(&d, &budget, &service, rx)
+            })
             .map_err(|e| {
                 gomp_plugin::error::Error::invalid(format!("cannot start completion thread: {e}"))
             })?;
@@ -167,6 +181,7 @@ fn finish(dev: &Core, budget: &StackBudget, service: &Service, p: Pending) {
         // The completion event after the launch has completed: so has the launch.
         o.finish(t);
     }
+    p.span.end();
     budget.unreserve(bytes);
     service.kernel_finished();
     dev.note_kernel_done();

@@ -41,6 +41,7 @@ use crate::image::trials::{Decision, Sample, StepKind, Trials, Verdict, PLAN};
 use crate::image::Kernel;
 use crate::launch::choice_cache::{self, KeyFacts};
 use crate::launch::geometry::{Geometry, Requested};
+use crate::observe::nvtx::{self, Kind};
 
 /// Whether a launch may be tuned: tuning on, neither clause given, no team ICV that
 /// sizes it.
@@ -306,6 +307,17 @@ pub fn pick_candidate(
         return (t.candidates[d.chosen].clone(), None);
     }
     let c = t.candidates[step.candidate].clone();
+    let what = match step.kind {
+        StepKind::Warmup => Some("warm-up"),
+        StepKind::Probe => Some("probe"),
+        StepKind::Trial => Some("trial"),
+        StepKind::Untimed => None,
+    };
+    if let Some(w) = what {
+        nvtx::mark(Kind::Tuner, None, || {
+            format!("tuner {w}: {}", c.label).into()
+        });
+    }
     if step.kind == StepKind::Warmup && timing == Timing::Synchronous {
         let warmup = Trial {
             step,
@@ -421,6 +433,7 @@ fn settle(dev: &Core, f: &Kernel, t: &Tuner, d: &Decision) {
     let chosen = &cands[d.chosen];
     f.tuning.choose(chosen.clone());
     let text = describe(cands, d);
+    nvtx::mark(Kind::Tuner, None, || format!("tuner: {text}").into());
     if let Some(o) = dev.observe() {
         o.tuning(&f.name, &text);
     }

@@ -36,6 +36,7 @@ use crate::cuda::sys::*;
 use crate::device::Core;
 use crate::host::ring::{not_ready, Armed, Ring};
 use crate::image::Image;
+use crate::observe::nvtx::{self, Kind};
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::libgomp::target::{self, RevCall};
@@ -376,7 +377,10 @@ fn ensure_mailbox(dev: &Arc<Core>, r: &Reverse) -> Result<usize> {
     let addr = p as usize;
     let handle = std::thread::Builder::new()
         .name(format!("nvptx{}-reverse", dev.ord()))
-        .spawn(move || serve(&d, &sv, addr))
+        .spawn(move || {
+            nvtx::name_this_thread();
+            serve(&d, &sv, addr)
+        })
         .map_err(|e| {
             gomp_plugin::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
         })?;
@@ -500,6 +504,7 @@ fn try_serve(dev: &Core, sv: &Service, mb: &Mailbox, waiting: bool) -> bool {
         return false;
     }
     let seen = ticks();
+    let _range = nvtx::range(Kind::Reverse, Some(mb.mapnum), || "reverse offload".into());
     let t0 = dev.observe().map(|_| std::time::Instant::now());
     if waiting {
         thread_streams::aside(|| handle(dev, mb, f));

@@ -15,6 +15,7 @@ use crate::launch::failure::kernel_error;
 use crate::launch::geometry::{self, Geometry, Limits, Requested};
 use crate::launch::reverse::{ran_alone, Reverse};
 use crate::memory::stacks::StackBlock;
+use crate::observe::nvtx::{self, Kind, Span};
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 use std::ffi::c_void;
@@ -165,6 +166,7 @@ fn enqueue_timed(
 /// Runs `f` as launch request `r` asks, and waits for it (and for what it reads ahead
 /// for the device-to-host copies after it, `host::read_ahead`).
 pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<()> {
+    let _range = nvtx::range_c(Kind::Target, None, f.nvtx.as_ref().map(|l| &*l.omp));
     let mut p = prepare(dev, f, r, true)?;
     let lane = dev.thread_streams().get()?;
     let ahead = &lane.data.read_ahead;
@@ -255,6 +257,8 @@ pub fn run_async(
     r: &LaunchRequest,
     async_data: *mut c_void,
 ) -> Result<()> {
+    let label = f.nvtx.as_ref().map(|l| &*l.omp);
+    let _range = nvtx::range_c(Kind::TargetNowait, None, label);
     let p = prepare(dev, f, r, false)?;
     q.reserve(p.stacks.size);
     let s = q.stream()?;
@@ -266,5 +270,11 @@ pub fn run_async(
     if let (Some(o), Some(t)) = (dev.observe(), &timer) {
         o.stop(t, s);
     }
-    async_queue::submit(dev, q, rev, s, p.stacks, async_data as usize, timer)
+    // Until the completion thread sees the kernel end.
+    let span = Span::start(Kind::InFlight, label);
+    let r = async_queue::submit(dev, q, rev, s, p.stacks, async_data as usize, (timer, span));
+    if r.is_err() {
+        span.end();
+    }
+    r
 }

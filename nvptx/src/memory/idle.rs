@@ -10,6 +10,7 @@
 //! period. Thread-safety: [`watch`] may be called from any thread; `trim_idle` runs on
 //! the trimmer's thread, one object at a time, with no lock of the trimmer held.
 
+use crate::observe::nvtx;
 use gomp_plugin::sync::{Lock, Wait};
 use std::sync::{Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -61,8 +62,10 @@ pub fn watch(obj: Weak<dyn IdleTrim>, period: Duration) {
     if !st.started {
         match std::thread::Builder::new()
             .name("gomp-idle-trim".into())
-            .spawn(run)
-        {
+            .spawn(|| {
+                nvtx::name_this_thread();
+                run()
+            }) {
             Ok(_) => st.started = true,
             Err(e) => log::debug!("idle trimmer not started: {e}"),
         }

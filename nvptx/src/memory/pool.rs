@@ -30,6 +30,7 @@ use crate::cuda::safe::context;
 use crate::cuda::safe::memory::free_async;
 use crate::cuda::safe::{MemPool, MemPoolRef, OwnedStream, Stream};
 use crate::cuda::{sys::*, table};
+use crate::observe::nvtx;
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -136,6 +137,7 @@ impl Pool {
         let spawned = std::thread::Builder::new()
             .name("gomp-nvptx-pool".into())
             .spawn(move || {
+                nvtx::name_this_thread();
                 let warm = || -> Result<()> {
                     // SAFETY: the context lives until `destroy` joined this thread.
                     unsafe { context::set_current(ctx as CUcontext) }?;

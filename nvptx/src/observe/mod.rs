@@ -22,6 +22,7 @@
 //! [`DeviceObserve`]; nothing here names the core).
 
 pub mod info;
+pub mod nvtx;
 pub mod profile;
 mod switches;
 pub mod trace;

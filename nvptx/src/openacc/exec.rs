@@ -11,6 +11,7 @@ use crate::device::Core;
 use crate::image::{Code, Kernel};
 use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
+use crate::observe::nvtx::{self, Kind};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::libgomp::host;
@@ -59,6 +60,12 @@ pub fn exec(
     launch: &AccLaunch,
     stream: Option<Stream>,
 ) -> Result<[u32; 3]> {
+    let kind = if stream.is_some() {
+        Kind::AccAsync
+    } else {
+        Kind::AccCompute
+    };
+    let _range = nvtx::range_c(kind, None, f.nvtx.as_ref().map(|l| &*l.acc));
     let choice = dims_for(dev, f, launch.dims)?;
     let func = f.code(dev)?.func;
     let forced = tune::forced(dev, &choice);

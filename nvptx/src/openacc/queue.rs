@@ -17,12 +17,14 @@ use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
 use crate::device::copy::Via;
 use crate::device::Core;
+use crate::observe::nvtx::{self, Kind};
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::sync::Lock;
 use gomp_plugin::DeviceCore;
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The stream a queue works on, and whether the queue created it (a stream the program
@@ -75,6 +77,11 @@ impl AccQueue {
         // The device's context is current. The queue owns the stream (as a handle
         // flagged `owned`: a stream the program hands over is not destroyed).
         let s = OwnedStream::create(CU_STREAM_DEFAULT as u32)?.into_raw();
+        nvtx::name_stream(s.cast(), || {
+            static QUEUES: AtomicUsize = AtomicUsize::new(0);
+            let n = QUEUES.fetch_add(1, Ordering::Relaxed);
+            format!("acc queue {n} (device {})", dev.ord()).into()
+        });
         dev.use_openacc();
         if let Some(o) = dev.observe() {
             o.acc_queue();
@@ -176,6 +183,7 @@ impl AccQueue {
 
     /// Waits until all work and callbacks queued so far have completed.
     pub fn synchronize(&self) -> Result<()> {
+        let _range = nvtx::range(Kind::AccWait, None, || "acc wait".into());
         self.dev.activate()?;
         // The stream belongs to this device.
         self.stream()

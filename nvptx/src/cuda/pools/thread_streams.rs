@@ -138,6 +138,8 @@ pub fn aside<R>(f: impl FnOnce() -> R) -> R {
 pub struct ThreadStreams<T> {
     id: u64,
     flags: u32,
+    /// Told of each new lane's stream and number (names it for profilers).
+    on_new: fn(Stream, usize),
     shared: Arc<Shared<T>>,
 }
 
@@ -147,6 +149,7 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
         ThreadStreams {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             flags,
+            on_new: |_, _| {},
             shared: Arc::new(Shared {
                 owned: Mutex::new(Owned {
                     all: Vec::new(),
@@ -156,6 +159,12 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
                 closed: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// The set, telling `f` of each new lane's stream and number when it is made (the
+    /// layer above names the streams for profilers through it).
+    pub fn on_new_lane(self, f: fn(Stream, usize)) -> ThreadStreams<T> {
+        ThreadStreams { on_new: f, ..self }
     }
 
     /// Whether the streams are blocking streams (ordered after CUDA's legacy default
@@ -246,6 +255,8 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
                     drop(lane);
                     return Err(Error::invalid("the device is closed"));
                 }
+                let n = o.all.len();
+                (self.on_new)(lane.stream(), n);
                 o.all.push(lane);
                 at
             }

@@ -37,6 +37,7 @@ impl CopyPath for Bounced {
         if !bounce.takes(c.n) || !c.pageable(core) {
             return None;
         }
+        c.taken(self);
         let (dev, n) = (c.dev, c.n);
         match (c.dir, c.via) {
             (CopyDir::H2D, Via::Sync) => {

@@ -36,6 +36,7 @@ impl CopyPath for Deferred {
         if !direct && !((pageable || c.n <= PINNED_BOUNCE) && b.fits(c.n)) {
             return None;
         }
+        c.taken(self);
         let (dst, src, n) = (c.dev, c.host.cast_const(), c.n);
         let r = (|| -> Result<()> {
             let s = core.deferred_stream()?;

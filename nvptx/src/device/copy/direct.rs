@@ -15,6 +15,7 @@ impl CopyPath for Direct {
 
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
         let (dev, host, n) = (c.dev, c.host, c.n);
+        c.taken(self);
         Some(match (c.dir, c.via) {
             (CopyDir::H2D, Via::Sync) => core
                 // SAFETY: readable source (caller); the stream is waited for before

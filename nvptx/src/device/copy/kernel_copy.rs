@@ -23,6 +23,7 @@ impl CopyPath for ByKernel {
         if !device_heap_copy(core, failed, c.dev) {
             return None;
         }
+        c.taken(self);
         let copy = || {
             core.settle()?;
             let (kc, streams) = (&core.copies.kernel_copy, core.streams());

@@ -23,7 +23,9 @@
 //! ([`CopyPath::retry`]: by kernel, for device-heap memory while serving a
 //! reverse-offload request). The profile and the trace count every copy by how it
 //! reached the host (`staged`, `pinned`, `pageable`) or how it ended (`deferred`;
-//! `queued` for a queue's copy that returned before it ran).
+//! `queued` for a queue's copy that returned before it ran). A path that takes a copy
+//! says so before making it ([`HostCopy::taken`]): with an NVTX tool attached, the
+//! copy's range (`h2d ring`, with its bytes) runs from there to the copy's return.
 //!
 //! Adding a path: its file here (`impl CopyPath` for its type, its own knob's
 //! `PathKnob` and its own profile row if it has them) and, in this file, its `mod` line,
@@ -53,6 +55,7 @@ use crate::host::bounce::Bounce;
 use crate::host::kernel_copy::KernelCopy;
 use crate::host::ranges as host_ranges;
 use crate::host::staging::{self, Staging};
+use crate::observe::nvtx::{self, Kind, Range};
 use crate::observe::profile::{CopyDir, CopyMem};
 use gomp_plugin::blocks::check_copy;
 use gomp_plugin::error::{Error, Result};
@@ -308,6 +311,8 @@ pub struct HostCopy {
     pageable: Cell<Option<bool>>,
     may_defer: Cell<Option<bool>>,
     stream: Cell<Option<Stream>>,
+    /// The NVTX range of the path making the copy (empty without a tool).
+    range: Cell<Range>,
 }
 
 impl HostCopy {
@@ -321,7 +326,28 @@ impl HostCopy {
             pageable: Cell::new(None),
             may_defer: Cell::new(None),
             stream: Cell::new(None),
+            range: Cell::new(Range::NONE),
         }
+    }
+
+    /// Path `p` makes this copy from here on: with an NVTX tool attached, the copy's
+    /// range, named after its direction and the path (`h2d ring`), its payload the
+    /// bytes; it ends when the copy returns, or when the path gives the copy up.
+    #[inline]
+    pub fn taken(&self, p: &dyn CopyPath) {
+        if nvtx::on() {
+            self.given_up();
+            let r = nvtx::range(Kind::Copy, Some(self.n as u64), || {
+                format!("{} {}", self.dir.label(), p.label()).into()
+            });
+            self.range.set(r);
+        }
+    }
+
+    /// The path that said [`HostCopy::taken`] gave the copy up (ends its range).
+    #[inline]
+    fn given_up(&self) {
+        drop(self.range.take());
     }
 
     /// Whether the host memory is pageable ([`Core::pageable`]; asked once).
@@ -437,11 +463,13 @@ impl Core {
         for (i, &p) in PATHS.iter().enumerate() {
             // SAFETY: forwarded caller guarantee.
             let Some(r) = (unsafe { p.try_copy(self, c) }) else {
+                c.given_up();
                 continue;
             };
             return match r {
                 Ok(ended) => Ok((ended, p)),
                 Err(f) if f.retry && c.via == Via::Sync => {
+                    c.given_up();
                     for &q in &PATHS[i + 1..] {
                         // SAFETY: forwarded caller guarantee.
                         if let Some(r) = unsafe { q.retry(self, c, &f.error) } {
@@ -480,6 +508,10 @@ impl Core {
             return Ok(());
         }
         self.check_dev2dev(dst, src, n)?;
+        let _range = nvtx::range(Kind::Copy, Some(n as u64), || match via {
+            Via::Sync => "d2d".into(),
+            Via::Queue(_) => "d2d queued".into(),
+        });
         let t0 = self.observe().map(|_| crate::observe::now());
         // Device addresses are checked by the driver.
         let (r, ended) = match via {

@@ -17,6 +17,7 @@ impl CopyPath for Queued {
         if c.dir != CopyDir::D2H || c.pageable(core) {
             return None;
         }
+        c.taken(self);
         // SAFETY: the destination stays writable until the queue's work has run
         // (caller); the driver checks `c.dev` again.
         let r = unsafe { s.copy_dtoh(c.host, c.dev, c.n) };

@@ -28,6 +28,10 @@ impl CopyPath for ReadAhead {
                 .read_ahead
                 .serve(c.host.cast(), c.dev, c.n, core.config().tune.readahead)
         };
-        served.then_some(Ok(Ended::Done))
+        served.then(|| {
+            // Served from what the run read ahead: the range marks it, near-instant.
+            c.taken(self);
+            Ok(Ended::Done)
+        })
     }
 }

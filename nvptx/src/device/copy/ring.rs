@@ -7,13 +7,11 @@
 use super::{CopyPath, Ended, Failed, HostCopy, Knob, Ring, Taken, Via};
 use crate::config::tune::PathKnob;
 use crate::cuda::safe::Stream;
-use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Core};
 use crate::host::ranges as host_ranges;
 use crate::host::ring::Ring as ThreadRing;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
-use std::ffi::c_void;
 
 /// `ring`: copies below this size take the path.
 pub(super) static KNOB: PathKnob = PathKnob {
@@ -41,7 +39,7 @@ impl CopyPath for Ring {
                 return None;
             }
             // SAFETY: `c.host` readable for `c.n` bytes (caller).
-            let r = unsafe { host2dev(core, c.dev, c.host, c.n) }?;
+            let r = unsafe { host2dev(core, c) }?;
             return Some(r.map(|()| Ended::Deferred).map_err(Failed::from));
         }
         // Not while serving a reverse-offload request: making the ring allocates
@@ -61,22 +59,18 @@ impl CopyPath for Ring {
             Err(e) => return Some(Err(e.into())),
         };
         // SAFETY: `c.host` writable for `c.n` bytes (caller); `c.dev` checked.
-        let r = unsafe { dev2host(core, s, c.host, c.dev, c.n) }?;
+        let r = unsafe { dev2host(core, s, c) }?;
         Some(r.map(|()| Ended::Done).map_err(Failed::copy))
     }
 }
 
-/// A deferred host-to-device copy of a few bytes through the calling thread's ring.
-/// `None` when the ring cannot be had (the caller takes another path).
+/// Copy `c` to the device, deferred, through the calling thread's ring. `None` when
+/// the ring cannot be had (the caller takes another path).
 ///
 /// # Safety
-/// `src` readable for `n` bytes; `dst` checked by `check_host_copy`.
-unsafe fn host2dev(
-    core: &Core,
-    dst: CUdeviceptr,
-    src: *const c_void,
-    n: usize,
-) -> Option<Result<()>> {
+/// `c.host` readable for `c.n` bytes; `c.dev` checked by `check_host_copy`.
+unsafe fn host2dev(core: &Core, c: &HostCopy) -> Option<Result<()>> {
+    let (dst, src, n) = (c.dev, c.host.cast_const(), c.n);
     let s = match core.deferred_stream() {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
@@ -86,6 +80,7 @@ unsafe fn host2dev(
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
+    c.taken(&Ring);
     Some((|| {
         core.order(s)?;
         // SAFETY: `src` is readable for `n` bytes (caller); the slot holds `n` and
@@ -124,24 +119,20 @@ unsafe fn slot(core: &Core, n: usize, s: Stream) -> Option<Result<(&ThreadRing, 
     }
 }
 
-/// A device-to-host copy of a few bytes on `s` through the calling thread's ring,
-/// waited for; `None` when the ring cannot be had.
+/// Copy `c` to the host on `s` through the calling thread's ring, waited for; `None`
+/// when the ring cannot be had.
 ///
 /// # Safety
-/// `dst` writable for `n` bytes; `src` checked by `check_host_copy`; `s` a stream
-/// of the device.
-unsafe fn dev2host(
-    core: &Core,
-    s: Stream,
-    dst: *mut c_void,
-    src: CUdeviceptr,
-    n: usize,
-) -> Option<Result<()>> {
+/// `c.host` writable for `c.n` bytes; `c.dev` checked by `check_host_copy`; `s` a
+/// stream of the device.
+unsafe fn dev2host(core: &Core, s: Stream, c: &HostCopy) -> Option<Result<()>> {
+    let (dst, src, n) = (c.host, c.dev, c.n);
     // SAFETY: the space is used only below.
     let (ring, slot) = match unsafe { slot(core, n, s) }? {
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
+    c.taken(&Ring);
     Some((|| {
         let copy = |s: Stream| {
             // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched until

@@ -19,6 +19,7 @@ impl CopyPath for Staged {
         if !core.stage(c.host, c.n, c.via) {
             return None;
         }
+        c.taken(self);
         if let Err(e) = before_staging(core, c.via) {
             return Some(Err(e.into()));
         }
