@@ -124,7 +124,7 @@ fn child() {
 fn program(fns: &[*mut c_void], buf: *mut c_void) {
     let mut args = target_args();
     let mut small = [7u64; 1];
-    // SAFETY (copies): host buffers live and as large as said; device blocks of
+    // SAFETY: (copies) host buffers live and as large as said; device blocks of
     // device 0 of those sizes.
     unsafe { assert!(GOMP_OFFLOAD_host2dev(0, buf, small.as_ptr().cast(), 8)) };
     // Two target regions.
@@ -141,6 +141,7 @@ fn program(fns: &[*mut c_void], buf: *mut c_void) {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     // `target update to(...)`, `from(...)`: 8 bytes, 64 KiB, 4 MiB.
+    // SAFETY: as the first copy: a live host buffer of 8 bytes, a device block of 8.
     unsafe { assert!(GOMP_OFFLOAD_dev2host(0, small.as_mut_ptr().cast(), buf, 8)) };
     for n in [64 << 10, 4 << 20] {
         let host = vec![3u8; n];

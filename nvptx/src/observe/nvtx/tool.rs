@@ -147,8 +147,8 @@ mod tests {
         for (m, &(id, size)) in MODULES.iter().enumerate() {
             assert_eq!(slots(m).len(), size, "module {id}");
             let (mut table, mut n): (FunctionTable, c_uint) = (std::ptr::null_mut(), 0);
-            // SAFETY: writable out-pointers.
             assert_eq!(
+                // SAFETY: writable out-pointers.
                 unsafe { get_module_function_table(id, &mut table, &mut n) },
                 1
             );
@@ -158,8 +158,8 @@ mod tests {
             assert!(t[0].is_null() && t[size].is_null());
             assert_eq!(t[1], slots(m)[1].as_ptr());
         }
-        // SAFETY: as above.
         assert_eq!(
+            // SAFETY: as above.
             unsafe { get_module_function_table(7, std::ptr::null_mut(), std::ptr::null_mut()) },
             0
         );
