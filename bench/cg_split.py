@@ -4,9 +4,13 @@
 usage: cg_split.py CALLGRIND_OUT N
 
 Prints, per region (the collected loop's instructions divided by N): the total; the
-inclusive cost of the plugin's GOMP_OFFLOAD_* entry points as libgomp called them; the
-part of that spent in the (stand-in) driver; their difference ("ours": the plugin's
-own work, with the libc and ld.so calls it makes); and the driver calls per region.
+inclusive cost of the plugin's entry points as libgomp called them (every function of
+the plugin's library with a caller in libgomp: the GOMP_OFFLOAD_* exports, and what an
+indirect export resolves to, e.g. GOMP_OFFLOAD_run, which callgrind names by the Rust
+function it points at); the part of that spent in the (stand-in) driver; their
+difference ("ours": the plugin's own work, with the libc and ld.so calls it makes,
+waits included); and the driver calls per region (call counts include the program's
+few warm-up regions, which are not collected: compare runs of the same N).
 Needs callgrind_annotate (valgrind)."""
 import collections
 import os
@@ -45,7 +49,8 @@ for block in tree.split("\n\n"):
                 driver += num(l)
                 calls[name.group(1) if name else "?"] += int(
                     re.search(r"\(([\d,]+)x\)", l).group(1).replace(",", ""))
-    elif re.search(r":GOMP_OFFLOAD_\w+ \[", star[0]):
+    elif "/libgomp-plugin-" in star[0]:
+        # A function of the plugin: its calls from libgomp are entry points.
         entry += sum(num(l) for l in callers if "libgomp.so" in l)
 print(f"per region: total {total / n:.0f} instructions; plugin entry points {entry / n:.0f}, "
       f"of which driver {driver / n:.0f}, ours {(entry - driver) / n:.0f}; "
