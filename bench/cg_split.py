@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cg_split.py - per-region split of a callgrind profile of bench/region_cpu.c.
 
-usage: cg_split.py CALLGRIND_OUT N
+usage: cg_split.py CALLGRIND_OUT N [SHAPE COUNTS_FILE]
 
 Prints, per region (the collected loop's instructions divided by N): the total; the
 inclusive cost of the plugin's entry points as libgomp called them (every function of
@@ -11,7 +11,10 @@ function it points at); the part of that spent in the (stand-in) driver; their
 difference ("ours": the plugin's own work, with the libc and ld.so calls it makes,
 waits included); and the driver calls per region (call counts include the program's
 few warm-up regions, which are not collected: compare runs of the same N).
-Needs callgrind_annotate (valgrind)."""
+With SHAPE and COUNTS_FILE it also appends the numbers to COUNTS_FILE, one per line:
+"SHAPE instructions X", "SHAPE entry X", "SHAPE driver X", "SHAPE ours X" (per region,
+rounded to an instruction) and "SHAPE calls NAME X" (per region, two decimals), as
+bench/cpu-gate.py reads them. Needs callgrind_annotate (valgrind)."""
 import collections
 import os
 import re
@@ -23,8 +26,8 @@ if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
     sys.exit(0)
 if len(sys.argv) > 1 and sys.argv[1].startswith("-"):
     sys.exit(f"cg_split.py: unknown option '{sys.argv[1]}' (see --help)")
-if len(sys.argv) != 3:
-    sys.exit("cg_split.py: needs CALLGRIND_OUT N (see --help)")
+if len(sys.argv) not in (3, 5):
+    sys.exit("cg_split.py: needs CALLGRIND_OUT N [SHAPE COUNTS_FILE] (see --help)")
 path, n = sys.argv[1], int(sys.argv[2])
 with open(path) as f:
     total = int(re.search(r"^summary: (\d+)", f.read(), re.M).group(1))
@@ -55,5 +58,13 @@ for block in tree.split("\n\n"):
 print(f"per region: total {total / n:.0f} instructions; plugin entry points {entry / n:.0f}, "
       f"of which driver {driver / n:.0f}, ours {(entry - driver) / n:.0f}; "
       f"libgomp and the program {(total - entry) / n:.0f}")
-print("driver calls per region: " + ", ".join(
-    f"{k} {v / n:.2f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1])))
+ranked = sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))
+print("driver calls per region: " + ", ".join(f"{k} {v / n:.2f}" for k, v in ranked))
+if len(sys.argv) == 5:
+    shape = sys.argv[3]
+    with open(sys.argv[4], "a") as f:
+        for what, v in (("instructions", total), ("entry", entry), ("driver", driver),
+                        ("ours", entry - driver)):
+            f.write(f"{shape} {what} {v / n:.0f}\n")
+        for k, v in ranked:
+            f.write(f"{shape} calls {k} {v / n:.2f}\n")
