@@ -4,8 +4,9 @@
 //! buffer, pageable or page-locked, is free when this returns (ends deferred). To the
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
-use super::{CopyPath, Ended, Failed, HostCopy, Knob, Ring, Taken, Via};
+use super::{CopyPath, Ended, Failed, HostCopy, Knob, Ring, Taken, Takes};
 use crate::config::tune::PathKnob;
+use crate::config::Config;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Core};
@@ -34,10 +35,18 @@ impl CopyPath for Ring {
         Some(Knob::Own(&KNOB))
     }
 
+    /// Below the `ring` size: a synchronous copy either way, a queue's copy to the host.
+    fn takes(&self, config: &Config) -> Takes {
+        Takes::of(CopyDir::H2D, false)
+            .or(Takes::of(CopyDir::D2H, false))
+            .or(Takes::of(CopyDir::D2H, true))
+            .sized(0, config.tune.size(&KNOB))
+    }
+
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
-        let below = c.n < core.config().tune.size(&KNOB);
         if c.dir == CopyDir::H2D {
-            if c.via != Via::Sync || !c.may_defer(core) || !below {
+            // A synchronous copy (`takes`).
+            if !c.may_defer(core) {
                 return None;
             }
             // SAFETY: `c.host` readable for `c.n` bytes (caller).
@@ -50,10 +59,7 @@ impl CopyPath for Ring {
         // Nor into memory the plugin page-locked: the driver copies there directly, and
         // the ring would add a copy (pageable memory the registry does not know costs a
         // driver query to tell apart, more than the ring saves; it takes the ring).
-        if !below
-            || serving::serving_request()
-            || host_ranges::global().contains(c.host as usize, c.n)
-        {
+        if serving::serving_request() || host_ranges::global().contains(c.host as usize, c.n) {
             return None;
         }
         let s = match c.stream(core) {
