@@ -52,11 +52,16 @@ echo "plugin: $plugin ($N regions per shape)"
 # The program runs with a fixed environment (the stand-in's cuLaunchKernel reads
 # variables, and the environment's size moves the stack): the counts do not depend on
 # the caller's shell. The plugin's, libgomp's and the stand-in's own variables
-# (GOMP_*, OMP_*, CUDA_*, STUB_LIBCUDA_*) pass through.
+# (GOMP_*, OMP_*, CUDA_*, STUB_LIBCUDA_*) pass through. STUB_LIBCUDA_MMAP=1: the
+# stand-in maps device and page-locked memory with mmap, as a real driver does, not
+# from the malloc heap libgomp shares: otherwise where the plugin's page-locked blocks
+# (ring, shadow, kept block) landed in that heap decided whether libgomp's per-region
+# malloc of its 4 KiB copy buffer split the top chunk or searched the free lists
+# (~225 instructions per map region, one way for one plugin, the other for another).
 keep=$(env | grep -E '^(GOMP_|OMP_|CUDA_|STUB_LIBCUDA_)[A-Za-z0-9_]*=' | grep -v '^GOMP_PLUGIN_RS_LIBCUDA=' || true)
 for m in $MODES; do
   (IFS='
-'; set -f; exec env -i PATH=/usr/bin:/bin $keep CUDA_CACHE_PATH=$D/cache GOMP_PLUGIN_RS_LIBCUDA=$D/libcuda.so.1 valgrind -q --tool=callgrind \
+'; set -f; exec env -i PATH=/usr/bin:/bin STUB_LIBCUDA_MMAP=1 $keep CUDA_CACHE_PATH=$D/cache GOMP_PLUGIN_RS_LIBCUDA=$D/libcuda.so.1 valgrind -q --tool=callgrind \
     --collect-atstart=no --callgrind-out-file="$O/$m.cg" "$R/lib64/ld-linux-x86-64.so.2" \
     --library-path "$D/plugin:$D/lib" "$D/region_cpu" "$m" "$N") >/dev/null
   echo "== $m"
