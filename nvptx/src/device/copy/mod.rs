@@ -436,11 +436,18 @@ impl HostCopy {
     /// The stream a device-to-host copy that is waited for goes on: the calling
     /// thread's copy stream ([`Core::copy_stream`]; asked once) or the queue's.
     pub fn stream(&self, core: &Core) -> Result<Stream> {
+        self.stream_or(core, || core.thread_streams().stream())
+    }
+
+    /// [`HostCopy::stream`] with the calling thread's own stream from `own` (a path
+    /// that has the thread's lane at hand).
+    #[inline]
+    pub fn stream_or(&self, core: &Core, own: impl FnOnce() -> Result<Stream>) -> Result<Stream> {
         if let Some(s) = self.stream.get() {
             return Ok(s);
         }
         let s = match self.via {
-            Via::Sync => core.copy_stream()?,
+            Via::Sync => core.copy_stream_or(own)?,
             Via::Queue(s) => s,
         };
         self.stream.set(Some(s));

@@ -62,12 +62,17 @@ impl CopyPath for Ring {
         if serving::serving_request() || host_ranges::global().contains(c.host as usize, c.n) {
             return None;
         }
-        let s = match c.stream(core) {
+        // The thread's lane, asked once for the stream and the ring.
+        let lane = match core.thread_streams().get() {
+            Ok(l) => l,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let s = match c.stream_or(core, || Ok(lane.stream())) {
             Ok(s) => s,
             Err(e) => return Some(Err(e.into())),
         };
         // SAFETY: `c.host` writable for `c.n` bytes (caller); `c.dev` checked.
-        let r = unsafe { dev2host(core, s, c.host, c.dev, c.n) }?;
+        let r = unsafe { dev2host(core, &lane.data.ring, s, c.host, c.dev, c.n) }?;
         Some(r.map(|()| Ended::Done).map_err(Failed::copy))
     }
 }
@@ -83,15 +88,17 @@ unsafe fn host2dev(
     src: *const c_void,
     n: usize,
 ) -> Option<Result<()>> {
-    let s = match core.deferred_stream() {
+    // The thread's lane, asked once for the stream and the ring.
+    let lane = match core.thread_streams().get() {
+        Ok(l) => l,
+        Err(e) => return Some(Err(e)),
+    };
+    let s = match core.deferred_stream_or(|| Ok(lane.stream())) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
     // SAFETY: the space is written only below.
-    let (_, slot) = match unsafe { slot(core, n, s) }? {
-        Ok(x) => x,
-        Err(e) => return Some(Err(e)),
-    };
+    let slot = unsafe { slot(&lane.data.ring, n, s) }?;
     Some((|| {
         core.order(s)?;
         // SAFETY: `src` is readable for `n` bytes (caller); the slot holds `n` and
@@ -104,25 +111,21 @@ unsafe fn host2dev(
     })())
 }
 
-/// The calling thread's ring and space in it for `n` bytes of the copy queued next
-/// on `s`; `None` for the thread's first few small copies (`Ring::wanted`) and when the
-/// ring cannot be had (logged): the caller copies another way; an error when the
-/// thread's lane cannot be had.
+/// Space for `n` bytes in the calling thread's `ring` for the copy queued next on
+/// `s`; `None` for the thread's first few small copies (`Ring::wanted`) and when the
+/// ring cannot be had (logged): the caller copies another way.
 ///
 /// # Safety
-/// The space of an earlier call must not be written after this call returns.
-unsafe fn slot(core: &Core, n: usize, s: Stream) -> Option<Result<(&ThreadRing, *mut u8)>> {
-    let ring = match core.launch.thread_streams.get() {
-        Ok(lane) => &lane.data.ring,
-        Err(e) => return Some(Err(e)),
-    };
-    // SAFETY: the lane is this thread's (`get`).
+/// `ring` must be the calling thread's lane's; the space of an earlier call must not
+/// be written after this call returns.
+unsafe fn slot(ring: &ThreadRing, n: usize, s: Stream) -> Option<*mut u8> {
+    // SAFETY: the calling thread's ring (caller).
     if !unsafe { ring.wanted() } {
         return None;
     }
-    // SAFETY: the lane is this thread's (`get`); the caller's guarantee.
+    // SAFETY: the calling thread's ring; the caller's guarantee.
     match unsafe { ring.slot(n, s) } {
-        Ok(p) => Some(Ok((ring, p))),
+        Ok(p) => Some(p),
         Err(e) => {
             log::debug!("copy ring: {e}; copying without it");
             None
@@ -130,31 +133,29 @@ unsafe fn slot(core: &Core, n: usize, s: Stream) -> Option<Result<(&ThreadRing, 
     }
 }
 
-/// A device-to-host copy of a few bytes on `s` through the calling thread's ring,
+/// A device-to-host copy of a few bytes on `s` through the calling thread's `ring`,
 /// waited for; `None` when the ring cannot be had.
 ///
 /// # Safety
-/// `dst` writable for `n` bytes; `src` checked by `check_host_copy`; `s` a stream
-/// of the device.
+/// `ring` the calling thread's lane's; `dst` writable for `n` bytes; `src` checked by
+/// `check_host_copy`; `s` a stream of the device.
 unsafe fn dev2host(
     core: &Core,
+    ring: &ThreadRing,
     s: Stream,
     dst: *mut c_void,
     src: CUdeviceptr,
     n: usize,
 ) -> Option<Result<()>> {
-    // SAFETY: the space is used only below.
-    let (ring, slot) = match unsafe { slot(core, n, s) }? {
-        Ok(x) => x,
-        Err(e) => return Some(Err(e)),
-    };
+    // SAFETY: the calling thread's ring (caller); the space is used only below.
+    let slot = unsafe { slot(ring, n, s) }?;
     Some((|| {
         let copy = |s: Stream| {
             // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched until
             // the copy, waited for here, has run.
             unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
         };
-        // SAFETY: the ring is this thread's lane's (`slot`); `s` a stream of the device.
+        // SAFETY: the ring is this thread's lane's (caller); `s` a stream of the device.
         unsafe { core.on_waited(s, ring, false, copy) }?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
