@@ -11,7 +11,10 @@ and does not fail the gate; a row only stock beats is marked against stock alone
 --gate exits 1 with the regressions, 0 without them, and 0 without --gate whatever the
 verdict; --threshold moves the line; an ERROR line of ours or a row ours lacks fails
 the gate, one of stock does not; a run with nothing to judge fails it; the plugins'
-commits are printed; and every unit in bench/results/*-raw.txt has a direction.
+commits are printed; the release baseline's column (`release`, bench/build-before.sh
+--release) is judged as before is, alone with stock or beside before (a row only the
+release beats is marked against it alone), with its ratio column; and every unit in
+bench/results/*-raw.txt has a direction.
 Prints PASS/FAIL per check; exit status 1 when any check fails. Python 3.11 stdlib only."""
 import os
 import re
@@ -58,6 +61,20 @@ def run(raw_lines, *extra, plugins=PLUGINS):
 def without(lines, *names):
     """The lines but those of these metrics."""
     return [line for line in lines if not (len(line.split()) > 3 and line.split()[3] in names)]
+
+
+def relabel(lines, old, new, commit):
+    """The lines with plugin `old`'s rows and its "# plugin" line given to `new` (commit
+    `commit`)."""
+    out = []
+    for line in lines:
+        if line.startswith(old + " "):
+            out.append(new + line[len(old):])
+        elif line.startswith(f"# plugin {old} "):
+            out.append(f"# plugin {new} commit {commit}")
+        else:
+            out.append(line)
+    return out
 
 
 def main():
@@ -130,6 +147,43 @@ def main():
     rc, out, _, _ = run([line for line in lines if not line.startswith("ours ")], "--gate")
     check("a run without ours' rows (nothing to judge) fails the gate", rc == 1 and "nothing judged" in out,
           f"exit status {rc}; {out[-200:]}")
+    # The release baseline (bench/results/release.txt) as a column of its own.
+    rel = "3" * 40
+    as_release = relabel(lines, "before", "release", rel)
+    rc, out, cell, md = run(as_release, "--gate", plugins="stock release ours")
+    c = cell.get("worse5_us", "")
+    check("PLUGINS=\"stock release ours\": a row 5 % worse than release and stock is a regression "
+          "against both", rc == 1 and "**release +" in c and "**stock +" in c and c.count("regression") == 2, c)
+    check("... a row only stock beats is marked against stock alone",
+          "release" not in cell.get("worse5_ms_vs_stock", "x"), cell.get("worse5_ms_vs_stock"))
+    check("... the 1 % rows are not marked", cell.get("worse1_us") == "ok" and cell.get("rate_worse1") == "ok",
+          f"{cell.get('worse1_us')} {cell.get('rate_worse1')}")
+    check("... the table has ours/release and names the release's commit",
+          "| ours/release |" in md and f"release = commit {rel}" in md and f"release = commit {rel}" in out,
+          md[:400])
+    # All four: release faster than before on one row.
+    def faster(line):
+        f = line.split()
+        if f[3] == "worse5_ms_vs_stock":
+            f[4] = f"{float(f[4]) * 0.95:.4g}"
+        return " ".join(f)
+    both = lines + [faster(line) for line in relabel(lines, "before", "release", rel)
+                    if line.startswith("release ")] + [f"# plugin release commit {rel}"]
+    rc, out, cell, md = run(both, "--gate", plugins="stock before release ours")
+    c = cell.get("worse5_ms_vs_stock", "")
+    check("PLUGINS=\"stock before release ours\": a row the release (and stock) beat, before not, is "
+          "marked against release and stock only", rc == 1 and "**release +" in c and "**stock +" in c
+          and "before" not in c, c)
+    c = cell.get("worse5_us", "")
+    check("... a row worse than all three is marked against each",
+          all(f"**{r} +" in c for r in ("before", "release", "stock")), c)
+    check("... the table has ours/before and ours/release, the summary judges against release",
+          "| ours/before | ours/release |" in md and "against release" in out, out[-400:])
+    rc, out, _, _ = run(relabel(lines, "before", "release", rel), "--gate",
+                        plugins="stock before release ours")
+    check("... a run without before's rows judges against release and stock", rc == 1
+          and "against release" in out and "0 against before" in out, out[-300:])
+
     rc, out, _, _ = run(lines, "--no-such-option")
     check("report.py refuses an unknown option", rc != 0 and "--no-such-option" in out, f"exit status {rc}")
 
@@ -153,6 +207,11 @@ def main():
                      ("GFLOP/s", True), ("1/s", True), ("x", True), ("regions_per_s", True)):
         check(f"unit {unit}: {'higher' if hb else 'lower'} is better", report.higher_better(unit) is hb,
               report.higher_better(unit))
+    for plugins, subj in ((["stock", "ours"], "ours"), (["stock", "release", "before", "ours"], "ours"),
+                          (["stock", "release", "mine"], "mine"), (["stock", "before", "release"], "release"),
+                          (["stock"], None)):
+        check(f"the gate judges {subj} of {plugins}", report.subject_of(plugins) == subj,
+              report.subject_of(plugins))
     worse, flagged, beyond = report.judge("us", [0.5], [0.0])
     check("a time above a zero reference is infinitely worse", worse == float("inf") and flagged, worse)
     worse, flagged, _ = report.judge("GB/s", [0.0], [0.0])
