@@ -10,7 +10,8 @@
 # release's, or whose driver calls per region change, fails unless a line of
 # bench/cpu-allow.txt allows it (with its reason).
 # usage: tests/cpu_gate.sh            (no arguments)
-# env: WORK (default ./.toolchain; the sid root must exist), N (default 2000).
+# env: WORK (default ./.toolchain; the sid root, made there with
+#      scripts/toolchain/mkroot.sh sid when missing: root and network), N (default 2000).
 # The counts run with the defaults: GOMP_*, OMP_*, CUDA_* and STUB_LIBCUDA_* variables of
 # the caller are cleared. Each count takes $WORK/.lock (flock), as cpu-count.sh's callers
 # on a shared WORK do: do not run this under that lock.
@@ -36,6 +37,7 @@ fi
 echo "cpu-gate: the tree's plugin (scripts/build)"
 scripts/build
 mkdir -p "$WORK"
+[ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
 for who in release tree; do
   so=$G/release/libgomp-plugin-nvptx.so.1
   [ $who = release ] || so=target/plugin/nvptx/libgomp-plugin-nvptx.so.1
