@@ -3,7 +3,9 @@
 # alternating (stock, ours, stock, ours, ...) on the same binary in one call.
 # usage: bench/device-run.sh CARRY_DIR [REPS]
 # CARRY_DIR holds bundle-16.tar.xz (its libs and stock plugin), plugin/ (ours; before/ from
-# bench/build-before.sh for PLUGINS="stock before ours", the regression gate) and
+# bench/build-before.sh for PLUGINS="stock before ours", the regression gate; release/ from
+# bench/build-before.sh --release for PLUGINS="stock release ours", the release baseline
+# of bench/results/release.txt) and
 # offload_bench, region_bench, revoff_bench, acc_bench, kernel_bench, kernel_bench_f,
 # cuda_floor and gcc_empty.ptx (built by bench/build.sh).
 # env BENCHES (default "floor omp region revoff acc acck jit stress suite") picks what runs:

@@ -18,13 +18,15 @@ OpenMP path's copies of the same size (offload_bench bw: NAME) in a table of the
 each plugin's OpenACC GB/s over its OpenMP GB/s, both from the same run.
 --plugins (device-run.sh passes its PLUGINS; default "stock ours") names the columns: each
 plugin gets a column of medians and, but stock, a column of its ratio to stock (and ours
-one of its ratio to before); other labels of RAW (the kernels step's knob
+one of its ratio to before and one to release, where those columns are there:
+`release` is the release baseline of bench/results/release.txt, built by
+bench/build-before.sh --release); other labels of RAW (the kernels step's knob
 configurations, see kernel_report.py) are left out. Where a floor applies to a time in us, a
 second table gives each plugin's time above the floor: what libgomp's mapping and the
 plugin add to the bare driver calls of the same operation.
 The gate: every row where ours (without an `ours` column: the last plugin that is not
-stock) is more than PCT % (--threshold, default 3) worse than `before` or than stock is
-marked. Worse: by the unit, a higher time (us, ms, s), memory (MiB) or a lower rate
+stock, before or release) is more than PCT % (--threshold, default 3) worse than
+`before`, than `release` or than stock is marked, against each of them that is there. Worse: by the unit, a higher time (us, ms, s), memory (MiB) or a lower rate
 (GB/s, GFLOP/s, 1/s, x, count, bool); the amount is ours/ref - 1 for times and
 ref/ours - 1 for rates. A marked row is a regression when the spreads do not overlap
 (ours' better quartile worse than the reference's worse quartile; with one run each, a
@@ -34,8 +36,8 @@ A summary at the end of the Markdown and on stdout lists the marked rows and our
 ERROR lines. --gate: exit status 1 when a regression (or an ERROR line of ours, or a
 row ours lacks that a reference has) is found or no row could be judged, 0 otherwise
 (rows within spread do not fail it); without --gate the status is 0 whatever the verdict.
-The plot: per row the ratios ours/stock and ours/before (for rates stock/ours and
-before/ours), log scale centred on 1, so that left of 1 is always "ours better"; the
+The plot: per row the ratios ours/stock, ours/before and ours/release (for rates
+stock/ours, before/ours and release/ours), log scale centred on 1, so that left of 1 is always "ours better"; the
 whiskers are ours' spread over the reference's median; marked rows are red. Without
 matplotlib the table is written and the plot is not."""
 import math
@@ -153,10 +155,18 @@ def judge(unit, ours, ref, threshold=THRESHOLD):
     return worse, worse > threshold / 100, beyond
 
 
+# The references a plugin is judged against, where their columns are there: an earlier
+# build of ours (bench/build-before.sh), the release baseline (bench/results/release.txt)
+# and GCC's stock plugin.
+REFERENCES = ("before", "release", "stock")
+
+
 def subject_of(plugins):
-    """The plugin the gate judges: ours, else the last one that is not stock (None: only stock)."""
-    others = [p for p in plugins if p != "stock"]
-    return "ours" if "ours" in plugins else (others[-1] if others else None)
+    """The plugin the gate judges: ours, else the last one that is not a reference, else
+    the last one that is not stock (None: only stock)."""
+    others = [p for p in plugins if p not in REFERENCES]
+    rest = [p for p in plugins if p != "stock"]
+    return "ours" if "ours" in plugins else (others or rest or [None])[-1]
 
 
 def gate(vals, units, errors, plugins, threshold=THRESHOLD):
@@ -165,7 +175,7 @@ def gate(vals, units, errors, plugins, threshold=THRESHOLD):
     "undirected": [metric], "errors": [ERROR lines of the subject], "subject": name,
     "refs": [references], "judged": {ref: rows compared}, "fail": bool}."""
     subj = subject_of(plugins)
-    refs = [p for p in ("before", "stock") if p in plugins and p != subj]
+    refs = [p for p in REFERENCES if p in plugins and p != subj]
     g = {"rows": {}, "regressions": [], "noise": [], "missing": [], "undirected": [], "judged": {},
          "subject": subj, "refs": refs,
          "errors": [e for e in errors if subj and e.split()[0] == subj]}
@@ -210,7 +220,7 @@ def gate_summary(g, threshold):
     """Lines of the gate's summary (Markdown, also printed)."""
     subj, refs = g["subject"], g["refs"]
     if not subj or not refs or not sum(g["judged"].values()):
-        return [f"Gate: FAIL, nothing judged (it needs rows of ours and of before or stock; "
+        return [f"Gate: FAIL, nothing judged (it needs rows of ours and of before, release or stock; "
                 f"judged plugin {subj or 'none'}, references {', '.join(refs) or 'none'})."]
 
     def items(lst):
@@ -317,7 +327,8 @@ def main():
     rows = table(vals, units, plugins)
     g = gate(vals, units, errors, plugins, threshold)
     subj = g["subject"]
-    vs_before = subj if subj != "before" and "before" in plugins else None
+    # Ratio columns of the subject to the earlier builds there (before, release).
+    vs = [r for r in ("before", "release") if r in plugins and r != subj] if subj else []
     what = "gomp-plugin-rs" if others == ["ours"] else "gomp-plugin-rs (" + ", ".join(others) + ")"
     out = [f"# Benchmarks: stock GCC 16 plugin vs {what} on {device}", ""]
     if note:
@@ -326,7 +337,7 @@ def main():
     if known:
         out += ["Plugins: " + "; ".join(known) + ".", ""]
     head = (["metric", "unit", "floor"] + plugins + [f"{p}/stock" for p in others]
-            + ([f"{vs_before}/before"] if vs_before else []) + ["better", "gate", "runs"])
+            + [f"{subj}/{r}" for r in vs] + ["better", "gate", "runs"])
     out += [f"Medians over repetitions, their interquartile range in brackets (runs alternate "
             f"{', '.join(plugins)} on the same binary). floor: the bare driver calls of the same "
             "operation (bench/cuda_floor.c, same run), where one applies. gate: where "
@@ -342,8 +353,8 @@ def main():
             better = (max if hb else min)(have, key=lambda p: med[p])
         ms = med.get("stock")
         ratios = [fmt(med[p] / ms) if ms and med[p] is not None else "—" for p in others]
-        if vs_before:
-            mb, mo = med["before"], med[vs_before]
+        for r in vs:
+            mb, mo = med[r], med[subj]
             ratios.append(fmt(mo / mb) if mb and mo is not None else "—")
         fname, fl = floor_of(name, floor)
         if fl is not None and unit == "us":

@@ -14,44 +14,98 @@ pub type DevPtr = u64;
 /// Live blocks of one device by start address. Thread-safe.
 #[derive(Default)]
 pub struct Blocks {
-    live: Mutex<BTreeMap<DevPtr, usize>>,
+    live: Mutex<Live>,
+}
+
+/// The blocks and the answer of the latest look-up.
+#[derive(Default)]
+struct Live {
+    map: BTreeMap<DevPtr, usize>,
+    /// The latest look-up's answer, for the next ones nearby (a region's copies and
+    /// launch ask about the same block): the block with the greatest start at or below
+    /// any address of `[from, to)` (`None`: no block there), `to` being the next
+    /// block's start. A change of the map inside `[from, to)` drops it; one outside
+    /// changes no answer there.
+    hint: Option<Hint>,
+}
+
+#[derive(Clone, Copy)]
+struct Hint {
+    from: DevPtr,
+    to: DevPtr,
+    block: Option<(DevPtr, usize)>,
+}
+
+impl Live {
+    /// The block with the greatest start at or below `p` (start, size), if any: what
+    /// `map.range(..=p).next_back()` answers, from the hint when it covers `p`.
+    fn at_or_below(&mut self, p: DevPtr) -> Option<(DevPtr, usize)> {
+        if let Some(h) = self.hint {
+            if h.from <= p && p < h.to {
+                return h.block;
+            }
+        }
+        let block = self.map.range(..=p).next_back().map(|(&s, &n)| (s, n));
+        let to = p
+            .checked_add(1)
+            .and_then(|q| self.map.range(q..).next())
+            .map_or(DevPtr::MAX, |(&s, _)| s);
+        self.hint = Some(Hint {
+            from: block.map_or(0, |(s, _)| s),
+            to,
+            block,
+        });
+        block
+    }
+
+    /// Notes a change of the map at `p` (a block inserted or removed there).
+    fn changed(&mut self, p: DevPtr) {
+        if self.hint.is_some_and(|h| h.from <= p && p < h.to) {
+            self.hint = None;
+        }
+    }
 }
 
 impl Blocks {
     /// Records a new block.
     pub fn insert(&self, p: DevPtr, size: usize) {
-        self.live.locked().insert(p, size);
+        let mut live = self.live.locked();
+        live.changed(p);
+        live.map.insert(p, size);
     }
 
     /// Forgets block `p`; an address that does not start a block is an error.
     pub fn remove(&self, p: DevPtr) -> Result<usize> {
-        self.live
-            .locked()
+        let mut live = self.live.locked();
+        let size = live
+            .map
             .remove(&p)
-            .ok_or_else(|| Error::invalid("invalid device address"))
+            .ok_or_else(|| Error::invalid("invalid device address"))?;
+        live.changed(p);
+        Ok(size)
     }
 
     /// Forgets every block (when its device closes), returning their addresses.
     pub fn take_all(&self) -> Vec<DevPtr> {
-        std::mem::take(&mut *self.live.locked())
-            .into_keys()
-            .collect()
+        let mut live = self.live.locked();
+        live.hint = None;
+        std::mem::take(&mut live.map).into_keys().collect()
     }
 
     /// Whether `p` lies inside a live block.
     pub fn contains(&self, p: DevPtr) -> bool {
-        let live = self.live.locked();
-        live.range(..=p)
-            .next_back()
-            .is_some_and(|(&start, &size)| p < start + size as u64)
+        self.live
+            .locked()
+            .at_or_below(p)
+            .is_some_and(|(start, size)| p < start + size as u64)
     }
 
     /// Whether `[p, p+n)` lies inside the live block that contains `owner`.
     pub fn inside_block_of(&self, owner: DevPtr, p: DevPtr, n: usize) -> bool {
-        let live = self.live.locked();
-        live.range(..=owner)
-            .next_back()
-            .is_some_and(|(&start, &size)| {
+        self.live
+            .locked()
+            .at_or_below(owner)
+            .is_some_and(|(start, size)| {
                 let end = start + size as u64;
                 owner < end && p >= start && p.checked_add(n as u64).is_some_and(|e| e <= end)
             })
@@ -61,8 +115,7 @@ impl Blocks {
     /// end is "invalid size". Addresses outside every block (module globals, memory
     /// the program allocated itself) are left to the driver.
     pub fn check(&self, p: DevPtr, n: usize) -> Result<()> {
-        let live = self.live.locked();
-        if let Some((&start, &size)) = live.range(..=p).next_back() {
+        if let Some((start, size)) = self.live.locked().at_or_below(p) {
             let end = start + size as u64;
             if p < end && p.checked_add(n as u64).is_none_or(|e| e > end) {
                 return Err(Error::invalid("invalid size"));
@@ -113,6 +166,46 @@ mod tests {
         b.insert(0x2000, 0);
         assert_eq!(b.take_all(), [0x2000, 0x3000]);
         assert!(!b.contains(0x3000));
+    }
+
+    /// The look-ups' answers with the hint are the map's own, whatever the order of
+    /// inserts, removes and look-ups (a deterministic pseudo-random run against a plain
+    /// map, with zero-sized and adjacent blocks).
+    #[test]
+    fn hinted_lookups_answer_as_the_map() {
+        let b = Blocks::default();
+        let mut model: BTreeMap<DevPtr, usize> = BTreeMap::new();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let r = next();
+            let p = 0x1000 + (r >> 8) % 64 * 0x10;
+            match r % 8 {
+                0 | 1 => {
+                    let size = (next() % 5) as usize * 0x10;
+                    b.insert(p, size);
+                    model.insert(p, size);
+                }
+                2 => assert_eq!(b.remove(p).ok(), model.remove(&p), "remove {p:#x}"),
+                _ => {
+                    let q = p + next() % 0x18;
+                    let n = (next() % 0x30) as usize;
+                    let want = model.range(..=q).next_back().map(|(&s, &z)| (s, z));
+                    assert_eq!(b.live.locked().at_or_below(q), want, "at or below {q:#x}");
+                    let end = want.map(|(s, z)| s + z as u64);
+                    assert_eq!(b.contains(q), end.is_some_and(|e| q < e), "contains {q:#x}");
+                    let bad = end.is_some_and(|e| q < e && q + n as u64 > e);
+                    assert_eq!(b.check(q, n).is_err(), bad, "check {q:#x} {n}");
+                }
+            }
+        }
+        assert_eq!(b.take_all(), model.into_keys().collect::<Vec<_>>());
+        assert_eq!(b.live.locked().at_or_below(0x1000), None);
     }
 
     #[test]

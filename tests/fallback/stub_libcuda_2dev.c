@@ -80,6 +80,12 @@
  *     before W), *=NS (any other shape; default 0) or @K=NS (the K-th launch of the
  *     process, counted from 1, whatever its shape: noise);
  *   env STUB_LIBCUDA_DRIVER_VERSION=N: what cuDriverGetVersion says (default 12080).
+ * env STUB_LIBCUDA_MMAP=1: device memory and page-locked host memory (cuMemAlloc and
+ *   kin, cuMemHostAlloc) are mapped with mmap, one mapping each, as a real driver's
+ *   are, instead of coming from the process's malloc heap: their allocations then do
+ *   not move where the program's own malloc finds room (bench/cpu-count.sh sets it, so
+ *   that instruction counts of libgomp's malloc do not depend on the plugin's
+ *   page-locked and device allocations).
  *   env STUB_LIBCUDA_REGS=N: the registers per thread of every kernel (default 32).
  *     The function attributes and the occupancy calculator answer as an H100 would for
  *     that many: 64 Ki registers per SM allocated per warp in units of 256, 64 warps
@@ -114,6 +120,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #ifndef STUB_CC_MAJOR
@@ -258,6 +265,7 @@ static const char *const kinds[] = {"stream", "event", "memory pool", "link stat
 static struct handle legacy[NDEV]; /* each context's legacy default stream */
 static uint64_t gseq;              /* operations queued so far, process-wide */
 static int lazy;                   /* STUB_LIBCUDA_LAZY: queries do not run work */
+static int use_mmap;               /* STUB_LIBCUDA_MMAP: memory from mmap, not malloc */
 static int fail_next_h2d;          /* the next cuMemcpyHtoDAsync fails when it runs */
 #define MAX_LOG 4096
 static unsigned char kernel_log[MAX_LOG][64];
@@ -393,6 +401,28 @@ static struct range *find_range (uintptr_t p, size_t n, unsigned kinds_mask)
   return NULL;
 }
 
+/* `size` bytes of device or page-locked memory aligned to `align` (at most a page):
+   from the heap, or a mapping of its own under STUB_LIBCUDA_MMAP; NULL if none. */
+static void *mem_alloc (size_t align, size_t size)
+{
+  void *p;
+  if (use_mmap)
+    {
+      p = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      return p == MAP_FAILED ? NULL : p;
+    }
+  return posix_memalign (&p, align, size) == 0 ? p : NULL;
+}
+
+/* Frees memory of mem_alloc (`size`: as allocated). */
+static void mem_free (void *p, size_t size)
+{
+  if (use_mmap)
+    munmap (p, size);
+  else
+    free (p);
+}
+
 static struct range *find_start (uintptr_t p, enum kind kind)
 {
   for (struct range *r = ranges; r; r = r->next)
@@ -450,7 +480,7 @@ static void drop_range (struct range *r)
   else
     stats[r->dev].live_host_regs--;
   if (r->kind != HOST_REG)
-    free ((void *) r->start);
+    mem_free ((void *) r->start, r->size);
   free (r);
 }
 
@@ -474,8 +504,8 @@ static CUresult dev_alloc (const char *fn, CUdeviceptr *dptr, size_t size, int d
         }
   if ((uint64_t) stats[dev].live_bytes + size > TOTAL_MEM)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  void *p;
-  if (posix_memalign (&p, DEV_ALIGN, size) != 0)
+  void *p = mem_alloc (DEV_ALIGN, size);
+  if (!p)
     return CUDA_ERROR_OUT_OF_MEMORY;
   memset (p, POISON, size);
   add_range ((uintptr_t) p, size, DEV_MEM, dev, pool);
@@ -929,6 +959,8 @@ CUresult cuInit (unsigned flags)
       arg0_check = getenv ("STUB_LIBCUDA_ARG0") != NULL;
       const char *l = getenv ("STUB_LIBCUDA_LAZY");
       lazy = l && *l == '1';
+      const char *m = getenv ("STUB_LIBCUDA_MMAP");
+      use_mmap = m && *m == '1';
       __atomic_store_n (&initialized, 1, __ATOMIC_RELEASE);
     }
   UNLOCK;
@@ -1350,9 +1382,9 @@ CUresult cuMemHostAlloc (void **pp, size_t size, unsigned flags)
   CUresult r = CUDA_ERROR_INVALID_CONTEXT;
   if (c)
     {
-      void *p;
+      void *p = mem_alloc (4096, size);
       r = CUDA_ERROR_OUT_OF_MEMORY;
-      if (posix_memalign (&p, 4096, size) == 0)
+      if (p)
         {
           add_range ((uintptr_t) p, size, HOST_ALLOC, c->dev, NULL);
           *pp = p;

@@ -368,19 +368,32 @@ impl Core {
     /// reverse-offload request: the requesting kernel may be ordered before it).
     #[inline]
     pub fn copy_stream(&self) -> Result<Stream> {
+        self.copy_stream_or(|| self.launch.thread_streams.stream())
+    }
+
+    /// [`Core::copy_stream`] with the calling thread's own stream from `own` (for a
+    /// copy that has the thread's lane at hand).
+    #[inline]
+    pub fn copy_stream_or(&self, own: impl FnOnce() -> Result<Stream>) -> Result<Stream> {
         if self.openacc_in_use() && !serving::serving_request() {
             return Ok(Stream::LEGACY);
         }
-        self.launch.thread_streams.stream()
+        own()
     }
 
     /// The stream a deferred host-to-device copy of the calling thread goes on.
     #[inline]
     pub fn deferred_stream(&self) -> Result<Stream> {
+        self.deferred_stream_or(|| self.launch.thread_streams.stream())
+    }
+
+    /// [`Core::deferred_stream`] with the calling thread's own stream from `own`.
+    #[inline]
+    pub fn deferred_stream_or(&self, own: impl FnOnce() -> Result<Stream>) -> Result<Stream> {
         if self.openacc_in_use() || self.settings.tstream == ThreadStream::Legacy {
             return Ok(Stream::LEGACY);
         }
-        self.launch.thread_streams.stream()
+        own()
     }
 
     /// Whether a host-to-device copy of `n` bytes may return before its DMA has ended:

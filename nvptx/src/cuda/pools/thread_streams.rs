@@ -102,7 +102,7 @@ struct Cache(Vec<Cached>);
 impl Drop for Cache {
     fn drop(&mut self) {
         // The lanes go back below: the last-used entry must not hand one out again.
-        let _ = LAST.try_with(|l| l.set((0, 0)));
+        let _ = THREAD.try_with(|t| t.last.set((0, 0)));
         for c in self.0.drain(..) {
             if let Some(home) = c.home.upgrade() {
                 home.give_back(c.lane);
@@ -111,14 +111,26 @@ impl Drop for Cache {
     }
 }
 
+/// What [`ThreadStreams::get`] reads of the calling thread on every call, in one
+/// thread-local (one lookup: in a shared library each thread-local access is a call
+/// of the dynamic loader's `__tls_get_addr`). Plain values with no destructor, so
+/// reading them needs no lazy registration and no borrow.
+struct Thread {
+    /// The last used entry of `CACHE` (key, lane address), for the common case of one
+    /// device. Key 0 (never a set's): none.
+    last: Cell<(u64, usize)>,
+    /// How deep the thread is in [`aside`] calls.
+    aside: Cell<u64>,
+}
+
 thread_local! {
     static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
-    /// The calling thread's last used entry of `CACHE` (key, lane address), for the
-    /// common case of one device: a plain value with no destructor, so reading it
-    /// needs no lazy registration and no borrow. Key 0 (never a set's): none.
-    static LAST: Cell<(u64, usize)> = const { Cell::new((0, 0)) };
-    /// How deep the calling thread is in [`aside`] calls.
-    static ASIDE: Cell<u64> = const { Cell::new(0) };
+    static THREAD: Thread = const {
+        Thread {
+            last: Cell::new((0, 0)),
+            aside: Cell::new(0),
+        }
+    };
 }
 
 /// Depths of [`aside`] told apart (deeper ones share the deepest's lanes).
@@ -127,10 +139,9 @@ const DEPTHS: u64 = 16;
 /// Runs `f` with the calling thread stepped aside: every set hands the thread, until
 /// `f` returns, a lane other than its own (and other than those of shallower calls).
 pub fn aside<R>(f: impl FnOnce() -> R) -> R {
-    let depth = ASIDE.with(Cell::get);
-    ASIDE.with(|d| d.set(depth + 1));
+    let depth = THREAD.with(|t| t.aside.replace(t.aside.get() + 1));
     let r = f();
-    ASIDE.with(|d| d.set(depth));
+    THREAD.with(|t| t.aside.set(depth));
     r
 }
 
@@ -174,29 +185,38 @@ impl<T: Default + Send + Sync + 'static> ThreadStreams<T> {
         self.flags & crate::cuda::sys::CU_STREAM_NON_BLOCKING as u32 == 0
     }
 
+    /// The cache key for this set at depth `aside`: the open's id and the depth.
+    #[inline]
+    fn key_at(&self, aside: u64) -> u64 {
+        self.id * DEPTHS + aside.min(DEPTHS - 1)
+    }
+
     /// The calling thread's cache key for this set: the open's id and the depth aside.
     #[inline]
     fn key(&self) -> u64 {
-        let depth = ASIDE.try_with(Cell::get).unwrap_or(0).min(DEPTHS - 1);
-        self.id * DEPTHS + depth
+        self.key_at(THREAD.try_with(|t| t.aside.get()).unwrap_or(0))
     }
 
     #[inline]
     fn cached(&self) -> Option<usize> {
-        let key = self.key();
-        match LAST.try_with(Cell::get) {
-            Ok((k, lane)) if k == key => Some(lane),
-            _ => self.cached_slow(key),
+        // One thread-local lookup for the depth and the last-used entry.
+        let (key, (k, lane)) = THREAD
+            .try_with(|t| (self.key_at(t.aside.get()), t.last.get()))
+            .unwrap_or((self.key_at(0), (0, 0)));
+        if k == key {
+            return Some(lane);
         }
+        self.cached_slow(key)
     }
 
     /// [`Self::cached`] past the last-used entry; makes the entry found the last used.
+    #[cold]
     fn cached_slow(&self, key: u64) -> Option<usize> {
         let lane = CACHE
             .try_with(|c| c.borrow().0.iter().find(|e| e.id == key).map(|e| e.lane))
             .ok()
             .flatten()?;
-        let _ = LAST.try_with(|l| l.set((key, lane)));
+        let _ = THREAD.try_with(|t| t.last.set((key, lane)));
         Some(lane)
     }
 

@@ -6,7 +6,8 @@
 //! are first copied into a bounce buffer. Memory the program page-locked is never left
 //! in flight. Not taken when the copy cannot be deferred so (the later paths wait).
 
-use super::{bounce, CopyPath, Deferred, Ended, Failed, HostCopy, Knob, Taken, Via};
+use super::{bounce, CopyPath, Deferred, Ended, Failed, HostCopy, Knob, Taken, Takes};
+use crate::config::Config;
 use crate::device::Core;
 use crate::host::bounce::MIN_BYTES;
 use crate::observe::profile::CopyDir;
@@ -26,8 +27,12 @@ impl CopyPath for Deferred {
         Some(Knob::Shared("defer"))
     }
 
+    fn takes(&self, _config: &Config) -> Takes {
+        Takes::of(CopyDir::H2D, false)
+    }
+
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
-        if c.dir != CopyDir::H2D || c.via != Via::Sync || !c.may_defer(core) {
+        if !c.may_defer(core) {
             return None;
         }
         let pageable = c.pageable(core);

@@ -4,7 +4,8 @@
 //! kernel allocated itself (device `malloc`), which the driver's copy functions do not
 //! know. Takes no copy first-hand ([`CopyPath::retry`] only).
 
-use super::{ByKernel, CopyPath, HostCopy, Taken};
+use super::{ByKernel, CopyPath, HostCopy, Taken, Takes};
+use crate::config::Config;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::{serving, Core};
 use crate::observe::profile::CopyDir;
@@ -13,6 +14,11 @@ use gomp_plugin::error::{Error, Result};
 impl CopyPath for ByKernel {
     fn label(&self) -> &'static str {
         "kernel_copy"
+    }
+
+    /// None first-hand (retries only).
+    fn takes(&self, _config: &Config) -> Takes {
+        Takes::NONE
     }
 
     unsafe fn try_copy(&self, _core: &Core, _c: &HostCopy) -> Option<Taken> {

@@ -15,7 +15,10 @@
 //! Both take the same paths for the same memory. A copy between the host and the
 //! device is offered to the copy paths of [`PATHS`] in their order, one file each in
 //! this folder ([`CopyPath`]); the first that takes it makes it. Each path says itself
-//! which copies it takes (direction, caller, size, memory), the `GOMP_NVPTX_TUNE` key
+//! which copies it takes (direction, caller, size, memory: the kinds and sizes it may
+//! take in [`CopyPath::takes`], read once per device into [`Copies`]' routes, so that
+//! a copy is offered only to the paths that may take it; the rest in its
+//! `try_copy`), the `GOMP_NVPTX_TUNE` key
 //! that sizes it ([`Knob`]: its own, declared in its file, or a shared one) and the
 //! profile row it counts its copies under (an existing row or its own,
 //! `CopyMem::Path`); its buffers are a field of [`Copies`] (or the calling thread's
@@ -65,7 +68,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The copy paths between the host and the device, in the order a copy is offered to
 /// them: one line per path. A static list of zero-sized paths: asking one is an
-/// indirect call, nothing is allocated per copy.
+/// indirect call, nothing is allocated per copy; a copy is offered only to the paths
+/// whose [`CopyPath::takes`] holds it ([`Copies`]' routes).
 static PATHS: &[&dyn CopyPath] = &[
     &ReadAhead, &Staged, &Queued, &Ring, &Deferred, &Bounced, &Direct, &ByKernel,
 ];
@@ -102,6 +106,81 @@ pub struct Direct;
 /// The copy-by-kernel path (zero-sized, stateless, `Sync`; the kernel is
 /// [`Copies`]' `kernel_copy`). (`kernel_copy.rs`)
 pub struct ByKernel;
+
+/// The kinds and sizes of copies a path may take ([`CopyPath::takes`]): directions and
+/// callers, and a range of byte counts. Plain data (`Copy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Takes {
+    /// Bit [`kind`] of each direction and caller taken.
+    kinds: u8,
+    /// Byte counts taken: at least `.0`, below `.1`.
+    bytes: (usize, usize),
+}
+
+impl Takes {
+    /// Every copy.
+    pub const ANY: Takes = Takes {
+        kinds: 0b1111,
+        bytes: (0, usize::MAX),
+    };
+
+    /// No copy (a path that only retries, [`CopyPath::retry`]).
+    pub const NONE: Takes = Takes {
+        kinds: 0,
+        bytes: (0, usize::MAX),
+    };
+
+    /// The copies in direction `dir` (`H2D` or `D2H`) of the calling thread
+    /// ([`Via::Sync`]: `queue` false) or of a queue ([`Via::Queue`]), of any size.
+    pub const fn of(dir: CopyDir, queue: bool) -> Takes {
+        Takes {
+            kinds: 1 << kind_index(dir, queue),
+            bytes: (0, usize::MAX),
+        }
+    }
+
+    /// These copies and `other`'s kinds (the byte counts of `self`).
+    pub const fn or(self, other: Takes) -> Takes {
+        Takes {
+            kinds: self.kinds | other.kinds,
+            bytes: self.bytes,
+        }
+    }
+
+    /// These copies of at least `at_least` bytes and fewer than `below`.
+    pub const fn sized(self, at_least: usize, below: usize) -> Takes {
+        Takes {
+            kinds: self.kinds,
+            bytes: (at_least, below),
+        }
+    }
+}
+
+/// Kinds of copies between the host and the device: two directions by two callers.
+const KINDS: usize = 4;
+
+/// The index of a kind of copy (below [`KINDS`]): direction `dir` (`D2H`, else `H2D`)
+/// and caller (a queue, else the calling thread).
+const fn kind_index(dir: CopyDir, queue: bool) -> usize {
+    (matches!(dir, CopyDir::D2H) as usize) | ((queue as usize) << 1)
+}
+
+/// For each kind of copy ([`kind_index`]), the paths that may take it, in [`PATHS`]'
+/// order: each one's index in `PATHS` and the byte counts it takes. Made once per
+/// device from the paths' [`CopyPath::takes`] under its settings.
+type Routes = [Vec<(usize, (usize, usize))>; KINDS];
+
+/// The routes of a device opened with `config`.
+fn routes(config: &Config) -> Routes {
+    std::array::from_fn(|k| {
+        PATHS
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.takes(config).kinds & (1 << k) != 0)
+            .map(|(i, p)| (i, p.takes(config).bytes))
+            .collect()
+    })
+}
 
 /// The `GOMP_NVPTX_TUNE` key that sizes or switches a copy path. Plain data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +226,14 @@ pub trait CopyPath: Sync {
         None
     }
 
+    /// The kinds and sizes of copies the path may take on a device opened with
+    /// `config`: asked once per device ([`Copies`]' routes); a copy outside them is
+    /// never offered to [`CopyPath::try_copy`], which may rely on that. Every copy
+    /// `try_copy` may take must be among them. Default: any copy.
+    fn takes(&self, _config: &Config) -> Takes {
+        Takes::ANY
+    }
+
     /// The profile row of a copy the path made that ended as `ended`, `mem` being how
     /// it reached the host (asked only while profiling or tracing); a path with a row
     /// of its own answers `CopyMem::Path(its name)`.
@@ -154,8 +241,9 @@ pub trait CopyPath: Sync {
         ended.row(mem)
     }
 
-    /// Makes copy `c` (nonempty, addresses checked) if the path takes it: `None` when it
-    /// does not (the next path is asked), else how the copy ended or why it failed.
+    /// Makes copy `c` (nonempty, addresses checked, among [`CopyPath::takes`]) if the
+    /// path takes it: `None` when it does not (the next path is asked), else how the
+    /// copy ended or why it failed.
     ///
     /// # Safety
     /// `c.host` readable (to the device) or writable (to the host) for `c.n` bytes; for
@@ -193,6 +281,9 @@ pub struct Copies {
     /// any, host-to-device copies complete before returning (the program may queue work
     /// on such a stream at any time, out of the plugin's sight).
     interop_streams: AtomicUsize,
+    /// The paths each kind of copy is offered to (the paths' `takes` under the device's
+    /// settings).
+    routes: Routes,
 }
 
 impl Copies {
@@ -204,6 +295,7 @@ impl Copies {
             kernel_copy: KernelCopy::default(),
             order: CopyOrder::default(),
             interop_streams: AtomicUsize::new(0),
+            routes: routes(config),
         }
     }
 
@@ -316,6 +408,12 @@ pub struct HostCopy {
 }
 
 impl HostCopy {
+    /// The copy's kind ([`kind_index`]).
+    #[inline]
+    fn kind(&self) -> usize {
+        kind_index(self.dir, matches!(self.via, Via::Queue(_)))
+    }
+
     fn new(dir: CopyDir, dev: CUdeviceptr, host: *mut c_void, n: usize, via: Via) -> Self {
         HostCopy {
             dir,
@@ -364,11 +462,18 @@ impl HostCopy {
     /// The stream a device-to-host copy that is waited for goes on: the calling
     /// thread's copy stream ([`Core::copy_stream`]; asked once) or the queue's.
     pub fn stream(&self, core: &Core) -> Result<Stream> {
+        self.stream_or(core, || core.thread_streams().stream())
+    }
+
+    /// [`HostCopy::stream`] with the calling thread's own stream from `own` (a path
+    /// that has the thread's lane at hand).
+    #[inline]
+    pub fn stream_or(&self, core: &Core, own: impl FnOnce() -> Result<Stream>) -> Result<Stream> {
         if let Some(s) = self.stream.get() {
             return Ok(s);
         }
         let s = match self.via {
-            Via::Sync => core.copy_stream()?,
+            Via::Sync => core.copy_stream_or(own)?,
             Via::Queue(s) => s,
         };
         self.stream.set(Some(s));
@@ -453,15 +558,20 @@ impl Core {
         r.map(|_| ())
     }
 
-    /// Offers checked copy `c` to the paths in order; the first that takes it makes it.
-    /// A synchronous copy that failed in the driver is offered to the later paths'
-    /// [`CopyPath::retry`]. How it ended and the path that made it.
+    /// Offers checked copy `c` to the paths that may take it ([`CopyPath::takes`]) in
+    /// order; the first that takes it makes it. A synchronous copy that failed in the
+    /// driver is offered to the later paths' [`CopyPath::retry`]. How it ended and the
+    /// path that made it.
     ///
     /// # Safety
     /// As [`CopyPath::try_copy`].
     unsafe fn by_paths(&self, c: &HostCopy) -> Result<(Ended, &'static dyn CopyPath)> {
-        for (i, &p) in PATHS.iter().enumerate() {
-            // SAFETY: forwarded caller guarantee.
+        for &(i, (at_least, below)) in &self.copies.routes[c.kind()] {
+            if c.n < at_least || c.n >= below {
+                continue;
+            }
+            let p = PATHS[i];
+            // SAFETY: forwarded caller guarantee; `c` is among the path's `takes`.
             let Some(r) = (unsafe { p.try_copy(self, c) }) else {
                 c.given_up();
                 continue;
@@ -640,5 +750,69 @@ mod tests {
         }
         let t = Tune::parse_with("ring=0,bounce=4k,ring=2k", &own).unwrap();
         assert_eq!((t.size(&ring::KNOB), t.size(&bounce::KNOB)), (2048, 4096));
+    }
+
+    /// The paths each kind of copy is offered to, in order, with the byte counts they
+    /// take: under the default settings and with the ring's knob set.
+    #[test]
+    fn routes_per_kind_of_copy() {
+        let names = |r: &Routes| -> Vec<Vec<(&str, (usize, usize))>> {
+            r.iter()
+                .map(|k| k.iter().map(|&(i, b)| (PATHS[i].label(), b)).collect())
+                .collect()
+        };
+        let config = |tune: &str| {
+            Config::from_lookup(
+                &knobs(),
+                gomp_plugin::settings::lookup(&[("GOMP_NVPTX_TUNE", tune)]),
+                |w| panic!("{w}"),
+            )
+        };
+        let (any, staged) = (
+            (0, usize::MAX),
+            (crate::host::staging::MIN_STAGED, usize::MAX),
+        );
+        let ring = (0, crate::host::bounce::MIN_BYTES);
+        assert_eq!(
+            names(&routes(&config(""))),
+            [
+                // H2D, the calling thread's
+                vec![
+                    ("staged", staged),
+                    ("ring", ring),
+                    ("deferred", any),
+                    ("bounce", any),
+                    ("direct", any)
+                ],
+                // D2H, the calling thread's
+                vec![
+                    ("read_ahead", any),
+                    ("staged", staged),
+                    ("ring", ring),
+                    ("bounce", any),
+                    ("direct", any)
+                ],
+                // H2D, a queue's
+                vec![("staged", staged), ("bounce", any), ("direct", any)],
+                // D2H, a queue's
+                vec![
+                    ("staged", staged),
+                    ("queued", any),
+                    ("ring", ring),
+                    ("bounce", any),
+                    ("direct", any)
+                ],
+            ]
+        );
+        assert_eq!(
+            names(&routes(&config("ring=2k")))[1][2],
+            ("ring", (0, 2048))
+        );
+        assert_eq!(names(&routes(&config("ring=0")))[0][1], ("ring", (0, 0)));
+        assert_eq!(
+            kind_index(CopyDir::D2H, true),
+            KINDS - 1,
+            "the kinds fit the routes"
+        );
     }
 }

@@ -2,7 +2,8 @@
 //! the queue's stream as it is (the program waits for the queue before it reads the
 //! bytes). A queue's copy to pageable memory goes on to the later paths, waited for.
 
-use super::{CopyPath, Ended, HostCopy, Queued, Taken, Via};
+use super::{CopyPath, Ended, HostCopy, Queued, Taken, Takes, Via};
+use crate::config::Config;
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
@@ -12,9 +13,13 @@ impl CopyPath for Queued {
         "queued"
     }
 
+    fn takes(&self, _config: &Config) -> Takes {
+        Takes::of(CopyDir::D2H, true)
+    }
+
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
         let Via::Queue(s) = c.via else { return None };
-        if c.dir != CopyDir::D2H || c.pageable(core) {
+        if c.pageable(core) {
             return None;
         }
         c.taken(self);

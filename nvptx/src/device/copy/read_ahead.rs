@@ -3,7 +3,8 @@
 //! once OpenACC is in use (synchronous copies are then ordered after the OpenACC
 //! queues' work). Sized by `readahead`.
 
-use super::{CopyPath, Ended, HostCopy, Knob, ReadAhead, Taken, Via};
+use super::{CopyPath, Ended, HostCopy, Knob, ReadAhead, Taken, Takes};
+use crate::config::Config;
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
 
@@ -16,8 +17,12 @@ impl CopyPath for ReadAhead {
         Some(Knob::Shared("readahead"))
     }
 
+    fn takes(&self, _config: &Config) -> Takes {
+        Takes::of(CopyDir::D2H, false)
+    }
+
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
-        if c.dir != CopyDir::D2H || c.via != Via::Sync || core.openacc_in_use() {
+        if core.openacc_in_use() {
             return None;
         }
         let lane = core.launch.thread_streams.get().ok()?;

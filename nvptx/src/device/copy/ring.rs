@@ -4,8 +4,9 @@
 //! buffer, pageable or page-locked, is free when this returns (ends deferred). To the
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
-use super::{CopyPath, Ended, Failed, HostCopy, Knob, Ring, Taken, Via};
+use super::{CopyPath, Ended, Failed, HostCopy, Knob, Ring, Taken, Takes};
 use crate::config::tune::PathKnob;
+use crate::config::Config;
 use crate::cuda::safe::Stream;
 use crate::device::{serving, Core};
 use crate::host::ranges as host_ranges;
@@ -32,10 +33,18 @@ impl CopyPath for Ring {
         Some(Knob::Own(&KNOB))
     }
 
+    /// Below the `ring` size: a synchronous copy either way, a queue's copy to the host.
+    fn takes(&self, config: &Config) -> Takes {
+        Takes::of(CopyDir::H2D, false)
+            .or(Takes::of(CopyDir::D2H, false))
+            .or(Takes::of(CopyDir::D2H, true))
+            .sized(0, config.tune.size(&KNOB))
+    }
+
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
-        let below = c.n < core.config().tune.size(&KNOB);
         if c.dir == CopyDir::H2D {
-            if c.via != Via::Sync || !c.may_defer(core) || !below {
+            // A synchronous copy (`takes`).
+            if !c.may_defer(core) {
                 return None;
             }
             // SAFETY: `c.host` readable for `c.n` bytes (caller).
@@ -48,18 +57,20 @@ impl CopyPath for Ring {
         // Nor into memory the plugin page-locked: the driver copies there directly, and
         // the ring would add a copy (pageable memory the registry does not know costs a
         // driver query to tell apart, more than the ring saves; it takes the ring).
-        if !below
-            || serving::serving_request()
-            || host_ranges::global().contains(c.host as usize, c.n)
-        {
+        if serving::serving_request() || host_ranges::global().contains(c.host as usize, c.n) {
             return None;
         }
-        let s = match c.stream(core) {
+        // The thread's lane, asked once for the stream and the ring.
+        let lane = match core.thread_streams().get() {
+            Ok(l) => l,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let s = match c.stream_or(core, || Ok(lane.stream())) {
             Ok(s) => s,
             Err(e) => return Some(Err(e.into())),
         };
         // SAFETY: `c.host` writable for `c.n` bytes (caller); `c.dev` checked.
-        let r = unsafe { dev2host(core, s, c) }?;
+        let r = unsafe { dev2host(core, &lane.data.ring, s, c) }?;
         Some(r.map(|()| Ended::Done).map_err(Failed::copy))
     }
 }
@@ -71,15 +82,17 @@ impl CopyPath for Ring {
 /// `c.host` readable for `c.n` bytes; `c.dev` checked by `check_host_copy`.
 unsafe fn host2dev(core: &Core, c: &HostCopy) -> Option<Result<()>> {
     let (dst, src, n) = (c.dev, c.host.cast_const(), c.n);
-    let s = match core.deferred_stream() {
+    // The thread's lane, asked once for the stream and the ring.
+    let lane = match core.thread_streams().get() {
+        Ok(l) => l,
+        Err(e) => return Some(Err(e)),
+    };
+    let s = match core.deferred_stream_or(|| Ok(lane.stream())) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
     // SAFETY: the space is written only below.
-    let (_, slot) = match unsafe { slot(core, n, s) }? {
-        Ok(x) => x,
-        Err(e) => return Some(Err(e)),
-    };
+    let slot = unsafe { slot(&lane.data.ring, n, s) }?;
     c.taken(&Ring);
     Some((|| {
         core.order(s)?;
@@ -93,25 +106,21 @@ unsafe fn host2dev(core: &Core, c: &HostCopy) -> Option<Result<()>> {
     })())
 }
 
-/// The calling thread's ring and space in it for `n` bytes of the copy queued next
-/// on `s`; `None` for the thread's first few small copies (`Ring::wanted`) and when the
-/// ring cannot be had (logged): the caller copies another way; an error when the
-/// thread's lane cannot be had.
+/// Space for `n` bytes in the calling thread's `ring` for the copy queued next on
+/// `s`; `None` for the thread's first few small copies (`Ring::wanted`) and when the
+/// ring cannot be had (logged): the caller copies another way.
 ///
 /// # Safety
-/// The space of an earlier call must not be written after this call returns.
-unsafe fn slot(core: &Core, n: usize, s: Stream) -> Option<Result<(&ThreadRing, *mut u8)>> {
-    let ring = match core.launch.thread_streams.get() {
-        Ok(lane) => &lane.data.ring,
-        Err(e) => return Some(Err(e)),
-    };
-    // SAFETY: the lane is this thread's (`get`).
+/// `ring` must be the calling thread's lane's; the space of an earlier call must not
+/// be written after this call returns.
+unsafe fn slot(ring: &ThreadRing, n: usize, s: Stream) -> Option<*mut u8> {
+    // SAFETY: the calling thread's ring (caller).
     if !unsafe { ring.wanted() } {
         return None;
     }
-    // SAFETY: the lane is this thread's (`get`); the caller's guarantee.
+    // SAFETY: the calling thread's ring; the caller's guarantee.
     match unsafe { ring.slot(n, s) } {
-        Ok(p) => Some(Ok((ring, p))),
+        Ok(p) => Some(p),
         Err(e) => {
             log::debug!("copy ring: {e}; copying without it");
             None
@@ -119,19 +128,16 @@ unsafe fn slot(core: &Core, n: usize, s: Stream) -> Option<Result<(&ThreadRing, 
     }
 }
 
-/// Copy `c` to the host on `s` through the calling thread's ring, waited for; `None`
-/// when the ring cannot be had.
+/// Copy `c` to the host on `s` through the calling thread's `ring`,
+/// waited for; `None` when the ring cannot be had.
 ///
 /// # Safety
-/// `c.host` writable for `c.n` bytes; `c.dev` checked by `check_host_copy`; `s` a
-/// stream of the device.
-unsafe fn dev2host(core: &Core, s: Stream, c: &HostCopy) -> Option<Result<()>> {
+/// `ring` the calling thread's lane's; `c.host` writable for `c.n` bytes; `c.dev`
+/// checked by `check_host_copy`; `s` a stream of the device.
+unsafe fn dev2host(core: &Core, ring: &ThreadRing, s: Stream, c: &HostCopy) -> Option<Result<()>> {
     let (dst, src, n) = (c.host, c.dev, c.n);
-    // SAFETY: the space is used only below.
-    let (ring, slot) = match unsafe { slot(core, n, s) }? {
-        Ok(x) => x,
-        Err(e) => return Some(Err(e)),
-    };
+    // SAFETY: the calling thread's ring (caller); the space is used only below.
+    let slot = unsafe { slot(ring, n, s) }?;
     c.taken(&Ring);
     Some((|| {
         let copy = |s: Stream| {
@@ -139,7 +145,7 @@ unsafe fn dev2host(core: &Core, s: Stream, c: &HostCopy) -> Option<Result<()>> {
             // the copy, waited for here, has run.
             unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
         };
-        // SAFETY: the ring is this thread's lane's (`slot`); `s` a stream of the device.
+        // SAFETY: the ring is this thread's lane's (caller); `s` a stream of the device.
         unsafe { core.on_waited(s, ring, false, copy) }?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };

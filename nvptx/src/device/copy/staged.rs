@@ -5,14 +5,20 @@
 //! deferred copy (rule 3 of `copy_order`). Not taken when the engine is busy. Sized by
 //! `GOMP_NVPTX_STAGING` (a variable of its own, no `GOMP_NVPTX_TUNE` key).
 
-use super::{CopyPath, Ended, Failed, HostCopy, Staged, Taken, Via};
+use super::{CopyPath, Ended, Failed, HostCopy, Staged, Taken, Takes, Via};
+use crate::config::Config;
 use crate::device::Core;
+use crate::host::staging::MIN_STAGED;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
 
 impl CopyPath for Staged {
     fn label(&self) -> &'static str {
         "staged"
+    }
+
+    fn takes(&self, _config: &Config) -> Takes {
+        Takes::ANY.sized(MIN_STAGED, usize::MAX)
     }
 
     unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {

@@ -1,0 +1,47 @@
+#!/bin/bash
+# cpu_gate.sh - scripts/test's cpu-gate stage: the host CPU work per target region of the
+# tree's nvptx plugin against the release baseline's, without a GPU.
+# Builds the release baseline's plugin (bench/results/release.txt; bench/build-before.sh
+# --release into target/cpu-gate/release, kept there: a later run with the same release
+# commit builds nothing) and the tree's (scripts/build), counts both with
+# bench/cpu-count.sh (callgrind, the stand-in libcuda, libgomp 16 of the sid root; N
+# regions per shape, the same N for both, default 2000) and judges the counts with
+# bench/cpu-gate.py: a shape whose instructions per region rise more than 1 % over the
+# release's, or whose driver calls per region change, fails unless a line of
+# bench/cpu-allow.txt allows it (with its reason).
+# usage: tests/cpu_gate.sh            (no arguments)
+# env: WORK (default ./.toolchain; the sid root, made there with
+#      scripts/toolchain/mkroot.sh sid when missing: root and network), N (default 2000).
+# The counts run with the defaults: GOMP_*, OMP_*, CUDA_* and STUB_LIBCUDA_* variables of
+# the caller are cleared. Each count takes $WORK/.lock (flock), as cpu-count.sh's callers
+# on a shared WORK do: do not run this under that lock.
+# Output: target/cpu-gate/counts-{release,tree}/ (counts.txt, callgrind's SHAPE.cg per shape).
+# Needs git, cargo, cc, objcopy, valgrind, python3, flock, root (the sid root's chroot).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case "${1:-}" in -?*) echo "cpu_gate.sh: unknown option '$1' (see $0 --help)" >&2; exit 2 ;; esac
+[ $# -eq 0 ] || { echo "cpu_gate.sh: takes no arguments, got '$*' (see $0 --help)" >&2; exit 2; }
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export WORK=${WORK:-$PWD/.toolchain}
+N=${N:-2000}
+G=target/cpu-gate
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(GOMP_|OMP_|CUDA_|STUB_LIBCUDA_)' || true)
+rel=$(awk '$1 == "release" {print $2; exit}' bench/results/release.txt)
+[ -n "$rel" ] || { echo "cpu_gate.sh: bench/results/release.txt names no release" >&2; exit 1; }
+if [ -f "$G/release/libgomp-plugin-nvptx.so.1" ] && [ "$(cat "$G/release/COMMIT" 2>/dev/null)" = "$rel" ]; then
+  echo "cpu-gate: release $rel: plugin built before ($G/release)"
+else
+  echo "cpu-gate: release $rel: building its plugin (bench/build-before.sh --release $G)"
+  BEFORE_TARGET=$PWD/$G/build bench/build-before.sh --release "$G"
+fi
+echo "cpu-gate: the tree's plugin (scripts/build)"
+scripts/build
+mkdir -p "$WORK"
+[ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
+for who in release tree; do
+  so=$G/release/libgomp-plugin-nvptx.so.1
+  [ $who = release ] || so=target/plugin/nvptx/libgomp-plugin-nvptx.so.1
+  echo "cpu-gate: counting the $who's plugin ($N regions per shape)"
+  flock "$WORK/.lock" env N="$N" CPU_OUT="$G/counts-$who" bench/cpu-count.sh "$so"
+done
+python3 bench/cpu-gate.py "$G/counts-release/counts.txt" "$G/counts-tree/counts.txt" --allow bench/cpu-allow.txt
