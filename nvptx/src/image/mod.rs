@@ -179,6 +179,46 @@ fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
     Ok(unsafe { func_attribute(f, a) }?)
 }
 
+/// In a program that uses reverse offload: rewrites the device runtime's request to the
+/// host in the first PTX object that holds it, as `GOMP_NVPTX_TUNE=revspin` says
+/// ([`rev_spin`]; nothing with `revspin=0`).
+fn rewrite_rev_spin(dev: &Core, desc: &mut Descriptor) {
+    let form = match dev.config().tune.revspin {
+        RevSpin::Off => return,
+        RevSpin::AcqRel if dev.props().cc >= (7, 0) => rev_spin::Form::AcqRel,
+        RevSpin::Wait | RevSpin::AcqRel => rev_spin::Form::VolatileWait,
+    };
+    // The first poll's delay in the device's clock cycles (2 GHz where the driver does
+    // not say the clock).
+    let khz = match dev.props().clock_khz {
+        k if k > 0 => k as u64,
+        _ => 2_000_000,
+    };
+    let delay = dev.config().tune.revdelay as u64 * khz / 1_000_000;
+    for obj in desc.ptx.iter_mut() {
+        if let Some((r, used)) = rev_spin::rewrite(obj, form, delay) {
+            log::debug!("reverse offload: GOMP_target_ext's request rewritten ({used:?}; GOMP_NVPTX_TUNE=revspin=0: as GCC wrote it)");
+            *obj = std::borrow::Cow::Owned(r);
+            break;
+        }
+    }
+}
+
+/// The `GOMP_NVPTX_INFO` line of a loaded image (`key`: its descriptor's address).
+fn report_load(dev: &Core, key: usize, desc: &Descriptor, how: &str, module_ms: f64, load_ms: f64) {
+    info::image(&dev.config().observe, || {
+        info::image_line(
+            dev.ord(),
+            key,
+            desc.ptx.len(),
+            desc.funcs.len(),
+            how,
+            module_ms,
+            load_ms,
+        )
+    });
+}
+
 impl Image {
     /// Loads the image `data` of version word `version` on `dev`, returning it and the
     /// rest of libgomp's address table after the kernels' entries (variables, then the
@@ -206,26 +246,8 @@ impl Image {
         let _range = nvtx::range(Kind::Image, Some(ptx_bytes), || {
             format!("load image ({} kernels)", desc.funcs.len()).into()
         });
-        let form = match dev.config().tune.revspin {
-            RevSpin::Off => None,
-            RevSpin::AcqRel if dev.props().cc >= (7, 0) => Some(rev_spin::Form::AcqRel),
-            RevSpin::Wait | RevSpin::AcqRel => Some(rev_spin::Form::VolatileWait),
-        };
-        if let (true, Some(form)) = (rev, form) {
-            // The first poll's delay in the device's clock cycles (2 GHz where the driver
-            // does not say the clock).
-            let khz = match dev.props().clock_khz {
-                k if k > 0 => k as u64,
-                _ => 2_000_000,
-            };
-            let delay = dev.config().tune.revdelay as u64 * khz / 1_000_000;
-            for obj in desc.ptx.iter_mut() {
-                if let Some((r, used)) = rev_spin::rewrite(obj, form, delay) {
-                    log::debug!("reverse offload: GOMP_target_ext's request rewritten ({used:?}; GOMP_NVPTX_TUNE=revspin=0: as GCC wrote it)");
-                    *obj = std::borrow::Cow::Owned(r);
-                    break;
-                }
-            }
+        if rev {
+            rewrite_rev_spin(dev, &mut desc);
         }
         let t0 = dev.observe().map(|_| crate::observe::now());
         let start = std::time::Instant::now();
@@ -266,17 +288,8 @@ impl Image {
                         &how,
                     );
                 }
-                info::image(&dev.config().observe, || {
-                    info::image_line(
-                        dev.ord(),
-                        data as usize,
-                        desc.ptx.len(),
-                        desc.funcs.len(),
-                        &how,
-                        module_ms,
-                        start.elapsed().as_secs_f64() * 1e3,
-                    )
-                });
+                let load_ms = start.elapsed().as_secs_f64() * 1e3;
+                report_load(dev, data as usize, &desc, &how, module_ms, load_ms);
                 Ok((img, table))
             }
             Err(e) => {
