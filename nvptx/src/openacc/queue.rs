@@ -305,3 +305,50 @@ impl AccQueue {
         self.dev.dev2dev_via(dst, src, n, Via::Queue(s))
     }
 }
+
+/// The framework's view of a queue (`gomp_plugin::AccQueue`): each entry point forwards
+/// to the method of the same name above, beside its type as gcn's is.
+impl gomp_plugin::AccQueue for AccQueue {
+    fn destroy(self) -> Result<()> {
+        AccQueue::destroy(self)
+    }
+    fn test(&self) -> Result<bool> {
+        AccQueue::test(self)
+    }
+    fn synchronize(&self) -> Result<()> {
+        AccQueue::synchronize(self)
+    }
+    fn serialize(&self, later: &Self) -> Result<()> {
+        AccQueue::serialize(self, later)
+    }
+    fn callback(&self, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<()> {
+        AccQueue::callback(self, f, data)
+    }
+    unsafe fn host2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { AccQueue::host2dev(self, dst as CUdeviceptr, src, n) }
+    }
+    unsafe fn dev2host(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { AccQueue::dev2host(self, dst, src as CUdeviceptr, n) }
+    }
+    fn dev2dev(&self, dst: *mut c_void, src: *const c_void, n: usize) -> Result<()> {
+        AccQueue::dev2dev(self, dst as CUdeviceptr, src as CUdeviceptr, n)
+    }
+    fn native_stream(&self) -> *mut c_void {
+        // The program may queue work on the stream at once: it waits for the deferred
+        // copies first. This entry point cannot report an error; a failed copy is also
+        // reported by the next synchronisation of the stream that ran it.
+        let s = match self.dev.activate().and_then(|()| self.ordered_stream()) {
+            Ok(s) => s,
+            Err(e) => {
+                log::debug!("acc_get_cuda_stream: {e}");
+                self.stream()
+            }
+        };
+        s.raw().cast()
+    }
+    fn set_native_stream(&self, stream: *mut c_void) -> Result<()> {
+        self.set_stream(stream.cast())
+    }
+}
