@@ -20,6 +20,7 @@
 #include <openacc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "gpu_probe.h"
 
 #define KIB ((size_t) 1 << 10)
 #define MIB ((size_t) 1 << 20)
@@ -30,20 +31,12 @@ static long long prop (void)
   return (long long) acc_get_property (0, acc_device_nvidia, acc_property_free_memory);
 }
 
-/* The driver's free memory (cuMemGetInfo_v2 in the current context), -1 if unknown.  */
+/* The driver's free memory (gpu_probe.h's gpu_mem: cuMemGetInfo_v2 in the current
+   context), -1 if unknown.  */
 static long long driver_free (void)
 {
-  static int (*get) (size_t *, size_t *);
-  if (!get)
-    {
-      void *h = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-      if (h)
-	*(void **) &get = dlsym (h, "cuMemGetInfo_v2");
-    }
-  size_t f = 0, t = 0;
-  if (!get || get (&f, &t) != 0)
-    return -1;
-  return (long long) f;
+  size_t f, t;
+  return gpu_mem (&f, &t) == 0 ? (long long) f : -1;
 }
 
 /* 1 when the loaded nvptx plugin is gomp-plugin-rs (it exports gomp_nvptx_host_lock).  */
