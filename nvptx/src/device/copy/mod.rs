@@ -172,12 +172,11 @@ type Routes = [Vec<(usize, (usize, usize))>; KINDS];
 
 /// The routes of a device opened with `config`.
 fn routes(config: &Config) -> Routes {
+    let takes: Vec<Takes> = PATHS.iter().map(|p| p.takes(config)).collect();
     std::array::from_fn(|k| {
-        PATHS
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.takes(config).kinds & (1 << k) != 0)
-            .map(|(i, p)| (i, p.takes(config).bytes))
+        (takes.iter().enumerate())
+            .filter(|(_, t)| t.kinds & (1 << k) != 0)
+            .map(|(i, t)| (i, t.bytes))
             .collect()
     })
 }
