@@ -90,4 +90,5 @@ for cfg in $SHAPES; do device "$cfg" >> "$T/summary-$cfg.txt"; done
   done
   echo "$(echo $SHAPES | wc -w) configurations, $diffs differing results"
 } | tee "$O/shapes.txt"
-tar -czf "$O/shapes.tgz" -C "$T" $(cd "$T" && ls -d upstream-* device-* log-* dev-* 2>/dev/null) 2>/dev/null
+# The failed upstream tests' outputs too (run-tests.sh keeps them under OUT/failed-outputs).
+tar -czf "$O/shapes.tgz" -C "$T" $(cd "$T" && ls -d upstream-* device-* log-* dev-* res-*/failed-outputs 2>/dev/null) 2>/dev/null
