@@ -271,10 +271,12 @@ fn word(mem: &HostAlloc) -> *mut std::ffi::c_void {
 
 /// Polls `word` until the stream writes `seq` there, asking `s`'s state every
 /// [`POLLS_PER_QUERY`] polls (done: returns; an error: returns it) and synchronizing
-/// after [`SPIN_LIMIT`]. Once the word is seen the stream is asked once more, so that
-/// an error of the copy is never taken for its end.
+/// after [`SPIN_LIMIT`] (counted from the first query that finds the stream busy: a
+/// wait the flag ends within its first polls reads no clock). Once the word is seen
+/// the stream is asked once more, so that an error of the copy is never taken for its
+/// end.
 fn poll(word: &AtomicU32, seq: u32, s: Stream) -> Result<()> {
-    let start = Instant::now();
+    let mut start: Option<Instant> = None;
     let mut polls = 0u32;
     // Acquire: the copy's bytes, written before the fenced flag, are read after it.
     while word.load(Ordering::Acquire) != seq {
@@ -283,7 +285,7 @@ fn poll(word: &AtomicU32, seq: u32, s: Stream) -> Result<()> {
             if !not_ready(s)? {
                 return Ok(());
             }
-            if start.elapsed() > SPIN_LIMIT {
+            if start.get_or_insert_with(Instant::now).elapsed() > SPIN_LIMIT {
                 return Ok(s.synchronize()?);
             }
         }
