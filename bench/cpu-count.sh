@@ -58,10 +58,16 @@ echo "plugin: $plugin ($N regions per shape)"
 # (ring, shadow, kept block) landed in that heap decided whether libgomp's per-region
 # malloc of its 4 KiB copy buffer split the top chunk or searched the free lists
 # (~225 instructions per map region, one way for one plugin, the other for another).
+# STUB_LIBCUDA_EAGER=1: queued work runs as it is queued (a device never behind the
+# host), so the counts are the host's work per region and not its waiting: otherwise a
+# wait that polls (the flag wait polls a word 64 times before asking the stream, which
+# then runs the work) counts polls that a real GPU's kernel time pays for, and a wait
+# in cuStreamSynchronize counts none. STUB_LIBCUDA_EAGER=0 in the caller's environment
+# counts the other way.
 keep=$(env | grep -E '^(GOMP_|OMP_|CUDA_|STUB_LIBCUDA_)[A-Za-z0-9_]*=' | grep -v '^GOMP_PLUGIN_RS_LIBCUDA=' || true)
 for m in $MODES; do
   (IFS='
-'; set -f; exec env -i PATH=/usr/bin:/bin STUB_LIBCUDA_MMAP=1 $keep CUDA_CACHE_PATH=$D/cache GOMP_PLUGIN_RS_LIBCUDA=$D/libcuda.so.1 valgrind -q --tool=callgrind \
+'; set -f; exec env -i PATH=/usr/bin:/bin STUB_LIBCUDA_MMAP=1 STUB_LIBCUDA_EAGER=1 $keep CUDA_CACHE_PATH=$D/cache GOMP_PLUGIN_RS_LIBCUDA=$D/libcuda.so.1 valgrind -q --tool=callgrind \
     --collect-atstart=no --callgrind-out-file="$O/$m.cg" "$R/lib64/ld-linux-x86-64.so.2" \
     --library-path "$D/plugin:$D/lib" "$D/region_cpu" "$m" "$N") >/dev/null
   echo "== $m"

@@ -6,8 +6,13 @@ usage: bench/cpu-gate.py RELEASE_COUNTS TREE_COUNTS [--allow FILE] [--threshold 
 RELEASE_COUNTS, TREE_COUNTS: counts.txt of bench/cpu-count.sh run for the release
 baseline's plugin (bench/results/release.txt, bench/build-before.sh --release) and for
 the tree's, with the same N. Per shape (region_cpu.c's map, tofrom, from, to):
-- instructions per region: the tree fails when it is more than PCT % (--threshold,
-  default 1) above the release's;
+- host instructions per region, the stand-in libcuda's own left out (the program's,
+  libgomp's and the plugin's: counts.txt's "instructions" less its "driver"): the tree
+  fails when it is more than PCT % (--threshold, default 1) above the release's. The
+  stand-in's instructions are not judged: they are not a real driver's cost, and its
+  list walks cost more or less with where the machine's memory layout puts the plugin's
+  blocks (seen: +56 per region for the same tree on another machine); what the plugin
+  asks of the driver is judged by the calls;
 - driver calls per region (two decimals): the tree fails when any call's count differs
   from the release's (a call only one of them makes counts 0 in the other).
 A line of the allow file (--allow, e.g. bench/cpu-allow.txt; reviewed like code) lets a
@@ -40,18 +45,19 @@ def read_counts(path):
         if not f:
             continue
         try:
-            s = out.setdefault(f[0], {"instructions": None, "calls": {}})
+            s = out.setdefault(f[0], {"instructions": None, "driver": None, "calls": {}})
             if f[1] == "calls" and len(f) == 4:
                 s["calls"][f[2]] = float(f[3])
-            elif f[1] == "instructions" and len(f) == 3:
-                s["instructions"] = float(f[2])
-            elif f[1] not in ("entry", "driver", "ours") or len(f) != 3:
+            elif f[1] in ("instructions", "driver") and len(f) == 3:
+                s[f[1]] = float(f[2])
+            elif f[1] not in ("entry", "ours") or len(f) != 3:
                 raise ValueError
         except (ValueError, IndexError):
             die(f"cpu-gate.py: {path}:{n}: not a counts line: {line.strip()!r}")
     for shape, s in out.items():
-        if s["instructions"] is None:
-            die(f"cpu-gate.py: {path}: shape {shape} has no instructions line")
+        for what in ("instructions", "driver"):
+            if s[what] is None:
+                die(f"cpu-gate.py: {path}: shape {shape} has no {what} line")
     return out
 
 
@@ -103,7 +109,7 @@ def gate(release, tree, allow, threshold):
         if t is None:
             failures.append(f"{shape}: no counts for the tree")
             continue
-        ri, ti = r["instructions"], t["instructions"]
+        ri, ti = r["instructions"] - r["driver"], t["instructions"] - t["driver"]
         rise = (ti / ri - 1) * 100 if ri else float("inf")
         verdict = "ok"
         limit = ri * (1 + threshold / 100)
@@ -114,13 +120,14 @@ def gate(release, tree, allow, threshold):
                 verdict = (f"FAIL: more than {threshold:g} % above the release"
                            + (f" and more than the allowed +{a['instructions'][0]:g} %"
                               if "instructions" in a else ""))
-                failures.append(f"{shape}: instructions per region {ri:.0f} -> {ti:.0f} "
+                failures.append(f"{shape}: host instructions per region {ri:.0f} -> {ti:.0f} "
                                 f"({rise:+.1f} %)")
         elif "instructions" in a:
             unused.append(f"{shape} instructions (the tree is within {threshold:g} % of the "
                           f"release without it)")
-        lines.append(f"{shape:7} instructions per region: release {ri:.0f}, tree {ti:.0f} "
-                     f"({rise:+.1f} %): {verdict}")
+        lines.append(f"{shape:7} host instructions per region: release {ri:.0f}, tree {ti:.0f} "
+                     f"({rise:+.1f} %; the stand-in driver's {r['driver']:.0f} and "
+                     f"{t['driver']:.0f} not judged): {verdict}")
         allowed_calls = a.get("calls", ({}, ""))[0]
         changed = []
         for name in sorted(set(r["calls"]) | set(t["calls"])):

@@ -6,8 +6,9 @@
 # commit builds nothing) and the tree's (scripts/build), counts both with
 # bench/cpu-count.sh (callgrind, the stand-in libcuda, libgomp 16 of the sid root; N
 # regions per shape, the same N for both, default 2000) and judges the counts with
-# bench/cpu-gate.py: a shape whose instructions per region rise more than 1 % over the
-# release's, or whose driver calls per region change, fails unless a line of
+# bench/cpu-gate.py: a shape whose host instructions per region (the stand-in's own
+# left out) rise more than 1 % over the release's, or whose driver calls per region
+# change, fails unless a line of
 # bench/cpu-allow.txt allows it (with its reason).
 # usage: tests/cpu_gate.sh            (no arguments)
 # env: WORK (default ./.toolchain; the sid root, made there with

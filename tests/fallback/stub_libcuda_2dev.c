@@ -47,7 +47,9 @@
  * work the plugin failed to order is caught: cuStreamSynchronize runs the stream's
  * work, cuEventSynchronize the work before the event's record; cuStreamQuery and
  * cuEventQuery run it too (the device made progress), unless STUB_LIBCUDA_LAZY=1 is
- * set, when they answer CUDA_ERROR_NOT_READY while work is queued. Work runs in stream
+ * set, when they answer CUDA_ERROR_NOT_READY while work is queued; with
+ * STUB_LIBCUDA_EAGER=1 work runs as it is queued instead (a device that is never
+ * behind: bench/cpu-count.sh counts the host's own work so, not its waiting). Work runs in stream
  * order, after the events its stream waits for (cuStreamWaitEvent), with CUDA's
  * legacy default stream rules: work on the legacy stream (stream NULL) waits for
  * everything queued before on blocking streams (flags 0) of the context, and work on
@@ -265,6 +267,7 @@ static const char *const kinds[] = {"stream", "event", "memory pool", "link stat
 static struct handle legacy[NDEV]; /* each context's legacy default stream */
 static uint64_t gseq;              /* operations queued so far, process-wide */
 static int lazy;                   /* STUB_LIBCUDA_LAZY: queries do not run work */
+static int eager;                  /* STUB_LIBCUDA_EAGER: work runs as it is queued */
 static int use_mmap;               /* STUB_LIBCUDA_MMAP: memory from mmap, not malloc */
 static int fail_next_h2d;          /* the next cuMemcpyHtoDAsync fails when it runs */
 #define MAX_LOG 4096
@@ -608,7 +611,10 @@ static void append_wait (struct handle *s, struct handle *t, uint64_t pos)
   append (s, w);
 }
 
-/* Queues `o` on `s`, after what CUDA's legacy-stream rules order it after. */
+static void run_to (struct handle *s, uint64_t pos);
+
+/* Queues `o` on `s`, after what CUDA's legacy-stream rules order it after (and runs
+   it at once under STUB_LIBCUDA_EAGER). */
 static void queue_op (struct handle *s, struct op *o)
 {
   if (s->legacy)
@@ -624,6 +630,8 @@ static void queue_op (struct handle *s, struct op *o)
         append_wait (s, l, l->enq);
     }
   append (s, o);
+  if (eager)
+    run_to (s, s->enq);
 }
 
 static void free_op (struct op *o)
@@ -959,6 +967,8 @@ CUresult cuInit (unsigned flags)
       arg0_check = getenv ("STUB_LIBCUDA_ARG0") != NULL;
       const char *l = getenv ("STUB_LIBCUDA_LAZY");
       lazy = l && *l == '1';
+      const char *g = getenv ("STUB_LIBCUDA_EAGER");
+      eager = g && *g == '1';
       const char *m = getenv ("STUB_LIBCUDA_MMAP");
       use_mmap = m && *m == '1';
       __atomic_store_n (&initialized, 1, __ATOMIC_RELEASE);
