@@ -22,47 +22,71 @@ pub struct Blocks {
 struct Live {
     map: BTreeMap<DevPtr, usize>,
     /// The latest look-up's answer, for the next ones nearby (a region's copies and
-    /// launch ask about the same block): the block with the greatest start at or below
-    /// any address of `[from, to)` (`None`: no block there), `to` being the next
-    /// block's start. A change of the map inside `[from, to)` drops it; one outside
-    /// changes no answer there.
-    hint: Option<Hint>,
+    /// launch ask about the same block), kept across the region's insert and remove of
+    /// its block. The default's window is empty.
+    hint: Hint,
 }
 
-#[derive(Clone, Copy)]
+/// No block starts inside `(from, to)`, so the block with the greatest start at or
+/// below any address of `[from, to)` is the same for all of them: `block` (`None`: no
+/// block starts at or below the window; else its start is `from`), or, when `before`,
+/// the block with the greatest start below `from`, not looked up yet: the block that
+/// started at `from` was removed (a region's block, freed; the next region's block is
+/// often inserted at the same address, which then needs no look-up).
+#[derive(Clone, Copy, Default)]
 struct Hint {
     from: DevPtr,
     to: DevPtr,
     block: Option<(DevPtr, usize)>,
+    before: bool,
+}
+
+impl Hint {
+    #[inline]
+    fn covers(&self, p: DevPtr) -> bool {
+        self.from <= p && p < self.to
+    }
 }
 
 impl Live {
     /// The block with the greatest start at or below `p` (start, size), if any: what
     /// `map.range(..=p).next_back()` answers, from the hint when it covers `p`.
+    #[inline]
     fn at_or_below(&mut self, p: DevPtr) -> Option<(DevPtr, usize)> {
-        if let Some(h) = self.hint {
-            if h.from <= p && p < h.to {
-                return h.block;
-            }
+        if self.hint.covers(p) && !self.hint.before {
+            return self.hint.block;
+        }
+        self.look_up(p)
+    }
+
+    /// [`Live::at_or_below`] from the map, the hint made anew for `p`'s window.
+    #[inline(never)]
+    fn look_up(&mut self, p: DevPtr) -> Option<(DevPtr, usize)> {
+        let h = self.hint;
+        if h.covers(p) {
+            // A `before` window: no block starts in [from, to), so the block below
+            // `from` answers for the whole window, which grows down to it.
+            let b = self.map.range(..h.from).next_back().map(|(&s, &n)| (s, n));
+            self.hint = Hint {
+                from: b.map_or(0, |(s, _)| s),
+                to: h.to,
+                block: b,
+                before: false,
+            };
+            return b;
         }
         let block = self.map.range(..=p).next_back().map(|(&s, &n)| (s, n));
         let to = p
             .checked_add(1)
             .and_then(|q| self.map.range(q..).next())
             .map_or(DevPtr::MAX, |(&s, _)| s);
-        self.hint = Some(Hint {
+        self.hint = Hint {
             from: block.map_or(0, |(s, _)| s),
             to,
             block,
-        });
+            before: false,
+        };
         block
-    }
-
-    /// Notes a change of the map at `p` (a block inserted or removed there).
-    fn changed(&mut self, p: DevPtr) {
-        if self.hint.is_some_and(|h| h.from <= p && p < h.to) {
-            self.hint = None;
-        }
     }
 }
 
@@ -70,7 +94,17 @@ impl Blocks {
     /// Records a new block.
     pub fn insert(&self, p: DevPtr, size: usize) {
         let mut live = self.live.locked();
-        live.changed(p);
+        // Inside the hint's window no other block starts after `p`: `p` answers for
+        // `[p, to)`. A block inserted outside the window changes no answer inside it
+        // (below `from`, a `before` window is looked up when asked).
+        if live.hint.covers(p) {
+            live.hint = Hint {
+                from: p,
+                to: live.hint.to,
+                block: Some((p, size)),
+                before: false,
+            };
+        }
         live.map.insert(p, size);
     }
 
@@ -81,14 +115,23 @@ impl Blocks {
             .map
             .remove(&p)
             .ok_or_else(|| Error::invalid("invalid device address"))?;
-        live.changed(p);
+        // A removed block starts its window (no other block starts inside one): the
+        // window now answers with the block below it.
+        if live.hint.covers(p) {
+            live.hint = Hint {
+                from: p,
+                to: live.hint.to,
+                block: None,
+                before: true,
+            };
+        }
         Ok(size)
     }
 
     /// Forgets every block (when its device closes), returning their addresses.
     pub fn take_all(&self) -> Vec<DevPtr> {
         let mut live = self.live.locked();
-        live.hint = None;
+        live.hint = Hint::default();
         std::mem::take(&mut live.map).into_keys().collect()
     }
 
@@ -206,6 +249,32 @@ mod tests {
         }
         assert_eq!(b.take_all(), model.into_keys().collect::<Vec<_>>());
         assert_eq!(b.live.locked().at_or_below(0x1000), None);
+    }
+
+    /// A region's cycle: its block inserted where the last one was removed is answered
+    /// from the hint; after a remove, the window answers with the block below it as the
+    /// map has it when asked (a block inserted below meanwhile included).
+    #[test]
+    fn a_removed_blocks_window_answers_with_the_block_below() {
+        let b = Blocks::default();
+        b.insert(0x1000, 0x100);
+        b.insert(0x3000, 0x100);
+        for _ in 0..3 {
+            b.insert(0x2000, 0x40);
+            assert!(b.check(0x2000, 0x40).is_ok());
+            assert!(b.check(0x2010, 0x40).is_err(), "past the region's block");
+            assert!(b.inside_block_of(0x2000, 0x2008, 8));
+            assert_eq!(b.remove(0x2000).unwrap(), 0x40);
+            assert!(!b.contains(0x2000), "freed");
+        }
+        assert_eq!(b.live.locked().at_or_below(0x2080), Some((0x1000, 0x100)));
+        b.remove(0x1000).unwrap();
+        b.insert(0x2000, 0x40);
+        b.remove(0x2000).unwrap();
+        b.insert(0x1800, 0x1000);
+        assert_eq!(b.live.locked().at_or_below(0x2080), Some((0x1800, 0x1000)));
+        assert!(b.contains(0x2080), "the block inserted below reaches it");
+        assert_eq!(b.live.locked().at_or_below(0x3000), Some((0x3000, 0x100)));
     }
 
     #[test]
