@@ -15,11 +15,12 @@
 //! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.
 
 pub mod link_cache;
+pub mod switches;
 pub mod tune;
 
+use crate::config::switches::{jit_cache, Switches, INJECTION_PATH_VARIABLE};
 use crate::config::tune::{PathKnob, Tune};
 use crate::host::staging::StagingParams;
-use crate::observe::{info, Switches};
 use gomp_plugin::generate::Output;
 use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, Value};
 
@@ -60,7 +61,7 @@ pub struct Config {
     pub link_cache: link_cache::Setting,
     /// `GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`, `GOMP_NVPTX_TRACE`.
     pub observe: Switches,
-    /// The driver's JIT cache, as the info line says it ([`info::jit_cache`]).
+    /// The driver's JIT cache, as the info line says it ([`jit_cache`]).
     pub jit_cache: String,
 }
 
@@ -322,9 +323,9 @@ impl Config {
         };
         read(&VARIABLES, &mut c, &get, &warn);
         c.link_cache = link_cache::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
-        c.jit_cache = info::jit_cache(&get);
+        c.jit_cache = jit_cache(&get);
         if c.observe.nvtx {
-            c.observe.nvtx_tool = get(crate::observe::nvtx::abi::INJECTION_PATH_VARIABLE)
+            c.observe.nvtx_tool = get(INJECTION_PATH_VARIABLE)
                 .filter(|p| !p.trim().is_empty())
                 .map(Into::into);
         }

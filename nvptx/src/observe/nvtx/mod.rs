@@ -20,7 +20,7 @@ pub mod abi;
 pub mod names;
 mod tool;
 
-use super::Switches;
+use crate::config::switches::Switches;
 use abi::EventAttributes;
 use once_cell::sync::OnceCell;
 use std::borrow::Cow;
