@@ -15,12 +15,13 @@
 //! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.
 
 pub mod link_cache;
+pub mod staging;
 pub mod switches;
 pub mod tune;
 
+use crate::config::staging::StagingParams;
 use crate::config::switches::{jit_cache, Switches, INJECTION_PATH_VARIABLE};
 use crate::config::tune::{PathKnob, Tune};
-use crate::host::staging::StagingParams;
 use gomp_plugin::generate::Output;
 use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, Value};
 
