@@ -196,7 +196,7 @@ pub enum SyncWait {
     Sync,
     /// A word the stream writes after the kernel or the copy (`cuStreamWriteValue32`),
     /// polled by the host (the stream's state asked every few polls;
-    /// `cuStreamSynchronize` after [`crate::host::ring::SPIN_LIMIT`]).
+    /// `cuStreamSynchronize` after `host::ring`'s `SPIN_LIMIT`).
     Flag,
     /// The word for a kernel launch, `cuStreamSynchronize` for a copy (the default: on
     /// an H200 the flag made 4 KiB copies to the host up to 2x slower, while a launch
@@ -269,9 +269,28 @@ pub const LATER_DIRECT: usize = 16;
 /// the one nearest to this.
 pub const DEFAULT_WARPS: u32 = 8;
 
+/// Smallest pageable copy that goes through a bounce buffer (`host::bounce` reads it as
+/// its `MIN_BYTES`; the `bounce` key's doc names it).
+pub const BOUNCE_MIN: usize = 16 << 10;
+
+/// Default `bounce`: the largest pageable copy that goes through a bounce buffer
+/// (`host::bounce` reads it as its `DEFAULT_LIMIT`).
+pub const DEFAULT_BOUNCE: usize = 1 << 20;
+
 /// Largest host-to-device copy that returns before its DMA has ended, by default: the
 /// largest that goes through a bounce buffer.
-pub const DEFAULT_DEFER: usize = crate::host::bounce::DEFAULT_LIMIT;
+pub const DEFAULT_DEFER: usize = DEFAULT_BOUNCE;
+
+/// Default `pinnedchunk`: bytes of the first chunk of each shard of the page-locked pool
+/// (`host::pinned_pool` reads it as its `FIRST_CHUNK`).
+pub const DEFAULT_PINNED_CHUNK: usize = 64 << 10;
+
+/// Greatest `pinnedchunk`: the pool's largest small-block chunk (`host::pinned_pool`
+/// reads it as its `CHUNK`).
+pub const PINNED_CHUNK_MAX: usize = 4 << 20;
+
+/// Greatest `pinnedshards` (`host::pinned_pool` reads it as its `MAX_SHARDS`).
+pub const PINNED_SHARDS_MAX: usize = 64;
 
 /// Most bytes a run reads ahead by default: copies of that size are still small next
 /// to a kernel, and a read-ahead no copy uses costs little.
@@ -295,7 +314,7 @@ impl Default for Tune {
             autotune: Autotune::On,
             accgangs: None,
             jitthreads: None,
-            pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
+            pinnedchunk: DEFAULT_PINNED_CHUNK,
             pinnedshards: None,
             pinnednuma: true,
             revspin: RevSpin::AcqRel,
@@ -510,7 +529,7 @@ static KEYS: [Entry<Parsing>; 21] = [
         name: "pinnedchunk",
         value: Value::Bytes {
             min: 4 << 10,
-            max: crate::host::pinned_pool::CHUNK,
+            max: PINNED_CHUNK_MAX,
             set: |p, n| p.t.pinnedchunk = n,
         },
         default: "64k",
@@ -521,7 +540,7 @@ static KEYS: [Entry<Parsing>; 21] = [
         name: "pinnedshards",
         value: Value::Number {
             min: 1,
-            max: crate::host::pinned_pool::MAX_SHARDS,
+            max: PINNED_SHARDS_MAX,
             set: |p, n| p.t.pinnedshards = Some(n),
         },
         default: "one per processor, up to 16",
@@ -679,7 +698,7 @@ mod tests {
                 autotune: Autotune::Off,
                 accgangs: Some(16),
                 jitthreads: Some(4),
-                pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
+                pinnedchunk: DEFAULT_PINNED_CHUNK,
                 pinnedshards: None,
                 pinnednuma: true,
                 revspin: RevSpin::Off,
