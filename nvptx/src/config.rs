@@ -14,6 +14,7 @@
 //! test fails when one is stale). Read beside them, at the same moment, for what they say about the driver's caches:
 //! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.
 
+pub mod cache_location;
 pub mod link_cache;
 pub mod staging;
 pub mod switches;
@@ -290,12 +291,6 @@ pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
 }
 
 impl Config {
-    /// The `GOMP_NVPTX_INFO` line's words on the linked-image cache (opens it; see
-    /// `link_cache::describe`).
-    pub fn link_cache_line(&self) -> String {
-        link_cache::describe(&self.link_cache)
-    }
-
     /// Reads the settings through `get` (the environment in production), with the copy
     /// paths' own `GOMP_NVPTX_TUNE` knobs `paths`, reporting each bad value through
     /// `warn` and keeping its default.
