@@ -126,12 +126,11 @@ pub struct Tune {
     pub paths: PathSizes,
 }
 
-/// A byte-size key of `GOMP_NVPTX_TUNE` that a copy path declares in its own file
-/// (`device/copy/`) and reads with [`Tune::size`]: the path owns its name, bounds,
-/// default and doc line; this module parses it with the other keys, given the paths'
-/// knobs by its caller (`crate::process`), since it does not know the paths. Accepts
-/// `0..=max` bytes as [`gomp_plugin::settings::parse_size`] reads them. Plain data, in a
-/// `static` of the path's file; `Sync`.
+/// A byte-size key of `GOMP_NVPTX_TUNE` that one copy path (`device/copy/`) reads with
+/// [`Tune::size`]: its name, bounds, default and doc line are a `static` here, in the
+/// settings ([`PATH_KNOBS`] lists them), which the path names as its knob; parsed with
+/// the other keys, its row at the end of the README's table of them. Accepts `0..=max`
+/// bytes as [`gomp_plugin::settings::parse_size`] reads them. Plain data; `Sync`.
 #[derive(Debug, PartialEq, Eq)]
 pub struct PathKnob {
     /// The key.
@@ -165,7 +164,7 @@ impl PathKnob {
 }
 
 /// Most copy-path knobs [`PathSizes`] holds (a unit test of `device/copy` checks that
-/// the paths declare no more).
+/// the paths name no more).
 pub const MAX_PATH_KNOBS: usize = 8;
 
 /// The copy-path knobs given in `GOMP_NVPTX_TUNE` and their values (a knob not given
@@ -280,6 +279,32 @@ pub const DEFAULT_BOUNCE: usize = 1 << 20;
 /// Largest host-to-device copy that returns before its DMA has ended, by default: the
 /// largest that goes through a bounce buffer.
 pub const DEFAULT_DEFER: usize = DEFAULT_BOUNCE;
+
+/// `ring`: copies below this size take the ring path (`device/copy/ring.rs`).
+pub static RING: PathKnob = PathKnob {
+    name: "ring",
+    max: 64 << 10,
+    default: BOUNCE_MIN,
+    default_text: "16k",
+    doc: "copies below this size go through the thread's page-locked ring \
+          (`nvptx/src/host/ring.rs`); 0: none",
+};
+
+/// `bounce`: the largest copy the bounce path takes, the size of its buffers
+/// (`device/copy/bounce.rs`).
+pub static BOUNCE: PathKnob = PathKnob {
+    name: "bounce",
+    max: 16 << 20,
+    default: DEFAULT_BOUNCE,
+    default_text: "1m",
+    doc: "largest pageable copy (from 16 KiB) made through a page-locked bounce buffer \
+          (`nvptx/src/device/copy/bounce.rs`); 0: none",
+};
+
+/// The copy paths' own knobs, in the order of the paths that read them
+/// (`device::copy`'s `PATHS`; a unit test there checks that they are the paths' own):
+/// what `GOMP_NVPTX_TUNE`'s parser and the README's table of its keys add to [`KEYS`].
+pub static PATH_KNOBS: [&PathKnob; 2] = [&RING, &BOUNCE];
 
 /// Default `pinnedchunk`: bytes of the first chunk of each shard of the page-locked pool
 /// (`host::pinned_pool` reads it as its `FIRST_CHUNK`).
