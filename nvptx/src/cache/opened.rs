@@ -32,12 +32,13 @@ fn opened(setting: &Setting) -> &'static std::result::Result<Store, String> {
     })
 }
 
-/// The process's store (see [`opened`]); `None` when the cache is off.
+/// The process's store (see [`opened`]); `None` when the cache is off. Thread-safe.
 pub fn store(setting: &Setting) -> Option<&'static Store> {
     opened(setting).as_ref().ok()
 }
 
 /// The cache's state for the `GOMP_NVPTX_INFO` device line (opens the store).
+/// Thread-safe.
 pub fn describe(setting: &Setting) -> String {
     match opened(setting) {
         Ok(s) => format!(

@@ -49,6 +49,7 @@ pub const INJECTION_PATH_VARIABLE: &str = "NVTX_INJECTION64_PATH";
 
 /// Whether and where the driver caches JIT output, from `CUDA_CACHE_DISABLE` and
 /// `CUDA_CACHE_PATH` (read through `get`), as the `GOMP_NVPTX_INFO` device line says it.
+/// Pure.
 pub fn jit_cache(get: impl Fn(&str) -> Option<String>) -> String {
     if get("CUDA_CACHE_DISABLE").is_some_and(|v| v.trim() == "1") {
         return "JIT cache disabled (CUDA_CACHE_DISABLE=1)".into();

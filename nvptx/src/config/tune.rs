@@ -280,7 +280,8 @@ pub const DEFAULT_BOUNCE: usize = 1 << 20;
 /// largest that goes through a bounce buffer.
 pub const DEFAULT_DEFER: usize = DEFAULT_BOUNCE;
 
-/// `ring`: copies below this size take the ring path (`device/copy/ring.rs`).
+/// `ring`: copies below this size take the ring path (`device/copy/ring.rs`). Read-only
+/// data.
 pub static RING: PathKnob = PathKnob {
     name: "ring",
     max: 64 << 10,
@@ -291,7 +292,7 @@ pub static RING: PathKnob = PathKnob {
 };
 
 /// `bounce`: the largest copy the bounce path takes, the size of its buffers
-/// (`device/copy/bounce.rs`).
+/// (`device/copy/bounce.rs`). Read-only data.
 pub static BOUNCE: PathKnob = PathKnob {
     name: "bounce",
     max: 16 << 20,
@@ -304,6 +305,7 @@ pub static BOUNCE: PathKnob = PathKnob {
 /// The copy paths' own knobs, in the order of the paths that read them
 /// (`device::copy`'s `PATHS`; a unit test there checks that they are the paths' own):
 /// what `GOMP_NVPTX_TUNE`'s parser and the README's table of its keys add to [`KEYS`].
+/// Read-only data.
 pub static PATH_KNOBS: [&PathKnob; 2] = [&RING, &BOUNCE];
 
 /// Default `pinnedchunk`: bytes of the first chunk of each shard of the page-locked pool
@@ -316,6 +318,13 @@ pub const PINNED_CHUNK_MAX: usize = 4 << 20;
 
 /// Greatest `pinnedshards` (`host::pinned_pool` reads it as its `MAX_SHARDS`).
 pub const PINNED_SHARDS_MAX: usize = 64;
+
+/// Default `pinnedshards` (its `None`): one shard per processor, up to 16
+/// (`host::pinned_pool` reads it for its default shape). Asks the OS for the processor
+/// count; thread-safe.
+pub fn default_pinned_shards() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get().min(16))
+}
 
 /// Most bytes a run reads ahead by default: copies of that size are still small next
 /// to a kernel, and a read-ahead no copy uses costs little.

@@ -115,7 +115,7 @@ impl Default for Shape {
     fn default() -> Self {
         Shape {
             first_chunk: FIRST_CHUNK,
-            shards: std::thread::available_parallelism().map_or(4, |n| n.get().min(16)),
+            shards: crate::config::tune::default_pinned_shards(),
         }
     }
 }
