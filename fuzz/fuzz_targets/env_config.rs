@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         };
         parts.get(i).map(|s| s.to_string())
     };
-    let c = Config::from_lookup(&[], get, |_| {});
+    let c = Config::from_lookup(get, |_| {});
     assert!(c.jit_opt_level.is_none_or(|l| l <= 4));
     assert!(c.lowlat_pool <= 1 << 20);
     assert!(c.soft_stack >= 1024 && c.soft_stack % 16 == 0);

@@ -1,14 +1,13 @@
 //! nvptx_settings: the files produced from the nvptx plugin's settings tables
 //! (nvptx/src/config.rs's `VARIABLES`, tune.rs's `GOMP_NVPTX_TUNE` keys with the copy
-//! paths' own knobs, nvptx/src/device/copy/): the
-//! README's tables and conformance/src/nvptx_variables.rs.
+//! paths' own knobs): the README's tables and conformance/src/nvptx_variables.rs.
 //!
 //! usage: cargo run -p gomp-plugin-nvptx --example nvptx_settings -- write | check
 //!   write   rewrite the files that differ from the tables; lists what changed
 //!   check   exit 1 listing the files that differ (the unit test
-//!           process::tests::generated_files_agree_with_the_tables does the same)
+//!           config::tests::generated_files_agree_with_the_tables does the same)
 
-use gomp_plugin_nvptx::process::generated;
+use gomp_plugin_nvptx::config::generated;
 use std::path::Path;
 use std::process::ExitCode;
 

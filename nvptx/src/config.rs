@@ -1,29 +1,33 @@
 //! The nvptx plugin's settings: every environment variable it reads, listed once in
 //! [`VARIABLES`] (name, syntax and bounds, default, what it sets) and read together, at
 //! one moment: the plugin's first use (`get_num_devices`), through
-//! `crate::process::config`, so a bad value is reported once, even on a machine without a
+//! [`Config::process`], so a bad value is reported once, even on a machine without a
 //! GPU. Garbage never crashes: the plugin warns (`libgomp: Invalid value ...`) and uses
 //! the default. A new setting is a field of [`Config`] and a row of [`VARIABLES`].
 //!
 //! `GOMP_NVPTX_TUNE`'s keys are a table of their own (`crate::config::tune`'s `KEYS`),
-//! plus the knobs the copy paths declare in their own files, which the caller gives
-//! (`crate::process`: this module does not know the paths). The README's tables of the
+//! plus the copy paths' own knobs (`crate::config::tune::PATH_KNOBS`). Every default
+//! lives in these tables (or in the types they hold, each in a file of this folder); the
+//! parts of the plugin read them from here, and this module imports none of them. The README's tables of the
 //! variables and of the keys, and the list of variables the tests clear in their
 //! children (`conformance/src/nvptx_variables.rs`), are
 //! produced from the two tables ([`generated`]; [`GENERATED_BY`] rewrites them, a unit
 //! test fails when one is stale). Read beside them, at the same moment, for what they say about the driver's caches:
 //! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.
 
+pub mod cache_location;
 pub mod link_cache;
+pub mod staging;
+pub mod switches;
 pub mod tune;
 
-use crate::config::tune::{PathKnob, Tune};
-use crate::host::staging::StagingParams;
-use crate::observe::{info, Switches};
+use crate::config::staging::StagingParams;
+use crate::config::switches::{jit_cache, Switches, INJECTION_PATH_VARIABLE};
+use crate::config::tune::{PathKnob, Tune, PATH_KNOBS};
 use gomp_plugin::generate::Output;
 use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, Value};
 
-/// Parsed settings. Plain data, read once per process (`crate::process::config`); each
+/// Parsed settings. Plain data, read once per process ([`Config::process`]); each
 /// device keeps a copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -43,8 +47,8 @@ pub struct Config {
     pub staging: StagingParams,
     /// `GOMP_NVPTX_TUNE`: experiment knobs of the launch shape, the JIT and the copies.
     pub tune: Tune,
-    /// The copy paths' own `GOMP_NVPTX_TUNE` knobs, as the caller of
-    /// [`Config::from_lookup`] gave them (this module does not know the paths).
+    /// The copy paths' own `GOMP_NVPTX_TUNE` knobs the settings were read with
+    /// ([`PATH_KNOBS`]; the unit tests give others).
     path_knobs: Vec<&'static PathKnob>,
     /// Most bytes of freed device memory kept for reuse per device (see
     /// `crate::device::memory`).
@@ -60,7 +64,7 @@ pub struct Config {
     pub link_cache: link_cache::Setting,
     /// `GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`, `GOMP_NVPTX_TRACE`.
     pub observe: Switches,
-    /// The driver's JIT cache, as the info line says it ([`info::jit_cache`]).
+    /// The driver's JIT cache, as the info line says it ([`jit_cache`]).
     pub jit_cache: String,
 }
 
@@ -238,10 +242,10 @@ pub static VARIABLES: [Entry<Config>; 16] = [
 pub const GENERATED_BY: &str = "`cargo run -p gomp-plugin-nvptx --example nvptx_settings -- write`";
 
 /// The files produced from [`VARIABLES`] and `GOMP_NVPTX_TUNE`'s keys with the copy
-/// paths' own knobs `paths` (paths from the repository root): the README's tables of
-/// both, between marker comments, and the list of variables the tests clear in their
-/// children's environment. (`crate::process::generated` gives the paths' knobs.)
-pub fn generated(paths: &[&'static PathKnob]) -> Vec<Output> {
+/// paths' own knobs ([`PATH_KNOBS`]) (paths from the repository root): the README's
+/// tables of both, between marker comments, and the list of variables the tests clear in
+/// their children's environment.
+pub fn generated() -> Vec<Output> {
     vec![
         Output {
             path: "README.md",
@@ -257,7 +261,7 @@ pub fn generated(paths: &[&'static PathKnob]) -> Vec<Output> {
                 "<!-- BEGIN GOMP_NVPTX_TUNE keys: generated from nvptx/src/config/tune.rs, do not edit -->",
                 "<!-- END GOMP_NVPTX_TUNE keys -->",
             )),
-            text: crate::config::tune::keys_table(paths),
+            text: crate::config::tune::keys_table(&PATH_KNOBS),
         },
         Output {
             path: "conformance/src/nvptx_variables.rs",
@@ -288,16 +292,15 @@ pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
 }
 
 impl Config {
-    /// The `GOMP_NVPTX_INFO` line's words on the linked-image cache (opens it; see
-    /// `link_cache::describe`).
-    pub fn link_cache_line(&self) -> String {
-        link_cache::describe(&self.link_cache)
+    /// Reads the settings through `get` (the environment in production), reporting each
+    /// bad value through `warn` and keeping its default.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
+        Config::read_with(&PATH_KNOBS, get, warn)
     }
 
-    /// Reads the settings through `get` (the environment in production), with the copy
-    /// paths' own `GOMP_NVPTX_TUNE` knobs `paths`, reporting each bad value through
-    /// `warn` and keeping its default.
-    pub fn from_lookup(
+    /// [`Config::from_lookup`] with the copy paths' own `GOMP_NVPTX_TUNE` knobs `paths`
+    /// (the unit tests give a knob of no path).
+    fn read_with(
         paths: &[&'static PathKnob],
         get: impl Fn(&str) -> Option<String>,
         warn: impl Fn(&str),
@@ -322,23 +325,32 @@ impl Config {
         };
         read(&VARIABLES, &mut c, &get, &warn);
         c.link_cache = link_cache::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
-        c.jit_cache = info::jit_cache(&get);
+        c.jit_cache = jit_cache(&get);
         if c.observe.nvtx {
-            c.observe.nvtx_tool = get(crate::observe::nvtx::abi::INJECTION_PATH_VARIABLE)
+            c.observe.nvtx_tool = get(INJECTION_PATH_VARIABLE)
                 .filter(|p| !p.trim().is_empty())
                 .map(Into::into);
         }
         c
     }
 
-    /// Reads the process environment with the copy paths' own knobs `paths`; warnings
-    /// go to libgomp's error stream (`crate::process::config` reads it once).
-    pub fn from_env(paths: &[&'static PathKnob]) -> Config {
+    /// Reads the process environment; warnings go to libgomp's error stream
+    /// ([`Config::process`] reads it once).
+    pub fn from_env() -> Config {
         Config::from_lookup(
-            paths,
             gomp_plugin::settings::env,
             gomp_plugin::libgomp::report::error,
         )
+    }
+
+    /// The settings of this process: the environment read once, at the plugin's first
+    /// use (`Plugin::read_settings`, at the first `get_num_devices`, as the gcn plugin
+    /// reads its own), so a bad value is reported once, even on a machine without a
+    /// GPU; the plugin attaches the NVTX tool they name, if any, at that moment, and each
+    /// opened device keeps a copy. Thread-safe.
+    pub fn process() -> &'static Config {
+        static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
+        CONFIG.get_or_init(Config::from_env)
     }
 }
 
@@ -368,7 +380,7 @@ mod tests {
 
     fn cfg(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
         let warnings = RefCell::new(Vec::new());
-        let c = Config::from_lookup(&[&PROBE], gomp_plugin::settings::lookup(pairs), |w| {
+        let c = Config::read_with(&[&PROBE], gomp_plugin::settings::lookup(pairs), |w| {
             warnings.borrow_mut().push(w.to_string())
         });
         (c, warnings.into_inner())
@@ -587,6 +599,13 @@ mod tests {
         assert_eq!((c.observe.nvtx, c.observe.nvtx_tool), (false, None));
         let (c, _) = cfg(&[("NVTX_INJECTION64_PATH", " ")]);
         assert_eq!(c.observe.nvtx_tool, None);
+    }
+
+    #[test]
+    fn generated_files_agree_with_the_tables() {
+        let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = crate_dir.parent().expect("the crate lies in the workspace");
+        gomp_plugin::generate::assert_current(root, &generated(), GENERATED_BY);
     }
 
     #[test]

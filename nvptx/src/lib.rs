@@ -11,7 +11,6 @@ pub mod config;
 pub mod cuda;
 pub mod extensions;
 pub mod plugin;
-pub mod process;
 
 pub mod cache;
 pub mod device;

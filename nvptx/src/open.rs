@@ -9,6 +9,7 @@
 //! rather than the whole.
 
 use crate::config::tune::PinKeepAt;
+use crate::config::Config;
 use crate::device::{serving, Core};
 use crate::image::{Image, Kernel};
 use crate::launch::async_queue::AsyncQueue;
@@ -52,7 +53,7 @@ impl OpenDevice {
     /// Opens device `ord` (see [`Core::open`]); no image is loaded, no thread runs.
     pub fn open(ord: i32) -> Result<OpenDevice> {
         Ok(OpenDevice {
-            core: Arc::new(Core::open(ord, crate::process::config())?),
+            core: Arc::new(Core::open(ord, Config::process())?),
             images: LoadedImages::new(),
             async_queue: AsyncQueue::default(),
             reverse: Reverse::default(),

@@ -7,13 +7,14 @@
 //! Thread-safety: everything is reached through the framework's registry (a read-mostly
 //! lock) or through values libgomp owns; no state of its own.
 
+use crate::config::Config;
 use crate::cuda::safe::query;
 use crate::cuda::{sys::*, table};
 use crate::device;
 use crate::host::ranges as host_ranges;
 use crate::image::Kernel;
 use crate::interop;
-use crate::observe::info;
+use crate::observe::{info, nvtx};
 use crate::open::OpenDevice;
 use crate::openacc::{exec, property, queue::AccQueue, thread};
 use gomp_plugin::kernels::Live;
@@ -89,14 +90,16 @@ impl Plugin for Nvptx {
         &REGISTRY
     }
 
+    /// Reads the settings ([`Config::process`]) and attaches the NVTX tool they name, if
+    /// any ([`nvtx::attach`]).
     fn read_settings() {
-        crate::process::config();
+        nvtx::attach(&Config::process().observe);
     }
 
     /// 0 when there is no usable driver or GPU, -1 when devices exist but cannot meet
     /// `mask` (spec §1.5).
     fn num_devices(mask: u32) -> i32 {
-        let on = &crate::process::config().observe;
+        let on = &Config::process().observe;
         let n = match count_devices() {
             Ok(n) => n,
             Err(e) => {

@@ -8,7 +8,9 @@
 //!   [`xxh64`]);
 //! - [`store`]: the directory (private to the user), reads checked on the descriptor,
 //!   atomic writes (temporary file + rename), the size bound ([`evict`]);
-//! - [`location`]: which directory, from the driver's and the user's cache variables.
+//! - [`opened`]: the process's store, opened once from its setting (which directory,
+//!   from the driver's and the user's cache variables, is a setting:
+//!   `crate::config::cache_location`).
 //!
 //! Entries are typed by a short *kind* (`cubin`, ...), so one directory and one key
 //! discipline serve every kind of derived data a backend keeps. The cache never decides
@@ -18,7 +20,7 @@
 pub mod entry;
 pub mod evict;
 pub mod key;
-pub mod location;
+pub mod opened;
 pub mod sha256;
 pub mod store;
 pub mod xxh64;

@@ -1,13 +1,12 @@
 //! The linked-image cache's setting (`GOMP_NVPTX_LINK_CACHE`,
-//! `GOMP_NVPTX_LINK_CACHE_SIZE`, the driver's `CUDA_CACHE_*` variables) and the
-//! process's store it opens, once; what an entry holds and its key are
-//! `crate::image::link_cache`'s.
+//! `GOMP_NVPTX_LINK_CACHE_SIZE`, the driver's `CUDA_CACHE_*` variables): on or off, and
+//! in which directory ([`cache_location`](super::cache_location)) with which bound. The
+//! process's store it opens, once, is `crate::cache::opened`'s; what an entry holds and
+//! its key are `crate::image::link_cache`'s.
 //!
-//! Threading: [`Setting`] is plain data; the store is opened once per process (a
-//! `OnceCell`) and is process- and thread-safe.
+//! Threading: [`Setting`] is plain data.
 
-use crate::cache::{location, Store};
-use once_cell::sync::OnceCell;
+use crate::config::cache_location as location;
 use std::path::PathBuf;
 
 /// Default `GOMP_NVPTX_LINK_CACHE_SIZE`.
@@ -50,44 +49,5 @@ impl Setting {
                 "no cache directory (CUDA_CACHE_PATH, XDG_CACHE_HOME and HOME unset)".into(),
             ),
         }
-    }
-}
-
-/// The process's store, opened (and its directory created and checked) on first use:
-/// the store, or why there is none (the cache is off or the directory unusable; said
-/// once with `GOMP_DEBUG`).
-fn opened(setting: &Setting) -> &'static std::result::Result<Store, String> {
-    static STORE: OnceCell<std::result::Result<Store, String>> = OnceCell::new();
-    STORE.get_or_init(|| {
-        let r = match setting {
-            Setting::Off(why) => Err(why.clone()),
-            Setting::On { dir, limit } => Store::open(dir.clone(), *limit),
-        };
-        match &r {
-            Ok(s) => log::debug!(
-                "linked-image cache {} (at most {} bytes)",
-                s.dir().display(),
-                s.limit()
-            ),
-            Err(why) => log::debug!("linked-image cache off: {why}"),
-        }
-        r
-    })
-}
-
-/// The process's store (see [`opened`]); `None` when the cache is off.
-pub fn store(setting: &Setting) -> Option<&'static Store> {
-    opened(setting).as_ref().ok()
-}
-
-/// The cache's state for the `GOMP_NVPTX_INFO` device line (opens the store).
-pub fn describe(setting: &Setting) -> String {
-    match opened(setting) {
-        Ok(s) => format!(
-            "linked-image cache {} (at most {} bytes)",
-            s.dir().display(),
-            s.limit()
-        ),
-        Err(why) => format!("linked-image cache off ({why})"),
     }
 }

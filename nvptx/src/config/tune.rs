@@ -126,12 +126,11 @@ pub struct Tune {
     pub paths: PathSizes,
 }
 
-/// A byte-size key of `GOMP_NVPTX_TUNE` that a copy path declares in its own file
-/// (`device/copy/`) and reads with [`Tune::size`]: the path owns its name, bounds,
-/// default and doc line; this module parses it with the other keys, given the paths'
-/// knobs by its caller (`crate::process`), since it does not know the paths. Accepts
-/// `0..=max` bytes as [`gomp_plugin::settings::parse_size`] reads them. Plain data, in a
-/// `static` of the path's file; `Sync`.
+/// A byte-size key of `GOMP_NVPTX_TUNE` that one copy path (`device/copy/`) reads with
+/// [`Tune::size`]: its name, bounds, default and doc line are a `static` here, in the
+/// settings ([`PATH_KNOBS`] lists them), which the path names as its knob; parsed with
+/// the other keys, its row at the end of the README's table of them. Accepts `0..=max`
+/// bytes as [`gomp_plugin::settings::parse_size`] reads them. Plain data; `Sync`.
 #[derive(Debug, PartialEq, Eq)]
 pub struct PathKnob {
     /// The key.
@@ -165,7 +164,7 @@ impl PathKnob {
 }
 
 /// Most copy-path knobs [`PathSizes`] holds (a unit test of `device/copy` checks that
-/// the paths declare no more).
+/// the paths name no more).
 pub const MAX_PATH_KNOBS: usize = 8;
 
 /// The copy-path knobs given in `GOMP_NVPTX_TUNE` and their values (a knob not given
@@ -196,7 +195,7 @@ pub enum SyncWait {
     Sync,
     /// A word the stream writes after the kernel or the copy (`cuStreamWriteValue32`),
     /// polled by the host (the stream's state asked every few polls;
-    /// `cuStreamSynchronize` after [`crate::host::ring::SPIN_LIMIT`]).
+    /// `cuStreamSynchronize` after `host::ring`'s `SPIN_LIMIT`).
     Flag,
     /// The word for a kernel launch, `cuStreamSynchronize` for a copy (the default: on
     /// an H200 the flag made 4 KiB copies to the host up to 2x slower, while a launch
@@ -269,9 +268,63 @@ pub const LATER_DIRECT: usize = 16;
 /// the one nearest to this.
 pub const DEFAULT_WARPS: u32 = 8;
 
+/// Smallest pageable copy that goes through a bounce buffer (`host::bounce` reads it as
+/// its `MIN_BYTES`; the `bounce` key's doc names it).
+pub const BOUNCE_MIN: usize = 16 << 10;
+
+/// Default `bounce`: the largest pageable copy that goes through a bounce buffer
+/// (`host::bounce` reads it as its `DEFAULT_LIMIT`).
+pub const DEFAULT_BOUNCE: usize = 1 << 20;
+
 /// Largest host-to-device copy that returns before its DMA has ended, by default: the
 /// largest that goes through a bounce buffer.
-pub const DEFAULT_DEFER: usize = crate::host::bounce::DEFAULT_LIMIT;
+pub const DEFAULT_DEFER: usize = DEFAULT_BOUNCE;
+
+/// `ring`: copies below this size take the ring path (`device/copy/ring.rs`). Read-only
+/// data.
+pub static RING: PathKnob = PathKnob {
+    name: "ring",
+    max: 64 << 10,
+    default: BOUNCE_MIN,
+    default_text: "16k",
+    doc: "copies below this size go through the thread's page-locked ring \
+          (`nvptx/src/host/ring.rs`); 0: none",
+};
+
+/// `bounce`: the largest copy the bounce path takes, the size of its buffers
+/// (`device/copy/bounce.rs`). Read-only data.
+pub static BOUNCE: PathKnob = PathKnob {
+    name: "bounce",
+    max: 16 << 20,
+    default: DEFAULT_BOUNCE,
+    default_text: "1m",
+    doc: "largest pageable copy (from 16 KiB) made through a page-locked bounce buffer \
+          (`nvptx/src/device/copy/bounce.rs`); 0: none",
+};
+
+/// The copy paths' own knobs, in the order of the paths that read them
+/// (`device::copy`'s `PATHS`; a unit test there checks that they are the paths' own):
+/// what `GOMP_NVPTX_TUNE`'s parser and the README's table of its keys add to [`KEYS`].
+/// Read-only data.
+pub static PATH_KNOBS: [&PathKnob; 2] = [&RING, &BOUNCE];
+
+/// Default `pinnedchunk`: bytes of the first chunk of each shard of the page-locked pool
+/// (`host::pinned_pool` reads it as its `FIRST_CHUNK`).
+pub const DEFAULT_PINNED_CHUNK: usize = 64 << 10;
+
+/// Greatest `pinnedchunk`: the pool's largest small-block chunk (`host::pinned_pool`
+/// reads it as its `CHUNK`).
+pub const PINNED_CHUNK_MAX: usize = 4 << 20;
+
+/// Greatest `pinnedshards` (`host::pinned_pool` reads it as its `MAX_SHARDS`).
+pub const PINNED_SHARDS_MAX: usize = 64;
+
+/// Default `pinnedshards` (its `None`): one shard per processor, up to 16
+/// (`host::pinned_pool` reads it for its default shape). Asks the OS for the processor
+/// count; thread-safe.
+pub fn default_pinned_shards() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get().min(16))
+}
 
 /// Most bytes a run reads ahead by default: copies of that size are still small next
 /// to a kernel, and a read-ahead no copy uses costs little.
@@ -295,7 +348,7 @@ impl Default for Tune {
             autotune: Autotune::On,
             accgangs: None,
             jitthreads: None,
-            pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
+            pinnedchunk: DEFAULT_PINNED_CHUNK,
             pinnedshards: None,
             pinnednuma: true,
             revspin: RevSpin::AcqRel,
@@ -510,7 +563,7 @@ static KEYS: [Entry<Parsing>; 21] = [
         name: "pinnedchunk",
         value: Value::Bytes {
             min: 4 << 10,
-            max: crate::host::pinned_pool::CHUNK,
+            max: PINNED_CHUNK_MAX,
             set: |p, n| p.t.pinnedchunk = n,
         },
         default: "64k",
@@ -521,7 +574,7 @@ static KEYS: [Entry<Parsing>; 21] = [
         name: "pinnedshards",
         value: Value::Number {
             min: 1,
-            max: crate::host::pinned_pool::MAX_SHARDS,
+            max: PINNED_SHARDS_MAX,
             set: |p, n| p.t.pinnedshards = Some(n),
         },
         default: "one per processor, up to 16",
@@ -679,7 +732,7 @@ mod tests {
                 autotune: Autotune::Off,
                 accgangs: Some(16),
                 jitthreads: Some(4),
-                pinnedchunk: crate::host::pinned_pool::FIRST_CHUNK,
+                pinnedchunk: DEFAULT_PINNED_CHUNK,
                 pinnedshards: None,
                 pinnednuma: true,
                 revspin: RevSpin::Off,

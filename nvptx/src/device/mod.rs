@@ -171,7 +171,7 @@ impl Core {
                 pool: self.memory.pool.is_some(),
             },
             &self.config().jit_cache,
-            &self.config().link_cache_line(),
+            &crate::cache::opened::describe(&self.config().link_cache),
         );
     }
 

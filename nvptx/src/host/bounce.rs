@@ -27,10 +27,9 @@ use gomp_plugin::sync::Lock;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-/// Smallest pageable copy that goes through a bounce buffer.
-pub const MIN_BYTES: usize = 16 << 10;
-/// Largest pageable copy that goes through a bounce buffer by default.
-pub const DEFAULT_LIMIT: usize = 1 << 20;
+/// Smallest pageable copy that goes through a bounce buffer, and the largest by default
+/// (`GOMP_NVPTX_TUNE`'s `bounce`): settings, kept in `crate::config::tune`.
+pub use crate::config::tune::{BOUNCE_MIN as MIN_BYTES, DEFAULT_BOUNCE as DEFAULT_LIMIT};
 /// Idle buffers kept for reuse (8 MiB of page-locked memory at most with the default
 /// limit); more concurrent copies allocate and free their own.
 const KEEP: usize = 8;

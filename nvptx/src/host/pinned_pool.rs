@@ -42,10 +42,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Bytes of the largest small-block chunk.
-pub const CHUNK: usize = 4 << 20;
-/// The default first chunk of a shard.
-pub const FIRST_CHUNK: usize = 64 << 10;
+/// Bytes of the largest small-block chunk (`GOMP_NVPTX_TUNE`'s `pinnedchunk` bound), and
+/// the default first chunk of a shard: settings, kept in `crate::config::tune`.
+pub use crate::config::tune::{DEFAULT_PINNED_CHUNK as FIRST_CHUNK, PINNED_CHUNK_MAX as CHUNK};
 /// Each chunk of a shard is this many times its previous one (up to [`CHUNK`]).
 pub const GROWTH: usize = 4;
 /// Largest request served from chunks.
@@ -58,8 +57,8 @@ pub const ALIGN: usize = 64;
 pub const NCLASSES: usize = 44;
 /// The page size chunks are rounded to.
 const PAGE: usize = 4096;
-/// Most shards.
-pub const MAX_SHARDS: usize = 64;
+/// Most shards (`GOMP_NVPTX_TUNE`'s `pinnedshards` bound, kept in `crate::config::tune`).
+pub use crate::config::tune::PINNED_SHARDS_MAX as MAX_SHARDS;
 
 /// Where the pool's memory comes from. Called without the pool's locks held, from any
 /// thread that allocates or frees.
@@ -116,7 +115,7 @@ impl Default for Shape {
     fn default() -> Self {
         Shape {
             first_chunk: FIRST_CHUNK,
-            shards: std::thread::available_parallelism().map_or(4, |n| n.get().min(16)),
+            shards: crate::config::tune::default_pinned_shards(),
         }
     }
 }

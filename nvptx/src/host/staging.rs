@@ -15,14 +15,16 @@
 //! Used for pageable copies of at least [`MIN_STAGED`] bytes, synchronous ones and those
 //! of OpenACC async queues (`device::copy`), when the device's staging engine is free;
 //! otherwise (another thread is staging, a synchronous copy under OpenACC's
-//! legacy-stream ordering, or the engine cannot be created) the copy goes to the driver. The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`].
+//! legacy-stream ordering, or the engine cannot be created) the copy goes to the driver.
+//! The shape (lanes, bytes per buffer, buffers per lane) is [`StagingParams`], a setting
+//! (`crate::config::staging`).
 
+use crate::config::staging::StagingParams;
 use crate::cuda::safe::context;
 use crate::cuda::safe::{HostAlloc, OwnedEvent, OwnedStream};
 use crate::cuda::sys::*;
 use crate::observe::nvtx;
 use gomp_plugin::error::{Error, Result};
-use gomp_plugin::settings::parse_size;
 use gomp_plugin::sync::Lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
@@ -37,74 +39,13 @@ pub const MIN_STAGED: usize = 4 << 20;
 /// Smallest piece a copy is cut into (unless the buffers are smaller).
 const MIN_PIECE: usize = 256 << 10;
 
-/// The staging engine's shape. Default: 4 MiB buffers, 2 per lane, and three lanes per
-/// four processors, at most 12 (96 MiB page-locked, allocated on the first staged
-/// copy): the lane count that moved a 1 GiB pageable copy fastest on a 16-core host,
-/// where more lanes than that were slower again (`bench/staging-sweep.sh`,
-/// bench/results/staging-sweep.md). An experiment knob, `GOMP_NVPTX_STAGING=
-/// "threads,chunk_bytes,buffers"`, overrides it (not documented for users).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StagingParams {
-    /// Lanes (host threads copying, the caller's included), 1..=64.
-    pub threads: usize,
-    /// Bytes per staging buffer (the largest piece), 64 KiB..=256 MiB, page multiple.
-    pub chunk: usize,
-    /// Buffers per lane, 2..=16.
-    pub buffers: usize,
-}
-
-impl Default for StagingParams {
-    fn default() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
-        StagingParams {
-            threads: (cpus * 3 / 4).clamp(1, 12),
-            chunk: 4 << 20,
-            buffers: 2,
-        }
-    }
-}
-
-impl StagingParams {
-    /// Parses `"threads,chunk_bytes,buffers"` (chunk_bytes as in the other size
-    /// variables: decimal or 0x hex, k/m/g suffixes), validated against the bounds of
-    /// the fields and 4 GiB of buffers in all.
-    pub fn parse(s: &str) -> std::result::Result<StagingParams, String> {
-        let f: Vec<&str> = s.split(',').map(str::trim).collect();
-        let [t, c, b] = f[..] else {
-            return Err("want threads,chunk_bytes,buffers".into());
-        };
-        let threads = t
-            .parse::<usize>()
-            .ok()
-            .filter(|t| (1..=64).contains(t))
-            .ok_or("threads must be 1..64")?;
-        let chunk = parse_size(c)
-            .filter(|c| ((64 << 10)..=(256 << 20)).contains(c))
-            .ok_or("chunk_bytes must be 64k..256m")?
-            .next_multiple_of(4096);
-        let buffers = b
-            .parse::<usize>()
-            .ok()
-            .filter(|b| (2..=16).contains(b))
-            .ok_or("buffers must be 2..16")?;
-        if threads * buffers * chunk > 4 << 30 {
-            return Err("more than 4 GiB of staging buffers".into());
-        }
-        Ok(StagingParams {
-            threads,
-            chunk,
-            buffers,
-        })
-    }
-
-    /// The piece size for a copy of `n` bytes: every lane gets work, pieces are at least
-    /// [`MIN_PIECE`] and at most one buffer, page multiples.
-    pub fn piece(&self, n: usize) -> usize {
-        n.div_ceil(self.threads)
-            .max(MIN_PIECE)
-            .next_multiple_of(4096)
-            .min(self.chunk)
-    }
+/// The piece size for a copy of `n` bytes under the shape `p`: every lane gets work,
+/// pieces are at least [`MIN_PIECE`] and at most one buffer, page multiples. Pure.
+pub fn piece(p: &StagingParams, n: usize) -> usize {
+    n.div_ceil(p.threads)
+        .max(MIN_PIECE)
+        .next_multiple_of(4096)
+        .min(p.chunk)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -434,7 +375,7 @@ impl Staging {
             host,
             dev,
             n,
-            piece: self.params.piece(n),
+            piece: piece(&self.params, n),
             next: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
         }
@@ -486,45 +427,13 @@ impl Staging {
 mod tests {
     use super::*;
 
-    #[test]
-    fn params_parse_and_validate() {
-        assert_eq!(
-            StagingParams::parse("8,8m,3"),
-            Ok(StagingParams {
-                threads: 8,
-                chunk: 8 << 20,
-                buffers: 3
-            })
-        );
-        assert_eq!(
-            StagingParams::parse(" 1 , 65537 , 2 ").map(|p| p.chunk),
-            Ok(65536 + 4096)
-        );
-        for bad in [
-            "",
-            "4",
-            "4,4m",
-            "4,4m,2,1",
-            "0,4m,2",
-            "65,4m,2",
-            "4,1k,2",
-            "4,1g,2",
-            "4,4m,1",
-            "4,4m,17",
-            "64,256m,16",
-            "x,4m,2",
-        ] {
-            assert!(StagingParams::parse(bad).is_err(), "{bad:?}");
-        }
-    }
-
     fn pieces(p: &StagingParams, n: usize) -> Vec<(usize, usize)> {
         let job = Job {
             dir: Dir::HostToDevice,
             host: 0,
             dev: 0,
             n,
-            piece: p.piece(n),
+            piece: piece(p, n),
             next: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
         };
@@ -558,9 +467,9 @@ mod tests {
         }
         // A 4 MiB copy still uses every lane; a 1 GiB one uses full buffers.
         assert_eq!(pieces(&d, MIN_STAGED).len(), 4);
-        assert_eq!(d.piece(1 << 30), d.chunk);
+        assert_eq!(piece(&d, 1 << 30), d.chunk);
         let one = StagingParams { threads: 1, ..d };
-        assert_eq!(one.piece(MIN_STAGED), d.chunk);
+        assert_eq!(piece(&one, MIN_STAGED), d.chunk);
     }
 
     #[test]
@@ -571,7 +480,7 @@ mod tests {
             host: 0,
             dev: 0,
             n: 100 << 20,
-            piece: d.piece(100 << 20),
+            piece: piece(&d, 100 << 20),
             next: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
         };

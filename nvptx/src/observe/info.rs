@@ -3,7 +3,7 @@
 //! `GOMP_DEBUG`). A libgomp the plugin refuses is already said unconditionally by the
 //! version handshake, so it has no info line of its own.
 
-use super::switches::Switches;
+use crate::config::switches::Switches;
 use gomp_plugin::libgomp::{host, report};
 
 /// Facts of an opened device, as [`opened`] prints them.
@@ -24,18 +24,6 @@ pub struct Opened<'a> {
     pub heap: Option<usize>,
     /// Whether the device has a stream-ordered memory pool.
     pub pool: bool,
-}
-
-/// Whether and where the driver caches JIT output, from `CUDA_CACHE_DISABLE` and
-/// `CUDA_CACHE_PATH` (read through `get`).
-pub fn jit_cache(get: impl Fn(&str) -> Option<String>) -> String {
-    if get("CUDA_CACHE_DISABLE").is_some_and(|v| v.trim() == "1") {
-        return "JIT cache disabled (CUDA_CACHE_DISABLE=1)".into();
-    }
-    match get("CUDA_CACHE_PATH").filter(|p| !p.is_empty()) {
-        Some(p) => format!("JIT cache {p} (CUDA_CACHE_PATH)"),
-        None => "JIT cache ~/.nv/ComputeCache (driver default)".into(),
-    }
 }
 
 /// The device line.
@@ -64,8 +52,9 @@ pub fn opened_line(o: &Opened<'_>, libgomp: &str, cache: &str) -> String {
     )
 }
 
-/// Prints the device line when `GOMP_NVPTX_INFO` is on; `jit_cache` ([`jit_cache`]) and
-/// `link_cache` describe the driver's JIT cache and the linked-image cache.
+/// Prints the device line when `GOMP_NVPTX_INFO` is on; `jit_cache`
+/// (`crate::config::switches::jit_cache`) and `link_cache` describe the driver's JIT
+/// cache and the linked-image cache.
 pub fn opened(on: &Switches, o: &Opened<'_>, jit_cache: &str, link_cache: &str) {
     if on.info {
         let cache = format!("{jit_cache}; {link_cache}");
@@ -166,21 +155,5 @@ mod tests {
             "nvptx info: device 1: image 0x1000: 41 PTX object(s), 4 kernel(s); \
              linked-image cache hit in 0.9 ms; load_image 2.0 ms"
         );
-    }
-
-    #[test]
-    fn cache() {
-        let env = gomp_plugin::settings::lookup;
-        assert!(jit_cache(env(&[])).contains("driver default"));
-        assert!(jit_cache(env(&[
-            ("CUDA_CACHE_DISABLE", "1"),
-            ("CUDA_CACHE_PATH", "/c")
-        ]))
-        .contains("disabled"));
-        assert_eq!(
-            jit_cache(env(&[("CUDA_CACHE_PATH", "/c")])),
-            "JIT cache /c (CUDA_CACHE_PATH)"
-        );
-        assert!(jit_cache(env(&[("CUDA_CACHE_DISABLE", "0")])).contains("driver default"));
     }
 }

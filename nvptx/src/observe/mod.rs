@@ -7,8 +7,8 @@
 //! launch waits for its stream, the completion thread for `nowait` launches) or, for
 //! OpenACC queue launches, when later found complete, never by waiting.
 //!
-//! Off means off: the switches ([`Switches`]) are read once, with every other setting
-//! (`crate::config`), and handed in; a device opened with both recording
+//! Off means off: the switches ([`Switches`], `crate::config::switches`) are read once,
+//! with every other setting (`crate::config`), and handed in; a device opened with both recording
 //! switches off gets no [`DeviceObserve`], and every hook is one check of the core's
 //! `observe` field (`None`).
 //!
@@ -24,10 +24,9 @@
 pub mod info;
 pub mod nvtx;
 pub mod profile;
-mod switches;
 pub mod trace;
 
-pub use switches::Switches;
+pub use crate::config::switches::Switches;
 
 use crate::cuda::safe::{OwnedEvent, Stream};
 use crate::cuda::sys::CUDA_ERROR_NOT_READY;

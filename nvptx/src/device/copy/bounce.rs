@@ -4,7 +4,7 @@
 //! without waiting for earlier work (else it goes on to `direct`), queued.
 
 use super::{Bounced, CopyPath, Ended, Failed, HostCopy, Knob, Taken, Via};
-use crate::config::tune::PathKnob;
+pub(super) use crate::config::tune::BOUNCE as KNOB;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::Core;
@@ -12,16 +12,6 @@ use crate::host::bounce::Buffer;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
-
-/// `bounce`: the largest copy the path takes (the size of its buffers).
-pub(super) static KNOB: PathKnob = PathKnob {
-    name: "bounce",
-    max: 16 << 20,
-    default: crate::host::bounce::DEFAULT_LIMIT,
-    default_text: "1m",
-    doc: "largest pageable copy (from 16 KiB) made through a page-locked bounce buffer \
-          (`nvptx/src/device/copy/bounce.rs`); 0: none",
-};
 
 impl CopyPath for Bounced {
     fn label(&self) -> &'static str {

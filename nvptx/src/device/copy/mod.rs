@@ -30,11 +30,11 @@
 //! says so before making it ([`HostCopy::taken`]): with an NVTX tool attached, the
 //! copy's range (`h2d ring`, with its bytes) runs from there to the copy's return.
 //!
-//! Adding a path: its file here (`impl CopyPath` for its type, its own knob's
-//! `PathKnob` and its own profile row if it has them) and, in this file, its `mod` line,
-//! its type's declaration and its line in [`PATHS`] (and, when it keeps buffers per
-//! device, their field in [`Copies`]). Its knob reaches `GOMP_NVPTX_TUNE`'s parser and
-//! the README's table through [`knobs`]. The types are declared here, their behaviour in
+//! Adding a path: its file here (`impl CopyPath` for its type and its own profile row if
+//! it has one) and, in this file, its `mod` line, its type's declaration and its line in
+//! [`PATHS`] (and, when it keeps buffers per device, their field in [`Copies`]); its own
+//! knob, if it has one, is a `PathKnob` of the settings (`config::tune`'s `PATH_KNOBS`,
+//! which `GOMP_NVPTX_TUNE`'s parser and the README's table read), named by its file. The types are declared here, their behaviour in
 //! their files (a type's methods split over files, as
 //! `scripts/check-modules` allows: a path's file names the core and the engine's types
 //! as part of this body).
@@ -186,7 +186,7 @@ fn routes(config: &Config) -> Routes {
 pub enum Knob {
     /// A key of `config::tune`'s table, which other parts of the plugin read too.
     Shared(&'static str),
-    /// The path's own, declared in its file (a `static`), read by `Tune::size`.
+    /// The path's own (a `static` of `config::tune`'s `PATH_KNOBS`), read by `Tune::size`.
     Own(&'static PathKnob),
 }
 
@@ -200,9 +200,9 @@ impl Knob {
     }
 }
 
-/// The copy paths' own knobs, in the paths' order: what `GOMP_NVPTX_TUNE`'s parser and
-/// the README's table of its keys add to `config::tune`'s (given them by
-/// `crate::process`).
+/// The copy paths' own knobs, in the paths' order: `config::tune`'s `PATH_KNOBS`, which
+/// `GOMP_NVPTX_TUNE`'s parser and the README's table of its keys add to its keys (a unit
+/// test checks that the two lists agree).
 pub fn knobs() -> Vec<&'static PathKnob> {
     PATHS
         .iter()
@@ -699,7 +699,7 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tune::{has_key, Tune, MAX_PATH_KNOBS};
+    use crate::config::tune::{has_key, Tune, MAX_PATH_KNOBS, PATH_KNOBS};
 
     /// The paths in today's order of decisions, each named once; every shared knob a
     /// path names is a key of `config::tune`'s table, no own knob is one, and the own
@@ -735,6 +735,12 @@ mod tests {
         }
         let own = knobs();
         assert!(own.len() <= MAX_PATH_KNOBS);
+        // The settings' list of the paths' own knobs is theirs, in their order.
+        assert_eq!(own.len(), PATH_KNOBS.len());
+        assert!(own
+            .iter()
+            .zip(PATH_KNOBS.iter())
+            .all(|(a, b)| std::ptr::eq(*a, *b)));
         for k in &own {
             let default = gomp_plugin::settings::parse_size(k.default_text);
             assert_eq!(default, Some(k.default), "{}", k.name);
@@ -762,7 +768,6 @@ mod tests {
         };
         let config = |tune: &str| {
             Config::from_lookup(
-                &knobs(),
                 gomp_plugin::settings::lookup(&[("GOMP_NVPTX_TUNE", tune)]),
                 |w| panic!("{w}"),
             )

@@ -5,7 +5,7 @@
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
 use super::{CopyPath, Ended, Failed, HostCopy, Knob, Ring, Taken, Takes};
-use crate::config::tune::PathKnob;
+pub(super) use crate::config::tune::RING as KNOB;
 use crate::config::Config;
 use crate::cuda::safe::Stream;
 use crate::device::{serving, Core};
@@ -13,16 +13,6 @@ use crate::host::ranges as host_ranges;
 use crate::host::ring::Ring as ThreadRing;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
-
-/// `ring`: copies below this size take the path.
-pub(super) static KNOB: PathKnob = PathKnob {
-    name: "ring",
-    max: 64 << 10,
-    default: crate::host::bounce::MIN_BYTES,
-    default_text: "16k",
-    doc: "copies below this size go through the thread's page-locked ring \
-          (`nvptx/src/host/ring.rs`); 0: none",
-};
 
 impl CopyPath for Ring {
     fn label(&self) -> &'static str {

@@ -79,9 +79,6 @@ pub type InitializeInjection = unsafe extern "C" fn(get: GetExportTable) -> c_in
 /// The tool's entry point's exported name.
 pub const INITIALIZE_INJECTION: &[u8] = b"InitializeInjectionNvtx2\0";
 
-/// The variable that names the tool (64-bit processes).
-pub const INJECTION_PATH_VARIABLE: &str = "NVTX_INJECTION64_PATH";
-
 /// `NVTX_ETID_CALLBACKS`.
 pub const ETID_CALLBACKS: u32 = 1;
 /// `NVTX_ETID_VERSIONINFO`.

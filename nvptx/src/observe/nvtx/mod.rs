@@ -20,7 +20,7 @@ pub mod abi;
 pub mod names;
 mod tool;
 
-use super::Switches;
+use crate::config::switches::Switches;
 use abi::EventAttributes;
 use once_cell::sync::OnceCell;
 use std::borrow::Cow;
@@ -132,9 +132,16 @@ pub fn on() -> bool {
 
 /// Attaches the tool `switches` name (`NVTX_INJECTION64_PATH`, unless
 /// `GOMP_NVPTX_NVTX=0`): loads it, makes the `libgomp` domain and names its
-/// categories, then opens the gate. Once per process (`crate::process::config`); a
-/// tool that cannot be loaded is said under `GOMP_DEBUG` and leaves NVTX off.
+/// categories, then opens the gate. Once per process, with the settings
+/// (`Plugin::read_settings`): later calls do nothing; a tool that cannot be loaded is
+/// said under `GOMP_DEBUG` and leaves NVTX off. Thread-safe.
 pub fn attach(switches: &Switches) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| attach_once(switches));
+}
+
+/// [`attach`]'s work, run once.
+fn attach_once(switches: &Switches) {
     let Some(path) = switches.nvtx_tool.as_deref() else {
         return;
     };
