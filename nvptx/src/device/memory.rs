@@ -151,28 +151,23 @@ impl Memory {
     }
 
     /// Allocates `size` device bytes: small blocks from the small-block cache, large
-    /// ones from the large-block cache or else the pool (cuMemAlloc without one). On
-    /// out-of-memory the cached large blocks, the pool's unused memory and the cached
-    /// soft stacks are released and the allocation retried once. `context`, `settings`
-    /// and `launch` are the device's; `observe` its recorder.
+    /// ones from the large-block cache or else from `from_driver` (a chunk of the
+    /// given bytes: the caller's [`Memory::alloc_retry`] with the device's parts),
+    /// then registers the block and records it in `observe`.
     pub fn alloc(
         &self,
         size: usize,
-        context: &DeviceContext,
-        settings: &Settings,
-        launch: &LaunchResources,
         observe: Option<&DeviceObserve>,
+        from_driver: impl Fn(usize) -> Result<CUdeviceptr>,
     ) -> Result<CUdeviceptr> {
         let _range = nvtx::range(Kind::Alloc, Some(size as u64), || "alloc".into());
-        let p = match self.small.take(size, |bytes| {
-            self.alloc_retry(bytes, context, settings, launch, observe)
-        }) {
+        let p = match self.small.take(size, &from_driver) {
             Some(r) => r?,
             None => {
                 let r = large_blocks::rounded(size);
                 match self.large.take(r) {
                     Some(p) => p,
-                    None => self.alloc_retry(r, context, settings, launch, observe)?,
+                    None => from_driver(r)?,
                 }
             }
         };
@@ -183,7 +178,11 @@ impl Memory {
         Ok(p)
     }
 
-    fn alloc_retry(
+    /// A chunk of `size` device bytes from the pool or the driver (see
+    /// `alloc_once`). On out-of-memory the cached large blocks, the pool's unused
+    /// memory and the cached soft stacks are released and the allocation retried once.
+    /// `context`, `settings` and `launch` are the device's; `observe` its recorder.
+    pub fn alloc_retry(
         &self,
         size: usize,
         context: &DeviceContext,

@@ -214,15 +214,13 @@ impl Core {
         }
     }
 
-    /// Allocates `size` device bytes ([`Memory::alloc`] with this device's parts).
+    /// Allocates `size` device bytes ([`Memory::alloc`], its chunks from
+    /// [`Memory::alloc_retry`] with this device's parts).
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
-        self.memory.alloc(
-            size,
-            &self.context,
-            &self.settings,
-            &self.launch,
-            self.observe(),
-        )
+        self.memory.alloc(size, self.observe(), |bytes| {
+            let (m, o) = (&self.memory, self.observe());
+            m.alloc_retry(bytes, &self.context, &self.settings, &self.launch, o)
+        })
     }
 
     /// Frees a block from [`Core::alloc`] ([`Memory::free_block`] with this device's

@@ -83,16 +83,23 @@ impl HostCopy {
     /// The path labelled `path` (its `CopyPath::label`) makes this copy from here on:
     /// with an NVTX tool attached, the copy's range, named after its direction and the
     /// path (`h2d ring`), its payload the bytes; it ends when the copy returns, or when
-    /// the path gives the copy up.
-    #[inline]
+    /// the path gives the copy up. Without a tool, one check.
+    #[inline(always)]
     pub fn taken(&self, path: &'static str) {
         if nvtx::on() {
-            self.given_up();
-            let r = nvtx::range(Kind::Copy, Some(self.n as u64), || {
-                format!("{} {}", self.dir.label(), path).into()
-            });
-            self.range.set(r);
+            self.taken_traced(path);
         }
+    }
+
+    /// [`HostCopy::taken`] with an NVTX tool attached.
+    #[cold]
+    #[inline(never)]
+    fn taken_traced(&self, path: &'static str) {
+        self.given_up();
+        let r = nvtx::range(Kind::Copy, Some(self.n as u64), || {
+            format!("{} {}", self.dir.label(), path).into()
+        });
+        self.range.set(r);
     }
 
     /// The path that said [`HostCopy::taken`] gave the copy up (ends its range).
