@@ -8,7 +8,7 @@
 
 use crate::cuda::safe::{OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::copy::Buffers;
+use crate::device::copy_buffers::Buffers;
 use crate::device::launch_resources::LaunchResources;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::interop::*;
@@ -124,7 +124,7 @@ pub fn type_desc(fr: c_int, prop: c_int) -> Option<&'static CStr> {
 ///
 /// A `targetsync` stream is handed to the program, which may queue work on it at any
 /// time: it is made to wait for the deferred host-to-device copies made so far, and
-/// while it exists no further copy is deferred (`CopyParts::may_defer`): counted in
+/// while it exists no further copy is deferred (`Parts::may_defer`): counted in
 /// the device's copy `buffers`, ordered by its `launch` resources.
 ///
 /// # Safety
@@ -152,7 +152,7 @@ pub unsafe fn interop(
                 // destroy (flag 2).
                 let s = OwnedStream::non_blocking()?;
                 // Counted first: a copy deferred from now on sees the count and waits
-                // (`CopyParts::deferred_done`); the ones before are ordered here.
+                // (`Parts::deferred_done`); the ones before are ordered here.
                 buffers.count_interop_stream(true);
                 if let Err(e) = launch.order(s.handle()) {
                     buffers.count_interop_stream(false);

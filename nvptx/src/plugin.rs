@@ -272,7 +272,7 @@ impl Plugin for Nvptx {
     ) -> Result<()> {
         let dev = device(ord)?;
         let dev = dev.shared();
-        let (buffers, launch) = (dev.copies().buffers(), dev.launch());
+        let (buffers, launch) = (&dev.parts().buffers, dev.launch());
         // SAFETY: forwarded caller guarantee.
         unsafe { interop::interop(buffers, launch, obj, flag, targetsync, prefer_type) }
     }

@@ -72,25 +72,18 @@ impl DeviceCore for Core {
     /// A synchronous copy of `n` bytes from device `src` to host `dst`.
     unsafe fn dev2host(&self, dst: *mut c_void, src: DevPtr, n: usize) -> Result<()> {
         // SAFETY: forwarded caller guarantee (`dst` writable for `n` bytes).
-        unsafe {
-            self.copies()
-                .dev2host(&self.copy_parts(), dst, src, n, Via::Sync)
-        }
+        unsafe { self.copies().dev2host(self.parts(), dst, src, n, Via::Sync) }
     }
 
     /// A synchronous copy of `n` bytes from host `src` to device `dst`.
     unsafe fn host2dev(&self, dst: DevPtr, src: *const c_void, n: usize) -> Result<()> {
         // SAFETY: forwarded caller guarantee (`src` readable for `n` bytes).
-        unsafe {
-            self.copies()
-                .host2dev(&self.copy_parts(), dst, src, n, Via::Sync)
-        }
+        unsafe { self.copies().host2dev(self.parts(), dst, src, n, Via::Sync) }
     }
 
     /// A synchronous copy of `n` bytes between two device buffers.
     fn dev2dev(&self, dst: DevPtr, src: DevPtr, n: usize) -> Result<()> {
-        self.copies()
-            .dev2dev(&self.copy_parts(), dst, src, n, Via::Sync)
+        self.copies().dev2dev(self.parts(), dst, src, n, Via::Sync)
     }
 
     /// Sets `n` device bytes at `p` to the low byte of `val`.

@@ -23,11 +23,13 @@
 
 pub mod context;
 pub mod copy;
+pub mod copy_buffers;
 pub mod copy_order;
 pub mod entry_points;
 pub mod host_memory;
 pub mod launch_resources;
 pub mod memory;
+pub mod parts;
 pub mod serving;
 pub mod settings;
 pub mod whole;

@@ -13,33 +13,25 @@ use crate::cuda::safe::context as cu_context;
 use crate::cuda::safe::query;
 use crate::cuda::sys::*;
 use crate::device::context::{attr_or_zero, DeviceContext, Props};
-use crate::device::copy::{Copies, CopyParts};
+use crate::device::copy::Copies;
 use crate::device::launch_resources::LaunchResources;
 use crate::device::memory::Memory;
+use crate::device::parts::Parts;
 use crate::device::settings::Settings;
 use crate::memory::pool::Pool;
 use crate::observe::{info, DeviceObserve};
 use gomp_plugin::error::{Error, Result};
-use std::sync::Arc;
 
 /// An initialised device, the core every concept above borrows: owned parts, one per
 /// responsibility (context, settings, memory, copies, launch resources), and the
 /// profile's recorder. Shared (`Arc`) by all threads; interior state is locked inside
 /// the parts.
 pub struct Core {
-    /// Which device, its properties and its context.
-    context: DeviceContext,
-    /// Settings and run-time switches.
-    settings: Settings,
-    /// Device memory and page-locked host memory.
-    memory: Memory,
-    /// The copy engine: the copy paths' buffers and routes.
+    /// Context, settings, memory, the copy paths' buffers, launch resources and the
+    /// recorder: what the copy engine is given.
+    parts: Parts,
+    /// The copy engine: the paths each kind of copy is offered to.
     copies: Copies,
-    /// Streams, events and the order of deferred copies.
-    launch: LaunchResources,
-    /// The profile's and trace's recorder (`None` unless `GOMP_NVPTX_PROFILE` or
-    /// `GOMP_NVPTX_TRACE` is set: every hook is a check of this field).
-    observe: Option<Arc<DeviceObserve>>,
 }
 
 // SAFETY: the context handle may be made current on any thread; all mutable state is
@@ -62,11 +54,14 @@ impl Core {
         let observe = DeviceObserve::open(ord, &context.props().name, &config.observe);
         let dev = Core {
             copies: Copies::new(&config),
-            launch: LaunchResources::new(config.tune.tstream),
-            memory: Memory::new(&context, pool, &config),
-            settings: Settings::new(config),
-            context,
-            observe,
+            parts: Parts {
+                buffers: Copies::buffers(&config),
+                launch: LaunchResources::new(config.tune.tstream),
+                memory: Memory::new(&context, pool, &config),
+                settings: Settings::new(config),
+                context,
+                observe,
+            },
         };
         dev.start()?;
         dev.report_opened();
@@ -78,11 +73,16 @@ impl Core {
     /// page-locked block's thread (`GOMP_NVPTX_TUNE=pinkeep`).
     fn start(&self) -> Result<()> {
         if self.config().tune.poolwarm == PoolWarm::Open {
-            self.memory.warm_up(&self.context);
+            self.parts.memory.warm_up(&self.parts.context);
         }
-        if let Some(o) = &self.observe {
+        if let Some(o) = &self.parts.observe {
             // The epoch device times are placed from (the stream is waited for).
-            if self.launch.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
+            if self
+                .parts
+                .launch
+                .on_stream(|s| Ok(o.record_epoch(s)?))
+                .is_ok()
+            {
                 o.epoch_done();
             }
         }
@@ -95,15 +95,15 @@ impl Core {
         }
         // Last, so that an open that fails leaves no thread (close joins it).
         if self.config().tune.pinkeep == PinKeepAt::Open {
-            self.memory.keep_page_locked(&self.context);
+            self.parts.memory.keep_page_locked(&self.parts.context);
         }
         Ok(())
     }
 
     /// The `GOMP_DEBUG` line and the `GOMP_NVPTX_INFO` lines of an opened device.
     fn report_opened(&self) {
-        let owns_primary = self.context.owns_primary();
-        let props = self.context.props();
+        let owns_primary = self.parts.context.owns_primary();
+        let props = self.parts.context.props();
         log::debug!(
             "device {}: {} (sm_{}{}, {} SMs, {} kHz), {} context, {}",
             self.ord(),
@@ -117,7 +117,7 @@ impl Core {
             } else {
                 "borrowed current"
             },
-            if self.memory.has_pool() {
+            if self.parts.memory.has_pool() {
                 "stream-ordered memory pool"
             } else {
                 "cuMemAlloc (no memory pools)"
@@ -133,7 +133,7 @@ impl Core {
                 driver: query::driver_version().unwrap_or(0),
                 soft_stack: self.config().soft_stack,
                 heap: self.config().heap,
-                pool: self.memory.has_pool(),
+                pool: self.parts.memory.has_pool(),
             },
             &self.config().jit_cache,
             &self.config().link_cache_line(),
@@ -143,44 +143,44 @@ impl Core {
     /// Which device, its properties and its context (the context part).
     #[inline]
     pub fn device(&self) -> &DeviceContext {
-        &self.context
+        &self.parts.context
     }
 
     /// The device's CUDA context (borrowed or primary; alive until `close`).
     #[inline]
     pub fn context(&self) -> CUcontext {
-        self.context.ctx()
+        self.parts.context.ctx()
     }
 
     /// libgomp's index of this device within the plugin.
     #[inline]
     pub fn ord(&self) -> i32 {
-        self.context.ord()
+        self.parts.context.ord()
     }
 
     /// The device's properties, read at open.
     #[inline]
     pub fn props(&self) -> &Props {
-        self.context.props()
+        self.parts.context.props()
     }
 
     /// The device's settings (the process's, copied at open).
     #[inline]
     pub fn config(&self) -> &Config {
-        self.settings.config()
+        self.parts.settings.config()
     }
 
     /// The settings part: settings and run-time switches (OpenACC in use, a kernel
     /// done).
     #[inline]
     pub fn settings(&self) -> &Settings {
-        &self.settings
+        &self.parts.settings
     }
 
     /// The memory part: device memory, soft stacks, live blocks, pinned host memory.
     #[inline]
     pub fn memory(&self) -> &Memory {
-        &self.memory
+        &self.parts.memory
     }
 
     /// The copy engine.
@@ -192,34 +192,33 @@ impl Core {
     /// The launch resources: streams, events and the order of deferred copies.
     #[inline]
     pub fn launch(&self) -> &LaunchResources {
-        &self.launch
+        &self.parts.launch
     }
 
     /// The profile's and trace's recorder, if either is on.
     #[inline]
     pub fn observe(&self) -> Option<&DeviceObserve> {
-        self.observe.as_deref()
+        self.parts.observe.as_deref()
     }
 
-    /// The parts a copy borrows ([`Copies::host2dev`] and kin).
+    /// The device's parts, which copies are given ([`Copies::host2dev`] and kin).
     #[inline]
-    pub fn copy_parts(&self) -> CopyParts<'_> {
-        CopyParts {
-            buffers: self.copies.buffers(),
-            launch: &self.launch,
-            settings: &self.settings,
-            memory: &self.memory,
-            context: &self.context,
-            observe: self.observe(),
-        }
+    pub fn parts(&self) -> &Parts {
+        &self.parts
     }
 
     /// Allocates `size` device bytes ([`Memory::alloc`], its chunks from
     /// [`Memory::alloc_retry`] with this device's parts).
     pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
-        self.memory.alloc(size, self.observe(), |bytes| {
-            let (m, o) = (&self.memory, self.observe());
-            m.alloc_retry(bytes, &self.context, &self.settings, &self.launch, o)
+        self.parts.memory.alloc(size, self.observe(), |bytes| {
+            let (m, o) = (&self.parts.memory, self.observe());
+            m.alloc_retry(
+                bytes,
+                &self.parts.context,
+                &self.parts.settings,
+                &self.parts.launch,
+                o,
+            )
         })
     }
 
@@ -227,8 +226,9 @@ impl Core {
     /// parts). NULL is accepted and ignored; an address that does not start a block is
     /// "invalid device address".
     pub fn free(&self, p: CUdeviceptr) -> Result<()> {
-        self.memory
-            .free_block(p, &self.settings, &self.launch, self.observe())
+        self.parts
+            .memory
+            .free_block(p, &self.parts.settings, &self.parts.launch, self.observe())
             .map(|_| ())
     }
 
@@ -255,19 +255,19 @@ impl Core {
     /// of those steps: it is returned rather than a later one, except that a failure to
     /// release the primary context is returned in any case.
     pub fn close(&self, mut first_err: Option<Error>) -> Result<()> {
-        if let Err(e) = self.launch.settle() {
+        if let Err(e) = self.parts.launch.settle() {
             first_err.get_or_insert(e);
         }
         if let Some(o) = self.observe() {
             o.close();
         }
-        self.memory.close(self.ord(), &self.launch);
-        self.copies.destroy();
-        if let Err(e) = self.memory.destroy_pinned() {
+        self.parts.memory.close(self.ord(), &self.parts.launch);
+        self.parts.buffers.destroy();
+        if let Err(e) = self.parts.memory.destroy_pinned() {
             first_err.get_or_insert(e);
         }
-        self.launch.destroy();
-        self.context.release()?;
+        self.parts.launch.destroy();
+        self.parts.context.release()?;
         first_err.map_or(Ok(()), Err)
     }
 }

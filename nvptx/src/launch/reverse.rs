@@ -341,8 +341,8 @@ pub fn setup(dev: &Arc<Core>, rev: &Reverse, img: &Image, num_funcs: usize) -> R
     });
     let mailbox = ensure_mailbox(dev, rev)?;
     if let Err(e) = dev
-        .copies()
-        .buffers()
+        .parts()
+        .buffers
         .kernel_copy()
         .prepare(dev.launch().streams())
     {

@@ -279,7 +279,7 @@ impl AccQueue {
         unsafe {
             self.dev
                 .copies()
-                .host2dev(&self.dev.copy_parts(), dst, src, n, Via::Queue(s))
+                .host2dev(self.dev.parts(), dst, src, n, Via::Queue(s))
         }
         .map_err(crate::launch::failure::kernel_error)
     }
@@ -299,7 +299,7 @@ impl AccQueue {
         unsafe {
             self.dev
                 .copies()
-                .dev2host(&self.dev.copy_parts(), dst, src, n, Via::Queue(s))
+                .dev2host(self.dev.parts(), dst, src, n, Via::Queue(s))
         }
         .map_err(crate::launch::failure::kernel_error)
     }
@@ -313,7 +313,7 @@ impl AccQueue {
         let s = self.ordered_stream()?;
         self.dev
             .copies()
-            .dev2dev(&self.dev.copy_parts(), dst, src, n, Via::Queue(s))
+            .dev2dev(self.dev.parts(), dst, src, n, Via::Queue(s))
     }
 }
 

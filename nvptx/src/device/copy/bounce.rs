@@ -4,11 +4,11 @@
 //! without waiting for earlier work (else it goes on to `direct`), queued.
 
 use super::host_copy::{HostCopy, Via};
-use super::parts::CopyParts;
 use super::path::{CopyPath, Ended, Failed, Knob, Taken};
 use crate::config::tune::PathKnob;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
+use crate::device::parts::Parts;
 use crate::host::bounce::Buffer;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
@@ -37,7 +37,7 @@ impl CopyPath for Bounced {
         Some(Knob::Own(&KNOB))
     }
 
-    unsafe fn try_copy(&self, d: &CopyParts<'_>, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         let bounce = &d.buffers.bounce();
         if !bounce.takes(c.n) || !c.pageable(d) {
             return None;
@@ -52,9 +52,9 @@ impl CopyPath for Bounced {
                 };
                 // SAFETY: `c.host` readable for `n` bytes (caller); the stream is waited
                 // for.
-                let r = d
-                    .launch
-                    .on_copy_stream(d.settings, |s| unsafe { host2dev(d, s, b, dev, c.host, n) });
+                let r = d.launch.on_copy_stream(&d.settings, |s| unsafe {
+                    host2dev(d, s, b, dev, c.host, n)
+                });
                 Some(r.map(|()| Ended::Done).map_err(Failed::copy))
             }
             (CopyDir::H2D, Via::Queue(s)) => {
@@ -103,7 +103,7 @@ impl CopyPath for Bounced {
 /// `src` readable for `n` bytes (`n` within the bounce size); `dst` checked by
 /// `check_host_copy`; `s` a stream of the device.
 pub(super) unsafe fn host2dev(
-    d: &CopyParts<'_>,
+    d: &Parts,
     s: Stream,
     b: Buffer,
     dst: CUdeviceptr,

@@ -1,5 +1,5 @@
 //! Copy path: a synchronous host-to-device copy that returns before its DMA has ended
-//! (within `defer`, see [`CopyParts::may_defer`]), everything that can observe device
+//! (within `defer`, see [`Parts::may_defer`]), everything that can observe device
 //! memory then ordered after it (`copy_order`). The source is safe to reuse when this
 //! returns: pageable bytes below the bounce size are staged by the driver during
 //! `cuMemcpyHtoDAsync` (CUDA's documented behaviour for pageable sources), the others
@@ -8,9 +8,9 @@
 
 use super::bounce;
 use super::host_copy::HostCopy;
-use super::parts::CopyParts;
 use super::path::{CopyPath, Ended, Failed, Knob, Taken, Takes};
 use crate::config::Config;
+use crate::device::parts::Parts;
 use crate::host::bounce::MIN_BYTES;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
@@ -37,7 +37,7 @@ impl CopyPath for Deferred {
         Takes::of(CopyDir::H2D, false)
     }
 
-    unsafe fn try_copy(&self, d: &CopyParts<'_>, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         if !c.may_defer(d) {
             return None;
         }
@@ -50,7 +50,7 @@ impl CopyPath for Deferred {
         c.taken(self.label());
         let (dst, src, n) = (c.dev, c.host.cast_const(), c.n);
         let r = (|| -> Result<()> {
-            let s = d.launch.deferred_stream(d.settings)?;
+            let s = d.launch.deferred_stream(&d.settings)?;
             d.launch.order(s)?;
             if direct {
                 // SAFETY: `src` is pageable and readable (caller): the driver has copied

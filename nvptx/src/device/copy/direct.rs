@@ -4,8 +4,8 @@
 //! device are queued.
 
 use super::host_copy::{HostCopy, Via};
-use super::parts::CopyParts;
 use super::path::{CopyPath, Ended, Failed, Taken};
+use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
 
@@ -17,13 +17,13 @@ impl CopyPath for Direct {
         "direct"
     }
 
-    unsafe fn try_copy(&self, d: &CopyParts<'_>, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         let (dev, host, n) = (c.dev, c.host, c.n);
         c.taken(self.label());
         Some(match (c.dir, c.via) {
             (CopyDir::H2D, Via::Sync) => d
                 .launch
-                .on_copy_stream(d.settings, |s| {
+                .on_copy_stream(&d.settings, |s| {
                     // SAFETY: readable source (caller); the stream is waited for before
                     // returning.
                     unsafe { s.copy_htod(dev, host, n) }.map_err(Error::from)

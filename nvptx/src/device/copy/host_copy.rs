@@ -2,9 +2,9 @@
 //! where it goes ([`Via`]) and its kind (direction by caller, [`kind_index`]). Lives on
 //! the calling thread's stack for one copy; plain types.
 
-use super::parts::CopyParts;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
+use crate::device::parts::Parts;
 use crate::observe::nvtx::{self, Kind, Range};
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
@@ -108,31 +108,27 @@ impl HostCopy {
         drop(self.range.take());
     }
 
-    /// Whether the host memory is pageable ([`CopyParts::pageable`]; asked once).
-    pub fn pageable(&self, d: &CopyParts<'_>) -> bool {
+    /// Whether the host memory is pageable ([`Parts::pageable`]; asked once).
+    pub fn pageable(&self, d: &Parts) -> bool {
         memo(&self.pageable, || d.pageable(self.host, self.n))
     }
 
     /// Whether a synchronous host-to-device copy may return before its DMA has ended
-    /// ([`CopyParts::may_defer`]; asked once).
-    pub fn may_defer(&self, d: &CopyParts<'_>) -> bool {
+    /// ([`Parts::may_defer`]; asked once).
+    pub fn may_defer(&self, d: &Parts) -> bool {
         memo(&self.may_defer, || d.may_defer(self.n))
     }
 
     /// The stream a device-to-host copy that is waited for goes on: the calling
     /// thread's copy stream (`LaunchResources::copy_stream`; asked once) or the queue's.
-    pub fn stream(&self, d: &CopyParts<'_>) -> Result<Stream> {
+    pub fn stream(&self, d: &Parts) -> Result<Stream> {
         self.stream_or(d, || d.launch.thread_streams().stream())
     }
 
     /// [`HostCopy::stream`] with the calling thread's own stream from `own` (a path
     /// that has the thread's lane at hand).
     #[inline]
-    pub fn stream_or(
-        &self,
-        d: &CopyParts<'_>,
-        own: impl FnOnce() -> Result<Stream>,
-    ) -> Result<Stream> {
+    pub fn stream_or(&self, d: &Parts, own: impl FnOnce() -> Result<Stream>) -> Result<Stream> {
         if let Some(s) = self.stream.get() {
             return Ok(s);
         }

@@ -5,10 +5,10 @@
 //! know. Takes no copy first-hand ([`CopyPath::retry`] only).
 
 use super::host_copy::HostCopy;
-use super::parts::CopyParts;
 use super::path::{CopyPath, Taken, Takes};
 use crate::config::Config;
 use crate::cuda::sys::CUdeviceptr;
+use crate::device::parts::Parts;
 use crate::device::serving;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
@@ -27,11 +27,11 @@ impl CopyPath for ByKernel {
         Takes::NONE
     }
 
-    unsafe fn try_copy(&self, _d: &CopyParts<'_>, _c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, _d: &Parts, _c: &HostCopy) -> Option<Taken> {
         None
     }
 
-    unsafe fn retry(&self, d: &CopyParts<'_>, c: &HostCopy, failed: &Error) -> Option<Result<()>> {
+    unsafe fn retry(&self, d: &Parts, c: &HostCopy, failed: &Error) -> Option<Result<()>> {
         if !device_heap_copy(d, failed, c.dev) {
             return None;
         }
@@ -54,7 +54,7 @@ impl CopyPath for ByKernel {
 
 /// Whether a copy the driver refused with `e` should be retried by a kernel (logged
 /// either way).
-fn device_heap_copy(d: &CopyParts<'_>, e: &Error, dev_addr: CUdeviceptr) -> bool {
+fn device_heap_copy(d: &Parts, e: &Error, dev_addr: CUdeviceptr) -> bool {
     let retry = matches!(e, Error::Driver(c) if c.code == i64::from(crate::cuda::sys::CUDA_ERROR_INVALID_VALUE))
         && serving::serving_request()
         && !d.memory.blocks().contains(dev_addr);

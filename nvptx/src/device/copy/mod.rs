@@ -22,7 +22,7 @@
 //! that sizes it ([`Knob`]: its own, declared in its file, or a shared one) and the
 //! profile row it counts its copies under (an existing row or its own,
 //! `CopyMem::Path`); its buffers are a field of [`Copies`] (or the calling thread's
-//! lane). A path is given the device's parts a copy uses ([`CopyParts`]), never the
+//! lane). A path is given the device's parts a copy uses ([`Parts`]), never the
 //! core. A synchronous copy whose driver call failed may be made again by a later path
 //! ([`CopyPath::retry`]: by kernel, for device-heap memory while serving a
 //! reverse-offload request). The profile and the trace count every copy by how it
@@ -41,12 +41,10 @@
 //! body imports them.
 
 mod bounce;
-mod buffers;
 mod deferred;
 mod direct;
 mod host_copy;
 mod kernel_copy;
-mod parts;
 mod path;
 mod queued;
 mod read_ahead;
@@ -54,12 +52,10 @@ mod ring;
 mod staged;
 
 pub use bounce::Bounced;
-pub use buffers::Buffers;
 pub use deferred::Deferred;
 pub use direct::Direct;
 pub use host_copy::{HostCopy, Via};
 pub use kernel_copy::ByKernel;
-pub use parts::CopyParts;
 pub use path::{CopyPath, Ended, Failed, Knob, Taken, Takes};
 pub use queued::Queued;
 pub use read_ahead::ReadAhead;
@@ -69,6 +65,8 @@ pub use staged::Staged;
 use crate::config::tune::PathKnob;
 use crate::config::Config;
 use crate::cuda::sys::CUdeviceptr;
+use crate::device::copy_buffers::Buffers;
+use crate::device::parts::Parts;
 use crate::observe::nvtx::{self, Kind};
 use crate::observe::profile::{CopyDir, CopyMem};
 use gomp_plugin::error::{Error, Result};
@@ -114,12 +112,10 @@ pub fn knobs() -> Vec<&'static PathKnob> {
         .collect()
 }
 
-/// The copy engine of a device core: the copy paths' buffers and the paths each kind of
-/// copy is offered to. Owned by the core; `Sync` (the buffers lock inside, the routes
-/// are read only). Its copies borrow the device's other parts ([`CopyParts`]).
+/// The copy engine of a device core: the paths each kind of copy is offered to. Owned
+/// by the core; `Sync` (read only). Its copies are given the device's parts
+/// ([`Parts`]: the copy paths' buffers among them).
 pub struct Copies {
-    /// The copy paths' buffers and the interop-stream count.
-    buffers: Buffers,
     /// The paths each kind of copy is offered to (the paths' `takes` under the device's
     /// settings).
     routes: Routes,
@@ -129,20 +125,14 @@ impl Copies {
     /// The copy engine of a device opened with `config` (nothing allocated yet).
     pub(super) fn new(config: &Config) -> Copies {
         Copies {
-            buffers: Buffers::new(config, config.tune.size(&bounce::KNOB)),
             routes: routes(config),
         }
     }
 
-    /// The copy paths' buffers.
-    #[inline]
-    pub fn buffers(&self) -> &Buffers {
-        &self.buffers
-    }
-
-    /// Releases the paths' buffers (device close, context current).
-    pub(super) fn destroy(&self) {
-        self.buffers.destroy();
+    /// The copy paths' buffers of a device opened with `config` (sized by the paths'
+    /// knobs; nothing allocated yet), for the device's [`Parts`].
+    pub(super) fn buffers(config: &Config) -> Buffers {
+        Buffers::new(config, config.tune.size(&bounce::KNOB))
     }
 
     /// Copies `n` bytes from host `src` to device `dst` (see [`Via`]), with the device's parts `d`.
@@ -152,7 +142,7 @@ impl Copies {
     /// queued so far has run (libgomp keeps or stages it).
     pub unsafe fn host2dev(
         &self,
-        d: &CopyParts<'_>,
+        d: &Parts,
         dst: CUdeviceptr,
         src: *const c_void,
         n: usize,
@@ -169,7 +159,7 @@ impl Copies {
     /// queued so far has run.
     pub unsafe fn dev2host(
         &self,
-        d: &CopyParts<'_>,
+        d: &Parts,
         dst: *mut c_void,
         src: CUdeviceptr,
         n: usize,
@@ -189,7 +179,7 @@ impl Copies {
     /// [`Via::Queue`], until the queue's work queued so far has run.
     unsafe fn host_copy(
         &self,
-        d: &CopyParts<'_>,
+        d: &Parts,
         dir: CopyDir,
         dev: CUdeviceptr,
         host: *mut c_void,
@@ -205,7 +195,7 @@ impl Copies {
             // SAFETY: `host` as the caller guarantees; `dev` checked above.
             unsafe { self.by_paths(d, &c) }
         };
-        let Some(o) = d.observe else {
+        let Some(o) = d.observe() else {
             return copy().map(|_| ());
         };
         let (t0, mem) = (crate::observe::now(), d.copy_mem(host, n, via == Via::Sync));
@@ -221,11 +211,7 @@ impl Copies {
     ///
     /// # Safety
     /// As [`CopyPath::try_copy`].
-    unsafe fn by_paths(
-        &self,
-        d: &CopyParts<'_>,
-        c: &HostCopy,
-    ) -> Result<(Ended, &'static dyn CopyPath)> {
+    unsafe fn by_paths(&self, d: &Parts, c: &HostCopy) -> Result<(Ended, &'static dyn CopyPath)> {
         for &(i, (at_least, below)) in &self.routes[c.kind()] {
             if c.n < at_least || c.n >= below {
                 continue;
@@ -258,7 +244,7 @@ impl Copies {
     /// waited for), with the device's parts `d`.
     pub fn dev2dev(
         &self,
-        d: &CopyParts<'_>,
+        d: &Parts,
         dst: CUdeviceptr,
         src: CUdeviceptr,
         n: usize,
@@ -272,19 +258,19 @@ impl Copies {
             Via::Sync => "d2d".into(),
             Via::Queue(_) => "d2d queued".into(),
         });
-        let t0 = d.observe.map(|_| crate::observe::now());
+        let t0 = d.observe().map(|_| crate::observe::now());
         // Device addresses are checked by the driver.
         let (r, ended) = match via {
             // Waited for before returning.
             Via::Sync => (
-                d.launch.on_copy_stream(d.settings, |s| {
+                d.launch.on_copy_stream(&d.settings, |s| {
                     s.copy_dtod(dst, src, n).map_err(Error::from)
                 }),
                 Ended::Done,
             ),
             Via::Queue(s) => (s.copy_dtod(dst, src, n).map_err(Error::from), Ended::Queued),
         };
-        if let (Some(o), Some(t0)) = (d.observe, t0) {
+        if let (Some(o), Some(t0)) = (d.observe(), t0) {
             o.copy(CopyDir::D2D, ended.row(CopyMem::Device), n, t0);
         }
         r

@@ -5,9 +5,9 @@
 //! are the folder's (`copy/mod.rs`).
 
 use super::host_copy::{kind_index, HostCopy};
-use super::parts::CopyParts;
 use crate::config::tune::PathKnob;
 use crate::config::Config;
+use crate::device::parts::Parts;
 use crate::observe::profile::{CopyDir, CopyMem};
 use gomp_plugin::error::{Error, Result};
 
@@ -81,9 +81,9 @@ impl Knob {
 
 /// One way of making a copy between the host and the device (a file of this folder).
 /// Paths are zero-sized and stateless: what they keep lives in the copy engine's
-/// buffers (per device, [`CopyParts`]' `buffers`) or in the calling thread's lane
+/// buffers (per device, [`Parts`]' `buffers`) or in the calling thread's lane
 /// (`host::ThreadHost`). `Sync`: any thread asks. A path is given the device's parts a
-/// copy uses ([`CopyParts`]), not the core.
+/// copy uses ([`Parts`]), not the core.
 pub trait CopyPath: Sync {
     /// The path's name (its file's).
     fn label(&self) -> &'static str;
@@ -115,7 +115,7 @@ pub trait CopyPath: Sync {
     /// # Safety
     /// `c.host` readable (to the device) or writable (to the host) for `c.n` bytes; for
     /// [`Via::Queue`], until the queue's work queued so far has run.
-    unsafe fn try_copy(&self, d: &CopyParts<'_>, c: &HostCopy) -> Option<Taken>;
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken>;
 
     /// Makes again a synchronous copy `c` that an earlier path failed with `failed`
     /// (a [`Failed::copy`]), if the path can: `None` when it cannot (the next path is
@@ -123,12 +123,7 @@ pub trait CopyPath: Sync {
     ///
     /// # Safety
     /// As [`CopyPath::try_copy`].
-    unsafe fn retry(
-        &self,
-        _d: &CopyParts<'_>,
-        _c: &HostCopy,
-        _failed: &Error,
-    ) -> Option<Result<()>> {
+    unsafe fn retry(&self, _d: &Parts, _c: &HostCopy, _failed: &Error) -> Option<Result<()>> {
         None
     }
 }

@@ -3,9 +3,9 @@
 //! bytes). A queue's copy to pageable memory goes on to the later paths, waited for.
 
 use super::host_copy::{HostCopy, Via};
-use super::parts::CopyParts;
 use super::path::{CopyPath, Ended, Taken, Takes};
 use crate::config::Config;
+use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
 
@@ -21,7 +21,7 @@ impl CopyPath for Queued {
         Takes::of(CopyDir::D2H, true)
     }
 
-    unsafe fn try_copy(&self, d: &CopyParts<'_>, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         let Via::Queue(s) = c.via else { return None };
         if c.pageable(d) {
             return None;

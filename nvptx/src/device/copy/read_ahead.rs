@@ -4,9 +4,9 @@
 //! queues' work). Sized by `readahead`.
 
 use super::host_copy::HostCopy;
-use super::parts::CopyParts;
 use super::path::{CopyPath, Ended, Knob, Taken, Takes};
 use crate::config::Config;
+use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
 
 /// The read-ahead path (zero-sized, stateless, `Sync`; the read-ahead is the calling
@@ -26,7 +26,7 @@ impl CopyPath for ReadAhead {
         Takes::of(CopyDir::D2H, false)
     }
 
-    unsafe fn try_copy(&self, d: &CopyParts<'_>, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         if d.settings.openacc_in_use() {
             return None;
         }

@@ -5,11 +5,11 @@
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
 use super::host_copy::HostCopy;
-use super::parts::CopyParts;
 use super::path::{CopyPath, Ended, Failed, Knob, Taken, Takes};
 use crate::config::tune::PathKnob;
 use crate::config::Config;
 use crate::cuda::safe::Stream;
+use crate::device::parts::Parts;
 use crate::device::serving;
 use crate::host::ranges as host_ranges;
 use crate::host::ring::Ring as ThreadRing;
@@ -47,7 +47,7 @@ impl CopyPath for Ring {
             .sized(0, config.tune.size(&KNOB))
     }
 
-    unsafe fn try_copy(&self, d: &CopyParts<'_>, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         if c.dir == CopyDir::H2D {
             // A synchronous copy (`takes`).
             if !c.may_defer(d) {
@@ -86,7 +86,7 @@ impl CopyPath for Ring {
 ///
 /// # Safety
 /// `c.host` readable for `c.n` bytes; `c.dev` checked by `check_host_copy`.
-unsafe fn host2dev(d: &CopyParts<'_>, c: &HostCopy) -> Option<Result<()>> {
+unsafe fn host2dev(d: &Parts, c: &HostCopy) -> Option<Result<()>> {
     let (dst, src, n) = (c.dev, c.host.cast_const(), c.n);
     // The thread's lane, asked once for the stream and the ring.
     let lane = match d.launch.thread_streams().get() {
@@ -140,12 +140,7 @@ unsafe fn slot(ring: &ThreadRing, n: usize, s: Stream) -> Option<*mut u8> {
 /// # Safety
 /// `ring` the calling thread's lane's; `c.host` writable for `c.n` bytes; `c.dev`
 /// checked by `check_host_copy`; `s` a stream of the device.
-unsafe fn dev2host(
-    d: &CopyParts<'_>,
-    ring: &ThreadRing,
-    s: Stream,
-    c: &HostCopy,
-) -> Option<Result<()>> {
+unsafe fn dev2host(d: &Parts, ring: &ThreadRing, s: Stream, c: &HostCopy) -> Option<Result<()>> {
     let (dst, src, n) = (c.host, c.dev, c.n);
     // SAFETY: the calling thread's ring (caller); the space is used only below.
     let slot = unsafe { slot(ring, n, s) }?;
@@ -157,7 +152,7 @@ unsafe fn dev2host(
             unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
         };
         // SAFETY: the ring is this thread's lane's (caller); `s` a stream of the device.
-        unsafe { d.launch.on_waited(d.settings, s, ring, false, copy) }?;
+        unsafe { d.launch.on_waited(&d.settings, s, ring, false, copy) }?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
         Ok(())

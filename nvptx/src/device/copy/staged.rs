@@ -1,14 +1,14 @@
 //! Copy path: large pageable copies through the staging engine (`host::staging`),
-//! complete when they return ([`CopyParts::stage`] says which), after what they wait for
+//! complete when they return ([`Parts::stage`] says which), after what they wait for
 //! first on the host: a queue's work queued so far (the engine's streams are not
 //! ordered after it, and the queue's later work comes after the copy) and every
 //! deferred copy (rule 3 of `copy_order`). Not taken when the engine is busy. Sized by
 //! `GOMP_NVPTX_STAGING` (a variable of its own, no `GOMP_NVPTX_TUNE` key).
 
 use super::host_copy::{HostCopy, Via};
-use super::parts::CopyParts;
 use super::path::{CopyPath, Ended, Failed, Taken, Takes};
 use crate::config::Config;
+use crate::device::parts::Parts;
 use crate::host::staging::MIN_STAGED;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
@@ -26,7 +26,7 @@ impl CopyPath for Staged {
         Takes::ANY.sized(MIN_STAGED, usize::MAX)
     }
 
-    unsafe fn try_copy(&self, d: &CopyParts<'_>, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         if !d.stage(c.host, c.n, c.via == Via::Sync) {
             return None;
         }
@@ -47,7 +47,7 @@ impl CopyPath for Staged {
 }
 
 /// What a staged copy waits for.
-fn before_staging(d: &CopyParts<'_>, via: Via) -> Result<()> {
+fn before_staging(d: &Parts, via: Via) -> Result<()> {
     if let Via::Queue(s) = via {
         // An event recorded on the queue's stream covers what CUDA orders that
         // stream after (work queued before on the legacy stream).

@@ -2,8 +2,9 @@
 //! staging engine, the bounce buffers, the copy kernel) and the count of interop
 //! streams that stop deferring.
 //!
-//! [`Buffers`] is owned by the device's copy engine (`copy::Copies`); `Sync` (each
-//! part locks inside, the count is atomic).
+//! [`Buffers`] is owned by the device's parts (`device::parts::Parts`), which the
+//! copy paths (`device::copy`) are given; `Sync` (each part locks inside, the count is
+//! atomic).
 
 use crate::config::Config;
 use crate::host::bounce::Bounce;
@@ -12,7 +13,7 @@ use crate::host::staging::Staging;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The copy paths' buffers of one device and the interop-stream count. Owned by the
-/// copy engine; `Sync`.
+/// device's parts; `Sync`.
 pub struct Buffers {
     /// The staging engine (page-locked buffers, lane threads) for large pageable
     /// copies (`staged.rs`).
@@ -32,7 +33,7 @@ pub struct Buffers {
 impl Buffers {
     /// The buffers of a device opened with `config`, its bounce buffers of
     /// `bounce_size` bytes (the bounce path's knob; nothing allocated yet).
-    pub(super) fn new(config: &Config, bounce_size: usize) -> Buffers {
+    pub fn new(config: &Config, bounce_size: usize) -> Buffers {
         Buffers {
             staging: Staging::new(config.staging),
             bounce: Bounce::new(bounce_size),
@@ -43,13 +44,13 @@ impl Buffers {
 
     /// The staging engine.
     #[inline]
-    pub(super) fn staging(&self) -> &Staging {
+    pub(crate) fn staging(&self) -> &Staging {
         &self.staging
     }
 
     /// The bounce buffers.
     #[inline]
-    pub(super) fn bounce(&self) -> &Bounce {
+    pub(crate) fn bounce(&self) -> &Bounce {
         &self.bounce
     }
 

@@ -1,13 +1,14 @@
-//! The parts of a device a copy uses ([`CopyParts`]): the copy engine's buffers, the
-//! launch resources (streams, events, the order of deferred copies), the settings, the
-//! memory (the live blocks), the context and the profile's recorder, borrowed from the
-//! device core for one copy; with the questions a copy asks of them (staged? pageable?
-//! deferred?). The copy paths take it instead of the core.
+//! The parts of a device ([`Parts`]): its context, settings, memory, copy buffers,
+//! launch resources (streams, events, the order of deferred copies) and the profile's
+//! recorder, held together by the device core beside its copy engine (`device::copy`),
+//! which is given them (the copy paths take `&Parts`, never the core); with the
+//! questions a copy asks of them (staged? pageable? deferred?). Each part's behaviour
+//! is the part's own.
 
-use super::buffers::Buffers;
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::context::DeviceContext;
+use crate::device::copy_buffers::Buffers;
 use crate::device::launch_resources::LaunchResources;
 use crate::device::memory::Memory;
 use crate::device::serving;
@@ -18,26 +19,34 @@ use crate::observe::profile::CopyMem;
 use crate::observe::DeviceObserve;
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
+use std::sync::Arc;
 
-/// A device's parts as one copy borrows them (made by the core for each copy, on the
-/// calling thread's stack). Plain references (`Copy`); each part is `Sync`.
-#[derive(Clone, Copy)]
-pub struct CopyParts<'a> {
-    /// The copy engine's buffers.
-    pub buffers: &'a Buffers,
-    /// Streams, events and the order of deferred copies.
-    pub launch: &'a LaunchResources,
+/// A device's parts, owned by its core (`device::Core`) and given to its copy engine.
+/// `Sync` through the core (each part locks inside; the context handle may be used from
+/// any thread).
+pub struct Parts {
+    /// Which device, its properties and its context.
+    pub context: DeviceContext,
     /// Settings and run-time switches.
-    pub settings: &'a Settings,
-    /// Device memory (the live blocks the copies check).
-    pub memory: &'a Memory,
-    /// Which device and its context.
-    pub context: &'a DeviceContext,
-    /// The profile's and trace's recorder, if either is on.
-    pub observe: Option<&'a DeviceObserve>,
+    pub settings: Settings,
+    /// Device memory and page-locked host memory.
+    pub memory: Memory,
+    /// The copy paths' buffers and the interop-stream count.
+    pub buffers: Buffers,
+    /// Streams, events and the order of deferred copies.
+    pub launch: LaunchResources,
+    /// The profile's and trace's recorder (`None` unless `GOMP_NVPTX_PROFILE` or
+    /// `GOMP_NVPTX_TRACE` is set: every hook is a check of this field).
+    pub observe: Option<Arc<DeviceObserve>>,
 }
 
-impl CopyParts<'_> {
+impl Parts {
+    /// The profile's and trace's recorder, if either is on.
+    #[inline]
+    pub fn observe(&self) -> Option<&DeviceObserve> {
+        self.observe.as_deref()
+    }
+
     /// Whether a synchronous host-to-device copy of `n` bytes may return before its DMA
     /// has ended: small enough, not serving a reverse-offload request (the requesting
     /// kernel reads the bytes as soon as the request is answered) and no `targetsync`
