@@ -2,10 +2,12 @@
 //! responsibility: its context and properties ([`context`]), its settings and
 //! run-time switches ([`settings`], over [`crate::config`]), its memory ([`memory`],
 //! over [`crate::memory`] and the pinned pool of [`crate::host`]), its copies ([`copy`]:
-//! the copy paths and their buffers; [`copy_order`]: the order of deferred copies,
-//! which the launch resources hold) and
+//! the copy engine and its paths; [`copy_buffers`]: the paths' buffers;
+//! [`copy_order`]: the order of deferred copies, which the launch resources hold) and
 //! its launch resources ([`launch_resources`]: the pools of idle streams and events
-//! from [`crate::cuda::pools`], each thread's stream) every other concept borrows.
+//! from [`crate::cuda::pools`], each thread's stream) every other concept borrows. The
+//! parts but the copy engine are held together in [`parts`], which the copy engine is
+//! given.
 //! What runs on the device (loaded images, async launches, reverse offload) is above
 //! this layer and borrows the core; it is not named here.
 //!
@@ -13,7 +15,8 @@
 //! (opening and closing the device, the accessors, the entry spans); each part's
 //! behaviour is the part's, and a part that needs another is given it as an argument.
 //! No file of this folder names `Core` but `whole.rs` and `entry_points.rs` (libgomp's
-//! `DeviceCore` entry points, which compose the parts' calls).
+//! `DeviceCore` entry points, which compose the parts' calls); no file below names
+//! this body.
 //!
 //! Threading: a `Core` is shared (`Arc`) by the open device that owns it and by every
 //! thread that works on it (libgomp's threads through the open device, OpenACC queues

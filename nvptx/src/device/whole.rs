@@ -1,5 +1,6 @@
 //! The device core itself ([`Core`]): one opened CUDA device composed of its parts
-//! (context, settings, memory, copies, launch resources) and the profile's recorder.
+//! ([`Parts`]: context, settings, memory, the copy paths' buffers, launch resources and
+//! the profile's recorder) and its copy engine ([`Copies`], which is given the parts).
 //! It keeps only what spans the parts: opening and closing the device (each part's
 //! start and end in their order), the accessors the concepts above borrow the parts
 //! through, and the entry spans; the parts' behaviour is theirs.

@@ -21,9 +21,9 @@
 //! `try_copy`), the `GOMP_NVPTX_TUNE` key
 //! that sizes it ([`Knob`]: its own, declared in its file, or a shared one) and the
 //! profile row it counts its copies under (an existing row or its own,
-//! `CopyMem::Path`); its buffers are a field of [`Copies`] (or the calling thread's
-//! lane). A path is given the device's parts a copy uses ([`Parts`]), never the
-//! core. A synchronous copy whose driver call failed may be made again by a later path
+//! `CopyMem::Path`); its buffers are a field of `Buffers` (`device::copy_buffers`, one
+//! of the device's [`Parts`]) or the calling thread's lane. A path is given the
+//! device's parts ([`Parts`]), never the core. A synchronous copy whose driver call failed may be made again by a later path
 //! ([`CopyPath::retry`]: by kernel, for device-heap memory while serving a
 //! reverse-offload request). The profile and the trace count every copy by how it
 //! reached the host (`staged`, `pinned`, `pageable`) or how it ended (`deferred`;
@@ -34,7 +34,7 @@
 //! Adding a path: its file here (its zero-sized type, `impl CopyPath` for it, its own
 //! knob's `PathKnob` and its own profile row if it has them) and, in this file, its
 //! `mod` line and its line in [`PATHS`] (and, when it keeps buffers per device, their
-//! field in `Buffers`, `buffers.rs`). Its knob reaches `GOMP_NVPTX_TUNE`'s parser and the
+//! field in `Buffers`, `device/copy_buffers.rs`). Its knob reaches `GOMP_NVPTX_TUNE`'s parser and the
 //! README's table through [`knobs`]. What a path is ([`CopyPath`], [`Takes`], [`Knob`],
 //! [`Taken`]) is `path.rs`; the copy as the paths see it ([`HostCopy`], [`Via`]) is
 //! `host_copy.rs`. No file here names this body: the paths import their siblings, this
