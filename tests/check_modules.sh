@@ -35,6 +35,11 @@ check "fixture circle: two circles found" 1 \
 check "fixture up: imports from the parent's body and from lib.rs found" 1 \
   "BREAK: up $F/up/src/f/x.rs -> $F/up/src/f/mod.rs" \
   "BREAK: up $F/up/src/f/y.rs -> $F/up/src/lib.rs" -- --root $F/up/src
+check "fixture impl_up: a child's impl of its parent's (or lib.rs's) type or trait found" 1 \
+  "BREAK: up $F/impl_up/src/g/split.rs -> $F/impl_up/src/g/mod.rs" \
+  "BREAK: up $F/impl_up/src/g/by_path.rs -> $F/impl_up/src/g/mod.rs" \
+  "BREAK: up $F/impl_up/src/g/tr.rs -> $F/impl_up/src/g/mod.rs" \
+  "BREAK: up $F/impl_up/src/g/root.rs -> $F/impl_up/src/lib.rs" -- --root $F/impl_up/src
 check "fixture clean: passes" 0 "PASS: $F/clean/src:" -- --root $F/clean/src
 known=$(mktemp); trap 'rm -f "$known"' EXIT
 printf 'circle %s/circle/src: a <-> b\ncircle %s/circle/src: c <-> d <-> e\n' $F $F > "$known"

@@ -8,7 +8,8 @@
 
 use crate::cuda::safe::{OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::Core;
+use crate::device::copy_buffers::Buffers;
+use crate::device::launch_resources::LaunchResources;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::interop::*;
 use std::ffi::{c_char, c_int, CStr};
@@ -118,74 +119,69 @@ pub fn type_desc(fr: c_int, prop: c_int) -> Option<&'static CStr> {
     })
 }
 
-impl Core {
-    /// The interop entry point: `flag` 0 = init (choose the runtime, create a stream if
-    /// `targetsync`), 1 = use (wait for the stream), 2 = destroy (wait, destroy).
-    ///
-    /// A `targetsync` stream is handed to the program, which may queue work on it at any
-    /// time: it is made to wait for the deferred host-to-device copies made so far, and
-    /// while it exists no further copy is deferred (`Core::may_defer`).
-    ///
-    /// # Safety
-    /// `prefer` must be NULL or the compiler's NUL-terminated-list encoding.
-    pub unsafe fn interop(
-        &self,
-        obj: &mut InteropObj,
-        flag: u32,
-        targetsync: bool,
-        prefer: *const c_char,
-    ) -> Result<()> {
-        match flag {
-            0 => {
-                obj.fr = if prefer.is_null() {
-                    FR_CUDA
-                } else {
-                    // SAFETY: the compiler's encoding is readable up to its terminator,
-                    // and the parser reads no further (caller).
-                    choose_fr_with(|i| unsafe { *prefer.add(i) } as u8)
-                };
-                obj.stream = std::ptr::null_mut();
-                if targetsync {
-                    // Context current (caller). The interop object owns the stream until
-                    // destroy (flag 2).
-                    let s = OwnedStream::non_blocking()?;
-                    // Counted first: a copy deferred from now on sees the count and waits
-                    // (`Core::deferred_done`); the ones before are ordered here.
-                    self.count_interop_stream(true);
-                    if let Err(e) = self.order(s.handle()) {
-                        self.count_interop_stream(false);
-                        return Err(e);
-                    }
-                    obj.stream = s.into_raw().cast();
+/// The interop entry point: `flag` 0 = init (choose the runtime, create a stream if
+/// `targetsync`), 1 = use (wait for the stream), 2 = destroy (wait, destroy).
+///
+/// A `targetsync` stream is handed to the program, which may queue work on it at any
+/// time: it is made to wait for the deferred host-to-device copies made so far, and
+/// while it exists no further copy is deferred (`Parts::may_defer`): counted in
+/// the device's copy `buffers`, ordered by its `launch` resources.
+///
+/// # Safety
+/// `prefer` must be NULL or the compiler's NUL-terminated-list encoding.
+pub unsafe fn interop(
+    buffers: &Buffers,
+    launch: &LaunchResources,
+    obj: &mut InteropObj,
+    flag: u32,
+    targetsync: bool,
+    prefer: *const c_char,
+) -> Result<()> {
+    match flag {
+        0 => {
+            obj.fr = if prefer.is_null() {
+                FR_CUDA
+            } else {
+                // SAFETY: the compiler's encoding is readable up to its terminator,
+                // and the parser reads no further (caller).
+                choose_fr_with(|i| unsafe { *prefer.add(i) } as u8)
+            };
+            obj.stream = std::ptr::null_mut();
+            if targetsync {
+                // Context current (caller). The interop object owns the stream until
+                // destroy (flag 2).
+                let s = OwnedStream::non_blocking()?;
+                // Counted first: a copy deferred from now on sees the count and waits
+                // (`Parts::deferred_done`); the ones before are ordered here.
+                buffers.count_interop_stream(true);
+                if let Err(e) = launch.order(s.handle()) {
+                    buffers.count_interop_stream(false);
+                    return Err(e);
                 }
-                Ok(())
+                obj.stream = s.into_raw().cast();
             }
-            _ if obj.stream.is_null() => Ok(()),
-            1 => {
-                // SAFETY: the stream was created by init and is still alive.
-                unsafe { Stream::from_raw(obj.stream.cast()) }.synchronize()?;
-                Ok(())
-            }
-            _ => {
-                let s: CUstream = obj.stream.cast();
-                obj.stream = std::ptr::null_mut();
-                // SAFETY: created by init (`into_raw`), destroyed once.
-                let s = unsafe { OwnedStream::from_raw(s) };
-                self.count_interop_stream(false);
-                if let Err(e) = s.handle().synchronize() {
-                    // Not destroyed after a failure, as before.
-                    s.leak();
-                    return Err(e.into());
-                }
-                s.destroy()?;
-                Ok(())
-            }
+            Ok(())
         }
-    }
-
-    /// The CUDA device and context of this device, for property queries.
-    pub fn interop_handles(&self) -> (CUdevice, CUcontext) {
-        (self.cu_dev(), self.context())
+        _ if obj.stream.is_null() => Ok(()),
+        1 => {
+            // SAFETY: the stream was created by init and is still alive.
+            unsafe { Stream::from_raw(obj.stream.cast()) }.synchronize()?;
+            Ok(())
+        }
+        _ => {
+            let s: CUstream = obj.stream.cast();
+            obj.stream = std::ptr::null_mut();
+            // SAFETY: created by init (`into_raw`), destroyed once.
+            let s = unsafe { OwnedStream::from_raw(s) };
+            buffers.count_interop_stream(false);
+            if let Err(e) = s.handle().synchronize() {
+                // Not destroyed after a failure, as before.
+                s.leak();
+                return Err(e.into());
+            }
+            s.destroy()?;
+            Ok(())
+        }
     }
 }
 

@@ -105,10 +105,10 @@ impl gomp_plugin::Device for OpenDevice {
         }
         self.core.activate()?;
         // Deferred copies first: their events go back to the pool destroyed below.
-        let settled = self.core.settle();
+        let settled = self.core.launch().settle();
         self.async_queue.shutdown();
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
-        self.core.events().destroy_all();
+        self.core.launch().events().destroy_all();
         self.reverse.shutdown();
         let unloaded = self.images.unload_all(|img| (*img).unload(&self.core));
         self.core.close(settled.err().or(unloaded.err()))
@@ -151,7 +151,7 @@ impl gomp_plugin::Device for OpenDevice {
         let kernels = img.fns.clone();
         self.images.add(img.key, img);
         if dev.config().tune.pinkeep == PinKeepAt::Load {
-            dev.keep_page_locked();
+            dev.memory().keep_page_locked(dev.device());
         }
         Ok(LoadedImage {
             kernels,
@@ -163,7 +163,7 @@ impl gomp_plugin::Device for OpenDevice {
     fn unload_image(&self, data: *const c_void) -> Result<()> {
         let img = self.images.remove(data as usize)?;
         // The module's memory goes: deferred copies into its globals complete first.
-        self.core.settle()?;
+        self.core.launch().settle()?;
         (*img).unload(&self.core)
     }
 

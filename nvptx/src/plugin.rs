@@ -221,7 +221,9 @@ impl Plugin for Nvptx {
 
     /// From the first open device's pinned pool.
     fn page_locked_host_alloc(size: usize) -> Result<Option<*mut c_void>> {
-        REGISTRY.any()?.shared().pinned_alloc(size)
+        let dev = REGISTRY.any()?;
+        let dev = dev.shared();
+        dev.memory().pinned_alloc(size, || dev.activate())
     }
 
     /// Back to the pinned pool of the device that allocated `p`: the first open device's
@@ -232,14 +234,17 @@ impl Plugin for Nvptx {
             return Ok(());
         }
         let first = REGISTRY.any()?;
-        if first.shared().pinned_try_free(p)? {
+        let f = first.shared();
+        if f.memory().pinned_try_free(p, || f.activate())? {
             return Ok(());
         }
         match host_ranges::global().find(p).map(|r| r.origin) {
-            Some(host_ranges::Origin::Pool(ord)) if ord != first.shared().ord() => {
-                device(ord)?.shared().pinned_free(p)
+            Some(host_ranges::Origin::Pool(ord)) if ord != f.ord() => {
+                let d = device(ord)?;
+                let d = d.shared();
+                d.memory().pinned_free(p, || d.activate())
             }
-            _ => first.shared().pinned_free(p),
+            _ => f.memory().pinned_free(p, || f.activate()),
         }
     }
 
@@ -249,8 +254,14 @@ impl Plugin for Nvptx {
         // SAFETY: the host sides are valid for the block (caller).
         unsafe {
             match r.depth {
-                None => dev.copy2d(&crate::rect::desc2d(r.dst, r.src, r.width, r.height)),
-                Some(d) => dev.copy3d(&crate::rect::desc3d(r.dst, r.src, r.width, r.height, d)),
+                None => crate::rect::copy2d(
+                    dev.launch(),
+                    &crate::rect::desc2d(r.dst, r.src, r.width, r.height),
+                ),
+                Some(d) => crate::rect::copy3d(
+                    dev.launch(),
+                    &crate::rect::desc3d(r.dst, r.src, r.width, r.height, d),
+                ),
             }
         }
     }
@@ -262,16 +273,16 @@ impl Plugin for Nvptx {
         targetsync: bool,
         prefer_type: *const c_char,
     ) -> Result<()> {
+        let dev = device(ord)?;
+        let dev = dev.shared();
+        let (buffers, launch) = (&dev.parts().buffers, dev.launch());
         // SAFETY: forwarded caller guarantee.
-        unsafe {
-            device(ord)?
-                .shared()
-                .interop(obj, flag, targetsync, prefer_type)
-        }
+        unsafe { interop::interop(buffers, launch, obj, flag, targetsync, prefer_type) }
     }
 
     fn interop_property(obj: &InteropObj, prop: c_int) -> Result<Value> {
-        let (dev, ctx) = device(obj.device_num)?.shared().interop_handles();
+        let dev = device(obj.device_num)?;
+        let (dev, ctx) = (dev.shared().device().cu_dev(), dev.shared().context());
         Ok(interop::property(obj, prop, dev, ctx))
     }
 
@@ -374,7 +385,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
 
     fn thread_data(ord: c_int) -> Result<thread::ThreadData> {
         let dev = Arc::clone(device(ord)?.shared());
-        dev.use_openacc();
+        dev.settings().use_openacc();
         Ok(thread::ThreadData { dev })
     }
 
@@ -387,7 +398,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
             // The free memory of an open device is what the program can still
             // allocate: the driver's free memory and what the plugin's caches hold.
             match property::get(ord, prop, || {
-                device_if_open(ord).map(|d| d.shared().held_unused())
+                device_if_open(ord).map(|d| d.shared().memory().held_unused())
             })? {
                 property::Value::Size(n) => AccProperty::Size(n),
                 property::Value::Str(s) => AccProperty::Str(s),
@@ -398,7 +409,9 @@ impl gomp_plugin::OpenAcc for Nvptx {
 
     fn native_device() -> *mut c_void {
         Self::current_thread_data().map_or(std::ptr::null_mut(), |t| {
-            (&t.dev.cu_dev() as *const CUdevice).cast_mut().cast()
+            (&t.dev.device().cu_dev() as *const CUdevice)
+                .cast_mut()
+                .cast()
         })
     }
 

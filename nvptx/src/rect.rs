@@ -3,7 +3,7 @@
 //! per row. The sides come from the framework's [`Rect`].
 
 use crate::cuda::sys::*;
-use crate::device::Core;
+use crate::device::launch_resources::LaunchResources;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::rect::Side;
 use std::ffi::c_void;
@@ -53,44 +53,43 @@ pub fn desc3d(dst: Side, src: Side, width: usize, height: usize, depth: usize) -
     c
 }
 
-impl Core {
-    /// Copies a 2-D block; retries with the unaligned variant when the driver rejects
-    /// the pitches (as it does for pitches that are not multiples of its alignment).
-    ///
-    /// # Safety
-    /// The host side(s) must be valid for the whole block.
-    pub unsafe fn copy2d(&self, c: &CUDA_MEMCPY2D) -> Result<()> {
-        if c.WidthInBytes == 0 || c.Height == 0 {
-            return Ok(());
-        }
-        // SAFETY: valid descriptor (caller); the stream is waited for.
-        let r = self.on_stream(|s| unsafe { s.copy_2d(c) }.map_err(Error::from));
-        match r {
-            Err(Error::Driver(e)) if e.code == i64::from(CUDA_ERROR_INVALID_VALUE) => {
-                // The legacy stream is not ordered after deferred copies on non-blocking
-                // streams.
-                self.settle()?;
-                // SAFETY: as above; the unaligned copy is synchronous on the legacy
-                // stream, which is then waited for.
-                unsafe { crate::cuda::safe::memory::copy_2d_unaligned(c) }?;
-                crate::cuda::safe::Stream::LEGACY.synchronize()?;
-                Ok(())
-            }
-            r => r,
-        }
+/// Copies a 2-D block on the calling thread's stream of the device whose `launch`
+/// resources these are; retries with the unaligned variant when the driver rejects
+/// the pitches (as it does for pitches that are not multiples of its alignment).
+///
+/// # Safety
+/// The host side(s) must be valid for the whole block.
+pub unsafe fn copy2d(launch: &LaunchResources, c: &CUDA_MEMCPY2D) -> Result<()> {
+    if c.WidthInBytes == 0 || c.Height == 0 {
+        return Ok(());
     }
+    // SAFETY: valid descriptor (caller); the stream is waited for.
+    let r = launch.on_stream(|s| unsafe { s.copy_2d(c) }.map_err(Error::from));
+    match r {
+        Err(Error::Driver(e)) if e.code == i64::from(CUDA_ERROR_INVALID_VALUE) => {
+            // The legacy stream is not ordered after deferred copies on non-blocking
+            // streams.
+            launch.settle()?;
+            // SAFETY: as above; the unaligned copy is synchronous on the legacy
+            // stream, which is then waited for.
+            unsafe { crate::cuda::safe::memory::copy_2d_unaligned(c) }?;
+            crate::cuda::safe::Stream::LEGACY.synchronize()?;
+            Ok(())
+        }
+        r => r,
+    }
+}
 
-    /// Copies a 3-D block.
-    ///
-    /// # Safety
-    /// The host side(s) must be valid for the whole block.
-    pub unsafe fn copy3d(&self, c: &CUDA_MEMCPY3D) -> Result<()> {
-        if c.WidthInBytes == 0 || c.Height == 0 || c.Depth == 0 {
-            return Ok(());
-        }
-        // SAFETY: valid descriptor (caller); the stream is waited for.
-        self.on_stream(|s| unsafe { s.copy_3d(c) }.map_err(Error::from))
+/// Copies a 3-D block (on the calling thread's stream of `launch`'s device).
+///
+/// # Safety
+/// The host side(s) must be valid for the whole block.
+pub unsafe fn copy3d(launch: &LaunchResources, c: &CUDA_MEMCPY3D) -> Result<()> {
+    if c.WidthInBytes == 0 || c.Height == 0 || c.Depth == 0 {
+        return Ok(());
     }
+    // SAFETY: valid descriptor (caller); the stream is waited for.
+    launch.on_stream(|s| unsafe { s.copy_3d(c) }.map_err(Error::from))
 }
 
 #[cfg(test)]

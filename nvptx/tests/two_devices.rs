@@ -929,7 +929,7 @@ fn idle_stacks_beyond_the_bound_are_given_back() {
         start(2);
         assert!(init(0));
         let dev = gomp_plugin_nvptx::plugin::device(0).expect("device 0 is open");
-        let stacks = dev.shared().stacks();
+        let stacks = dev.shared().memory().stacks();
         let small = stacks.acquire(MIB).expect("1 MiB of stacks");
         let big = stacks.acquire(64 * MIB).expect("64 MiB of stacks");
         let frees = stats(0).frees;

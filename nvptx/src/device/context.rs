@@ -35,17 +35,17 @@ pub struct Props {
 /// the primary-context reference behind a mutex).
 pub struct DeviceContext {
     /// libgomp's index of this device within the plugin.
-    pub(super) ord: i32,
+    ord: i32,
     /// The CUDA device.
-    pub(super) cu_dev: CUdevice,
+    cu_dev: CUdevice,
     /// The context every thread makes current (borrowed or primary), alive until
     /// `close`; kept as a plain handle so that `activate` takes no lock.
-    pub(super) ctx: CUcontext,
+    ctx: CUcontext,
     /// The primary-context reference this device holds (`None`: it borrows the
     /// program's current context), released last at `close`.
-    pub(super) primary: Mutex<Option<PrimaryContext>>,
+    primary: Mutex<Option<PrimaryContext>>,
     /// Properties.
-    pub(super) props: Props,
+    props: Props,
 }
 
 fn attr(dev: CUdevice, a: CUdevice_attribute) -> Result<i32> {
@@ -127,6 +127,30 @@ impl DeviceContext {
             primary: Mutex::new(primary),
             props,
         })
+    }
+
+    /// libgomp's index of this device within the plugin.
+    #[inline]
+    pub fn ord(&self) -> i32 {
+        self.ord
+    }
+
+    /// The CUDA device.
+    #[inline]
+    pub fn cu_dev(&self) -> CUdevice {
+        self.cu_dev
+    }
+
+    /// The device's CUDA context (borrowed or primary; alive until `close`).
+    #[inline]
+    pub fn ctx(&self) -> CUcontext {
+        self.ctx
+    }
+
+    /// The device's properties, read at open.
+    #[inline]
+    pub fn props(&self) -> &Props {
+        &self.props
     }
 
     /// Whether the device holds a primary-context reference (else it borrows).

@@ -3,7 +3,7 @@
 //! A synchronous host-to-device copy of at most `GOMP_NVPTX_TUNE`'s `defer` bytes
 //! returns as soon as its source bytes are safe to reuse, before its DMA has ended: the
 //! driver has copied pageable bytes into its own staging memory, or the plugin has
-//! copied them into a page-locked bounce buffer (see `Core::host2dev`). Such a copy
+//! copied them into a page-locked bounce buffer (see `Copies::host2dev`). Such a copy
 //! is *deferred*: it is queued on a stream (the calling thread's, or CUDA's legacy
 //! default stream), and that stream is recorded here as *dirty* with an event recorded
 //! right after the copy. The rule that keeps every later observer of device memory

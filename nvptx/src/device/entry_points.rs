@@ -7,8 +7,11 @@
 //! Threading: any host thread; each call makes the context current first (the
 //! registry's lookup) and locks only the parts it touches.
 
+use super::context::make_current;
 use super::copy::Via;
-use super::{make_current, Core};
+#[cfg(doc)]
+use super::memory::Memory;
+use super::whole::Core;
 use crate::cuda::safe::{memory as cu_mem, query};
 use crate::cuda::sys::*;
 use crate::host::ranges as host_ranges;
@@ -40,7 +43,7 @@ impl DeviceCore for Core {
     fn alloc(&self, size: usize) -> Result<DevPtr> {
         self.entry("alloc", || {
             let p = Core::alloc(self, size)?;
-            if !self.openacc_in_use() {
+            if !self.settings().openacc_in_use() {
                 return Ok(p);
             }
             if let Some(prof) = acc_prof::current() {
@@ -50,13 +53,14 @@ impl DeviceCore for Core {
         })
     }
 
-    /// Frees a block of [`Core::alloc`] (within the caches' bound), reported as
+    /// Frees a block of [`Core::alloc`] ([`Memory::free_block`]) (within the caches' bound), reported as
     /// `acc_ev_free` (as in `alloc`).
     #[inline]
     fn free(&self, p: DevPtr) -> Result<()> {
         self.entry("free", || {
-            self.free_block(p)?;
-            if p != 0 && self.openacc_in_use() {
+            self.memory()
+                .free_block(p, self.settings(), self.launch(), self.observe())?;
+            if p != 0 && self.settings().openacc_in_use() {
                 if let Some(prof) = acc_prof::current() {
                     prof.data(acc_prof::EV_FREE, usize::MAX, p as *const c_void);
                 }
@@ -68,18 +72,18 @@ impl DeviceCore for Core {
     /// A synchronous copy of `n` bytes from device `src` to host `dst`.
     unsafe fn dev2host(&self, dst: *mut c_void, src: DevPtr, n: usize) -> Result<()> {
         // SAFETY: forwarded caller guarantee (`dst` writable for `n` bytes).
-        unsafe { self.dev2host_via(dst, src, n, Via::Sync) }
+        unsafe { self.copies().dev2host(self.parts(), dst, src, n, Via::Sync) }
     }
 
     /// A synchronous copy of `n` bytes from host `src` to device `dst`.
     unsafe fn host2dev(&self, dst: DevPtr, src: *const c_void, n: usize) -> Result<()> {
         // SAFETY: forwarded caller guarantee (`src` readable for `n` bytes).
-        unsafe { self.host2dev_via(dst, src, n, Via::Sync) }
+        unsafe { self.copies().host2dev(self.parts(), dst, src, n, Via::Sync) }
     }
 
     /// A synchronous copy of `n` bytes between two device buffers.
     fn dev2dev(&self, dst: DevPtr, src: DevPtr, n: usize) -> Result<()> {
-        self.dev2dev_via(dst, src, n, Via::Sync)
+        self.copies().dev2dev(self.parts(), dst, src, n, Via::Sync)
     }
 
     /// Sets `n` device bytes at `p` to the low byte of `val`.
@@ -88,7 +92,9 @@ impl DeviceCore for Core {
             return Ok(());
         }
         // Device address checked by the driver; waited for before returning.
-        self.on_copy_stream(|s| s.memset_d8(p, val as u8, n).map_err(Error::from))
+        self.launch().on_copy_stream(self.settings(), |s| {
+            s.memset_d8(p, val as u8, n).map_err(Error::from)
+        })
     }
 
     /// Whether the device can access every page of `[p, p+size)`: device, managed or
@@ -126,7 +132,7 @@ impl DeviceCore for Core {
     /// Frees managed memory (after the deferred copies that may still use it).
     fn managed_free(&self, p: DevPtr) -> Result<()> {
         if p != 0 {
-            self.settle()?;
+            self.launch().settle()?;
             // SAFETY: `p` came from a cuMemAlloc-family call (libgomp's contract).
             unsafe { cu_mem::free(p) }?;
         }

@@ -3,14 +3,18 @@
 //! (after the deferred copies that may still write it). Copies are `device::copy`.
 //!
 //! [`Memory`], the core's memory part, owns the caches, the pool, the live-block
-//! registry, the soft stacks and the pinned host pool; each locks inside (`Sync`).
+//! registry, the soft stacks and the pinned host pool; each locks inside (`Sync`). Its
+//! methods take the other parts they need as arguments: the settings (cache bound,
+//! pool warm-up), the launch resources (the order of deferred copies a free waits
+//! for), the device's context and the profile's recorder.
 
 use crate::config::tune::{PoolWarm, LATER_DIRECT};
 use crate::config::Config;
 use crate::cuda::safe::memory as cu_mem;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::context::DeviceContext;
-use crate::device::Core;
+use crate::device::launch_resources::LaunchResources;
+use crate::device::settings::Settings;
 use crate::host::memory::{HostChunks, HostPool};
 use crate::host::pin_keep::PinKeep;
 use crate::memory::large_blocks::{self, LargeBlocks};
@@ -18,8 +22,10 @@ use crate::memory::pool::{Pool, DIRECT_MAX};
 use crate::memory::small_blocks::{self, Given, SmallBlocks};
 use crate::memory::stacks::StackCache;
 use crate::observe::nvtx::{self, Kind};
-use gomp_plugin::blocks::Blocks;
+use crate::observe::DeviceObserve;
+use gomp_plugin::blocks::{check_copy, Blocks};
 use gomp_plugin::error::{Error, Result};
+use std::ffi::c_void;
 use std::sync::Arc;
 
 /// Empty small-block chunks a device may always keep (within `GOMP_NVPTX_DEVICE_CACHE`
@@ -30,37 +36,37 @@ const SMALL_FLOOR: usize = 4 << 20;
 /// The device's memory: what the core hands out and caches. Owned by the core; `Sync`.
 pub struct Memory {
     /// Idle soft-stack blocks (shared with the idle trimmer).
-    pub(super) stacks: Arc<StackCache>,
+    stacks: Arc<StackCache>,
     /// The device-memory pool (`None`: plain cuMemAlloc/cuMemFree).
-    pub(super) pool: Option<Pool>,
+    pool: Option<Pool>,
     /// Live blocks from `alloc`.
-    pub(super) blocks: Blocks,
+    blocks: Blocks,
     /// Free small blocks.
     small: SmallBlocks,
     /// Freed large blocks kept for reuse.
     large: LargeBlocks,
-    /// Pooled page-locked host memory (`page_locked_host_alloc`).
-    pub(super) pinned: HostPool,
+    /// Pooled page-locked host memory (`page_locked_host_alloc`, `host_memory.rs`).
+    pinned: HostPool,
     /// The page-locked block kept from open to close (`GOMP_NVPTX_TUNE=pinkeep`).
-    pub(super) pin_keep: PinKeep,
+    pin_keep: PinKeep,
 }
 
 impl Memory {
     /// The memory part of a device opened in `context`, over `pool`, sized by `config`.
     pub(super) fn new(context: &DeviceContext, pool: Option<Pool>, config: &Config) -> Memory {
         Memory {
-            stacks: StackCache::new(context.ctx, config.device_cache),
+            stacks: StackCache::new(context.ctx(), config.device_cache),
             pool,
             blocks: Blocks::default(),
             small: SmallBlocks::default(),
             large: LargeBlocks::default(),
             pinned: HostPool::with_shape(
                 HostChunks {
-                    ord: context.ord,
+                    ord: context.ord(),
                     node: config
                         .tune
                         .pinnednuma
-                        .then(|| crate::host::numa::device_node(context.cu_dev))
+                        .then(|| crate::host::numa::device_node(context.cu_dev()))
                         .flatten(),
                 },
                 config.pinned_cache,
@@ -75,62 +81,121 @@ impl Memory {
             pin_keep: PinKeep::default(),
         }
     }
-}
 
-impl Core {
-    /// Gives back the device memory at close (context current, deferred copies
-    /// settled): the cached stacks, the caches' chunks and the pool.
-    pub(super) fn close_memory(&self) {
-        let m = &self.memory;
-        m.stacks.close();
-        for c in m.small.drain_chunks().into_iter().chain(m.large.drain()) {
-            let _ = self.free_chunk(c);
+    /// Idle soft-stack blocks (shared with the idle trimmer).
+    #[inline]
+    pub fn stacks(&self) -> &Arc<StackCache> {
+        &self.stacks
+    }
+
+    /// Live blocks from `alloc`.
+    #[inline]
+    pub fn blocks(&self) -> &Blocks {
+        &self.blocks
+    }
+
+    /// Pooled page-locked host memory.
+    #[inline]
+    pub(super) fn pinned(&self) -> &HostPool {
+        &self.pinned
+    }
+
+    /// Whether the device allocates from a stream-ordered memory pool.
+    pub fn has_pool(&self) -> bool {
+        self.pool.is_some()
+    }
+
+    /// What an opened device does first when `GOMP_NVPTX_TUNE=poolwarm=open`: starts
+    /// the pool's warm-up in `context` (nothing without a pool).
+    pub(super) fn warm_up(&self, context: &DeviceContext) {
+        if let Some(p) = &self.pool {
+            p.warm_up(context.ctx());
         }
-        if let Some(p) = &m.pool {
-            self.free_direct(p.drain_direct());
+    }
+
+    /// Starts the kept page-locked block's thread (`GOMP_NVPTX_TUNE=pinkeep`) for the
+    /// device of `context` unless it was started before; joined at close.
+    pub fn keep_page_locked(&self, context: &DeviceContext) {
+        self.pin_keep.start(context.ord(), context.ctx());
+    }
+
+    /// Gives back the device memory at close (context current, deferred copies
+    /// settled): the cached stacks, the caches' chunks and the pool; then releases the
+    /// kept page-locked block.
+    pub(super) fn close(&self, ord: i32, launch: &LaunchResources) {
+        self.stacks.close();
+        for c in self
+            .small
+            .drain_chunks()
+            .into_iter()
+            .chain(self.large.drain())
+        {
+            let _ = self.free_chunk(c, launch);
+        }
+        if let Some(p) = &self.pool {
+            self.free_direct(p.drain_direct(), ord, launch);
             log::debug!(
                 "device {}: {} byte(s) still allocated from the pool at close",
-                self.ord(),
+                ord,
                 p.used()
             );
             p.destroy();
         }
+        self.pin_keep.release();
+    }
+
+    /// Frees the pooled page-locked host memory (device close, after the copies'
+    /// buffers).
+    pub(super) fn destroy_pinned(&self) -> Result<()> {
+        self.pinned.destroy()
     }
 
     /// Allocates `size` device bytes: small blocks from the small-block cache, large
-    /// ones from the large-block cache or else the pool (cuMemAlloc without one). On
-    /// out-of-memory the cached large blocks, the pool's unused memory and the cached
-    /// soft stacks are released and the allocation retried once.
-    pub fn alloc(&self, size: usize) -> Result<CUdeviceptr> {
+    /// ones from the large-block cache or else from `from_driver` (a chunk of the
+    /// given bytes: the caller's [`Memory::alloc_retry`] with the device's parts),
+    /// then registers the block and records it in `observe`.
+    pub fn alloc(
+        &self,
+        size: usize,
+        observe: Option<&DeviceObserve>,
+        from_driver: impl Fn(usize) -> Result<CUdeviceptr>,
+    ) -> Result<CUdeviceptr> {
         let _range = nvtx::range(Kind::Alloc, Some(size as u64), || "alloc".into());
-        let p = match self
-            .memory
-            .small
-            .take(size, |bytes| self.alloc_retry(bytes))
-        {
+        let p = match self.small.take(size, &from_driver) {
             Some(r) => r?,
             None => {
                 let r = large_blocks::rounded(size);
-                match self.memory.large.take(r) {
+                match self.large.take(r) {
                     Some(p) => p,
-                    None => self.alloc_retry(r)?,
+                    None => from_driver(r)?,
                 }
             }
         };
-        self.memory.blocks.insert(p, size);
-        if let Some(o) = self.observe() {
+        self.blocks.insert(p, size);
+        if let Some(o) = observe {
             o.alloc(size);
         }
         Ok(p)
     }
 
-    fn alloc_retry(&self, size: usize) -> Result<CUdeviceptr> {
-        match self.alloc_once(size.max(1)) {
+    /// A chunk of `size` device bytes from the pool or the driver (see
+    /// `alloc_once`). On out-of-memory the cached large blocks, the pool's unused
+    /// memory and the cached soft stacks are released and the allocation retried once.
+    /// `context`, `settings` and `launch` are the device's; `observe` its recorder.
+    pub fn alloc_retry(
+        &self,
+        size: usize,
+        context: &DeviceContext,
+        settings: &Settings,
+        launch: &LaunchResources,
+        observe: Option<&DeviceObserve>,
+    ) -> Result<CUdeviceptr> {
+        match self.alloc_once(size.max(1), context, settings, observe) {
             Err(Error::Driver(e))
                 if e.code == i64::from(crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY) =>
             {
-                self.release_cached();
-                self.alloc_once(size.max(1))
+                self.release_cached(context.ord(), launch);
+                self.alloc_once(size.max(1), context, settings, observe)
             }
             r => r,
         }
@@ -140,22 +205,22 @@ impl Core {
     /// the cached large blocks, empty small-block chunks, the pool's unused memory and
     /// the idle soft stacks. Done before retrying an allocation that ran out of
     /// memory. Costs the next allocations a driver call each; cheap when the caches
-    /// are empty. Context current (caller).
-    pub fn release_cached(&self) {
+    /// are empty. Context current (caller); `ord` names the device in log lines,
+    /// `launch` orders the frees after the deferred copies.
+    pub fn release_cached(&self, ord: i32, launch: &LaunchResources) {
         for p in self
-            .memory
             .large
             .drain()
             .into_iter()
-            .chain(self.memory.small.drain_empty())
+            .chain(self.small.drain_empty())
         {
-            let _ = self.free_chunk(p);
+            let _ = self.free_chunk(p, launch);
         }
-        if let Some(p) = &self.memory.pool {
-            self.free_direct(p.drain_direct());
+        if let Some(p) = &self.pool {
+            self.free_direct(p.drain_direct(), ord, launch);
             p.trim();
         }
-        self.memory.stacks.trim();
+        self.stacks.trim();
     }
 
     /// Device memory the plugin holds without the program using it: what the pool
@@ -165,21 +230,25 @@ impl Core {
     /// still running (its block would otherwise count as used for a moment), then
     /// reads counters and two pool attributes; changes nothing.
     pub fn held_unused(&self) -> usize {
-        let pool = self.memory.pool.as_ref().map_or(0, |p| {
+        let pool = self.pool.as_ref().map_or(0, |p| {
             p.finish_warm_up();
             p.unused() as usize + p.parked_bytes()
         });
-        pool + self.memory.large.bytes()
-            + self.memory.small.free_bytes()
-            + self.memory.stacks.idle_bytes()
+        pool + self.large.bytes() + self.small.free_bytes() + self.stacks.idle_bytes()
     }
 
-    fn alloc_once(&self, size: usize) -> Result<CUdeviceptr> {
-        if let Some(o) = self.observe() {
+    fn alloc_once(
+        &self,
+        size: usize,
+        context: &DeviceContext,
+        settings: &Settings,
+        observe: Option<&DeviceObserve>,
+    ) -> Result<CUdeviceptr> {
+        if let Some(o) = observe {
             o.driver_alloc();
         }
-        if let Some(pool) = &self.memory.pool {
-            let warm = self.config().tune.poolwarm;
+        if let Some(pool) = &self.pool {
+            let warm = settings.config().tune.poolwarm;
             if pool.ready()
                 || !matches!(warm, PoolWarm::First | PoolWarm::Later)
                 || size > DIRECT_MAX
@@ -191,10 +260,10 @@ impl Core {
             // cuMemAlloc memory (what the first region of a program allocates).
             // `Later`: started only once a kernel has completed (after the first region).
             if warm == PoolWarm::First
-                || self.settings.kernel_done()
+                || settings.kernel_done()
                 || pool.direct_chunks() >= LATER_DIRECT
             {
-                pool.warm_up_once(self.context());
+                pool.warm_up_once(context.ctx());
             }
             let _r = nvtx::range(Kind::Alloc, Some(size as u64), || "from the driver".into());
             // Context current (caller).
@@ -207,45 +276,43 @@ impl Core {
         Ok(cu_mem::alloc(size)?)
     }
 
-    /// Frees a block from [`Core::alloc`]. NULL is accepted and ignored; an address
-    /// that does not start a block is "invalid device address".
-    pub fn free(&self, p: CUdeviceptr) -> Result<()> {
-        self.free_block(p).map(|_| ())
-    }
-
-    /// Frees block `p`, keeping what the device's cache bound allows (`bound` =
-    /// `GOMP_NVPTX_DEVICE_CACHE`): empty small-block chunks and cached large blocks
-    /// together stay within it, the small blocks always allowed [`SMALL_FLOOR`] of it.
-    /// Memory beyond goes back to the driver before this returns (through the pool,
-    /// which keeps none of it), so another process can have it at once.
-    pub(crate) fn free_block(&self, p: CUdeviceptr) -> Result<usize> {
+    /// Frees block `p` from [`Memory::alloc`], keeping what the device's cache bound
+    /// allows (`bound` = `GOMP_NVPTX_DEVICE_CACHE`, from `settings`): empty small-block
+    /// chunks and cached large blocks together stay within it, the small blocks always
+    /// allowed [`SMALL_FLOOR`] of it. Memory beyond goes back to the driver before this
+    /// returns (through the pool, which keeps none of it), so another process can have
+    /// it at once. NULL is accepted and ignored; an address that does not start a
+    /// block is "invalid device address". The block's size.
+    pub fn free_block(
+        &self,
+        p: CUdeviceptr,
+        settings: &Settings,
+        launch: &LaunchResources,
+        observe: Option<&DeviceObserve>,
+    ) -> Result<usize> {
         if p == 0 {
             return Ok(0);
         }
-        let size = self.memory.blocks.remove(p)?;
-        if let Some(o) = self.observe() {
+        let size = self.blocks.remove(p)?;
+        if let Some(o) = observe {
             o.free(size);
         }
-        let bound = self.config().device_cache;
+        let bound = settings.config().device_cache;
         let floor = SMALL_FLOOR.min(bound);
         if size <= small_blocks::MAX_SMALL {
-            let small_room = bound.saturating_sub(self.memory.large.bytes()).max(floor);
-            match self.memory.small.give(p, size, small_room) {
+            let small_room = bound.saturating_sub(self.large.bytes()).max(floor);
+            match self.small.give(p, size, small_room) {
                 Given::Kept => return Ok(size),
                 Given::Release(chunk) => {
-                    self.give_back(&[chunk])?;
+                    self.give_back(&[chunk], launch)?;
                     return Ok(size);
                 }
                 Given::NotSmall => {}
             }
         }
-        let large_room = bound.saturating_sub(self.memory.small.empty_bytes().max(floor));
-        if let Some(out) = self
-            .memory
-            .large
-            .put(p, large_blocks::rounded(size), large_room)
-        {
-            self.give_back(&out)?;
+        let large_room = bound.saturating_sub(self.small.empty_bytes().max(floor));
+        if let Some(out) = self.large.put(p, large_blocks::rounded(size), large_room) {
+            self.give_back(&out, launch)?;
         }
         Ok(size)
     }
@@ -254,32 +321,33 @@ impl Core {
     /// pool give the driver everything it holds unused: the memory kept for reuse is
     /// the caches' alone, so the bound holds however the caches grow later (the large
     /// and small caches hand out memory without touching the pool).
-    fn give_back(&self, blocks: &[CUdeviceptr]) -> Result<()> {
+    fn give_back(&self, blocks: &[CUdeviceptr], launch: &LaunchResources) -> Result<()> {
         let mut first = Ok(());
         for &b in blocks {
-            if let Err(e) = self.free_chunk(b) {
+            if let Err(e) = self.free_chunk(b, launch) {
                 first = first.and(Err(e));
             }
         }
-        if let Some(pool) = &self.memory.pool {
+        if let Some(pool) = &self.pool {
             pool.trim_unused_to(0);
         }
         first
     }
 
     /// Returns memory from `alloc_retry` (a large block or a small-block chunk) to the
-    /// pool or the driver, after the deferred copies that may still write it: the pool's
-    /// stream waits for them, a plain free waits on the host.
-    pub fn free_chunk(&self, p: CUdeviceptr) -> Result<()> {
-        match &self.memory.pool {
+    /// pool or the driver, after the deferred copies that may still write it
+    /// (`launch`'s order): the pool's stream waits for them, a plain free waits on the
+    /// host.
+    pub fn free_chunk(&self, p: CUdeviceptr, launch: &LaunchResources) -> Result<()> {
+        match &self.pool {
             // Kept aside, freed when memory runs out or the device closes.
             Some(pool) if pool.park_direct(p) => {}
             Some(pool) => {
-                self.order(pool.stream())?;
+                launch.order(pool.stream())?;
                 pool.free(p)?;
             }
             None => {
-                self.settle()?;
+                launch.settle()?;
                 // SAFETY: `p` came from cuMemAlloc in this context.
                 unsafe { cu_mem::free(p) }?;
             }
@@ -288,20 +356,41 @@ impl Core {
     }
 
     /// Frees direct chunks ([`crate::memory::pool::Pool::drain_direct`]) with
-    /// `cuMemFree`, after the deferred copies that may still write them. Best effort:
-    /// a failure is a `GOMP_DEBUG` line.
-    pub(crate) fn free_direct(&self, chunks: Vec<CUdeviceptr>) {
+    /// `cuMemFree`, after the deferred copies that may still write them (`launch`'s
+    /// order). Best effort: a failure is a `GOMP_DEBUG` line naming device `ord`.
+    pub(crate) fn free_direct(&self, chunks: Vec<CUdeviceptr>, ord: i32, launch: &LaunchResources) {
         if chunks.is_empty() {
             return;
         }
-        if let Err(e) = self.settle() {
-            log::debug!("device {}: freeing direct chunks: {e}", self.ord());
+        if let Err(e) = launch.settle() {
+            log::debug!("device {}: freeing direct chunks: {e}", ord);
         }
         for p in chunks {
             // SAFETY: `p` came from cuMemAlloc in this context and is unused.
             if let Err(e) = unsafe { cu_mem::free(p) } {
-                log::debug!("device {}: cuMemFree of a direct chunk: {e}", self.ord());
+                log::debug!("device {}: cuMemFree of a direct chunk: {e}", ord);
             }
         }
+    }
+
+    /// The address checks of a copy of `n` bytes between host `host_ptr` and device
+    /// `dev_ptr` (either direction), with libgomp's messages.
+    pub fn check_host_copy(
+        &self,
+        dev_ptr: CUdeviceptr,
+        host_ptr: *const c_void,
+        n: usize,
+    ) -> Result<()> {
+        check_copy(dev_ptr, host_ptr)?;
+        self.blocks.check(dev_ptr, n)
+    }
+
+    /// The address checks of a device-to-device copy, with libgomp's messages.
+    pub fn check_dev2dev(&self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
+        if dst == 0 || src == 0 {
+            return Err(Error::invalid("invalid device address"));
+        }
+        self.blocks.check(dst, n)?;
+        self.blocks.check(src, n)
     }
 }

@@ -2,23 +2,26 @@
 //! ([`crate::config`]) and what the program's use of the device switches at run time
 //! (OpenACC in use, a kernel completed).
 //!
-//! Owned by [`super::Core`]; `Sync` (plain data and relaxed flags).
+//! Owned by the device core (`device::Core`); `Sync` (plain data and relaxed flags).
 
 use crate::config::tune::ThreadStream;
 use crate::config::Config;
+use crate::cuda::safe::Stream;
+use crate::device::serving;
+use gomp_plugin::error::Result;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Settings and run-time switches of one device. Owned by the core; `Sync`.
 pub struct Settings {
     /// Settings from the environment.
-    pub(super) config: Config,
+    config: Config,
     /// Where deferred copies go and how the threads' streams are made.
-    pub(super) tstream: ThreadStream,
+    tstream: ThreadStream,
     /// Set once the program uses OpenACC on this device: synchronous copies then go
     /// through CUDA's legacy default stream, so they stay ordered after the work of
     /// OpenACC queues as they are with the stock plugin.
     openacc: AtomicBool,
-    /// Set once a kernel of the device has completed (`Core::note_kernel_done`);
+    /// Set once a kernel of the device has completed (`Settings::note_kernel_done`);
     /// `GOMP_NVPTX_TUNE=poolwarm=later` starts the pool's warm-up only then.
     kernel_done: AtomicBool,
 }
@@ -34,29 +37,60 @@ impl Settings {
         }
     }
 
+    /// The device's settings (the process's, copied at open).
+    #[inline]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// True once the program uses OpenACC on this device.
     #[inline]
-    pub(super) fn openacc_in_use(&self) -> bool {
+    pub fn openacc_in_use(&self) -> bool {
         self.openacc.load(Ordering::Relaxed)
     }
 
-    /// Notes that the program uses OpenACC on this device.
-    pub(super) fn use_openacc(&self) {
+    /// Notes that the program uses OpenACC on this device: synchronous copies then go
+    /// through CUDA's legacy default stream, so they stay ordered after the work of
+    /// OpenACC queues as they are with the stock plugin.
+    pub fn use_openacc(&self) {
         self.openacc.store(true, Ordering::Relaxed);
     }
 
     /// True once a kernel of the device has completed.
     #[inline]
-    pub(super) fn kernel_done(&self) -> bool {
+    pub fn kernel_done(&self) -> bool {
         self.kernel_done.load(Ordering::Relaxed)
     }
 
-    /// Notes that a kernel of the device has completed (one relaxed load when already
-    /// noted).
+    /// Notes that a kernel of the device has completed (the launch paths call it after
+    /// each completion; one relaxed load when already noted). Any thread.
     #[inline]
-    pub(super) fn note_kernel_done(&self) {
+    pub fn note_kernel_done(&self) {
         if !self.kernel_done.load(Ordering::Relaxed) {
             self.kernel_done.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// The stream a synchronous copy of the calling thread goes on: its own stream
+    /// (from `own`), or CUDA's legacy default stream once OpenACC is in use (not while
+    /// serving a reverse-offload request: the requesting kernel may be ordered before
+    /// it).
+    #[inline]
+    pub fn copy_stream_or(&self, own: impl FnOnce() -> Result<Stream>) -> Result<Stream> {
+        if self.openacc_in_use() && !serving::serving_request() {
+            return Ok(Stream::LEGACY);
+        }
+        own()
+    }
+
+    /// The stream a deferred host-to-device copy of the calling thread goes on: its own
+    /// stream (from `own`), or the legacy default stream once OpenACC is in use or
+    /// `GOMP_NVPTX_TUNE=tstream=legacy` says so.
+    #[inline]
+    pub fn deferred_stream_or(&self, own: impl FnOnce() -> Result<Stream>) -> Result<Stream> {
+        if self.openacc_in_use() || self.tstream == ThreadStream::Legacy {
+            return Ok(Stream::LEGACY);
+        }
+        own()
     }
 }

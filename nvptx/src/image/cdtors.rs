@@ -23,7 +23,7 @@ pub fn run_cdtors(
     };
     let size = dev.config().soft_stack;
     let stack = if mgomp {
-        Some(dev.stacks().acquire(size)?)
+        Some(dev.memory().stacks().acquire(size)?)
     } else {
         None
     };
@@ -40,12 +40,12 @@ pub fn run_cdtors(
         base.to_string_lossy(),
         if mgomp { "__mgomp" } else { "" }
     );
-    let r = dev.on_stream(|s| {
+    let r = dev.launch().on_stream(|s| {
         // SAFETY: 1×1×1 launch; the parameter (if any) points to a live local.
         unsafe { s.launch(func, (1, 1, 1), (1, 1, 1), 0, kparams) }.map_err(Into::into)
     });
     if let (Ok(()), Some(b)) = (&r, stack) {
-        dev.stacks().release(b);
+        dev.memory().stacks().release(b);
     }
     r
 }

@@ -470,7 +470,7 @@ impl Image {
     /// are complete after the wait even when it fails (a failed copy), so the image is
     /// released either way; the wait's error comes first.
     pub(crate) fn release(self, dev: &Core) -> Result<()> {
-        let settled = dev.settle();
+        let settled = dev.launch().settle();
         for &p in &self.owned {
             let _ = dev.free(p);
         }

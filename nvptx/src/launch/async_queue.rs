@@ -73,7 +73,7 @@ impl StackBudget {
 
 /// Async-launch state of one device: its async streams, stack budget and completion
 /// thread. Thread-safe; owned by the open device (`crate::open`). Completion events
-/// come from the device core's pool ([`Core::events`]).
+/// come from the device core's pool (`LaunchResources::events`).
 #[derive(Default)]
 pub struct AsyncQueue {
     streams: Mutex<Vec<OwnedStream>>,
@@ -139,7 +139,7 @@ pub fn submit(
     watch: (Option<Timer>, Span),
 ) -> Result<()> {
     let (timer, span) = watch;
-    let event = dev.events().acquire()?;
+    let event = dev.launch().events().acquire()?;
     // The event and stream belong to this device's context.
     event.handle().record(s)?;
     let p = Pending {
@@ -175,8 +175,8 @@ pub fn submit(
 
 fn finish(dev: &Core, budget: &StackBudget, service: &Service, p: Pending) {
     let bytes = p.stacks.size;
-    dev.stacks().release(p.stacks);
-    dev.events().release(p.event);
+    dev.memory().stacks().release(p.stacks);
+    dev.launch().events().release(p.event);
     if let (Some(o), Some(t)) = (dev.observe(), p.timer) {
         // The completion event after the launch has completed: so has the launch.
         o.finish(t);
@@ -184,7 +184,7 @@ fn finish(dev: &Core, budget: &StackBudget, service: &Service, p: Pending) {
     p.span.end();
     budget.unreserve(bytes);
     service.kernel_finished();
-    dev.note_kernel_done();
+    dev.settings().note_kernel_done();
     gomp_plugin::libgomp::target::task_completion(p.async_data);
 }
 

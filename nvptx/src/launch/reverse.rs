@@ -340,7 +340,12 @@ pub fn setup(dev: &Arc<Core>, rev: &Reverse, img: &Image, num_funcs: usize) -> R
         ),
     });
     let mailbox = ensure_mailbox(dev, rev)?;
-    if let Err(e) = dev.kernel_copy().prepare(dev.streams()) {
+    if let Err(e) = dev
+        .parts()
+        .buffers
+        .kernel_copy()
+        .prepare(dev.launch().streams())
+    {
         log::debug!("reverse offload: no copy kernel for device-allocated memory ({e})");
     }
     // SAFETY: `mailbox` is mapped page-locked memory, alive until `shutdown`.

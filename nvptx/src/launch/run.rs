@@ -77,6 +77,7 @@ pub fn prepare(dev: &Core, f: &Kernel, r: &LaunchRequest, may_try: bool) -> Resu
         (shape(tune), None)
     };
     let stacks = match dev
+        .memory()
         .stacks()
         .acquire(dev.config().soft_stack * (g.teams as usize) * (g.warps as usize))
     {
@@ -168,11 +169,11 @@ fn enqueue_timed(
 pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<()> {
     let _range = nvtx::range_c(Kind::Target, None, f.nvtx.as_ref().map(|l| &*l.omp));
     let mut p = prepare(dev, f, r, true)?;
-    let lane = dev.thread_streams().get()?;
+    let lane = dev.launch().thread_streams().get()?;
     let ahead = &lane.data.read_ahead;
     let key = f as *const Kernel as usize;
     // Not once OpenACC is in use (see `host::read_ahead`).
-    let limit = if dev.openacc_in_use() {
+    let limit = if dev.settings().openacc_in_use() {
         0
     } else {
         dev.config().tune.readahead
@@ -185,7 +186,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
     // free meanwhile.
     let mut read = unsafe {
         ahead.plan(key, vars, limit, |a, n| {
-            dev.blocks().inside_block_of(vars, a, n)
+            dev.memory().blocks().inside_block_of(vars, a, n)
         })
     };
     // Read once: an image with reverse offload may be loaded meanwhile.
@@ -224,9 +225,11 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
             let flag = dev.config().tune.syncwait.by_flag(true);
             // SAFETY: this thread's lane's ring and stream.
             let wait = |s| rev.wait_serving(dev, s, &lane.data.ring, flag);
-            dev.on_waited_by(lane.stream(), &lane.data.ring, launch, wait)
+            dev.launch()
+                .on_waited_by(lane.stream(), &lane.data.ring, launch, wait)
         } else {
-            dev.on_waited(lane.stream(), &lane.data.ring, true, launch)
+            dev.launch()
+                .on_waited(dev.settings(), lane.stream(), &lane.data.ring, true, launch)
         }
     };
     if r.is_ok() {
@@ -234,7 +237,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
         unsafe { ahead.ran(key, vars, read) };
     }
     let finished = rev.kernel_finished();
-    dev.note_kernel_done();
+    dev.settings().note_kernel_done();
     if let (Some(o), Some(t)) = (dev.observe(), timer) {
         o.finish(t);
     }
@@ -243,7 +246,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
         autotune::finish(dev, f, t, r.is_ok(), ran_alone(started, finished), wall_ns);
     }
     r.map_err(kernel_error)?;
-    dev.stacks().release(p.stacks);
+    dev.memory().stacks().release(p.stacks);
     Ok(())
 }
 
@@ -263,7 +266,7 @@ pub fn run_async(
     q.reserve(p.stacks.size);
     let s = q.stream()?;
     // The async stream waits for the deferred copies (the region's own included).
-    dev.order(s)?;
+    dev.launch().order(s)?;
     rev.kernel_started(false);
     let timer = dev.observe().and_then(|o| o.start(s, &f.name, p.shape()));
     enqueue(dev, &p, s)?;

@@ -124,7 +124,7 @@ fn complete(
         Some(w) => {
             // Waiting on the legacy default stream of the current context.
             let synced = s.synchronize();
-            dev.copy_order().synced(&w, dev.events());
+            dev.launch().copy_order().synced(&w, dev.launch().events());
             if let (Some(t), Some(w)) = (trial, wall) {
                 let wall_ns = u64::try_from(w.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 autotune::finish(dev, f, t, synced.is_ok(), true, wall_ns);
@@ -160,7 +160,7 @@ pub fn exec(
     let func = f.code(dev)?.func;
     let s = stream.unwrap_or(Stream::LEGACY);
     let waited = if stream.is_none() {
-        Some(dev.order(s)?)
+        Some(dev.launch().order(s)?)
     } else {
         None
     };

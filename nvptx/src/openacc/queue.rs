@@ -82,7 +82,7 @@ impl AccQueue {
             let n = QUEUES.fetch_add(1, Ordering::Relaxed);
             format!("acc queue {n} (device {})", dev.ord()).into()
         });
-        dev.use_openacc();
+        dev.settings().use_openacc();
         if let Some(o) = dev.observe() {
             o.acc_queue();
         }
@@ -109,8 +109,9 @@ impl AccQueue {
     pub fn ordered_stream(&self) -> Result<Stream> {
         let qs = *self.stream.locked();
         self.dev
+            .launch()
             .copy_order()
-            .order(qs.stream, qs.owned, self.dev.events())?;
+            .order(qs.stream, qs.owned, self.dev.launch().events())?;
         Ok(qs.stream)
     }
 
@@ -152,7 +153,7 @@ impl AccQueue {
                 }
             };
             if let Some((cb, ok)) = next {
-                self.dev.events().release(cb.event);
+                self.dev.launch().events().release(cb.event);
                 match cb.action {
                     Action::Libgomp(f, data) if ok => {
                         // SAFETY: libgomp's callback and argument, run once, after the work
@@ -200,12 +201,12 @@ impl AccQueue {
         if a == b {
             return Ok(());
         }
-        let ev = self.dev.events().acquire()?;
+        let ev = self.dev.launch().events().acquire()?;
         // Event and streams belong to this device's context. The wait captures the
         // record made just before, so the event may be reused at once.
         let h = ev.handle();
         let r = h.record(a).and_then(|()| h.wait_on(b));
-        self.dev.events().release(ev);
+        self.dev.launch().events().release(ev);
         r.map_err(Error::from)
     }
 
@@ -228,10 +229,10 @@ impl AccQueue {
     /// Queues `action` to run once the work queued so far has completed.
     fn queue_action(&self, action: Action) -> Result<()> {
         self.dev.activate()?;
-        let event = self.dev.events().acquire()?;
+        let event = self.dev.launch().events().acquire()?;
         // The event and stream belong to this device's context.
         if let Err(e) = event.handle().record(self.stream()) {
-            self.dev.events().release(event);
+            self.dev.launch().events().release(event);
             return Err(e.into());
         }
         self.callbacks
@@ -275,8 +276,12 @@ impl AccQueue {
         self.dev.activate()?;
         let s = self.ordered_stream()?;
         // SAFETY: forwarded caller guarantee.
-        unsafe { self.dev.host2dev_via(dst, src, n, Via::Queue(s)) }
-            .map_err(crate::launch::failure::kernel_error)
+        unsafe {
+            self.dev
+                .copies()
+                .host2dev(self.dev.parts(), dst, src, n, Via::Queue(s))
+        }
+        .map_err(crate::launch::failure::kernel_error)
     }
 
     /// Queues a copy of `n` bytes from device `src` to host `dst` on the queue's stream
@@ -291,8 +296,12 @@ impl AccQueue {
         self.dev.activate()?;
         let s = self.ordered_stream()?;
         // SAFETY: forwarded caller guarantee.
-        unsafe { self.dev.dev2host_via(dst, src, n, Via::Queue(s)) }
-            .map_err(crate::launch::failure::kernel_error)
+        unsafe {
+            self.dev
+                .copies()
+                .dev2host(self.dev.parts(), dst, src, n, Via::Queue(s))
+        }
+        .map_err(crate::launch::failure::kernel_error)
     }
 
     /// Queues a copy of `n` bytes between device buffers on the queue's stream.
@@ -302,7 +311,9 @@ impl AccQueue {
         }
         self.dev.activate()?;
         let s = self.ordered_stream()?;
-        self.dev.dev2dev_via(dst, src, n, Via::Queue(s))
+        self.dev
+            .copies()
+            .dev2dev(self.dev.parts(), dst, src, n, Via::Queue(s))
     }
 }
 

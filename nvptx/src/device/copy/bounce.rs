@@ -3,15 +3,20 @@
 //! (waiting for one) and is waited for; a queue's host-to-device copy only one free
 //! without waiting for earlier work (else it goes on to `direct`), queued.
 
-use super::{Bounced, CopyPath, Ended, Failed, HostCopy, Knob, Taken, Via};
+use super::host_copy::{HostCopy, Via};
+use super::path::{CopyPath, Ended, Failed, Knob, Taken};
 pub(super) use crate::config::tune::BOUNCE as KNOB;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::Core;
+use crate::device::parts::Parts;
 use crate::host::bounce::Buffer;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
 use std::ffi::c_void;
+
+/// The bounce path (zero-sized, stateless, `Sync`; the buffers are the copy buffers'
+/// `bounce`).
+pub struct Bounced;
 
 impl CopyPath for Bounced {
     fn label(&self) -> &'static str {
@@ -22,12 +27,12 @@ impl CopyPath for Bounced {
         Some(Knob::Own(&KNOB))
     }
 
-    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
-        let bounce = &core.copies.bounce;
-        if !bounce.takes(c.n) || !c.pageable(core) {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
+        let bounce = &d.buffers.bounce();
+        if !bounce.takes(c.n) || !c.pageable(d) {
             return None;
         }
-        c.taken(self);
+        c.taken(self.label());
         let (dev, n) = (c.dev, c.n);
         match (c.dir, c.via) {
             (CopyDir::H2D, Via::Sync) => {
@@ -37,7 +42,9 @@ impl CopyPath for Bounced {
                 };
                 // SAFETY: `c.host` readable for `n` bytes (caller); the stream is waited
                 // for.
-                let r = core.on_copy_stream(|s| unsafe { host2dev(core, s, b, dev, c.host, n) });
+                let r = d.launch.on_copy_stream(&d.settings, |s| unsafe {
+                    host2dev(d, s, b, dev, c.host, n)
+                });
                 Some(r.map(|()| Ended::Done).map_err(Failed::copy))
             }
             (CopyDir::H2D, Via::Queue(s)) => {
@@ -47,11 +54,11 @@ impl CopyPath for Bounced {
                     Err(e) => return Some(Err(e.into())),
                 };
                 // SAFETY: `c.host` readable for `n` bytes (caller); `dev` checked.
-                let r = unsafe { host2dev(core, s, b, dev, c.host, n) };
+                let r = unsafe { host2dev(d, s, b, dev, c.host, n) };
                 Some(r.map(|()| Ended::Queued).map_err(Failed::from))
             }
             _ => {
-                let s = match c.stream(core) {
+                let s = match c.stream(d) {
                     Ok(s) => s,
                     Err(e) => return Some(Err(e.into())),
                 };
@@ -59,7 +66,7 @@ impl CopyPath for Bounced {
                     Ok(b) => b,
                     Err(e) => return Some(Err(e.into())),
                 };
-                let r = core.on(s, |s| {
+                let r = d.launch.on(s, |s| {
                     // SAFETY: the buffer is page-locked, holds at least `n` bytes, no copy
                     // reads it (`take`), and it is alive until the copy, waited for here, has
                     // completed.
@@ -86,7 +93,7 @@ impl CopyPath for Bounced {
 /// `src` readable for `n` bytes (`n` within the bounce size); `dst` checked by
 /// `check_host_copy`; `s` a stream of the device.
 pub(super) unsafe fn host2dev(
-    core: &Core,
+    d: &Parts,
     s: Stream,
     b: Buffer,
     dst: CUdeviceptr,
@@ -101,6 +108,6 @@ pub(super) unsafe fn host2dev(
     let r = unsafe { s.copy_htod(dst, b.ptr().cast(), n) }
         .map_err(Error::from)
         .and_then(|()| b.read_by(s));
-    core.copies.bounce.give(b);
+    d.buffers.bounce().give(b);
     r
 }

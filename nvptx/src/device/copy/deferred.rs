@@ -1,14 +1,16 @@
 //! Copy path: a synchronous host-to-device copy that returns before its DMA has ended
-//! (within `defer`, see [`Core::may_defer`]), everything that can observe device
+//! (within `defer`, see [`Parts::may_defer`]), everything that can observe device
 //! memory then ordered after it (`copy_order`). The source is safe to reuse when this
 //! returns: pageable bytes below the bounce size are staged by the driver during
 //! `cuMemcpyHtoDAsync` (CUDA's documented behaviour for pageable sources), the others
 //! are first copied into a bounce buffer. Memory the program page-locked is never left
 //! in flight. Not taken when the copy cannot be deferred so (the later paths wait).
 
-use super::{bounce, CopyPath, Deferred, Ended, Failed, HostCopy, Knob, Taken, Takes};
+use super::bounce;
+use super::host_copy::HostCopy;
+use super::path::{CopyPath, Ended, Failed, Knob, Taken, Takes};
 use crate::config::Config;
-use crate::device::Core;
+use crate::device::parts::Parts;
 use crate::host::bounce::MIN_BYTES;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
@@ -17,6 +19,10 @@ use gomp_plugin::error::Result;
 /// (larger ones DMA directly from the program's memory and complete before returning:
 /// copying them on the CPU would cost more than the DMA).
 const PINNED_BOUNCE: usize = 64 << 10;
+
+/// The deferred path (zero-sized, stateless, `Sync`; its bounce buffers are the copy
+/// buffers' `bounce`).
+pub struct Deferred;
 
 impl CopyPath for Deferred {
     fn label(&self) -> &'static str {
@@ -31,21 +37,21 @@ impl CopyPath for Deferred {
         Takes::of(CopyDir::H2D, false)
     }
 
-    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
-        if !c.may_defer(core) {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
+        if !c.may_defer(d) {
             return None;
         }
-        let pageable = c.pageable(core);
+        let pageable = c.pageable(d);
         let direct = pageable && c.n < MIN_BYTES;
-        let b = &core.copies.bounce;
+        let b = &d.buffers.bounce();
         if !direct && !((pageable || c.n <= PINNED_BOUNCE) && b.fits(c.n)) {
             return None;
         }
-        c.taken(self);
+        c.taken(self.label());
         let (dst, src, n) = (c.dev, c.host.cast_const(), c.n);
         let r = (|| -> Result<()> {
-            let s = core.deferred_stream()?;
-            core.order(s)?;
+            let s = d.launch.deferred_stream(&d.settings)?;
+            d.launch.order(s)?;
             if direct {
                 // SAFETY: `src` is pageable and readable (caller): the driver has copied
                 // it when the call returns.
@@ -53,9 +59,9 @@ impl CopyPath for Deferred {
             } else {
                 let buf = b.take()?;
                 // SAFETY: forwarded caller guarantee; the buffer fits `n` (above).
-                unsafe { bounce::host2dev(core, s, buf, dst, src, n) }?;
+                unsafe { bounce::host2dev(d, s, buf, dst, src, n) }?;
             }
-            core.deferred_done(s)
+            d.deferred_done(s)
         })();
         Some(r.map(|()| Ended::Deferred).map_err(Failed::from))
     }

@@ -3,24 +3,31 @@
 //! waited for (to pageable memory the driver would wait too); a queue's copies to the
 //! device are queued.
 
-use super::{CopyPath, Direct, Ended, Failed, HostCopy, Taken, Via};
-use crate::device::Core;
+use super::host_copy::{HostCopy, Via};
+use super::path::{CopyPath, Ended, Failed, Taken};
+use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
+
+/// The direct path (zero-sized, stateless, `Sync`).
+pub struct Direct;
 
 impl CopyPath for Direct {
     fn label(&self) -> &'static str {
         "direct"
     }
 
-    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         let (dev, host, n) = (c.dev, c.host, c.n);
-        c.taken(self);
+        c.taken(self.label());
         Some(match (c.dir, c.via) {
-            (CopyDir::H2D, Via::Sync) => core
-                // SAFETY: readable source (caller); the stream is waited for before
-                // returning.
-                .on_copy_stream(|s| unsafe { s.copy_htod(dev, host, n) }.map_err(Error::from))
+            (CopyDir::H2D, Via::Sync) => d
+                .launch
+                .on_copy_stream(&d.settings, |s| {
+                    // SAFETY: readable source (caller); the stream is waited for before
+                    // returning.
+                    unsafe { s.copy_htod(dev, host, n) }.map_err(Error::from)
+                })
                 .map(|()| Ended::Done)
                 .map_err(Failed::copy),
             // SAFETY: the source stays readable until the queue's work has run (caller);
@@ -28,9 +35,10 @@ impl CopyPath for Direct {
             (CopyDir::H2D, Via::Queue(s)) => unsafe { s.copy_htod(dev, host, n) }
                 .map(|()| Ended::Queued)
                 .map_err(|e| Error::from(e).into()),
-            _ => match c.stream(core) {
+            _ => match c.stream(d) {
                 Err(e) => Err(e.into()),
-                Ok(s) => core
+                Ok(s) => d
+                    .launch
                     .on(s, |s| {
                         // SAFETY: writable destination (caller); waited for before returning.
                         unsafe { s.copy_dtoh(host, dev, n) }.map_err(Error::from)

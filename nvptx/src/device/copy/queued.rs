@@ -2,11 +2,15 @@
 //! the queue's stream as it is (the program waits for the queue before it reads the
 //! bytes). A queue's copy to pageable memory goes on to the later paths, waited for.
 
-use super::{CopyPath, Ended, HostCopy, Queued, Taken, Takes, Via};
+use super::host_copy::{HostCopy, Via};
+use super::path::{CopyPath, Ended, Taken, Takes};
 use crate::config::Config;
-use crate::device::Core;
+use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Error;
+
+/// The queued path (zero-sized, stateless, `Sync`).
+pub struct Queued;
 
 impl CopyPath for Queued {
     fn label(&self) -> &'static str {
@@ -17,12 +21,12 @@ impl CopyPath for Queued {
         Takes::of(CopyDir::D2H, true)
     }
 
-    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         let Via::Queue(s) = c.via else { return None };
-        if c.pageable(core) {
+        if c.pageable(d) {
             return None;
         }
-        c.taken(self);
+        c.taken(self.label());
         // SAFETY: the destination stays writable until the queue's work has run
         // (caller); the driver checks `c.dev` again.
         let r = unsafe { s.copy_dtoh(c.host, c.dev, c.n) };

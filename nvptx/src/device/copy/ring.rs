@@ -4,15 +4,21 @@
 //! buffer, pageable or page-locked, is free when this returns (ends deferred). To the
 //! host: below the ring size, waited for, then copied out of the ring. Sized by `ring`.
 
-use super::{CopyPath, Ended, Failed, HostCopy, Knob, Ring, Taken, Takes};
+use super::host_copy::HostCopy;
+use super::path::{CopyPath, Ended, Failed, Knob, Taken, Takes};
 pub(super) use crate::config::tune::RING as KNOB;
 use crate::config::Config;
 use crate::cuda::safe::Stream;
-use crate::device::{serving, Core};
+use crate::device::parts::Parts;
+use crate::device::serving;
 use crate::host::ranges as host_ranges;
 use crate::host::ring::Ring as ThreadRing;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::{Error, Result};
+
+/// The ring path (zero-sized, stateless, `Sync`; the ring is the calling thread's
+/// lane's).
+pub struct Ring;
 
 impl CopyPath for Ring {
     fn label(&self) -> &'static str {
@@ -31,14 +37,14 @@ impl CopyPath for Ring {
             .sized(0, config.tune.size(&KNOB))
     }
 
-    unsafe fn try_copy(&self, core: &Core, c: &HostCopy) -> Option<Taken> {
+    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
         if c.dir == CopyDir::H2D {
             // A synchronous copy (`takes`).
-            if !c.may_defer(core) {
+            if !c.may_defer(d) {
                 return None;
             }
             // SAFETY: `c.host` readable for `c.n` bytes (caller).
-            let r = unsafe { host2dev(core, c) }?;
+            let r = unsafe { host2dev(d, c) }?;
             return Some(r.map(|()| Ended::Deferred).map_err(Failed::from));
         }
         // Not while serving a reverse-offload request: making the ring allocates
@@ -51,16 +57,16 @@ impl CopyPath for Ring {
             return None;
         }
         // The thread's lane, asked once for the stream and the ring.
-        let lane = match core.thread_streams().get() {
+        let lane = match d.launch.thread_streams().get() {
             Ok(l) => l,
             Err(e) => return Some(Err(e.into())),
         };
-        let s = match c.stream_or(core, || Ok(lane.stream())) {
+        let s = match c.stream_or(d, || Ok(lane.stream())) {
             Ok(s) => s,
             Err(e) => return Some(Err(e.into())),
         };
         // SAFETY: `c.host` writable for `c.n` bytes (caller); `c.dev` checked.
-        let r = unsafe { dev2host(core, &lane.data.ring, s, c) }?;
+        let r = unsafe { dev2host(d, &lane.data.ring, s, c) }?;
         Some(r.map(|()| Ended::Done).map_err(Failed::copy))
     }
 }
@@ -70,29 +76,29 @@ impl CopyPath for Ring {
 ///
 /// # Safety
 /// `c.host` readable for `c.n` bytes; `c.dev` checked by `check_host_copy`.
-unsafe fn host2dev(core: &Core, c: &HostCopy) -> Option<Result<()>> {
+unsafe fn host2dev(d: &Parts, c: &HostCopy) -> Option<Result<()>> {
     let (dst, src, n) = (c.dev, c.host.cast_const(), c.n);
     // The thread's lane, asked once for the stream and the ring.
-    let lane = match core.thread_streams().get() {
+    let lane = match d.launch.thread_streams().get() {
         Ok(l) => l,
         Err(e) => return Some(Err(e)),
     };
-    let s = match core.deferred_stream_or(|| Ok(lane.stream())) {
+    let s = match d.settings.deferred_stream_or(|| Ok(lane.stream())) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
     // SAFETY: the space is written only below.
     let slot = unsafe { slot(&lane.data.ring, n, s) }?;
-    c.taken(&Ring);
+    c.taken(Ring.label());
     Some((|| {
-        core.order(s)?;
+        d.launch.order(s)?;
         // SAFETY: `src` is readable for `n` bytes (caller); the slot holds `n` and
         // no queued copy uses it (`Ring::slot`).
         unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), slot, n) };
         // SAFETY: the ring is page-locked and its space is not rewritten before the
         // copy has run (the half's fence).
         unsafe { s.copy_htod(dst, slot.cast(), n) }?;
-        core.deferred_done(s)
+        d.deferred_done(s)
     })())
 }
 
@@ -124,11 +130,11 @@ unsafe fn slot(ring: &ThreadRing, n: usize, s: Stream) -> Option<*mut u8> {
 /// # Safety
 /// `ring` the calling thread's lane's; `c.host` writable for `c.n` bytes; `c.dev`
 /// checked by `check_host_copy`; `s` a stream of the device.
-unsafe fn dev2host(core: &Core, ring: &ThreadRing, s: Stream, c: &HostCopy) -> Option<Result<()>> {
+unsafe fn dev2host(d: &Parts, ring: &ThreadRing, s: Stream, c: &HostCopy) -> Option<Result<()>> {
     let (dst, src, n) = (c.host, c.dev, c.n);
     // SAFETY: the calling thread's ring (caller); the space is used only below.
     let slot = unsafe { slot(ring, n, s) }?;
-    c.taken(&Ring);
+    c.taken(Ring.label());
     Some((|| {
         let copy = |s: Stream| {
             // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched until
@@ -136,7 +142,7 @@ unsafe fn dev2host(core: &Core, ring: &ThreadRing, s: Stream, c: &HostCopy) -> O
             unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
         };
         // SAFETY: the ring is this thread's lane's (caller); `s` a stream of the device.
-        unsafe { core.on_waited(s, ring, false, copy) }?;
+        unsafe { d.launch.on_waited(&d.settings, s, ring, false, copy) }?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
         Ok(())
