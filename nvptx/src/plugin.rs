@@ -409,7 +409,9 @@ impl gomp_plugin::OpenAcc for Nvptx {
 
     fn native_device() -> *mut c_void {
         Self::current_thread_data().map_or(std::ptr::null_mut(), |t| {
-            (&t.dev.device().cu_dev() as *const CUdevice)
+            // The device's own copy (alive while the thread's device is open), not
+            // a temporary's address.
+            (t.dev.device().cu_dev_ref() as *const CUdevice)
                 .cast_mut()
                 .cast()
         })

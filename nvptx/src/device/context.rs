@@ -141,6 +141,14 @@ impl DeviceContext {
         self.cu_dev
     }
 
+    /// The CUDA device as the place this device keeps it: what
+    /// `acc_get_current_cuda_device` hands the program (a `CUdevice *`, read as long as
+    /// the device is open), as GCC's plugin hands the address of its own copy.
+    #[inline]
+    pub fn cu_dev_ref(&self) -> &CUdevice {
+        &self.cu_dev
+    }
+
     /// The device's CUDA context (borrowed or primary; alive until `close`).
     #[inline]
     pub fn ctx(&self) -> CUcontext {
