@@ -175,7 +175,7 @@ impl Core {
                 if let Err(e) = s.handle().synchronize() {
                     // Not destroyed after a failure, as before.
                     s.leak();
-                    return Err(e.into());
+                    return Err(e);
                 }
                 s.destroy()?;
                 Ok(())

@@ -376,7 +376,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
     }
 
     fn queue(ord: c_int) -> Result<AccQueue> {
-        AccQueue::create(Arc::clone(device(ord)?.shared()))
+        AccQueue::create(device(ord)?)
     }
 
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {

@@ -4,7 +4,7 @@
 
 use crate::cuda::sys::*;
 use crate::device::Core;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
 use gomp_plugin::rect::Side;
 use std::ffi::c_void;
 
@@ -64,9 +64,9 @@ impl Core {
             return Ok(());
         }
         // SAFETY: valid descriptor (caller); the stream is waited for.
-        let r = self.on_stream(|s| unsafe { s.copy_2d(c) }.map_err(Error::from));
+        let r = self.on_stream(|s| unsafe { s.copy_2d(c) });
         match r {
-            Err(Error::Driver(e)) if e.code == i64::from(CUDA_ERROR_INVALID_VALUE) => {
+            Err(e) if e.has_code(CUDA_ERROR_INVALID_VALUE) => {
                 // The legacy stream is not ordered after deferred copies on non-blocking
                 // streams.
                 self.settle()?;
@@ -89,7 +89,7 @@ impl Core {
             return Ok(());
         }
         // SAFETY: valid descriptor (caller); the stream is waited for.
-        self.on_stream(|s| unsafe { s.copy_3d(c) }.map_err(Error::from))
+        self.on_stream(|s| unsafe { s.copy_3d(c) })
     }
 }
 

@@ -276,9 +276,12 @@ impl Launcher {
     }
 
     fn allocate(&self, region: hsa_region_t, size: usize, what: &str) -> Result<Allocation> {
-        let block = Allocation::new(self.rt, region, size, || {
-            format!("hsa_memory_allocate ({what}, {size} bytes)")
-        })?;
+        let block = Allocation::new(
+            self.rt,
+            region,
+            size,
+            ("hsa_memory_allocate", || format!(" ({what}, {size} bytes)")),
+        )?;
         if region.handle == self.data_region.handle {
             block.assign_rw(self.agent)?;
         }

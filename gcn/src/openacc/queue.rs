@@ -93,8 +93,8 @@ pub struct AccQueue {
 }
 
 impl AccQueue {
-    /// A queue on `dev`: its HSA queue and its thread.
-    pub fn create(dev: Arc<OpenDevice>) -> Result<AccQueue> {
+    /// A queue on open device `dev`: its HSA queue and its thread.
+    pub fn create(dev: Arc<OpenDevice>) -> Result<Self> {
         let q = dev.launcher.new_queue(ASYNC_QUEUE_SIZE)?;
         let (tx, rx) = channel::<Job>();
         let progress = Arc::new(Progress::default());

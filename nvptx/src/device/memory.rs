@@ -127,7 +127,7 @@ impl Core {
     fn alloc_retry(&self, size: usize) -> Result<CUdeviceptr> {
         match self.alloc_once(size.max(1)) {
             Err(Error::Driver(e))
-                if e.code == i64::from(crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY) =>
+                if e.code() == i64::from(crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY) =>
             {
                 self.release_cached();
                 self.alloc_once(size.max(1))
@@ -204,7 +204,7 @@ impl Core {
         }
         let _r = nvtx::range(Kind::Alloc, Some(size as u64), || "from the driver".into());
         // Context current (caller).
-        Ok(cu_mem::alloc(size)?)
+        cu_mem::alloc(size)
     }
 
     /// Frees a block from [`Core::alloc`]. NULL is accepted and ignored; an address

@@ -111,7 +111,7 @@ impl Core {
         }
         if let Some(o) = &self.observe {
             // The epoch device times are placed from (the stream is waited for).
-            if self.on_stream(|s| Ok(o.record_epoch(s)?)).is_ok() {
+            if self.on_stream(|s| o.record_epoch(s)).is_ok() {
                 o.epoch_done();
             }
         }
@@ -276,7 +276,7 @@ impl Core {
     #[inline]
     pub fn on<T>(&self, s: Stream, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
         // A stream of the device's context (caller).
-        self.on_with(s, f, |s| Ok(s.synchronize()?))
+        self.on_with(s, f, |s| s.synchronize())
     }
 
     /// [`Core::on`] with `s` waited for by the calling thread's `ring`

@@ -192,7 +192,7 @@ impl Lane {
             // SAFETY: forwarded caller guarantees.
             Dir::DeviceToHost => unsafe { self.dev2host(job) },
         };
-        let synced = self.stream.handle().synchronize().map_err(Error::from);
+        let synced = self.stream.handle().synchronize();
         let r = r.and(synced);
         if r.is_err() {
             job.failed.store(true, Ordering::Relaxed);
@@ -274,7 +274,6 @@ impl Worker {
                 nvtx::name_this_thread();
                 // SAFETY: the device's context outlives the worker (joined at close).
                 let lane = unsafe { context::set_current(ctx as CUcontext) }
-                    .map_err(Error::from)
                     .and_then(|()| Lane::create(&p));
                 let lane = match lane {
                     Ok(l) => {

@@ -176,7 +176,7 @@ unsafe impl Sync for Kernel {}
 /// One attribute of `f`, a function of a loaded module (caller: [`Kernel::code`]).
 fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
     // SAFETY: `f` was just looked up in the image's loaded module.
-    Ok(unsafe { func_attribute(f, a) }?)
+    unsafe { func_attribute(f, a) }
 }
 
 /// In a program that uses reverse offload: rewrites the device runtime's request to the
@@ -444,7 +444,7 @@ impl Image {
         if !self.names.mentions(name) {
             return Ok(None);
         }
-        Ok(self.module.global(name)?)
+        self.module.global(name)
     }
 
     /// The kernel `name` of this image, `None` if the image does not define it (not
@@ -453,7 +453,7 @@ impl Image {
         if !self.names.mentions(name) {
             return Ok(None);
         }
-        Ok(self.module.function(name)?)
+        self.module.function(name)
     }
 
     /// Runs the image's destructors and unloads it.

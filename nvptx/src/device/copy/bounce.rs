@@ -10,7 +10,7 @@ use crate::cuda::sys::CUdeviceptr;
 use crate::device::Core;
 use crate::host::bounce::Buffer;
 use crate::observe::profile::CopyDir;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
 use std::ffi::c_void;
 
 /// `bounce`: the largest copy the path takes (the size of its buffers).
@@ -73,7 +73,7 @@ impl CopyPath for Bounced {
                     // SAFETY: the buffer is page-locked, holds at least `n` bytes, no copy
                     // reads it (`take`), and it is alive until the copy, waited for here, has
                     // completed.
-                    unsafe { s.copy_dtoh(b.ptr().cast(), dev, n) }.map_err(Error::from)
+                    unsafe { s.copy_dtoh(b.ptr().cast(), dev, n) }
                 });
                 if r.is_ok() {
                     // SAFETY: `c.host` is writable for `n` bytes (caller); distinct
@@ -108,9 +108,7 @@ pub(super) unsafe fn host2dev(
     unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), b.ptr(), n) };
     // SAFETY: the buffer stays allocated and unwritten until the event recorded
     // after the copy has completed (`Bounce`).
-    let r = unsafe { s.copy_htod(dst, b.ptr().cast(), n) }
-        .map_err(Error::from)
-        .and_then(|()| b.read_by(s));
+    let r = unsafe { s.copy_htod(dst, b.ptr().cast(), n) }.and_then(|()| b.read_by(s));
     core.copies.bounce.give(b);
     r
 }

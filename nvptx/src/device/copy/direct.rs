@@ -6,7 +6,6 @@
 use super::{CopyPath, Direct, Ended, Failed, HostCopy, Taken, Via};
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
-use gomp_plugin::error::Error;
 
 impl CopyPath for Direct {
     fn label(&self) -> &'static str {
@@ -20,20 +19,20 @@ impl CopyPath for Direct {
             (CopyDir::H2D, Via::Sync) => core
                 // SAFETY: readable source (caller); the stream is waited for before
                 // returning.
-                .on_copy_stream(|s| unsafe { s.copy_htod(dev, host, n) }.map_err(Error::from))
+                .on_copy_stream(|s| unsafe { s.copy_htod(dev, host, n) })
                 .map(|()| Ended::Done)
                 .map_err(Failed::copy),
             // SAFETY: the source stays readable until the queue's work has run (caller);
             // the driver checks `dev` again.
             (CopyDir::H2D, Via::Queue(s)) => unsafe { s.copy_htod(dev, host, n) }
                 .map(|()| Ended::Queued)
-                .map_err(|e| Error::from(e).into()),
+                .map_err(|e| e.into()),
             _ => match c.stream(core) {
                 Err(e) => Err(e.into()),
                 Ok(s) => core
                     .on(s, |s| {
                         // SAFETY: writable destination (caller); waited for before returning.
-                        unsafe { s.copy_dtoh(host, dev, n) }.map_err(Error::from)
+                        unsafe { s.copy_dtoh(host, dev, n) }
                     })
                     .map(|()| Ended::Done)
                     .map_err(Failed::copy),

@@ -626,10 +626,10 @@ impl Core {
         let (r, ended) = match via {
             // Waited for before returning.
             Via::Sync => (
-                self.on_copy_stream(|s| s.copy_dtod(dst, src, n).map_err(Error::from)),
+                self.on_copy_stream(|s| s.copy_dtod(dst, src, n)),
                 Ended::Done,
             ),
-            Via::Queue(s) => (s.copy_dtod(dst, src, n).map_err(Error::from), Ended::Queued),
+            Via::Queue(s) => (s.copy_dtod(dst, src, n), Ended::Queued),
         };
         if let (Some(o), Some(t0)) = (self.observe(), t0) {
             o.copy(CopyDir::D2D, ended.row(CopyMem::Device), n, t0);

@@ -6,7 +6,6 @@ use super::{CopyPath, Ended, HostCopy, Queued, Taken, Takes, Via};
 use crate::config::Config;
 use crate::device::Core;
 use crate::observe::profile::CopyDir;
-use gomp_plugin::error::Error;
 
 impl CopyPath for Queued {
     fn label(&self) -> &'static str {
@@ -26,6 +25,6 @@ impl CopyPath for Queued {
         // SAFETY: the destination stays writable until the queue's work has run
         // (caller); the driver checks `c.dev` again.
         let r = unsafe { s.copy_dtoh(c.host, c.dev, c.n) };
-        Some(r.map(|()| Ended::Queued).map_err(|e| Error::from(e).into()))
+        Some(r.map(|()| Ended::Queued).map_err(|e| e.into()))
     }
 }

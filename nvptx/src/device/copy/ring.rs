@@ -12,7 +12,7 @@ use crate::device::{serving, Core};
 use crate::host::ranges as host_ranges;
 use crate::host::ring::Ring as ThreadRing;
 use crate::observe::profile::CopyDir;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
 
 /// `ring`: copies below this size take the path.
 pub(super) static KNOB: PathKnob = PathKnob {
@@ -143,7 +143,7 @@ unsafe fn dev2host(core: &Core, ring: &ThreadRing, s: Stream, c: &HostCopy) -> O
         let copy = |s: Stream| {
             // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched until
             // the copy, waited for here, has run.
-            unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
+            unsafe { s.copy_dtoh(slot.cast(), src, n) }
         };
         // SAFETY: the ring is this thread's lane's (caller); `s` a stream of the device.
         unsafe { core.on_waited(s, ring, false, copy) }?;
