@@ -85,10 +85,11 @@ impl Plugin for Gcn {
     }
 
     /// The table goes after the output ring of a kernarg block reserved for the
-    /// session's launch ([`crate::launch::run::Launcher::reserve_table`]).
+    /// session's launch ([`crate::launch::resources::Resources::reserve_table`]).
     fn allocate_table(session: *mut c_void, ord: i32, size: usize) -> Result<*mut c_void> {
         Self::device(ord)?
             .launcher
+            .resources
             .reserve_table(session as usize, size)
     }
 

@@ -86,7 +86,7 @@ pub fn exec(
             kernel: Arc::clone(k),
             vars: launch.devaddrs,
             // Claimed now: libgomp may reuse the session once this returns.
-            table_block: dev.launcher.claim_table(launch.devaddrs),
+            table_block: dev.launcher.resources.claim_table(launch.devaddrs),
             dims: grid,
         })?,
     }
