@@ -15,6 +15,7 @@ pub mod process;
 
 pub mod cache;
 pub mod device;
+pub mod discovery;
 pub mod host;
 pub mod image;
 pub mod interop;
