@@ -129,7 +129,7 @@ impl Eq for DriverError {}
 
 /// The one mapping of a driver call's status: `Ok(())` for `driver.success`, else an
 /// [`Error::Driver`] naming `call`, made where the caller was called from. Allocates
-/// and formats nothing.
+/// and formats nothing. Thread-safe (a pure function).
 #[track_caller]
 #[inline]
 pub fn check(driver: &'static DriverText, code: i64, call: &'static str) -> Result<()> {

@@ -30,6 +30,7 @@ fn text(status: i64) -> String {
 /// A runtime call as an error names it: the entry point and, built only when it
 /// failed, a detail shown right after the name. Implemented by `&'static str` (no
 /// detail) and by `(&'static str, F)` with `F` a closure returning the detail.
+/// A value of the caller's, used on the caller's thread.
 pub trait Op {
     /// The entry point's name.
     fn call(&self) -> &'static str;

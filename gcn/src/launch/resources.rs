@@ -88,7 +88,9 @@ impl Drop for Lease<'_> {
 }
 
 /// The blocks a device's launches use: kernarg blocks (cached, or reserved for a
-/// session's table), ephemeral memory, module heaps.
+/// session's table), ephemeral memory, module heaps. Owned by the device's `Launcher`
+/// (a part of it); owns the blocks it keeps. Thread-safe: every method takes `&self`,
+/// the lists are behind mutexes.
 pub struct Resources {
     rt: &'static Runtime,
     agent: hsa_agent_t,
