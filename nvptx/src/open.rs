@@ -109,7 +109,7 @@ impl gomp_plugin::Device for OpenDevice {
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
         self.core.events().destroy_all();
         self.reverse.shutdown();
-        let unloaded = self.images.unload_all(|img| (*img).unload(&self.core));
+        let unloaded = self.images.unload_all(|img| (*img).unload());
         self.core.close(settled.err().or(unloaded.err()))
     }
 
@@ -131,7 +131,7 @@ impl gomp_plugin::Device for OpenDevice {
                 Ok(t) => t,
                 Err(e) => {
                     // Released as a failed load is: after the device's deferred copies.
-                    if let Err(r) = img.release(dev) {
+                    if let Err(r) = img.release() {
                         log::debug!("device {}: releasing the image: {r}", dev.ord());
                     }
                     return Err(e);
@@ -163,7 +163,7 @@ impl gomp_plugin::Device for OpenDevice {
         let img = self.images.remove(data as usize)?;
         // The module's memory goes: deferred copies into its globals complete first.
         self.core.settle()?;
-        (*img).unload(&self.core)
+        (*img).unload()
     }
 
     fn run(&self, kernel: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {
