@@ -1,10 +1,19 @@
 //! Keeps docs/architecture.md's skeleton table true (test only): the table between the
 //! `BEGIN skeleton table` / `END skeleton table` markers names, per backend column
 //! (a header cell holding `` `CRATE/src/` ``), files or folders (ending in `/`) under
-//! that `src/`, each optionally followed by `::Type`; every file or folder must exist
-//! and every type must be declared in its file (`pub struct` / `pub enum` /
-//! `pub trait` / `pub type`, also inside a macro invocation). Reads files only.
-
+//! that `src/`, each optionally followed by `::Item`; every file or folder must exist
+//! and every item must be declared in its file (`pub struct` / `pub enum` /
+//! `pub trait` / `pub type` / `pub static`, also inside a macro invocation).
+//!
+//! A span holding `(` is a signature, `Type::name(params) -> Ret` (a method of an
+//! `impl ... Type` block) or `name(params) -> Ret` (a free function), of the file named
+//! before it in the cell, without qualifiers (`pub`, `unsafe`); the file must declare
+//! that function with that signature (whitespace and rustfmt's trailing commas
+//! aside). The paired items have one shape: every signature of one backend column must
+//! be in the other backend columns of its row too, letter for letter, except in the
+//! rows of the driver layer (concept starting with "driver layer"), whose signatures
+//! name each driver's own types. A drift of either backend, or of the table, fails the
+//! test. Reads files only.
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -45,16 +54,118 @@ mod tests {
     fn declares(src: &str, name: &str) -> bool {
         src.lines().any(|l| {
             let l = l.trim_start();
-            ["pub struct ", "pub enum ", "pub trait ", "pub type "]
-                .iter()
-                .any(|kw| {
-                    l.strip_prefix(kw).is_some_and(|rest| {
-                        rest.strip_prefix(name).is_some_and(|after| {
-                            !after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
-                        })
+            [
+                "pub struct ",
+                "pub enum ",
+                "pub trait ",
+                "pub type ",
+                "pub static ",
+            ]
+            .iter()
+            .any(|kw| {
+                l.strip_prefix(kw).is_some_and(|rest| {
+                    rest.strip_prefix(name).is_some_and(|after| {
+                        !after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
                     })
                 })
+            })
         })
+    }
+
+    /// Whitespace collapsed, no space inside parentheses, no trailing comma before `)`.
+    fn normalize(sig: &str) -> String {
+        let s = sig.split_whitespace().collect::<Vec<_>>().join(" ");
+        s.replace("( ", "(").replace(" )", ")").replace(",)", ")")
+    }
+
+    /// The signature after `fn ` at `at` in `src`: up to its body, `;` or `where`.
+    fn signature_at(src: &str, at: usize) -> String {
+        let mut depth = 0i32;
+        let rest = &src[at..];
+        let mut end = rest.len();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '{' | ';' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+            if depth == 0
+                && rest[i..].starts_with("where")
+                && rest[..i].ends_with(char::is_whitespace)
+            {
+                end = i;
+                break;
+            }
+        }
+        normalize(&rest[..end])
+    }
+
+    /// The type an `impl` header line is for (`impl X {`, `impl Trait for X {`,
+    /// generics dropped, last path segment).
+    fn impl_type(header: &str) -> &str {
+        let h = header.trim_end().trim_end_matches('{').trim();
+        let h = h.rsplit_once(" for ").map_or(h, |(_, t)| t);
+        let h = h.strip_prefix("impl").unwrap_or(h).trim();
+        let h = if h.starts_with('<') {
+            h.split_once("> ").map_or(h, |(_, t)| t)
+        } else {
+            h
+        };
+        let h = h.split('<').next().unwrap_or(h).trim();
+        h.rsplit("::").next().unwrap_or(h)
+    }
+
+    /// Whether `src` declares `sig` (`Type::name(...) -> R` or `name(...) -> R`).
+    fn declares_fn(src: &str, sig: &str) -> bool {
+        let want = normalize(sig);
+        let head = want.split(['(', '<']).next().unwrap_or("");
+        let (ty, name) = match head.rsplit_once("::") {
+            Some((t, n)) => (Some(t), n),
+            None => (None, head),
+        };
+        let bare = match ty {
+            Some(t) => want[t.len() + 2..].to_string(),
+            None => want.clone(),
+        };
+        let lines: Vec<&str> = src.lines().collect();
+        let mut offset = 0;
+        for (n, line) in lines.iter().enumerate() {
+            let start = offset;
+            offset += line.len() + 1;
+            let Some(at) = line.find("fn ") else { continue };
+            let before = line[..at].trim();
+            if !before.split_whitespace().all(|w| {
+                w.starts_with("pub") || ["unsafe", "const", "extern", "\"C\""].contains(&w)
+            }) {
+                continue;
+            }
+            let after = &line[at + 3..];
+            if !after.starts_with(name)
+                || after[name.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            {
+                continue;
+            }
+            let indented = line.starts_with(char::is_whitespace);
+            let in_type = match ty {
+                None => !indented,
+                Some(t) => {
+                    indented
+                        && lines[..n]
+                            .iter()
+                            .rev()
+                            .find(|l| !l.is_empty() && !l.starts_with(char::is_whitespace))
+                            .is_some_and(|h| h.starts_with("impl") && impl_type(h) == t)
+                }
+            };
+            if in_type && signature_at(src, start + at + 3) == bare {
+                return true;
+            }
+        }
+        false
     }
 
     /// Every defect of the table against the tree under `root`: one line each. Also a
@@ -95,7 +206,21 @@ mod tests {
                 if named.is_empty() {
                     out.push(format!("{concept}: nothing named for {base}"));
                 }
+                let mut file: Option<(String, String)> = None;
                 for s in named {
+                    if s.contains('(') {
+                        match &file {
+                            None => out.push(format!(
+                                "{concept}: signature `{s}` for {base} after no file"
+                            )),
+                            Some((f, src)) => {
+                                if !declares_fn(src, s) {
+                                    out.push(format!("{concept}: {base}{f} declares no `{s}`"));
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     let (path, ty) = match s.split_once("::") {
                         Some((p, t)) => (p, Some(t)),
                         None => (s, None),
@@ -117,6 +242,28 @@ mod tests {
                     if let Some(ty) = ty {
                         if !declares(&src, ty) {
                             out.push(format!("{concept}: {base}{path} declares no `{ty}`"));
+                        }
+                    }
+                    file = Some((path.to_string(), src));
+                }
+            }
+            if concept.starts_with("driver layer") {
+                continue;
+            }
+            let sigs = |i: usize| -> Vec<String> {
+                spans(row.get(i).map_or("", String::as_str))
+                    .into_iter()
+                    .filter(|s| s.contains('('))
+                    .map(normalize)
+                    .collect()
+            };
+            for &(i, base) in &columns {
+                for &(j, other) in &columns {
+                    for s in sigs(i) {
+                        if i != j && !sigs(j).contains(&s) {
+                            out.push(format!(
+                                "{concept}: `{s}` of {base} is not in {other}'s cell"
+                            ));
                         }
                     }
                 }
@@ -150,16 +297,24 @@ mod tests {
              | prefix only | `images.rs::LoadedImage` |\n\
              | missing file | `nothere.rs::X` |\n\
              | missing folder | `nothere/` |\n\
-             | empty | |\n{END}\n"
+             | empty | |\n\
+             | ok fn | `error.rs`, `check(driver: &'static DriverText, code: i64, call: &'static str) -> Result<()>` |\n\
+             | ok method | `images.rs::LoadedImages`, `LoadedImages::new() -> Self` |\n\
+             | drifted fn | `error.rs`, `check(code: i64) -> Result<()>` |\n\
+             | wrong type | `error.rs`, `Error::code(&self) -> i64` |\n\
+             | fn first | `new() -> Self` |\n{END}\n"
         );
-        let found = defects(&doc, root, 9);
+        let found = defects(&doc, root, 14);
         let expect = [
             "missing type: src/images.rs declares no `LoadedImagez`",
             "prefix only: src/images.rs declares no `LoadedImage`",
             "missing file: no file src/nothere.rs",
             "missing folder: no folder src/nothere/",
             "empty: nothing named for src/",
-            "8 row(s), expected at least 9",
+            "drifted fn: src/error.rs declares no `check(code: i64) -> Result<()>`",
+            "wrong type: src/error.rs declares no `Error::code(&self) -> i64`",
+            "fn first: signature `new() -> Self` for src/ after no file",
+            "13 row(s), expected at least 14",
         ];
         for e in expect {
             assert!(found.iter().any(|f| f == e), "{e:?} not in {found:?}");
@@ -168,6 +323,21 @@ mod tests {
         assert_eq!(
             defects("no table", root, 1),
             ["no BEGIN skeleton table marker"]
+        );
+    }
+
+    #[test]
+    fn paired_signatures_must_agree() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let doc = format!(
+            "{BEGIN} -->\n| concept | a (`src/`) | b (`src/`) |\n|---|---|---|\n\
+             | same | `images.rs`, `LoadedImages::new() -> Self` | `images.rs`, `LoadedImages::new() -> Self` |\n\
+             | one side | `images.rs`, `LoadedImages::new() -> Self` | `images.rs` |\n\
+             | driver layer: own types | `images.rs`, `LoadedImages::new() -> Self` | `error.rs` |\n{END}\n"
+        );
+        assert_eq!(
+            defects(&doc, root, 3),
+            ["one side: `LoadedImages::new() -> Self` of src/ is not in src/'s cell"]
         );
     }
 }

@@ -75,8 +75,9 @@ pub fn devices_for(found: &[Agent], requires_mask: u32) -> (i32, String) {
 /// `get_num_devices`: the GPU agents; 0 when the runtime is missing or broken
 /// (`hsa_init` failing, e.g. without `/dev/kfd`) or has no GPU agent, with one
 /// `GOMP_DEBUG` line saying why. Never exits (GCC's plugin exits with status 1 when
-/// `hsa_init` fails).
-pub fn num_devices(requires_mask: u32) -> i32 {
+/// `hsa_init` fails). `on_count` is called with the number of devices when there are
+/// some (the registry's size).
+pub fn num_devices(mask: u32, on_count: impl FnOnce(usize)) -> i32 {
     if Config::process().obsolete_experimental {
         log::debug!("{EXPERIMENTAL_ENV} is obsolete and ignored: every GPU agent is a device");
     }
@@ -86,8 +87,11 @@ pub fn num_devices(requires_mask: u32) -> i32 {
             0
         }
         Ok(found) => {
-            let (n, why) = devices_for(found, requires_mask);
+            let (n, why) = devices_for(found, mask);
             log::debug!("{why}");
+            if n > 0 {
+                on_count(n as usize);
+            }
             n
         }
     }

@@ -161,7 +161,7 @@ impl gomp_plugin::Device for OpenDevice {
         let key = target_data as usize;
         self.images.ensure_absent(key)?;
         let (nk, nv) = (desc.kernels.len(), desc.global_variable_count);
-        let heap = self.launcher.new_heap()?;
+        let heap = self.launcher.resources.new_heap()?;
         let (img, table) = Image::load(self.rt, self.agent, key, desc, &co, heap, want_rev)?;
         log::debug!(
             "device {}: loaded image {target_data:p} for {} ({nk} kernel(s) of which {} offload function(s), {nv} variable(s)); table of {} entries",
@@ -212,7 +212,7 @@ impl gomp_plugin::Device for OpenDevice {
     fn run(&self, k: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {
         let Some(dims) = self.grid(req) else {
             // A skipped kernel: a table reserved for it goes back.
-            self.launcher.release_table(req.vars);
+            self.launcher.resources.release_table(req.vars);
             return Ok(());
         };
         let e = self
@@ -233,7 +233,7 @@ impl gomp_plugin::Device for OpenDevice {
         let Some(dims) = self.grid(req) else {
             // A skipped kernel: complete at once (the stock plugin never completes it);
             // a table reserved for it goes back.
-            self.launcher.release_table(req.vars);
+            self.launcher.resources.release_table(req.vars);
             gomp_plugin::libgomp::target::task_completion(async_data as usize);
             return Ok(());
         };

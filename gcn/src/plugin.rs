@@ -11,7 +11,11 @@
 
 use crate::image::Kernel;
 use crate::open::OpenDevice;
-use crate::openacc::{self, AccQueue, ThreadData};
+use crate::openacc::{
+    exec, property,
+    queue::AccQueue,
+    thread::{self, ThreadData},
+};
 use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::version::Libgomp;
@@ -55,11 +59,7 @@ impl Plugin for Gcn {
     /// The GPU agents; 0 without a working HSA runtime or GPU agent, with a `GOMP_DEBUG`
     /// line saying why.
     fn num_devices(requires_mask: u32) -> i32 {
-        let n = crate::discovery::num_devices(requires_mask);
-        if n > 0 {
-            REGISTRY.ensure_len(n as usize);
-        }
-        n
+        crate::discovery::num_devices(requires_mask, |n| REGISTRY.ensure_len(n))
     }
 
     fn open(ord: i32) -> Result<OpenDevice> {
@@ -85,10 +85,11 @@ impl Plugin for Gcn {
     }
 
     /// The table goes after the output ring of a kernarg block reserved for the
-    /// session's launch ([`crate::launch::run::Launcher::reserve_table`]).
+    /// session's launch ([`crate::launch::resources::Resources::reserve_table`]).
     fn allocate_table(session: *mut c_void, ord: i32, size: usize) -> Result<*mut c_void> {
         Self::device(ord)?
             .launcher
+            .resources
             .reserve_table(session as usize, size)
     }
 
@@ -116,7 +117,7 @@ impl OpenAcc for Gcn {
     type Queue = AccQueue;
     type ThreadData = ThreadData;
 
-    /// See [`openacc::exec`].
+    /// See [`exec::exec`].
     fn exec(
         kernel: Live<'_, Kernel>,
         launch: &AccLaunch,
@@ -126,11 +127,11 @@ impl OpenAcc for Gcn {
             Some(q) => Arc::clone(q.device()),
             None => exec_device(kernel.ord)?,
         };
-        openacc::exec(&dev, kernel, launch, queue)
+        exec::exec(&dev, kernel, launch, queue)
     }
 
     fn thread_data(ord: c_int) -> Result<ThreadData> {
-        openacc::thread_data(ord)
+        thread::thread_data(ord)
     }
 
     /// A queue on open device `ord`.
@@ -138,8 +139,8 @@ impl OpenAcc for Gcn {
         AccQueue::create(REGISTRY.get(ord)?)
     }
 
-    /// See [`openacc::property`].
+    /// See [`property::get`].
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
-        openacc::property(ord, prop)
+        property::get(ord, prop)
     }
 }

@@ -177,7 +177,7 @@ pub unsafe fn interop(
             if let Err(e) = s.handle().synchronize() {
                 // Not destroyed after a failure, as before.
                 s.leak();
-                return Err(e.into());
+                return Err(e);
             }
             s.destroy()?;
             Ok(())

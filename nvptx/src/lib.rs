@@ -14,6 +14,7 @@ pub mod plugin;
 
 pub mod cache;
 pub mod device;
+pub mod discovery;
 pub mod host;
 pub mod image;
 pub mod interop;

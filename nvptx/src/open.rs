@@ -110,7 +110,7 @@ impl gomp_plugin::Device for OpenDevice {
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
         self.core.launch().events().destroy_all();
         self.reverse.shutdown();
-        let unloaded = self.images.unload_all(|img| (*img).unload(&self.core));
+        let unloaded = self.images.unload_all(|img| (*img).unload());
         self.core.close(settled.err().or(unloaded.err()))
     }
 
@@ -132,7 +132,7 @@ impl gomp_plugin::Device for OpenDevice {
                 Ok(t) => t,
                 Err(e) => {
                     // Released as a failed load is: after the device's deferred copies.
-                    if let Err(r) = img.release(dev) {
+                    if let Err(r) = img.release() {
                         log::debug!("device {}: releasing the image: {r}", dev.ord());
                     }
                     return Err(e);
@@ -164,7 +164,7 @@ impl gomp_plugin::Device for OpenDevice {
         let img = self.images.remove(data as usize)?;
         // The module's memory goes: deferred copies into its globals complete first.
         self.core.launch().settle()?;
-        (*img).unload(&self.core)
+        (*img).unload()
     }
 
     fn run(&self, kernel: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {

@@ -2,7 +2,7 @@
 //! [`gomp_plugin::Plugin`] and [`gomp_plugin::OpenAcc`]; the OpenACC queue implements
 //! the framework's queue trait (the device's is with [`OpenDevice`]), by calling this
 //! crate's concepts.
-//! Device discovery (driver load, `requires` checks) and UUIDs live here too.
+//! Device discovery (driver load, `requires` checks, UUIDs) is `discovery.rs`'s.
 //!
 //! Thread-safety: everything is reached through the framework's registry (a read-mostly
 //! lock) or through values libgomp owns; no state of its own.
@@ -11,17 +11,16 @@ use crate::config::Config;
 use crate::cuda::safe::query;
 use crate::cuda::{sys::*, table};
 use crate::device;
+use crate::discovery;
 use crate::host::ranges as host_ranges;
 use crate::image::Kernel;
 use crate::interop;
-use crate::observe::{info, nvtx};
+use crate::observe::nvtx;
 use crate::open::OpenDevice;
 use crate::openacc::{exec, property, queue::AccQueue, thread};
 use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
-use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::interop::{InteropObj, Value};
-use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::rect::Rect;
 use gomp_plugin::registry::Registry;
@@ -44,32 +43,6 @@ pub fn device(ord: i32) -> Result<Arc<OpenDevice>> {
 /// The open device `ord` with its context current, if it is open.
 pub fn device_if_open(ord: i32) -> Option<Arc<OpenDevice>> {
     REGISTRY.get(ord).ok()
-}
-
-fn count_devices() -> Result<i32> {
-    table::load().map_err(Error::invalid)?;
-    query::init()?;
-    let n = query::device_count()?;
-    let ver = query::driver_version().unwrap_or(0);
-    log::debug!(
-        "CUDA driver {}.{}, {n} device(s)",
-        ver / 1000,
-        ver % 1000 / 10
-    );
-    Ok(n)
-}
-
-/// Formats 16 bytes as NVIDIA's `GPU-` UUID string.
-pub fn format_uuid(b: &[u8; 16]) -> String {
-    let h: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        h[0..4].concat(),
-        h[4..6].concat(),
-        h[6..8].concat(),
-        h[8..10].concat(),
-        h[10..16].concat()
-    )
 }
 
 impl Plugin for Nvptx {
@@ -97,58 +70,10 @@ impl Plugin for Nvptx {
     }
 
     /// 0 when there is no usable driver or GPU, -1 when devices exist but cannot meet
-    /// `mask` (spec §1.5).
+    /// `mask` (spec §1.5): [`discovery::num_devices`], the registry sized by the
+    /// driver's device count.
     fn num_devices(mask: u32) -> i32 {
-        let on = &Config::process().observe;
-        let n = match count_devices() {
-            Ok(n) => n,
-            Err(e) => {
-                log::debug!("no CUDA devices: {e}");
-                info::fallback(
-                    on,
-                    &match table::loaded() {
-                        None => format!("no usable CUDA driver ({e})"),
-                        Some(_) => format!("CUDA driver error ({e})"),
-                    },
-                );
-                return 0;
-            }
-        };
-        REGISTRY.ensure_len(n.max(0) as usize);
-        if n == 0 {
-            info::fallback(
-                on,
-                "the CUDA driver reports no device (CUDA_VISIBLE_DEVICES?)",
-            );
-            return 0;
-        }
-        let usm = REQUIRES_UNIFIED_SHARED_MEMORY | REQUIRES_SELF_MAPS;
-        let unsupported = mask & !(REQUIRES_UNIFIED_ADDRESS | REQUIRES_REVERSE_OFFLOAD | usm);
-        if unsupported != 0 {
-            log::debug!(
-                "requires mask {mask:#x}: unknown clause bits {unsupported:#x}; host fallback"
-            );
-            info::fallback(on, &format!(
-                "the program's 'requires' (mask {mask:#x}) has clauses the plugin does not know ({unsupported:#x})"
-            ));
-            return -1;
-        }
-        if mask & usm != 0 {
-            let pageable = (0..n).all(|i| {
-                query::device(i).is_ok_and(|dev| {
-                    device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0
-                })
-            });
-            if !pageable || host::libgomp().is_none_or(|v| v < Libgomp::V15) {
-                log::debug!("unified shared memory needs pageable memory access on every device");
-                info::fallback(
-                    on,
-                    "'requires unified_shared_memory' or 'self_maps' needs pageable memory access on every device (and libgomp 15 or newer)",
-                );
-                return -1;
-            }
-        }
-        n
+        discovery::num_devices(mask, |n| REGISTRY.ensure_len(n))
     }
 
     fn open(ord: i32) -> Result<OpenDevice> {
@@ -160,7 +85,7 @@ impl Plugin for Nvptx {
     /// applies to `requires unified_shared_memory` / `self_maps` under libgomp 15-16,
     /// per device.
     fn dev_caps(ord: i32) -> u32 {
-        match driver_device(ord) {
+        match discovery::driver_device(ord) {
             Some(dev)
                 if device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0 =>
             {
@@ -174,7 +99,7 @@ impl Plugin for Nvptx {
     /// teams of one warp that would fit at once if each thread used one register), so
     /// programs see the same number with either plugin; 1 without a driver.
     fn teams_dim0(ord: i32) -> i32 {
-        let Some(dev) = driver_device(ord) else {
+        let Some(dev) = discovery::driver_device(ord) else {
             return 1;
         };
         let sms = device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -185,7 +110,7 @@ impl Plugin for Nvptx {
 
     /// The warps of the largest block: an OpenMP thread of GCC's nvptx code is a warp.
     fn threads_dim0(ord: i32) -> i32 {
-        let Some(dev) = driver_device(ord) else {
+        let Some(dev) = discovery::driver_device(ord) else {
             return 1;
         };
         (device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK) / 32).max(1)
@@ -196,7 +121,7 @@ impl Plugin for Nvptx {
     /// attributes); -1 when the driver, the attributes or the file do not tell (Linux
     /// itself writes -1 there on a machine with one node).
     fn numa_node(ord: i32) -> i32 {
-        let Some(dev) = driver_device(ord) else {
+        let Some(dev) = discovery::driver_device(ord) else {
             return -1;
         };
         let a = |x| query::attribute(dev, x).ok().filter(|&v| v >= 0);
@@ -207,7 +132,7 @@ impl Plugin for Nvptx {
         ) else {
             return -1;
         };
-        numa_node_of(&format!(
+        discovery::numa_node_of(&format!(
             "/sys/bus/pci/devices/{domain:04x}:{bus:02x}:{slot:02x}.0/numa_node"
         ))
     }
@@ -216,7 +141,7 @@ impl Plugin for Nvptx {
     fn uid(ord: i32) -> Option<String> {
         table::loaded()?;
         let dev = query::device(ord).ok()?;
-        query::uuid(dev).map(|u| format_uuid(&u))
+        query::uuid(dev).map(|u| discovery::format_uuid(&u))
     }
 
     /// From the first open device's pinned pool.
@@ -289,23 +214,6 @@ impl Plugin for Nvptx {
     fn interop_type_desc(obj: Option<&InteropObj>, prop: c_int) -> Option<&'static CStr> {
         interop::type_desc(obj.map_or(interop::FR_CUDA, |o| o.fr), prop)
     }
-}
-
-/// The driver's handle of device `ord`, for the queries libgomp makes before it opens
-/// the device; `None` without a loaded driver or such a device.
-fn driver_device(ord: i32) -> Option<CUdevice> {
-    table::loaded()?;
-    query::device(ord).ok()
-}
-
-/// The NUMA node in a sysfs `numa_node` file at `path`: its number, -1 when the file is
-/// missing or says something else (Linux writes -1 for "no node").
-fn numa_node_of(path: &str) -> i32 {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok())
-        .filter(|&n| n >= 0)
-        .unwrap_or(-1)
 }
 
 /// The device of an OpenACC launch: the queue's, else the calling thread's, made
@@ -390,7 +298,7 @@ impl gomp_plugin::OpenAcc for Nvptx {
     }
 
     fn queue(ord: c_int) -> Result<AccQueue> {
-        AccQueue::create(Arc::clone(device(ord)?.shared()))
+        AccQueue::create(device(ord)?)
     }
 
     fn property(ord: c_int, prop: u32) -> Result<AccProperty> {
@@ -419,31 +327,5 @@ impl gomp_plugin::OpenAcc for Nvptx {
 
     fn native_context() -> *mut c_void {
         Self::current_thread_data().map_or(std::ptr::null_mut(), |t| t.dev.context().cast())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn uuid_format() {
-        let b: [u8; 16] = std::array::from_fn(|i| (i * 17) as u8);
-        assert_eq!(
-            super::format_uuid(&b),
-            "GPU-00112233-4455-6677-8899-aabbccddeeff"
-        );
-    }
-
-    #[test]
-    fn numa_node_file() {
-        let d = std::env::temp_dir().join(format!("numa-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        let f = d.join("numa_node");
-        let path = f.to_str().unwrap();
-        for (text, want) in [("1\n", 1), ("0", 0), ("-1\n", -1), ("x", -1)] {
-            std::fs::write(&f, text).unwrap();
-            assert_eq!(super::numa_node_of(path), want, "{text:?}");
-        }
-        std::fs::remove_dir_all(&d).unwrap();
-        assert_eq!(super::numa_node_of(path), -1);
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::cuda::sys::*;
 use crate::device::launch_resources::LaunchResources;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
 use gomp_plugin::rect::Side;
 use std::ffi::c_void;
 
@@ -64,9 +64,9 @@ pub unsafe fn copy2d(launch: &LaunchResources, c: &CUDA_MEMCPY2D) -> Result<()> 
         return Ok(());
     }
     // SAFETY: valid descriptor (caller); the stream is waited for.
-    let r = launch.on_stream(|s| unsafe { s.copy_2d(c) }.map_err(Error::from));
+    let r = launch.on_stream(|s| unsafe { s.copy_2d(c) });
     match r {
-        Err(Error::Driver(e)) if e.code == i64::from(CUDA_ERROR_INVALID_VALUE) => {
+        Err(e) if e.has_code(CUDA_ERROR_INVALID_VALUE) => {
             // The legacy stream is not ordered after deferred copies on non-blocking
             // streams.
             launch.settle()?;
@@ -89,7 +89,7 @@ pub unsafe fn copy3d(launch: &LaunchResources, c: &CUDA_MEMCPY3D) -> Result<()> 
         return Ok(());
     }
     // SAFETY: valid descriptor (caller); the stream is waited for.
-    launch.on_stream(|s| unsafe { s.copy_3d(c) }.map_err(Error::from))
+    launch.on_stream(|s| unsafe { s.copy_3d(c) })
 }
 
 #[cfg(test)]

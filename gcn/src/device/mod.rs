@@ -115,9 +115,13 @@ impl Core {
         // SAFETY: the callers checked the device side against the live blocks and hold
         // the host side's guarantee.
         unsafe {
-            memory::copy(self.rt, dst, src, n, || {
-                format!("hsa_memory_copy ({what}, {n} bytes)")
-            })
+            memory::copy(
+                self.rt,
+                dst,
+                src,
+                n,
+                ("hsa_memory_copy", || format!(" ({what}, {n} bytes)")),
+            )
         }
     }
 }
@@ -128,9 +132,12 @@ impl DeviceCore for Core {
     /// Allocates `size` device bytes (at least 1, so size 0 gives a distinct block, as
     /// the nvptx side does).
     fn alloc(&self, size: usize) -> Result<DevPtr> {
-        let block = Allocation::new(self.rt, self.regions.device, size, || {
-            format!("hsa_memory_allocate of {size} bytes")
-        })?;
+        let block = Allocation::new(
+            self.rt,
+            self.regions.device,
+            size,
+            ("hsa_memory_allocate", || format!(" of {size} bytes")),
+        )?;
         block.assign_rw(self.agent)?;
         let p = block.into_raw() as DevPtr;
         self.blocks.insert(p, size);

@@ -1,47 +1,67 @@
-//! The one mapping of a failed HSA call to the framework's error: [`check`] turns a
-//! status into `Ok(())` or an [`HsaError`] (which call, which status), and
-//! `From<HsaError> for gomp_plugin::Error` makes it a `DriverError` whose message is
-//! the stock plugin's "CALL error: RUNTIME TEXT". The call's name is an [`Op`]: a
-//! fixed `&'static str`, or a closure that builds a name with details (sizes, symbol
-//! names) and is run only when the call failed, so a successful call formats nothing.
+//! The HSA runtime as its errors read ([`HSA`]: `hsa_status_string`'s text, called only
+//! when an error is displayed) and [`check`], which maps a status through the
+//! framework's one mapping ([`gomp_plugin::error::check_with`]): a failed call is a
+//! `gomp_plugin::Error::Driver` whose message is the stock plugin's "CALL error:
+//! RUNTIME TEXT", made where it was called. The call is an [`Op`]: a fixed
+//! `&'static str`, or a name and a closure that builds a detail (sizes, symbol names)
+//! shown after it, run only when the call failed, so a successful call formats nothing.
 //!
 //! Plain data and functions; thread-safe (the runtime's `hsa_status_string` is a
 //! query, safe from any thread).
 
 use super::sys::*;
 use super::table;
-use std::borrow::Cow;
-use std::fmt;
+use gomp_plugin::error::{DriverText, Result};
 
-/// The name of a runtime call as an error shows it. Implemented by `&'static str`
-/// (nothing is built) and by closures returning a `String`, run only on failure.
+/// The HSA runtime's statuses: `HSA_STATUS_SUCCESS` and the runtime's text.
+pub static HSA: DriverText = DriverText {
+    driver: "HSA",
+    success: hsa_status_t_HSA_STATUS_SUCCESS as i64,
+    text,
+};
+
+fn text(status: i64) -> String {
+    match hsa_status_t::try_from(status) {
+        Ok(s) => loaded_status_text(s),
+        Err(_) => format!("HSA status {status:#x}"),
+    }
+}
+
+/// A runtime call as an error names it: the entry point and, built only when it
+/// failed, a detail shown right after the name. Implemented by `&'static str` (no
+/// detail) and by `(&'static str, F)` with `F` a closure returning the detail.
+/// A value of the caller's, used on the caller's thread.
 pub trait Op {
-    /// The name; for a closure, built now.
-    fn name(&self) -> Cow<'static, str>;
+    /// The entry point's name.
+    fn call(&self) -> &'static str;
+    /// The detail after the name, built now (`None`: none).
+    fn detail(&self) -> Option<String>;
+    /// The whole name, built now (name and detail).
+    fn name(&self) -> String {
+        format!("{}{}", self.call(), self.detail().unwrap_or_default())
+    }
 }
 
 impl Op for &'static str {
     #[inline]
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(self)
+    fn call(&self) -> &'static str {
+        self
     }
-}
-
-impl<F: Fn() -> String> Op for F {
     #[inline]
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Owned(self())
+    fn detail(&self) -> Option<String> {
+        None
     }
 }
 
-/// A failed HSA call: its name (with the caller's details) and the status it returned.
-/// Plain data: `Send + Sync`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HsaError {
-    /// The call that failed, e.g. "hsa_memory_copy (host to device, 8 bytes)".
-    pub call: Cow<'static, str>,
-    /// The status it returned.
-    pub status: hsa_status_t,
+impl<F: Fn() -> String> Op for (&'static str, F) {
+    #[inline]
+    fn call(&self) -> &'static str {
+        self.0
+    }
+    #[inline]
+    fn detail(&self) -> Option<String> {
+        Some((self.1)())
+    }
 }
 
 /// The loaded runtime's text for `status` ([`table::Runtime::status_text`]), or the number
@@ -53,42 +73,12 @@ pub fn loaded_status_text(status: hsa_status_t) -> String {
     }
 }
 
-impl HsaError {
-    /// The runtime's text for the status ([`loaded_status_text`]).
-    pub fn text(&self) -> String {
-        loaded_status_text(self.status)
-    }
-}
-
-impl fmt::Display for HsaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} error: {}", self.call, self.text())
-    }
-}
-
-/// `Ok(())` for `HSA_STATUS_SUCCESS`, else an [`HsaError`] naming `op` (a closure `op`
-/// runs only then).
+/// `Ok(())` for `HSA_STATUS_SUCCESS`, else the error of `op` (its detail built only
+/// then), made where the caller called this.
+#[track_caller]
 #[inline]
-pub fn check(status: hsa_status_t, op: impl Op) -> Result<(), HsaError> {
-    if status == hsa_status_t_HSA_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(HsaError {
-            call: op.name(),
-            status,
-        })
-    }
-}
-
-impl From<HsaError> for gomp_plugin::Error {
-    fn from(e: HsaError) -> Self {
-        let message = e.to_string();
-        gomp_plugin::Error::Driver(gomp_plugin::error::DriverError {
-            call: e.call.into_owned(),
-            code: i64::from(e.status),
-            message,
-        })
-    }
+pub fn check(status: hsa_status_t, op: impl Op) -> Result<()> {
+    gomp_plugin::error::check_with(&HSA, i64::from(status), op.call(), || op.detail())
 }
 
 #[cfg(test)]
@@ -97,13 +87,16 @@ mod tests {
     use std::cell::Cell;
 
     #[test]
-    fn success_builds_no_name() {
+    fn success_builds_no_detail() {
         let built = Cell::new(0);
         let op = || {
             built.set(built.get() + 1);
             "never".to_string()
         };
-        assert_eq!(check(hsa_status_t_HSA_STATUS_SUCCESS, op), Ok(()));
+        assert_eq!(
+            check(hsa_status_t_HSA_STATUS_SUCCESS, ("hsa_x", op)),
+            Ok(())
+        );
         assert_eq!(built.get(), 0);
     }
 
@@ -113,35 +106,36 @@ mod tests {
         let n = 8;
         let op = || {
             built.set(built.get() + 1);
-            format!("hsa_memory_copy (memset, {n} bytes)")
+            format!(" (memset, {n} bytes)")
         };
-        let e = check(hsa_status_t_HSA_STATUS_ERROR, op).unwrap_err();
+        let e = check(hsa_status_t_HSA_STATUS_ERROR, ("hsa_memory_copy", op)).unwrap_err();
         assert_eq!(built.get(), 1);
-        assert_eq!(e.call, "hsa_memory_copy (memset, 8 bytes)");
-        assert_eq!(e.status, hsa_status_t_HSA_STATUS_ERROR);
+        let d = e.driver().expect("a driver error");
+        assert_eq!(d.call(), "hsa_memory_copy");
+        assert_eq!(d.detail(), " (memset, 8 bytes)");
+        assert_eq!(d.code(), i64::from(hsa_status_t_HSA_STATUS_ERROR));
+        assert!(e.has_code(hsa_status_t_HSA_STATUS_ERROR));
         let s = check(
             hsa_status_t_HSA_STATUS_ERROR_INVALID_ARGUMENT,
             "hsa_signal_create",
         )
         .unwrap_err();
-        assert_eq!(s.call, "hsa_signal_create");
+        assert_eq!(s.driver().map(|d| d.call()), Some("hsa_signal_create"));
     }
 
     #[test]
     fn the_framework_error_has_the_stock_shape() {
         // The text is the loaded runtime's, or the status number when none is loaded.
-        let e: gomp_plugin::Error = check(0x1001, "hsa_queue_destroy").unwrap_err().into();
-        match e {
-            gomp_plugin::Error::Driver(d) => {
-                assert_eq!(d.call, "hsa_queue_destroy");
-                assert_eq!(d.code, 0x1001);
-                assert!(
-                    d.message.starts_with("hsa_queue_destroy error: "),
-                    "{}",
-                    d.message
-                );
-            }
-            other => panic!("not a driver error: {other:?}"),
-        }
+        let e = check(0x1001, "hsa_queue_destroy").unwrap_err();
+        let d = e.driver().expect("a driver error");
+        assert_eq!(d.call(), "hsa_queue_destroy");
+        assert_eq!(d.code(), 0x1001);
+        assert_eq!(d.location().file(), file!());
+        let m = e.to_string();
+        assert!(m.starts_with("hsa_queue_destroy error: "), "{m}");
+        let m = check(0x1001, ("hsa_memory_copy", || " (heap size)".to_string()))
+            .unwrap_err()
+            .to_string();
+        assert!(m.starts_with("hsa_memory_copy (heap size) error: "), "{m}");
     }
 }

@@ -238,9 +238,13 @@ impl Image {
         let mut raw = vec![0u8; nvars * VAR_ENTRY];
         // SAFETY: `addr` is the loaded table, which holds `nvars` entries.
         unsafe {
-            self.exec.read(addr, &mut raw, || {
-                format!("hsa_memory_copy (reading {VAR_TABLE_SYMBOL})")
-            })
+            self.exec.read(
+                addr,
+                &mut raw,
+                ("hsa_memory_copy", || {
+                    format!(" (reading {VAR_TABLE_SYMBOL})")
+                }),
+            )
         }?;
         table::var_pairs(&raw, nvars)
     }

@@ -10,7 +10,7 @@
 use crate::hsa::safe::memory::Allocation;
 use crate::hsa::safe::queue::Queue;
 use crate::image::Kernel;
-use crate::launch::run::ASYNC_QUEUE_SIZE;
+use crate::launch::async_queue::ASYNC_QUEUE_SIZE;
 use crate::launch::{Dims, Kind};
 use crate::open::OpenDevice;
 use gomp_plugin::blocks::DevPtr;
@@ -29,7 +29,7 @@ pub(super) enum Job {
         kernel: Arc<Kernel>,
         vars: u64,
         /// The kernarg block holding the table at `vars`, claimed when the job was
-        /// queued (libgomp 17, [`crate::launch::run::Launcher::reserve_table`]).
+        /// queued (libgomp 17, [`crate::launch::resources::Resources::reserve_table`]).
         table_block: Option<Allocation>,
         dims: Dims,
     },
@@ -93,8 +93,8 @@ pub struct AccQueue {
 }
 
 impl AccQueue {
-    /// A queue on `dev`: its HSA queue and its thread.
-    pub fn create(dev: Arc<OpenDevice>) -> Result<AccQueue> {
+    /// A queue on open device `dev`: its HSA queue and its thread.
+    pub fn create(dev: Arc<OpenDevice>) -> Result<Self> {
         let q = dev.launcher.new_queue(ASYNC_QUEUE_SIZE)?;
         let (tx, rx) = channel::<Job>();
         let progress = Arc::new(Progress::default());

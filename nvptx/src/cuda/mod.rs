@@ -17,4 +17,4 @@ pub mod safe;
 pub mod sys;
 pub mod table;
 
-pub use error::{check, CudaError};
+pub use error::{check, error, CUDA};

@@ -156,7 +156,7 @@ impl CopyOrder {
             events.release(d.event);
         }
         self.publish(&e);
-        r.map_err(Into::into)
+        r
     }
 
     /// Makes future work on `target` wait for every other dirty stream (skipping the
@@ -186,7 +186,7 @@ impl CopyOrder {
             // Event and streams of the device's context.
             match d.event.handle().query() {
                 Ok(()) => e.clear(i, events),
-                Err(x) if x.code == CUDA_ERROR_NOT_READY => {
+                Err(x) if x.has_code(CUDA_ERROR_NOT_READY) => {
                     if let Err(x) = d.event.handle().wait_on(target) {
                         err = Some(x);
                         break;
@@ -204,7 +204,7 @@ impl CopyOrder {
         }
         self.publish(&e);
         match err {
-            Some(x) => Err(x.into()),
+            Some(x) => Err(x),
             None => Ok(w),
         }
     }
@@ -267,6 +267,6 @@ impl CopyOrder {
             events.release(ev);
         }
         self.publish(&e);
-        first.map_or(Ok(()), |x| Err(x.into()))
+        first.map_or(Ok(()), Err)
     }
 }

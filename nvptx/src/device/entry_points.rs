@@ -16,7 +16,7 @@ use crate::cuda::safe::{memory as cu_mem, query};
 use crate::cuda::sys::*;
 use crate::host::ranges as host_ranges;
 use gomp_plugin::blocks::DevPtr;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::DeviceCore;
 use std::ffi::{c_int, c_void};
@@ -92,9 +92,8 @@ impl DeviceCore for Core {
             return Ok(());
         }
         // Device address checked by the driver; waited for before returning.
-        self.launch().on_copy_stream(self.settings(), |s| {
-            s.memset_d8(p, val as u8, n).map_err(Error::from)
-        })
+        self.launch()
+            .on_copy_stream(self.settings(), |s| s.memset_d8(p, val as u8, n))
     }
 
     /// Whether the device can access every page of `[p, p+size)`: device, managed or
@@ -126,7 +125,7 @@ impl DeviceCore for Core {
     /// Managed memory (`cuMemAllocManaged`, attached globally).
     fn managed_alloc(&self, size: usize) -> Result<DevPtr> {
         // The stand-in reports NOT_SUPPORTED.
-        Ok(cu_mem::alloc_managed(size.max(1))?)
+        cu_mem::alloc_managed(size.max(1))
     }
 
     /// Frees managed memory (after the deferred copies that may still use it).

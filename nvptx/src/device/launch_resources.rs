@@ -93,7 +93,7 @@ impl LaunchResources {
     #[inline]
     pub fn on<T>(&self, s: Stream, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
         // A stream of the device's context (caller).
-        self.on_with(s, f, |s| Ok(s.synchronize()?))
+        self.on_with(s, f, |s| s.synchronize())
     }
 
     /// [`LaunchResources::on`] with `s` waited for by the calling thread's `ring`

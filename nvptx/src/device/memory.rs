@@ -192,7 +192,7 @@ impl Memory {
     ) -> Result<CUdeviceptr> {
         match self.alloc_once(size.max(1), context, settings, observe) {
             Err(Error::Driver(e))
-                if e.code == i64::from(crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY) =>
+                if e.code() == i64::from(crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY) =>
             {
                 self.release_cached(context.ord(), launch);
                 self.alloc_once(size.max(1), context, settings, observe)
@@ -273,7 +273,7 @@ impl Memory {
         }
         let _r = nvtx::range(Kind::Alloc, Some(size as u64), || "from the driver".into());
         // Context current (caller).
-        Ok(cu_mem::alloc(size)?)
+        cu_mem::alloc(size)
     }
 
     /// Frees block `p` from [`Memory::alloc`], keeping what the device's cache bound

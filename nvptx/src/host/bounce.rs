@@ -52,13 +52,13 @@ impl Buffer {
     /// `s` belong to the device's context).
     #[inline]
     pub fn read_by(&self, s: Stream) -> Result<()> {
-        Ok(self.done.handle().record(s)?)
+        self.done.handle().record(s)
     }
 
     /// Whether the buffer's last copy has completed (a failed copy counts as done: the
     /// stream that ran it reports the failure).
     fn free(&self) -> bool {
-        !matches!(self.done.handle().query(), Err(e) if e.code == CUDA_ERROR_NOT_READY)
+        !matches!(self.done.handle().query(), Err(e) if e.has_code(CUDA_ERROR_NOT_READY))
     }
 }
 

@@ -85,10 +85,7 @@ impl Loaded {
         let module = unsafe { Module::load_data(PTX.as_ptr().cast()) }?;
         let func = module
             .function(c"gomp_rs_copy")?
-            .ok_or(crate::cuda::CudaError {
-                func: "cuModuleGetFunction",
-                code: CUDA_ERROR_NOT_FOUND,
-            })?;
+            .ok_or_else(|| crate::cuda::error("cuModuleGetFunction", CUDA_ERROR_NOT_FOUND))?;
         let bounce = HostAlloc::mapped(BOUNCE)?;
         let bounce_dev = bounce.device_pointer()?;
         Ok(Loaded {
@@ -124,7 +121,6 @@ impl Loaded {
                     params.as_mut_ptr(),
                 )
             }
-            .map_err(Error::from)
         })
     }
 }

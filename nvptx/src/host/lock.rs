@@ -25,7 +25,7 @@ fn cu_device(ord: i32) -> Result<CUdevice> {
             "no nvptx device {ord} (the driver reports {n})"
         )));
     }
-    Ok(query::device(ord)?)
+    query::device(ord)
 }
 
 /// Registers `[start, start+bytes)` in `dev`'s primary context, keeping one reference
@@ -40,13 +40,16 @@ fn register(dev: CUdevice, start: usize, bytes: usize) -> Result<()> {
                 // Owned from here on by the range registry, as the address.
                 r.into_raw();
             })
-            .map_err(|e| match e.code {
-                CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => Error::invalid(format!(
-                    "host range {start:#x}..{:#x} is already page-locked outside the plugin \
-                     (cudaHostRegister, cudaMallocHost, ...): {e}",
-                    start + bytes
-                )),
-                _ => e.into(),
+            .map_err(|e| {
+                if e.has_code(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+                    Error::invalid(format!(
+                        "host range {start:#x}..{:#x} is already page-locked outside the plugin \
+                         (cudaHostRegister, cudaMallocHost, ...): {e}",
+                        start + bytes
+                    ))
+                } else {
+                    e
+                }
             })
     })?;
     // Registered: the reference stays held until `unregister`. (On an error `ctx` was
@@ -62,7 +65,7 @@ fn unregister(ord: i32, start: usize) -> Result<()> {
     let r = ctx.with_current(|| {
         // SAFETY: `start` was registered by `register` (handed to the registry with
         // `into_raw`), in this context.
-        Ok::<_, Error>(unsafe { HostRegistration::from_raw(start) }.unregister()?)
+        unsafe { HostRegistration::from_raw(start) }.unregister()
     });
     let kept = (ctx.device(), ctx.handle());
     drop(ctx);

@@ -28,8 +28,8 @@ impl ChunkSource for HostChunks {
         // pool). The pool owns the chunk from here on, as an address.
         let p = match numa::prefer(self.node, || HostAlloc::mapped(bytes)) {
             Ok(h) => h.into_raw(),
-            Err(e) if e.code == CUDA_ERROR_OUT_OF_MEMORY => return Ok(None),
-            Err(e) => return Err(e.into()),
+            Err(e) if e.has_code(CUDA_ERROR_OUT_OF_MEMORY) => return Ok(None),
+            Err(e) => return Err(e),
         };
         if let Err(e) =
             host_ranges::global().insert_owned(p as usize, bytes, Origin::Pool(self.ord))

@@ -286,7 +286,7 @@ fn poll(word: &AtomicU32, seq: u32, s: Stream) -> Result<()> {
                 return Ok(());
             }
             if start.get_or_insert_with(Instant::now).elapsed() > SPIN_LIMIT {
-                return Ok(s.synchronize()?);
+                return s.synchronize();
             }
         }
         std::hint::spin_loop();
@@ -299,7 +299,7 @@ fn poll(word: &AtomicU32, seq: u32, s: Stream) -> Result<()> {
 pub fn not_ready(s: Stream) -> Result<bool> {
     match s.query() {
         Ok(()) => Ok(false),
-        Err(e) if e.code == CUDA_ERROR_NOT_READY => Ok(true),
+        Err(e) if e.has_code(CUDA_ERROR_NOT_READY) => Ok(true),
         Err(_) => {
             s.synchronize()?;
             Ok(false)

@@ -133,7 +133,7 @@ impl Lane {
             // SAFETY: forwarded caller guarantees.
             Dir::DeviceToHost => unsafe { self.dev2host(job) },
         };
-        let synced = self.stream.handle().synchronize().map_err(Error::from);
+        let synced = self.stream.handle().synchronize();
         let r = r.and(synced);
         if r.is_err() {
             job.failed.store(true, Ordering::Relaxed);
@@ -215,7 +215,6 @@ impl Worker {
                 nvtx::name_this_thread();
                 // SAFETY: the device's context outlives the worker (joined at close).
                 let lane = unsafe { context::set_current(ctx as CUcontext) }
-                    .map_err(Error::from)
                     .and_then(|()| Lane::create(&p));
                 let lane = match lane {
                     Ok(l) => {

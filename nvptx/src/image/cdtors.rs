@@ -42,7 +42,7 @@ pub fn run_cdtors(
     );
     let r = dev.launch().on_stream(|s| {
         // SAFETY: 1×1×1 launch; the parameter (if any) points to a live local.
-        unsafe { s.launch(func, (1, 1, 1), (1, 1, 1), 0, kparams) }.map_err(Into::into)
+        unsafe { s.launch(func, (1, 1, 1), (1, 1, 1), 0, kparams) }
     });
     if let (Ok(()), Some(b)) = (&r, stack) {
         dev.memory().stacks().release(b);

@@ -149,10 +149,13 @@ impl Kernel {
     }
 }
 
-/// An image loaded on one device. Owned by the device's image list.
+/// An image loaded on one device. Owned by the device's image list; holds the device's
+/// core (what its unload gives back its memory to), as an OpenACC queue does.
 pub struct Image {
     /// The `target_data` pointer libgomp identifies the image by.
     pub key: usize,
+    /// The core of the device it is loaded on.
+    core: Arc<Core>,
     /// The CUDA module (unloaded when the image is released).
     module: Module,
     /// Kernels, in host-table order.
@@ -176,7 +179,7 @@ unsafe impl Sync for Kernel {}
 /// One attribute of `f`, a function of a loaded module (caller: [`Kernel::code`]).
 fn func_attr(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
     // SAFETY: `f` was just looked up in the image's loaded module.
-    Ok(unsafe { func_attribute(f, a) }?)
+    unsafe { func_attribute(f, a) }
 }
 
 /// In a program that uses reverse offload: rewrites the device runtime's request to the
@@ -233,7 +236,7 @@ impl Image {
     /// `data` must be a descriptor as [`descriptor::read`] requires; `host_ind_fns`
     /// must be NULL or hold the image's `ind_fn_num` host addresses.
     pub unsafe fn load(
-        dev: &Core,
+        dev: &Arc<Core>,
         version: u32,
         data: *const RawDescriptor,
         host_ind_fns: *const u64,
@@ -268,6 +271,7 @@ impl Image {
         let t1 = t0.map(|_| crate::observe::now());
         let mut img = Box::new(Image {
             key: data as usize,
+            core: Arc::clone(dev),
             module,
             fns: Vec::new(),
             owned: Vec::new(),
@@ -294,7 +298,7 @@ impl Image {
             }
             Err(e) => {
                 // Settles the device first, as an unload does.
-                let _ = (*img).release(dev);
+                let _ = (*img).release();
                 Err(e)
             }
         }
@@ -444,7 +448,7 @@ impl Image {
         if !self.names.mentions(name) {
             return Ok(None);
         }
-        Ok(self.module.global(name)?)
+        self.module.global(name)
     }
 
     /// The kernel `name` of this image, `None` if the image does not define it (not
@@ -453,13 +457,14 @@ impl Image {
         if !self.names.mentions(name) {
             return Ok(None);
         }
-        Ok(self.module.function(name)?)
+        self.module.function(name)
     }
 
     /// Runs the image's destructors and unloads it.
-    pub fn unload(self, dev: &Core) -> Result<()> {
-        let dtors = cdtors::run_cdtors(dev, |n| self.function(n), c"__do_global_dtors__entry");
-        self.release(dev)?;
+    pub fn unload(self) -> Result<()> {
+        let dev = Arc::clone(&self.core);
+        let dtors = cdtors::run_cdtors(&dev, |n| self.function(n), c"__do_global_dtors__entry");
+        self.release()?;
         dtors
     }
 
@@ -469,7 +474,8 @@ impl Image {
     /// blocks, then unloads its module (the kernels' handles die with it). The copies
     /// are complete after the wait even when it fails (a failed copy), so the image is
     /// released either way; the wait's error comes first.
-    pub(crate) fn release(self, dev: &Core) -> Result<()> {
+    pub(crate) fn release(self) -> Result<()> {
+        let dev = Arc::clone(&self.core);
         let settled = dev.launch().settle();
         for &p in &self.owned {
             let _ = dev.free(p);

@@ -207,7 +207,7 @@ fn complete_loop(dev: &Core, budget: &StackBudget, service: &Service, rx: Receiv
         if let Some(oldest) = pending.front() {
             // The event was recorded by `submit` and is owned by this entry.
             if let Err(e) = oldest.event.handle().synchronize() {
-                let e = kernel_error(e.into());
+                let e = kernel_error(e);
                 report::fatal(&format!("asynchronous target region failed: {e}"));
             }
         }
@@ -222,9 +222,9 @@ fn complete_loop(dev: &Core, budget: &StackBudget, service: &Service, rx: Receiv
                         finish(dev, budget, service, p);
                     }
                 }
-                Err(e) if e.code == CUDA_ERROR_NOT_READY => i += 1,
+                Err(e) if e.has_code(CUDA_ERROR_NOT_READY) => i += 1,
                 Err(e) => {
-                    let e = kernel_error(e.into());
+                    let e = kernel_error(e);
                     report::fatal(&format!("asynchronous target region failed: {e}"))
                 }
             }

@@ -367,7 +367,7 @@ fn harvest(dev: &Core, f: &Kernel, tuner: &mut Tuner) {
             continue;
         };
         let sample = match end.handle().query() {
-            Err(e) if e.code == CUDA_ERROR_NOT_READY => {
+            Err(e) if e.has_code(CUDA_ERROR_NOT_READY) => {
                 i += 1;
                 continue;
             }

@@ -9,7 +9,7 @@ use gomp_plugin::error::Error;
 /// `error stop` in a target region) shows up as CUDA's "unspecified launch failure".
 pub fn kernel_error(e: Error) -> Error {
     match e {
-        Error::Driver(c) if c.code == i64::from(CUDA_ERROR_LAUNCH_FAILED) => {
+        Error::Driver(c) if c.code() == i64::from(CUDA_ERROR_LAUNCH_FAILED) => {
             Error::invalid(format!("{c} (perhaps abort was called)"))
         }
         e => e,
@@ -19,23 +19,14 @@ pub fn kernel_error(e: Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::CudaError;
 
     #[test]
     fn traps_are_explained() {
-        let trap: Error = CudaError {
-            func: "cuStreamSynchronize",
-            code: CUDA_ERROR_LAUNCH_FAILED,
-        }
-        .into();
+        let trap = crate::cuda::error("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED);
         assert!(kernel_error(trap)
             .to_string()
             .ends_with("(perhaps abort was called)"));
-        let oom: Error = CudaError {
-            func: "cuMemAlloc",
-            code: CUDA_ERROR_OUT_OF_MEMORY,
-        }
-        .into();
+        let oom = crate::cuda::error("cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY);
         assert_eq!(kernel_error(oom.clone()), oom);
     }
 }

@@ -122,13 +122,13 @@ impl StackCache {
         // The device's context is current (caller).
         match cu_mem::alloc(size) {
             Ok(ptr) => Ok(StackBlock { ptr, size }),
-            Err(e) if e.code == crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY => {
+            Err(e) if e.has_code(crate::cuda::sys::CUDA_ERROR_OUT_OF_MEMORY) => {
                 // Idle stacks are only a cache: give them back and try once more.
                 self.trim();
                 let ptr = cu_mem::alloc(size)?;
                 Ok(StackBlock { ptr, size })
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e),
         }
     }
 

@@ -129,7 +129,7 @@ impl DeviceObserve {
 
     /// Records the epoch on `s`; the caller waits for `s` and then calls
     /// [`DeviceObserve::epoch_done`].
-    pub fn record_epoch(&self, s: Stream) -> crate::cuda::safe::CuResult<()> {
+    pub fn record_epoch(&self, s: Stream) -> gomp_plugin::Result<()> {
         let e = OwnedEvent::create_timed()?;
         e.handle().record(s)?;
         *self.epoch.locked() = Some((e, 0.0));
@@ -206,7 +206,7 @@ impl DeviceObserve {
     pub fn finish(&self, t: Timer) {
         match t.end.handle().query() {
             Ok(()) => self.read(t),
-            Err(e) if e.code == CUDA_ERROR_NOT_READY => self.deferred.locked().push(t),
+            Err(e) if e.has_code(CUDA_ERROR_NOT_READY) => self.deferred.locked().push(t),
             Err(_) => {} // a failed launch: counted, not timed
         }
     }

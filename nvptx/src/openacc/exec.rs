@@ -129,7 +129,7 @@ fn complete(
                 let wall_ns = u64::try_from(w.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 autotune::finish(dev, f, t, synced.is_ok(), true, wall_ns);
             }
-            synced.map_err(|e| kernel_error(e.into()))
+            synced.map_err(kernel_error)
         }
         None => {
             if let Some(t) = trial {
@@ -203,7 +203,7 @@ pub fn exec(
         if let Some(t) = trial {
             autotune::finish(dev, f, t, false, false, 0);
         }
-        return Err(e.into());
+        return Err(e);
     }
     complete(dev, f, s, waited, trial, wall)?;
     if let (Some(o), Some(t)) = (obs, timer) {

@@ -57,8 +57,8 @@ fn free_memory(dev: CUdevice, held_by_open: impl FnOnce() -> Option<usize>) -> R
     // The retain is released when `ctx` is dropped; the thread's previous context is
     // restored.
     let ctx = PrimaryContext::retain(dev)?;
-    let r = ctx.with_current(|| query::mem_info().map(|(free, _)| free));
-    Ok(r?)
+
+    ctx.with_current(|| query::mem_info().map(|(free, _)| free))
 }
 
 /// Property `prop` of CUDA device `ord`. `held_by_open` makes the device's context

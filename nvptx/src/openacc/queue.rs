@@ -18,7 +18,8 @@ use crate::cuda::sys::*;
 use crate::device::copy::Via;
 use crate::device::Core;
 use crate::observe::nvtx::{self, Kind};
-use gomp_plugin::error::{Error, Result};
+use crate::open::OpenDevice;
+use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::acc_prof;
 use gomp_plugin::sync::Lock;
 use gomp_plugin::DeviceCore;
@@ -72,8 +73,10 @@ enum Run {
 }
 
 impl AccQueue {
-    /// Creates a queue with a new stream on `dev` (whose context is current).
-    pub fn create(dev: Arc<Core>) -> Result<AccQueue> {
+    /// Creates a queue with a new stream on open device `dev` (whose context is
+    /// current); the queue keeps the device's core, not the device.
+    pub fn create(dev: Arc<OpenDevice>) -> Result<Self> {
+        let dev = Arc::clone(dev.shared());
         // The device's context is current. The queue owns the stream (as a handle
         // flagged `owned`: a stream the program hands over is not destroyed).
         let s = OwnedStream::create(CU_STREAM_DEFAULT as u32)?.into_raw();
@@ -148,7 +151,7 @@ impl AccQueue {
                 };
                 // The event was recorded on this queue's stream and is owned by the entry.
                 match front.event.handle().query() {
-                    Err(e) if e.code == CUDA_ERROR_NOT_READY => return false,
+                    Err(e) if e.has_code(CUDA_ERROR_NOT_READY) => return false,
                     r => list.pop_front().map(|cb| (cb, r.is_ok())),
                 }
             };
@@ -177,8 +180,8 @@ impl AccQueue {
         // The stream belongs to this device.
         match self.stream().query() {
             Ok(()) => Ok(self.run_callbacks(Run::IfFree)),
-            Err(e) if e.code == CUDA_ERROR_NOT_READY => Ok(false),
-            Err(e) => Err(e.into()),
+            Err(e) if e.has_code(CUDA_ERROR_NOT_READY) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -189,7 +192,7 @@ impl AccQueue {
         // The stream belongs to this device.
         self.stream()
             .synchronize()
-            .map_err(|e| crate::launch::failure::kernel_error(e.into()))?;
+            .map_err(crate::launch::failure::kernel_error)?;
         self.run_callbacks(Run::Wait);
         Ok(())
     }
@@ -207,7 +210,7 @@ impl AccQueue {
         let h = ev.handle();
         let r = h.record(a).and_then(|()| h.wait_on(b));
         self.dev.launch().events().release(ev);
-        r.map_err(Error::from)
+        r
     }
 
     /// Queues `f(data)` to run once the work queued so far has completed (never
@@ -233,7 +236,7 @@ impl AccQueue {
         // The event and stream belong to this device's context.
         if let Err(e) = event.handle().record(self.stream()) {
             self.dev.launch().events().release(event);
-            return Err(e.into());
+            return Err(e);
         }
         self.callbacks
             .locked()

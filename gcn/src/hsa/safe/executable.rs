@@ -59,7 +59,7 @@ impl CodeObjectReader {
         // dropped after.
         let st = unsafe { (rt.hsa_code_object_reader_destroy)(raw) };
         drop(code);
-        Ok(check(st, "hsa_code_object_reader_destroy")?)
+        check(st, "hsa_code_object_reader_destroy")
     }
 }
 
@@ -120,14 +120,14 @@ impl Executable {
                 std::ptr::null_mut(),
             )
         };
-        Ok(check(st, "hsa_executable_load_agent_code_object")?)
+        check(st, "hsa_executable_load_agent_code_object")
     }
 
     /// Freezes the executable: no more loading, its symbols become usable.
     pub fn freeze(&self) -> Result<()> {
         // SAFETY: live executable; no options.
         let st = unsafe { (self.rt.hsa_executable_freeze)(self.raw, std::ptr::null()) };
-        Ok(check(st, "hsa_executable_freeze")?)
+        check(st, "hsa_executable_freeze")
     }
 
     /// `hsa_executable_validate`'s result (0: valid); 0 when the runtime lacks the
@@ -155,9 +155,12 @@ impl Executable {
         if st == hsa_status_t_HSA_STATUS_ERROR_INVALID_SYMBOL_NAME {
             return Ok(None);
         }
-        check(st, || {
-            format!("hsa_executable_get_symbol_by_name('{name}')")
-        })?;
+        check(
+            st,
+            ("hsa_executable_get_symbol_by_name", || {
+                format!("('{name}')")
+            }),
+        )?;
         Ok(Some(sym))
     }
 
@@ -176,9 +179,12 @@ impl Executable {
         let st = unsafe {
             (self.rt.hsa_executable_symbol_get_info)(sym, what, (&mut v as *mut T).cast())
         };
-        check(st, || {
-            format!("hsa_executable_symbol_get_info('{name}', {what})")
-        })?;
+        check(
+            st,
+            ("hsa_executable_symbol_get_info", || {
+                format!("('{name}', {what})")
+            }),
+        )?;
         Ok(v)
     }
 
@@ -247,7 +253,7 @@ impl Executable {
         std::mem::forget(self);
         // SAFETY: our executable, destroyed once (ownership ended above).
         let st = unsafe { (rt.hsa_executable_destroy)(raw) };
-        Ok(check(st, "hsa_executable_destroy")?)
+        check(st, "hsa_executable_destroy")
     }
 }
 

@@ -57,7 +57,7 @@ impl Allocation {
         }
         // SAFETY: our live block.
         let st = unsafe { (self.rt.hsa_memory_assign_agent)(self.ptr, agent, ACCESS_RW) };
-        Ok(check(st, "hsa_memory_assign_agent")?)
+        check(st, "hsa_memory_assign_agent")
     }
 
     /// The block's address.
@@ -102,7 +102,7 @@ impl Allocation {
         std::mem::forget(self);
         // SAFETY: allocated by `new`, freed once (ownership ends here).
         let st = unsafe { (rt.hsa_memory_free)(p) };
-        Ok(check(st, call)?)
+        check(st, call)
     }
 
     /// Frees the block, returning the runtime's error if any.
@@ -158,5 +158,5 @@ pub unsafe fn copy(
 ) -> Result<()> {
     // SAFETY: caller's guarantees; the runtime copies `n` bytes and returns when done.
     let st = unsafe { (rt.hsa_memory_copy)(dst, src, n) };
-    Ok(check(st, call)?)
+    check(st, call)
 }

@@ -54,7 +54,7 @@ impl Queue {
                 &mut q,
             )
         };
-        check(st, || format!("hsa_queue_create ({size} packets)"))?;
+        check(st, ("hsa_queue_create", || format!(" ({size} packets)")))?;
         if q.is_null() {
             return Err(Error::invalid("hsa_queue_create gave no queue"));
         }

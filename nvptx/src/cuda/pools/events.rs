@@ -7,7 +7,7 @@ use gomp_plugin::error::Result;
 
 impl Handle for OwnedEvent {
     fn create() -> Result<Self> {
-        Ok(OwnedEvent::create()?)
+        OwnedEvent::create()
     }
 }
 

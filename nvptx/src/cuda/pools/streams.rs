@@ -9,7 +9,7 @@ use gomp_plugin::error::Result;
 
 impl Handle for OwnedStream {
     fn create() -> Result<Self> {
-        Ok(OwnedStream::non_blocking()?)
+        OwnedStream::non_blocking()
     }
 }
 
@@ -39,7 +39,7 @@ impl StreamPool {
             }
             (Ok(_), Err(e)) => {
                 s.leak();
-                Err(e.into())
+                Err(e)
             }
         }
     }

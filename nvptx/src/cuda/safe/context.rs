@@ -5,8 +5,8 @@
 //! be made current on any thread.
 
 use crate::cu;
-use crate::cuda::error::CuResult;
 use crate::cuda::sys::{CUcontext, CUdevice, CUlimit};
+use gomp_plugin::error::Result;
 
 /// One reference to a device's primary context (`cuDevicePrimaryCtxRetain`), released
 /// (`cuDevicePrimaryCtxRelease`) when dropped or by [`PrimaryContext::release`].
@@ -26,7 +26,7 @@ unsafe impl Sync for PrimaryContext {}
 impl PrimaryContext {
     /// Retains `dev`'s primary context (creating it if needed).
     #[inline]
-    pub fn retain(dev: CUdevice) -> CuResult<PrimaryContext> {
+    pub fn retain(dev: CUdevice) -> Result<PrimaryContext> {
         let mut ctx: CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; balanced by `Drop` or `release`.
         unsafe { cu!(cuDevicePrimaryCtxRetain(&mut ctx, dev)) }?;
@@ -47,7 +47,7 @@ impl PrimaryContext {
 
     /// Releases the reference, returning the driver's error if any.
     #[inline]
-    pub fn release(self) -> CuResult<()> {
+    pub fn release(self) -> Result<()> {
         let dev = self.dev;
         std::mem::forget(self);
         // SAFETY: balances the retain of the value just consumed.
@@ -73,10 +73,7 @@ impl PrimaryContext {
 
     /// Runs `f` with this context current on the calling thread, then makes the
     /// previous context (possibly none) current again.
-    pub fn with_current<T, E: From<crate::cuda::CudaError>>(
-        &self,
-        f: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, E> {
+    pub fn with_current<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let prev = current()?;
         if prev != self.ctx {
             // SAFETY: the context is retained by `self`.
@@ -103,7 +100,7 @@ impl Drop for PrimaryContext {
 
 /// The calling thread's current context (NULL when none).
 #[inline]
-pub fn current() -> CuResult<CUcontext> {
+pub fn current() -> Result<CUcontext> {
     let mut cur: CUcontext = std::ptr::null_mut();
     // SAFETY: out-pointer to a local.
     unsafe { cu!(cuCtxGetCurrent(&mut cur)) }?;
@@ -115,7 +112,7 @@ pub fn current() -> CuResult<CUcontext> {
 /// # Safety
 /// `ctx` must be NULL or a context that is alive (retained or created, not destroyed).
 #[inline]
-pub unsafe fn set_current(ctx: CUcontext) -> CuResult<()> {
+pub unsafe fn set_current(ctx: CUcontext) -> Result<()> {
     // SAFETY: caller's guarantee.
     unsafe { cu!(cuCtxSetCurrent(ctx)) }
 }
@@ -123,7 +120,7 @@ pub unsafe fn set_current(ctx: CUcontext) -> CuResult<()> {
 /// The device of the calling thread's current context (an error when none is current
 /// or it is stale).
 #[inline]
-pub fn current_device() -> CuResult<CUdevice> {
+pub fn current_device() -> Result<CUdevice> {
     let mut dev: CUdevice = -1;
     // SAFETY: out-pointer to a local.
     unsafe { cu!(cuCtxGetDevice(&mut dev)) }?;
@@ -132,7 +129,7 @@ pub fn current_device() -> CuResult<CUdevice> {
 
 /// Sets a limit of the current context (`cuCtxSetLimit`).
 #[inline]
-pub fn set_limit(limit: CUlimit, value: usize) -> CuResult<()> {
+pub fn set_limit(limit: CUlimit, value: usize) -> Result<()> {
     // SAFETY: plain limit setting in the current context.
     unsafe { cu!(cuCtxSetLimit(limit, value)) }
 }

@@ -3,8 +3,8 @@
 
 use super::stream::Stream;
 use crate::cu;
-use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
+use gomp_plugin::error::Result;
 
 /// A CUDA event handle, borrowed from its [`OwnedEvent`]. `Copy`, `Send + Sync`: the
 /// driver allows any thread to use an event.
@@ -26,28 +26,28 @@ impl Event {
 
     /// Records the event on `s` (`cuEventRecord`).
     #[inline]
-    pub fn record(self, s: Stream) -> CuResult<()> {
+    pub fn record(self, s: Stream) -> Result<()> {
         // SAFETY: live event and stream of the same context.
         unsafe { cu!(cuEventRecord(self.0, s.raw())) }
     }
 
     /// Makes future work on `s` wait for the event's last record (`cuStreamWaitEvent`).
     #[inline]
-    pub fn wait_on(self, s: Stream) -> CuResult<()> {
+    pub fn wait_on(self, s: Stream) -> Result<()> {
         // SAFETY: live stream and event of the same context.
         unsafe { cu!(cuStreamWaitEvent(s.raw(), self.0, 0)) }
     }
 
     /// Whether the recorded work has completed (`CUDA_ERROR_NOT_READY` when not).
     #[inline]
-    pub fn query(self) -> CuResult<()> {
+    pub fn query(self) -> Result<()> {
         // SAFETY: a live event.
         unsafe { cu!(cuEventQuery(self.0)) }
     }
 
     /// Waits for the recorded work.
     #[inline]
-    pub fn synchronize(self) -> CuResult<()> {
+    pub fn synchronize(self) -> Result<()> {
         // SAFETY: a live event.
         unsafe { cu!(cuEventSynchronize(self.0)) }
     }
@@ -56,7 +56,7 @@ impl Event {
     /// resolution): both timing events of one context, both completed
     /// (`CUDA_ERROR_NOT_READY` otherwise).
     #[inline]
-    pub fn elapsed_ms(self, end: Event) -> CuResult<f32> {
+    pub fn elapsed_ms(self, end: Event) -> Result<f32> {
         let mut ms = 0f32;
         // SAFETY: out-pointer to a local; live events.
         unsafe { cu!(cuEventElapsedTime(&mut ms, self.0, end.0)) }?;
@@ -73,7 +73,7 @@ pub struct OwnedEvent(Event);
 impl OwnedEvent {
     /// Creates an event without timing in the current context.
     #[inline]
-    pub fn create() -> CuResult<OwnedEvent> {
+    pub fn create() -> Result<OwnedEvent> {
         let mut e: CUevent = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; a context is current (caller).
         unsafe { cu!(cuEventCreate(&mut e, CU_EVENT_DISABLE_TIMING as u32)) }?;
@@ -83,7 +83,7 @@ impl OwnedEvent {
     /// Creates an event with timing (for [`Event::elapsed_ms`]) in the current
     /// context. Only the profiler and trace use these: recording one costs more.
     #[inline]
-    pub fn create_timed() -> CuResult<OwnedEvent> {
+    pub fn create_timed() -> Result<OwnedEvent> {
         let mut e: CUevent = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; a context is current (caller).
         unsafe { cu!(cuEventCreate(&mut e, CU_EVENT_DEFAULT as u32)) }?;

@@ -4,15 +4,15 @@
 
 use super::stream::Stream;
 use crate::cu;
-use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
+use gomp_plugin::error::Result;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
 /// `size` bytes of device memory in the current context (`cuMemAlloc`). The caller owns
 /// the block (device blocks move between the plugin's caches as plain addresses).
 #[inline]
-pub fn alloc(size: usize) -> CuResult<CUdeviceptr> {
+pub fn alloc(size: usize) -> Result<CUdeviceptr> {
     let mut p: CUdeviceptr = 0;
     // SAFETY: out-pointer to a local; a context is current (caller).
     unsafe { cu!(cuMemAlloc(&mut p, size)) }?;
@@ -24,14 +24,14 @@ pub fn alloc(size: usize) -> CuResult<CUdeviceptr> {
 /// # Safety
 /// `p` must come from one of them, not be freed yet, and no work may use it any more.
 #[inline]
-pub unsafe fn free(p: CUdeviceptr) -> CuResult<()> {
+pub unsafe fn free(p: CUdeviceptr) -> Result<()> {
     // SAFETY: caller's guarantee.
     unsafe { cu!(cuMemFree(p)) }
 }
 
 /// `size` bytes of managed memory attached globally (`cuMemAllocManaged`).
 #[inline]
-pub fn alloc_managed(size: usize) -> CuResult<CUdeviceptr> {
+pub fn alloc_managed(size: usize) -> Result<CUdeviceptr> {
     let mut p: CUdeviceptr = 0;
     // SAFETY: out-pointer to a local; the stand-in reports NOT_SUPPORTED.
     unsafe { cu!(cuMemAllocManaged(&mut p, size, CU_MEM_ATTACH_GLOBAL as u32)) }?;
@@ -44,7 +44,7 @@ pub fn alloc_managed(size: usize) -> CuResult<CUdeviceptr> {
 /// # Safety
 /// The descriptor's host side(s) must be valid for the whole block.
 #[inline]
-pub unsafe fn copy_2d_unaligned(c: &CUDA_MEMCPY2D) -> CuResult<()> {
+pub unsafe fn copy_2d_unaligned(c: &CUDA_MEMCPY2D) -> Result<()> {
     // SAFETY: caller's guarantee.
     unsafe { cu!(cuMemcpy2DUnaligned(c)) }
 }
@@ -54,7 +54,7 @@ pub unsafe fn copy_2d_unaligned(c: &CUDA_MEMCPY2D) -> CuResult<()> {
 /// # Safety
 /// `p` must lie in live page-locked memory.
 #[inline]
-pub unsafe fn host_device_pointer(p: *mut c_void) -> CuResult<CUdeviceptr> {
+pub unsafe fn host_device_pointer(p: *mut c_void) -> Result<CUdeviceptr> {
     let mut d: CUdeviceptr = 0;
     // SAFETY: caller's guarantee; out-pointer to a local.
     unsafe { cu!(cuMemHostGetDevicePointer(&mut d, p, 0)) }?;
@@ -78,23 +78,20 @@ impl HostAlloc {
     /// `bytes` of page-locked memory with `flags` (`CU_MEMHOSTALLOC_*`), in the current
     /// context.
     #[inline]
-    pub fn alloc(bytes: usize, flags: u32) -> CuResult<HostAlloc> {
+    pub fn alloc(bytes: usize, flags: u32) -> Result<HostAlloc> {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; a context is current (caller).
         unsafe { cu!(cuMemHostAlloc(&mut p, bytes, flags)) }?;
         // A successful allocation is never NULL; treat one as out of memory.
         NonNull::new(p)
             .map(HostAlloc)
-            .ok_or(crate::cuda::CudaError {
-                func: "cuMemHostAlloc",
-                code: CUDA_ERROR_OUT_OF_MEMORY,
-            })
+            .ok_or_else(|| crate::cuda::error("cuMemHostAlloc", CUDA_ERROR_OUT_OF_MEMORY))
     }
 
     /// `bytes` of page-locked memory every context can use for DMA (`PORTABLE`) and the
     /// device can address (`DEVICEMAP`), in the current context.
     #[inline]
-    pub fn mapped(bytes: usize) -> CuResult<HostAlloc> {
+    pub fn mapped(bytes: usize) -> Result<HostAlloc> {
         HostAlloc::alloc(
             bytes,
             (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) as u32,
@@ -109,7 +106,7 @@ impl HostAlloc {
 
     /// The device address of mapped (`DEVICEMAP`) memory.
     #[inline]
-    pub fn device_pointer(&self) -> CuResult<CUdeviceptr> {
+    pub fn device_pointer(&self) -> Result<CUdeviceptr> {
         // SAFETY: the memory is page-locked and alive.
         unsafe { host_device_pointer(self.0.as_ptr()) }
     }
@@ -133,7 +130,7 @@ impl HostAlloc {
 
     /// Frees the memory, returning the driver's error if any.
     #[inline]
-    pub fn free(self) -> CuResult<()> {
+    pub fn free(self) -> Result<()> {
         let p = self.into_raw();
         // SAFETY: allocated by `alloc`, freed once.
         unsafe { cu!(cuMemFreeHost(p)) }
@@ -163,7 +160,7 @@ impl HostRegistration {
     /// # Safety
     /// The range must stay mapped while registered.
     #[inline]
-    pub unsafe fn register(start: usize, bytes: usize, flags: u32) -> CuResult<HostRegistration> {
+    pub unsafe fn register(start: usize, bytes: usize, flags: u32) -> Result<HostRegistration> {
         // SAFETY: caller's guarantee; the driver validates the range and fails rather
         // than faulting.
         unsafe { cu!(cuMemHostRegister(start as *mut c_void, bytes, flags)) }?;
@@ -189,7 +186,7 @@ impl HostRegistration {
 
     /// Unregisters the range (in the current context), returning the driver's error.
     #[inline]
-    pub fn unregister(self) -> CuResult<()> {
+    pub fn unregister(self) -> Result<()> {
         let s = self.into_raw();
         // SAFETY: registered by `register`, unregistered once.
         unsafe { cu!(cuMemHostUnregister(s as *mut c_void)) }
@@ -219,7 +216,7 @@ unsafe impl Sync for MemPoolRef {}
 impl MemPoolRef {
     /// Sets a `u64` attribute of the pool.
     #[inline]
-    pub fn set_u64(self, a: CUmemPool_attribute, mut v: u64) -> CuResult<()> {
+    pub fn set_u64(self, a: CUmemPool_attribute, mut v: u64) -> Result<()> {
         // SAFETY: the attribute takes a pointer to a u64 (caller names such one).
         unsafe {
             cu!(cuMemPoolSetAttribute(
@@ -232,7 +229,7 @@ impl MemPoolRef {
 
     /// Reads a `u64` attribute of the pool.
     #[inline]
-    pub fn get_u64(self, a: CUmemPool_attribute) -> CuResult<u64> {
+    pub fn get_u64(self, a: CUmemPool_attribute) -> Result<u64> {
         let mut v: u64 = 0;
         // SAFETY: the attribute writes a u64 (caller names such one).
         unsafe {
@@ -247,14 +244,14 @@ impl MemPoolRef {
 
     /// Releases the pool's unused memory down to `keep` bytes.
     #[inline]
-    pub fn trim_to(self, keep: usize) -> CuResult<()> {
+    pub fn trim_to(self, keep: usize) -> Result<()> {
         // SAFETY: a live pool.
         unsafe { cu!(cuMemPoolTrimTo(self.0, keep)) }
     }
 
     /// `size` bytes from the pool, ordered on `s` (`cuMemAllocFromPoolAsync`).
     #[inline]
-    pub fn alloc_async(self, size: usize, s: Stream) -> CuResult<CUdeviceptr> {
+    pub fn alloc_async(self, size: usize, s: Stream) -> Result<CUdeviceptr> {
         let mut p: CUdeviceptr = 0;
         // SAFETY: out-pointer to a local; live pool and stream.
         unsafe { cu!(cuMemAllocFromPoolAsync(&mut p, size, self.0, s.raw())) }?;
@@ -268,7 +265,7 @@ impl MemPoolRef {
 /// `p` must come from [`MemPoolRef::alloc_async`], not be freed yet, and no work
 /// ordered before the free on `s` may still use it.
 #[inline]
-pub unsafe fn free_async(p: CUdeviceptr, s: Stream) -> CuResult<()> {
+pub unsafe fn free_async(p: CUdeviceptr, s: Stream) -> Result<()> {
     // SAFETY: caller's guarantee.
     unsafe { cu!(cuMemFreeAsync(p, s.raw())) }
 }
@@ -283,7 +280,7 @@ pub struct MemPool(MemPoolRef);
 impl MemPool {
     /// A pool of pinned device memory on `dev`.
     #[inline]
-    pub fn create_on_device(dev: CUdevice) -> CuResult<MemPool> {
+    pub fn create_on_device(dev: CUdevice) -> Result<MemPool> {
         // SAFETY: plain data; zero is the documented default for unused fields.
         let mut props: CUmemPoolProps = unsafe { std::mem::zeroed() };
         props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;

@@ -32,5 +32,3 @@ pub use event::{Event, OwnedEvent};
 pub use memory::{HostAlloc, HostRegistration, MemPool, MemPoolRef};
 pub use module::{LinkState, Module, ModuleRef};
 pub use stream::{OwnedStream, Stream};
-
-pub use crate::cuda::error::CuResult;

@@ -2,9 +2,9 @@
 //! (destroyed when dropped), and the queries on a module's functions.
 
 use crate::cu;
-use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
 use crate::cuda::table;
+use gomp_plugin::error::Result;
 use std::ffi::{c_char, c_void, CStr};
 
 /// A loaded CUDA module (`cuModuleLoadData`), unloaded (`cuModuleUnload`) when dropped
@@ -19,10 +19,10 @@ unsafe impl Send for Module {}
 // SAFETY: as above; `&self` methods are lookups.
 unsafe impl Sync for Module {}
 
-fn not_found_is_none<T>(r: CuResult<()>, v: T) -> CuResult<Option<T>> {
+fn not_found_is_none<T>(r: Result<()>, v: T) -> Result<Option<T>> {
     match r {
         Ok(()) => Ok(Some(v)),
-        Err(e) if e.code == CUDA_ERROR_NOT_FOUND => Ok(None),
+        Err(e) if e.has_code(CUDA_ERROR_NOT_FOUND) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -34,7 +34,7 @@ impl Module {
     /// `image` must point to a complete image (PTX NUL-terminated), readable during the
     /// call.
     #[inline]
-    pub unsafe fn load_data(image: *const c_void) -> CuResult<Module> {
+    pub unsafe fn load_data(image: *const c_void) -> Result<Module> {
         let mut m: CUmodule = std::ptr::null_mut();
         // SAFETY: caller's guarantee; out-pointer to a local.
         unsafe { cu!(cuModuleLoadData(&mut m, image)) }?;
@@ -43,7 +43,7 @@ impl Module {
 
     /// The kernel `name`; `None` if the module does not define it.
     #[inline]
-    pub fn function(&self, name: &CStr) -> CuResult<Option<CUfunction>> {
+    pub fn function(&self, name: &CStr) -> Result<Option<CUfunction>> {
         let mut f: CUfunction = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the module is loaded; NUL-terminated name.
         let r = unsafe { cu!(cuModuleGetFunction(&mut f, self.0, name.as_ptr())) };
@@ -60,7 +60,7 @@ impl Module {
     /// The global `name` as (device address, bytes); `None` if the module does not
     /// define it.
     #[inline]
-    pub fn global(&self, name: &CStr) -> CuResult<Option<(CUdeviceptr, usize)>> {
+    pub fn global(&self, name: &CStr) -> Result<Option<(CUdeviceptr, usize)>> {
         let (mut p, mut n) = (0, 0);
         // SAFETY: out-pointers to locals; the module is loaded.
         let r = unsafe { cu!(cuModuleGetGlobal(&mut p, &mut n, self.0, name.as_ptr())) };
@@ -69,7 +69,7 @@ impl Module {
 
     /// Unloads the module, returning the driver's error if any.
     #[inline]
-    pub fn unload(self) -> CuResult<()> {
+    pub fn unload(self) -> Result<()> {
         let m = self.0;
         std::mem::forget(self);
         // SAFETY: loaded by `load_data`, unloaded once.
@@ -104,7 +104,7 @@ impl ModuleRef {
     /// # Safety
     /// The module must still be loaded.
     #[inline]
-    pub unsafe fn function(self, name: &CStr) -> CuResult<Option<CUfunction>> {
+    pub unsafe fn function(self, name: &CStr) -> Result<Option<CUfunction>> {
         let mut f: CUfunction = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the module is loaded (caller); NUL-terminated
         // name.
@@ -118,7 +118,7 @@ impl ModuleRef {
 /// # Safety
 /// `f` must be a function of a loaded module.
 #[inline]
-pub unsafe fn func_attribute(f: CUfunction, a: CUfunction_attribute) -> CuResult<i32> {
+pub unsafe fn func_attribute(f: CUfunction, a: CUfunction_attribute) -> Result<i32> {
     let mut v = 0;
     // SAFETY: out-pointer to a local; `f` belongs to a loaded module (caller).
     unsafe { cu!(cuFuncGetAttribute(&mut v, a, f)) }?;
@@ -130,7 +130,7 @@ pub unsafe fn func_attribute(f: CUfunction, a: CUfunction_attribute) -> CuResult
 /// # Safety
 /// `f` must be a function of a loaded module.
 #[inline]
-pub unsafe fn set_func_attribute(f: CUfunction, a: CUfunction_attribute, v: i32) -> CuResult<()> {
+pub unsafe fn set_func_attribute(f: CUfunction, a: CUfunction_attribute, v: i32) -> Result<()> {
     // SAFETY: plain attribute setting on a loaded function (caller).
     unsafe { cu!(cuFuncSetAttribute(f, a, v)) }
 }
@@ -201,10 +201,7 @@ impl LinkState {
     /// Every option value must be valid for its option, and buffers the options name
     /// (log buffers) must outlive the returned state.
     #[inline]
-    pub unsafe fn create(
-        opts: &mut [CUjit_option],
-        vals: &mut [*mut c_void],
-    ) -> CuResult<LinkState> {
+    pub unsafe fn create(opts: &mut [CUjit_option], vals: &mut [*mut c_void]) -> Result<LinkState> {
         debug_assert_eq!(opts.len(), vals.len());
         let mut state: CUlinkState = std::ptr::null_mut();
         // SAFETY: caller's guarantees; out-pointer to a local.
@@ -221,7 +218,7 @@ impl LinkState {
 
     /// Adds one NUL-terminated PTX object named `name`.
     #[inline]
-    pub fn add_ptx(&mut self, code: &[u8], name: &CStr) -> CuResult<()> {
+    pub fn add_ptx(&mut self, code: &[u8], name: &CStr) -> Result<()> {
         // SAFETY: `code` is live for the call (the driver copies it); no options.
         unsafe {
             cu!(cuLinkAddData(
@@ -239,7 +236,7 @@ impl LinkState {
 
     /// Completes the link: its output (a cubin), valid while the state lives.
     #[inline]
-    pub fn complete(&mut self) -> CuResult<&[u8]> {
+    pub fn complete(&mut self) -> Result<&[u8]> {
         let mut cubin: *mut c_void = std::ptr::null_mut();
         let mut size = 0usize;
         // SAFETY: out-pointers to locals.

@@ -2,21 +2,21 @@
 //! pointer attributes. Each is one driver call; all are thread-safe.
 
 use crate::cu;
-use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
 use crate::cuda::table;
+use gomp_plugin::error::Result;
 use std::ffi::c_char;
 
 /// `cuInit(0)` (idempotent).
 #[inline]
-pub fn init() -> CuResult<()> {
+pub fn init() -> Result<()> {
     // SAFETY: plain initialisation call.
     unsafe { cu!(cuInit(0)) }
 }
 
 /// Number of CUDA devices.
 #[inline]
-pub fn device_count() -> CuResult<i32> {
+pub fn device_count() -> Result<i32> {
     let mut n = 0;
     // SAFETY: out-pointer to a local.
     unsafe { cu!(cuDeviceGetCount(&mut n)) }?;
@@ -25,7 +25,7 @@ pub fn device_count() -> CuResult<i32> {
 
 /// The CUDA device of ordinal `ord`.
 #[inline]
-pub fn device(ord: i32) -> CuResult<CUdevice> {
+pub fn device(ord: i32) -> Result<CUdevice> {
     let mut dev: CUdevice = 0;
     // SAFETY: out-pointer to a local.
     unsafe { cu!(cuDeviceGet(&mut dev, ord)) }?;
@@ -34,7 +34,7 @@ pub fn device(ord: i32) -> CuResult<CUdevice> {
 
 /// One attribute of `dev`.
 #[inline]
-pub fn attribute(dev: CUdevice, a: CUdevice_attribute) -> CuResult<i32> {
+pub fn attribute(dev: CUdevice, a: CUdevice_attribute) -> Result<i32> {
     let mut v = 0;
     // SAFETY: out-pointer to a local.
     unsafe { cu!(cuDeviceGetAttribute(&mut v, a, dev)) }?;
@@ -43,7 +43,7 @@ pub fn attribute(dev: CUdevice, a: CUdevice_attribute) -> CuResult<i32> {
 
 /// The device's name as the driver writes it: NUL-terminated within 256 bytes.
 #[inline]
-pub fn name(dev: CUdevice) -> CuResult<[c_char; 256]> {
+pub fn name(dev: CUdevice) -> Result<[c_char; 256]> {
     let mut name = [0 as c_char; 256];
     // SAFETY: the buffer holds 256 bytes.
     unsafe { cu!(cuDeviceGetName(name.as_mut_ptr(), 256, dev)) }?;
@@ -52,7 +52,7 @@ pub fn name(dev: CUdevice) -> CuResult<[c_char; 256]> {
 
 /// Total memory of `dev`, bytes.
 #[inline]
-pub fn total_mem(dev: CUdevice) -> CuResult<usize> {
+pub fn total_mem(dev: CUdevice) -> Result<usize> {
     let mut total = 0usize;
     // SAFETY: out-pointer to a local.
     unsafe { cu!(cuDeviceTotalMem(&mut total, dev)) }?;
@@ -61,7 +61,7 @@ pub fn total_mem(dev: CUdevice) -> CuResult<usize> {
 
 /// `(free, total)` memory of the current context's device, bytes.
 #[inline]
-pub fn mem_info() -> CuResult<(usize, usize)> {
+pub fn mem_info() -> Result<(usize, usize)> {
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: out-pointers to locals; a context is current (caller).
     unsafe { cu!(cuMemGetInfo(&mut free, &mut total)) }?;
@@ -70,7 +70,7 @@ pub fn mem_info() -> CuResult<(usize, usize)> {
 
 /// The driver's version (`cuDriverGetVersion`).
 #[inline]
-pub fn driver_version() -> CuResult<i32> {
+pub fn driver_version() -> Result<i32> {
     let mut v = 0;
     // SAFETY: out-pointer to a local.
     unsafe { cu!(cuDriverGetVersion(&mut v)) }?;
@@ -93,7 +93,7 @@ pub fn uuid(dev: CUdevice) -> Option<[u8; 16]> {
 /// The memory type the driver records for address `p` (`CU_POINTER_ATTRIBUTE_MEMORY_TYPE`);
 /// an error for memory the driver does not know (pageable host memory).
 #[inline]
-pub fn memory_type(p: CUdeviceptr) -> CuResult<CUmemorytype> {
+pub fn memory_type(p: CUdeviceptr) -> Result<CUmemorytype> {
     let mut kind: CUmemorytype = 0;
     // SAFETY: out-pointer to a local of the attribute's type (an int); an unknown
     // address is an error return, not a fault.

@@ -2,8 +2,8 @@
 //! [`OwnedStream`], which destroys its stream when dropped.
 
 use crate::cu;
-use crate::cuda::error::CuResult;
 use crate::cuda::sys::*;
+use gomp_plugin::error::Result;
 use std::ffi::c_void;
 
 /// A CUDA stream handle, borrowed: valid while its owner (an [`OwnedStream`], the
@@ -39,7 +39,7 @@ impl Stream {
 
     /// Waits for the stream's work (`cuStreamSynchronize`).
     #[inline]
-    pub fn synchronize(self) -> CuResult<()> {
+    pub fn synchronize(self) -> Result<()> {
         // SAFETY: a live stream (the type's invariant).
         unsafe { cu!(cuStreamSynchronize(self.0)) }
     }
@@ -47,7 +47,7 @@ impl Stream {
     /// Whether the stream's work has completed (`cuStreamQuery`; `CUDA_ERROR_NOT_READY`
     /// when it has not).
     #[inline]
-    pub fn query(self) -> CuResult<()> {
+    pub fn query(self) -> Result<()> {
         // SAFETY: a live stream.
         unsafe { cu!(cuStreamQuery(self.0)) }
     }
@@ -61,7 +61,7 @@ impl Stream {
     /// # Safety
     /// `addr` must stay a writable word until the write has run.
     #[inline]
-    pub unsafe fn write_value32(self, addr: CUdeviceptr, value: u32) -> CuResult<()> {
+    pub unsafe fn write_value32(self, addr: CUdeviceptr, value: u32) -> Result<()> {
         // SAFETY: caller's guarantee on `addr`.
         unsafe { cu!(cuStreamWriteValue32(self.0, addr, value, 0)) }
     }
@@ -71,7 +71,7 @@ impl Stream {
     /// # Safety
     /// `src` must stay readable for `n` bytes until the copy has run.
     #[inline]
-    pub unsafe fn copy_htod(self, dst: CUdeviceptr, src: *const c_void, n: usize) -> CuResult<()> {
+    pub unsafe fn copy_htod(self, dst: CUdeviceptr, src: *const c_void, n: usize) -> Result<()> {
         // SAFETY: caller's guarantee on `src`; the driver checks `dst`.
         unsafe { cu!(cuMemcpyHtoDAsync(dst, src, n, self.0)) }
     }
@@ -81,21 +81,21 @@ impl Stream {
     /// # Safety
     /// `dst` must stay writable for `n` bytes until the copy has run.
     #[inline]
-    pub unsafe fn copy_dtoh(self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> CuResult<()> {
+    pub unsafe fn copy_dtoh(self, dst: *mut c_void, src: CUdeviceptr, n: usize) -> Result<()> {
         // SAFETY: caller's guarantee on `dst`; the driver checks `src`.
         unsafe { cu!(cuMemcpyDtoHAsync(dst, src, n, self.0)) }
     }
 
     /// Queues a copy of `n` bytes between device buffers (the driver checks both).
     #[inline]
-    pub fn copy_dtod(self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()> {
+    pub fn copy_dtod(self, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<()> {
         // SAFETY: device addresses only; the driver validates them.
         unsafe { cu!(cuMemcpyDtoDAsync(dst, src, n, self.0)) }
     }
 
     /// Queues setting `n` device bytes at `p` to `val`.
     #[inline]
-    pub fn memset_d8(self, p: CUdeviceptr, val: u8, n: usize) -> CuResult<()> {
+    pub fn memset_d8(self, p: CUdeviceptr, val: u8, n: usize) -> Result<()> {
         // SAFETY: a device address; the driver validates it.
         unsafe { cu!(cuMemsetD8Async(p, val, n, self.0)) }
     }
@@ -105,7 +105,7 @@ impl Stream {
     /// # Safety
     /// The descriptor's host side(s) must stay valid for the whole block until it ran.
     #[inline]
-    pub unsafe fn copy_2d(self, c: &CUDA_MEMCPY2D) -> CuResult<()> {
+    pub unsafe fn copy_2d(self, c: &CUDA_MEMCPY2D) -> Result<()> {
         // SAFETY: caller's guarantee.
         unsafe { cu!(cuMemcpy2DAsync(c, self.0)) }
     }
@@ -115,7 +115,7 @@ impl Stream {
     /// # Safety
     /// As [`Stream::copy_2d`].
     #[inline]
-    pub unsafe fn copy_3d(self, c: &CUDA_MEMCPY3D) -> CuResult<()> {
+    pub unsafe fn copy_3d(self, c: &CUDA_MEMCPY3D) -> Result<()> {
         // SAFETY: caller's guarantee.
         unsafe { cu!(cuMemcpy3DAsync(c, self.0)) }
     }
@@ -135,7 +135,7 @@ impl Stream {
         block: (u32, u32, u32),
         smem: u32,
         params: *mut *mut c_void,
-    ) -> CuResult<()> {
+    ) -> Result<()> {
         // SAFETY: caller's guarantees.
         unsafe {
             cu!(cuLaunchKernel(
@@ -164,7 +164,7 @@ pub struct OwnedStream(Stream);
 impl OwnedStream {
     /// Creates a stream with `flags` (`CU_STREAM_*`) in the current context.
     #[inline]
-    pub fn create(flags: u32) -> CuResult<OwnedStream> {
+    pub fn create(flags: u32) -> Result<OwnedStream> {
         let mut s: CUstream = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; a context is current (caller).
         unsafe { cu!(cuStreamCreate(&mut s, flags)) }?;
@@ -173,7 +173,7 @@ impl OwnedStream {
 
     /// Creates a non-blocking stream (no ordering with the legacy default stream).
     #[inline]
-    pub fn non_blocking() -> CuResult<OwnedStream> {
+    pub fn non_blocking() -> Result<OwnedStream> {
         OwnedStream::create(CU_STREAM_NON_BLOCKING as u32)
     }
 
@@ -185,7 +185,7 @@ impl OwnedStream {
 
     /// Destroys the stream, returning the driver's error if any.
     #[inline]
-    pub fn destroy(self) -> CuResult<()> {
+    pub fn destroy(self) -> Result<()> {
         let s = self.0;
         std::mem::forget(self);
         // SAFETY: the stream was created by `create` and is destroyed once.

@@ -11,7 +11,7 @@ use crate::cuda::sys::CUdeviceptr;
 use crate::device::parts::Parts;
 use crate::host::bounce::Buffer;
 use crate::observe::profile::CopyDir;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
 use std::ffi::c_void;
 
 /// The bounce path (zero-sized, stateless, `Sync`; the buffers are the copy buffers'
@@ -70,7 +70,7 @@ impl CopyPath for Bounced {
                     // SAFETY: the buffer is page-locked, holds at least `n` bytes, no copy
                     // reads it (`take`), and it is alive until the copy, waited for here, has
                     // completed.
-                    unsafe { s.copy_dtoh(b.ptr().cast(), dev, n) }.map_err(Error::from)
+                    unsafe { s.copy_dtoh(b.ptr().cast(), dev, n) }
                 });
                 if r.is_ok() {
                     // SAFETY: `c.host` is writable for `n` bytes (caller); distinct
@@ -105,9 +105,7 @@ pub(super) unsafe fn host2dev(
     unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), b.ptr(), n) };
     // SAFETY: the buffer stays allocated and unwritten until the event recorded
     // after the copy has completed (`Bounce`).
-    let r = unsafe { s.copy_htod(dst, b.ptr().cast(), n) }
-        .map_err(Error::from)
-        .and_then(|()| b.read_by(s));
+    let r = unsafe { s.copy_htod(dst, b.ptr().cast(), n) }.and_then(|()| b.read_by(s));
     d.buffers.bounce().give(b);
     r
 }

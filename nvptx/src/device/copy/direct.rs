@@ -7,7 +7,6 @@ use super::host_copy::{HostCopy, Via};
 use super::path::{CopyPath, Ended, Failed, Taken};
 use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
-use gomp_plugin::error::Error;
 
 /// The direct path (zero-sized, stateless, `Sync`).
 pub struct Direct;
@@ -26,7 +25,7 @@ impl CopyPath for Direct {
                 .on_copy_stream(&d.settings, |s| {
                     // SAFETY: readable source (caller); the stream is waited for before
                     // returning.
-                    unsafe { s.copy_htod(dev, host, n) }.map_err(Error::from)
+                    unsafe { s.copy_htod(dev, host, n) }
                 })
                 .map(|()| Ended::Done)
                 .map_err(Failed::copy),
@@ -34,14 +33,14 @@ impl CopyPath for Direct {
             // the driver checks `dev` again.
             (CopyDir::H2D, Via::Queue(s)) => unsafe { s.copy_htod(dev, host, n) }
                 .map(|()| Ended::Queued)
-                .map_err(|e| Error::from(e).into()),
+                .map_err(|e| e.into()),
             _ => match c.stream(d) {
                 Err(e) => Err(e.into()),
                 Ok(s) => d
                     .launch
                     .on(s, |s| {
                         // SAFETY: writable destination (caller); waited for before returning.
-                        unsafe { s.copy_dtoh(host, dev, n) }.map_err(Error::from)
+                        unsafe { s.copy_dtoh(host, dev, n) }
                     })
                     .map(|()| Ended::Done)
                     .map_err(Failed::copy),

@@ -55,7 +55,7 @@ impl CopyPath for ByKernel {
 /// Whether a copy the driver refused with `e` should be retried by a kernel (logged
 /// either way).
 fn device_heap_copy(d: &Parts, e: &Error, dev_addr: CUdeviceptr) -> bool {
-    let retry = matches!(e, Error::Driver(c) if c.code == i64::from(crate::cuda::sys::CUDA_ERROR_INVALID_VALUE))
+    let retry = matches!(e, Error::Driver(c) if c.code() == i64::from(crate::cuda::sys::CUDA_ERROR_INVALID_VALUE))
         && serving::serving_request()
         && !d.memory.blocks().contains(dev_addr);
     log::debug!(

@@ -264,12 +264,11 @@ impl Copies {
         let (r, ended) = match via {
             // Waited for before returning.
             Via::Sync => (
-                d.launch.on_copy_stream(&d.settings, |s| {
-                    s.copy_dtod(dst, src, n).map_err(Error::from)
-                }),
+                d.launch
+                    .on_copy_stream(&d.settings, |s| s.copy_dtod(dst, src, n)),
                 Ended::Done,
             ),
-            Via::Queue(s) => (s.copy_dtod(dst, src, n).map_err(Error::from), Ended::Queued),
+            Via::Queue(s) => (s.copy_dtod(dst, src, n), Ended::Queued),
         };
         if let (Some(o), Some(t0)) = (d.observe(), t0) {
             o.copy(CopyDir::D2D, ended.row(CopyMem::Device), n, t0);

@@ -7,7 +7,6 @@ use super::path::{CopyPath, Ended, Taken, Takes};
 use crate::config::Config;
 use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
-use gomp_plugin::error::Error;
 
 /// The queued path (zero-sized, stateless, `Sync`).
 pub struct Queued;
@@ -30,6 +29,6 @@ impl CopyPath for Queued {
         // SAFETY: the destination stays writable until the queue's work has run
         // (caller); the driver checks `c.dev` again.
         let r = unsafe { s.copy_dtoh(c.host, c.dev, c.n) };
-        Some(r.map(|()| Ended::Queued).map_err(|e| Error::from(e).into()))
+        Some(r.map(|()| Ended::Queued).map_err(|e| e.into()))
     }
 }

@@ -14,7 +14,7 @@ use crate::device::serving;
 use crate::host::ranges as host_ranges;
 use crate::host::ring::Ring as ThreadRing;
 use crate::observe::profile::CopyDir;
-use gomp_plugin::error::{Error, Result};
+use gomp_plugin::error::Result;
 
 /// The ring path (zero-sized, stateless, `Sync`; the ring is the calling thread's
 /// lane's).
@@ -139,7 +139,7 @@ unsafe fn dev2host(d: &Parts, ring: &ThreadRing, s: Stream, c: &HostCopy) -> Opt
         let copy = |s: Stream| {
             // SAFETY: the slot is page-locked, holds `n` bytes and stays untouched until
             // the copy, waited for here, has run.
-            unsafe { s.copy_dtoh(slot.cast(), src, n) }.map_err(Error::from)
+            unsafe { s.copy_dtoh(slot.cast(), src, n) }
         };
         // SAFETY: the ring is this thread's lane's (caller); `s` a stream of the device.
         unsafe { d.launch.on_waited(&d.settings, s, ring, false, copy) }?;
