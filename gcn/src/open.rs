@@ -5,8 +5,10 @@
 //! `fini_device` also stops the async thread and frees the blocks libgomp left.
 //!
 //! [`OpenDevice`] is the opened device and implements `gomp_plugin::Device` (images,
-//! kernels, launches, close); its core is its [`Core`], which implements
-//! `gomp_plugin::DeviceCore` (the memory entry points reach it directly).
+//! kernels, launches, close); its core is its [`Core`] (held as `Arc<Core>`, as nvptx's
+//! open device holds its core), which implements `gomp_plugin::DeviceCore` (the memory
+//! entry points reach it directly). Its fields are private: the rest of the crate uses
+//! [`OpenDevice::ord`], [`OpenDevice::launcher`] and `Device::core`.
 //!
 //! Ownership: the framework's registry owns each [`OpenDevice`] (`Arc`, so a call that
 //! got one keeps it alive while another thread closes it); a device owns its memory
@@ -31,20 +33,31 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 /// One open device.
+///
+/// Owns: its core (`Arc<Core>`: the agent's regions, device memory, copies), the
+/// loaded images and its [`Launcher`] (queues, kernel arguments, ephemeral memory,
+/// settings). Fields are private; the rest of the crate uses the accessors.
+///
+/// Held by: the framework's registry (`Arc<OpenDevice>`) from `init_device` until
+/// `fini_device`, by every libgomp call in flight on the device, and by each OpenACC
+/// queue on it ([`crate::openacc::queue::AccQueue`]).
+///
+/// Threading: any libgomp thread may call it at once; the image list is locked, the
+/// launcher and the core are thread-safe.
 pub struct OpenDevice {
     /// libgomp's device number.
-    pub ord: i32,
+    ord: i32,
     /// The agent.
-    pub agent: hsa_agent_t,
+    agent: hsa_agent_t,
     /// The agent's name, e.g. "gfx90a".
-    pub name: String,
-    /// Its core: memory regions, device memory, copies.
-    pub core: Core,
+    name: String,
+    /// Its core: memory regions, device memory, copies (shared, as nvptx's).
+    core: Arc<Core>,
     /// Images loaded on it (the framework's list: found by libgomp's key, unloaded in
     /// reverse load order at close).
-    pub images: LoadedImages<Image>,
+    images: LoadedImages<Image>,
     /// Queues, kernel arguments, ephemeral memory, settings.
-    pub launcher: Arc<Launcher>,
+    launcher: Arc<Launcher>,
     rt: &'static Runtime,
 }
 
@@ -76,11 +89,24 @@ impl OpenDevice {
             ord,
             agent,
             name: a.name.clone(),
-            core: Core::new(rt, agent, regions, full),
+            core: Arc::new(Core::new(rt, agent, regions, full)),
             images: LoadedImages::new(),
             launcher: Arc::new(launcher),
             rt,
         })
+    }
+
+    /// libgomp's number of the device.
+    #[inline]
+    pub fn ord(&self) -> i32 {
+        self.ord
+    }
+
+    /// The device's launcher (its queues, kernel arguments, ephemeral memory and
+    /// settings), owned by the device; thread-safe.
+    #[inline]
+    pub fn launcher(&self) -> &Launcher {
+        &self.launcher
     }
 
     /// Runs the image's `_init_array` (`which` 0) or `_fini_array` (1), if it has it.

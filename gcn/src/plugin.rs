@@ -88,7 +88,7 @@ impl Plugin for Gcn {
     /// session's launch ([`crate::launch::resources::Resources::reserve_table`]).
     fn allocate_table(session: *mut c_void, ord: i32, size: usize) -> Result<*mut c_void> {
         Self::device(ord)?
-            .launcher
+            .launcher()
             .resources
             .reserve_table(session as usize, size)
     }

@@ -73,14 +73,18 @@ pub fn find_regions(rt: &Runtime, agent: hsa_agent_t) -> Result<Regions> {
 pub const MEMSET_CHUNK: usize = 1 << 20;
 
 /// The core of one open device: its device memory, copies and memset.
+///
+/// Owns: the blocks it handed out. Held by: its [`crate::open::OpenDevice`]
+/// (`Arc<Core>`, as nvptx's). Fields are private. Thread-safety: every method takes
+/// `&self`; the block registry is locked, HSA's memory calls are thread-safe.
 pub struct Core {
     rt: &'static Runtime,
     /// The agent each block is given read-write access to.
     agent: hsa_agent_t,
     /// The regions found at open.
-    pub regions: Regions,
+    regions: Regions,
     /// Whether the agent has the HSA full profile (it may then access all host memory).
-    pub full_profile: bool,
+    full_profile: bool,
     blocks: Blocks,
 }
 

@@ -22,10 +22,10 @@ pub fn exec(
 ) -> Result<Option<[u32; 3]>> {
     let k = kernel.kernel;
     let d = launch.dims;
-    let grid = launch::acc_dims(d, k.oacc_dims, dev.launcher.cu);
+    let grid = launch::acc_dims(d, k.oacc_dims, dev.launcher().cu);
     log::debug!(
         "device {}: OpenACC kernel {}: dims {d:?}, compile-time {:?}: {} gang(s) x {} worker(s) x 64",
-        dev.ord,
+        dev.ord(),
         k.name,
         k.oacc_dims,
         grid.gdims[0],
@@ -33,16 +33,16 @@ pub fn exec(
     );
     match queue {
         None => {
-            let e = dev
-                .launcher
-                .launch(dev.ord, None, k, launch.devaddrs, grid, Kind::OpenAcc)?;
-            dev.launcher.finish(e);
+            let e =
+                dev.launcher()
+                    .launch(dev.ord(), None, k, launch.devaddrs, grid, Kind::OpenAcc)?;
+            dev.launcher().finish(e);
         }
         Some(q) => q.push(Job::Launch {
             kernel: Arc::clone(k),
             vars: launch.devaddrs,
             // Claimed now: libgomp may reuse the session once this returns.
-            table_block: dev.launcher.resources.claim_table(launch.devaddrs),
+            table_block: dev.launcher().resources.claim_table(launch.devaddrs),
             dims: grid,
         })?,
     }

@@ -17,7 +17,7 @@ use gomp_plugin::blocks::DevPtr;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::report;
 use gomp_plugin::sync::{Lock, Wait};
-use gomp_plugin::DeviceCore;
+use gomp_plugin::{Device, DeviceCore};
 use std::ffi::c_void;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -95,12 +95,12 @@ pub struct AccQueue {
 impl AccQueue {
     /// A queue on open device `dev`: its HSA queue and its thread.
     pub fn create(dev: Arc<OpenDevice>) -> Result<Self> {
-        let q = dev.launcher.new_queue(ASYNC_QUEUE_SIZE)?;
+        let q = dev.launcher().new_queue(ASYNC_QUEUE_SIZE)?;
         let (tx, rx) = channel::<Job>();
         let progress = Arc::new(Progress::default());
         let (d, p) = (Arc::clone(&dev), Arc::clone(&progress));
         let handle = std::thread::Builder::new()
-            .name(format!("gcn{}-acc", dev.ord))
+            .name(format!("gcn{}-acc", dev.ord()))
             .spawn(move || {
                 for job in rx {
                     run_job(&d, &q, job);
@@ -110,7 +110,7 @@ impl AccQueue {
             })
             .map_err(|e| Error::invalid(format!("cannot start an OpenACC queue thread: {e}")))?;
         let id = handle.thread().id();
-        log::debug!("device {}: OpenACC async queue created", dev.ord);
+        log::debug!("device {}: OpenACC async queue created", dev.ord());
         Ok(AccQueue {
             dev,
             progress,
@@ -149,9 +149,9 @@ fn run_job(dev: &OpenDevice, q: &Queue, job: Job) {
             table_block,
             dims,
         } => dev
-            .launcher
+            .launcher()
             .launch_in(
-                dev.ord,
+                dev.ord(),
                 Some(q),
                 &kernel,
                 vars,
@@ -159,14 +159,16 @@ fn run_job(dev: &OpenDevice, q: &Queue, job: Job) {
                 dims,
                 Kind::OpenAcc,
             )
-            .map(|e| dev.launcher.finish(e)),
+            .map(|e| dev.launcher().finish(e)),
         // SAFETY: libgomp keeps the host buffer alive until the queue has run the copy.
         Job::HostToDev { dst, src, n } => unsafe {
-            dev.core.host2dev(dst, src as *const c_void, n)
+            dev.core().host2dev(dst, src as *const c_void, n)
         },
         // SAFETY: as above.
-        Job::DevToHost { dst, src, n } => unsafe { dev.core.dev2host(dst as *mut c_void, src, n) },
-        Job::DevToDev { dst, src, n } => dev.core.dev2dev(dst, src, n),
+        Job::DevToHost { dst, src, n } => unsafe {
+            dev.core().dev2host(dst as *mut c_void, src, n)
+        },
+        Job::DevToDev { dst, src, n } => dev.core().dev2dev(dst, src, n),
         Job::Callback { f, data } => {
             // SAFETY: libgomp's callback with its own data.
             unsafe { f(data as *mut c_void) };
@@ -195,7 +197,7 @@ impl gomp_plugin::AccQueue for AccQueue {
             h.join()
                 .map_err(|_| Error::invalid("OpenACC async queue: its thread panicked"))?;
         }
-        log::debug!("device {}: OpenACC async queue destroyed", self.dev.ord);
+        log::debug!("device {}: OpenACC async queue destroyed", self.dev.ord());
         Ok(())
     }
 
