@@ -40,30 +40,27 @@ impl PinKeep {
         }
         // The context handle crosses to the thread as an address.
         let ctx = ctx as usize;
-        let spawned = std::thread::Builder::new()
-            .name("gomp-nvptx-pinkeep".into())
-            .spawn(move || {
-                nvtx::name_this_thread();
-                // SAFETY: the context lives until `release` has joined this thread.
-                if let Err(e) = unsafe { context::set_current(ctx as CUcontext) } {
+        let spawned = nvtx::spawn("gomp-nvptx-pinkeep".into(), move || {
+            // SAFETY: the context lives until `release` has joined this thread.
+            if let Err(e) = unsafe { context::set_current(ctx as CUcontext) } {
+                log::debug!("device {ord}: kept page-locked block: {e}");
+                return None;
+            }
+            let t0 = Instant::now();
+            match HostAlloc::alloc(BLOCK, 0) {
+                Ok(block) => {
+                    log::debug!(
+                        "device {ord}: kept page-locked block made on its own thread in {:.0} us",
+                        t0.elapsed().as_secs_f64() * 1e6
+                    );
+                    Some(block)
+                }
+                Err(e) => {
                     log::debug!("device {ord}: kept page-locked block: {e}");
-                    return None;
+                    None
                 }
-                let t0 = Instant::now();
-                match HostAlloc::alloc(BLOCK, 0) {
-                    Ok(block) => {
-                        log::debug!(
-                            "device {ord}: kept page-locked block made on its own thread in {:.0} us",
-                            t0.elapsed().as_secs_f64() * 1e6
-                        );
-                        Some(block)
-                    }
-                    Err(e) => {
-                        log::debug!("device {ord}: kept page-locked block: {e}");
-                        None
-                    }
-                }
-            });
+            }
+        });
         match spawned {
             Ok(h) => *thread = Some(h),
             Err(e) => log::debug!("device {ord}: kept page-locked block: no thread: {e}"),

@@ -209,29 +209,26 @@ impl Worker {
         let (tasks, rx) = mpsc::channel::<Task>();
         let (ready_tx, ready) = mpsc::channel::<Result<()>>();
         let ctx = ctx as usize;
-        let thread = std::thread::Builder::new()
-            .name("nvptx-staging".into())
-            .spawn(move || {
-                nvtx::name_this_thread();
-                // SAFETY: the device's context outlives the worker (joined at close).
-                let lane = unsafe { context::set_current(ctx as CUcontext) }
-                    .and_then(|()| Lane::create(&p));
-                let lane = match lane {
-                    Ok(l) => {
-                        let _ = ready_tx.send(Ok(()));
-                        l
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                for task in rx {
-                    let _ = catch_unwind(AssertUnwindSafe(|| task(&lane)));
+        let thread = nvtx::spawn("nvptx-staging".into(), move || {
+            // SAFETY: the device's context outlives the worker (joined at close).
+            let lane =
+                unsafe { context::set_current(ctx as CUcontext) }.and_then(|()| Lane::create(&p));
+            let lane = match lane {
+                Ok(l) => {
+                    let _ = ready_tx.send(Ok(()));
+                    l
                 }
-                drop(lane);
-            })
-            .map_err(|e| Error::invalid(format!("cannot start a staging thread: {e}")))?;
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            for task in rx {
+                let _ = catch_unwind(AssertUnwindSafe(|| task(&lane)));
+            }
+            drop(lane);
+        })
+        .map_err(|e| Error::invalid(format!("cannot start a staging thread: {e}")))?;
         match ready.recv() {
             Ok(Ok(())) => Ok(Worker { tasks, thread }),
             Ok(Err(e)) => {

@@ -155,15 +155,12 @@ pub fn submit(
         let d = Arc::clone(dev);
         let budget = Arc::clone(&q.budget);
         let service = Arc::clone(rev.service());
-        let handle = std::thread::Builder::new()
-            .name(format!("nvptx{}-completion", dev.ord()))
-            .spawn(move || {
-                nvtx::name_this_thread();
-                complete_loop(&d, &budget, &service, rx)
-            })
-            .map_err(|e| {
-                gomp_plugin::error::Error::invalid(format!("cannot start completion thread: {e}"))
-            })?;
+        let handle = nvtx::spawn(format!("nvptx{}-completion", dev.ord()), move || {
+            complete_loop(&d, &budget, &service, rx)
+        })
+        .map_err(|e| {
+            gomp_plugin::error::Error::invalid(format!("cannot start completion thread: {e}"))
+        })?;
         *w = Some((tx, handle));
     }
     if let Some((tx, _)) = w.as_ref() {

@@ -380,15 +380,12 @@ fn ensure_mailbox(dev: &Arc<Core>, r: &Reverse) -> Result<usize> {
     let d = Arc::clone(dev);
     let sv = Arc::clone(&r.service);
     let addr = p as usize;
-    let handle = std::thread::Builder::new()
-        .name(format!("nvptx{}-reverse", dev.ord()))
-        .spawn(move || {
-            nvtx::name_this_thread();
-            serve(&d, &sv, addr)
-        })
-        .map_err(|e| {
-            gomp_plugin::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
-        })?;
+    let handle = nvtx::spawn(format!("nvptx{}-reverse", dev.ord()), move || {
+        serve(&d, &sv, addr)
+    })
+    .map_err(|e| {
+        gomp_plugin::error::Error::invalid(format!("cannot start reverse-offload thread: {e}"))
+    })?;
     *r.thread.locked() = Some(handle);
     Ok(p as usize)
 }

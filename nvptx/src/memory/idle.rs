@@ -60,12 +60,7 @@ pub fn watch(obj: Weak<dyn IdleTrim>, period: Duration) {
         since: Instant::now(),
     });
     if !st.started {
-        match std::thread::Builder::new()
-            .name("gomp-idle-trim".into())
-            .spawn(|| {
-                nvtx::name_this_thread();
-                run()
-            }) {
+        match nvtx::spawn("gomp-idle-trim".into(), run) {
             Ok(_) => st.started = true,
             Err(e) => log::debug!("idle trimmer not started: {e}"),
         }

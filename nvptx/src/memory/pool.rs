@@ -134,28 +134,25 @@ impl Pool {
         let ready = Arc::clone(&self.ready);
         // The context handle crosses to the thread as an address.
         let ctx = ctx as usize;
-        let spawned = std::thread::Builder::new()
-            .name("gomp-nvptx-pool".into())
-            .spawn(move || {
-                nvtx::name_this_thread();
-                let warm = || -> Result<()> {
-                    // SAFETY: the context lives until `destroy` joined this thread.
-                    unsafe { context::set_current(ctx as CUcontext) }?;
-                    let p = pool.alloc_async(WARM_UP_BYTES, stream)?;
-                    // SAFETY: just allocated, used by nothing.
-                    unsafe { free_async(p, stream) }?;
-                    stream.synchronize()?;
-                    // The pool keeps nothing unused (the caches above it hold what is
-                    // kept, within their bound): the warm-up's reserve goes back too.
-                    pool.trim_to(0)?;
-                    Ok(())
-                };
-                if let Err(e) = warm() {
-                    log::debug!("memory pool warm-up: {e}");
-                }
-                // Allocations use the pool from now on (one that fails says why).
-                ready.store(true, Ordering::Release);
-            });
+        let spawned = nvtx::spawn("gomp-nvptx-pool".into(), move || {
+            let warm = || -> Result<()> {
+                // SAFETY: the context lives until `destroy` joined this thread.
+                unsafe { context::set_current(ctx as CUcontext) }?;
+                let p = pool.alloc_async(WARM_UP_BYTES, stream)?;
+                // SAFETY: just allocated, used by nothing.
+                unsafe { free_async(p, stream) }?;
+                stream.synchronize()?;
+                // The pool keeps nothing unused (the caches above it hold what is
+                // kept, within their bound): the warm-up's reserve goes back too.
+                pool.trim_to(0)?;
+                Ok(())
+            };
+            if let Err(e) = warm() {
+                log::debug!("memory pool warm-up: {e}");
+            }
+            // Allocations use the pool from now on (one that fails says why).
+            ready.store(true, Ordering::Release);
+        });
         match spawned {
             Ok(h) => *self.warm_up.locked() = Some(h),
             Err(e) => {

@@ -382,11 +382,24 @@ fn name_stream_now(stream: *mut c_void, name: &CStr) {
     }
 }
 
-/// Names the calling thread after its Rust name (`nvptx0-reverse`, `nvptx-staging`...)
-/// with `nvtxNameOsThreadA`, if a tool is attached. Called first thing by each thread
-/// the plugin starts.
+/// Starts a thread of the plugin named `name` (`nvptx0-reverse`, `nvptx-staging`...)
+/// that first names itself to an attached tool ([`name_this_thread`]), then runs `f`:
+/// every thread the plugin starts starts here. `std::thread::Builder::spawn`'s result.
+pub fn spawn<F, T>(name: String, f: F) -> std::io::Result<std::thread::JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    std::thread::Builder::new().name(name).spawn(move || {
+        name_this_thread();
+        f()
+    })
+}
+
+/// Names the calling thread after its Rust name with `nvtxNameOsThreadA`, if a tool is
+/// attached ([`spawn`] calls it first thing in each thread it starts).
 #[inline]
-pub fn name_this_thread() {
+fn name_this_thread() {
     if on() {
         name_this_thread_now();
     }
