@@ -36,14 +36,6 @@ static long long prop (void)
   return (long long) acc_get_property (0, acc_device_nvidia, acc_property_free_memory);
 }
 
-/* The driver's free memory (gpu_probe.h's gpu_mem: cuMemGetInfo_v2 in the current
-   context), -1 if unknown.  */
-static long long driver_free (void)
-{
-  size_t f, t;
-  return gpu_mem (&f, &t) == 0 ? (long long) f : -1;
-}
-
 /* libcuda's allocation entries for the "driver" noise (NULL until loaded).  */
 static int (*cu_alloc) (unsigned long long *, size_t);
 static int (*cu_free) (unsigned long long);
@@ -164,11 +156,11 @@ int main (int argc, char **argv)
   int pa = 0, pf = 0, da = 0, df = 0;
   for (int i = 0; i < checks; i++)
     {
-      long long b = prop (), db = driver_free ();
+      long long b = prop (), db = free_bytes ();
       void *p = acc_malloc (400);
-      long long m = prop (), dm = driver_free ();
+      long long m = prop (), dm = free_bytes ();
       acc_free (p);
-      long long a = prop (), dA = driver_free ();
+      long long a = prop (), dA = free_bytes ();
       if (!p || b - m < 400)
 	pa++;
       if (a - m < 400)

@@ -31,14 +31,6 @@ static long long prop (void)
   return (long long) acc_get_property (0, acc_device_nvidia, acc_property_free_memory);
 }
 
-/* The driver's free memory (gpu_probe.h's gpu_mem: cuMemGetInfo_v2 in the current
-   context), -1 if unknown.  */
-static long long driver_free (void)
-{
-  size_t f, t;
-  return gpu_mem (&f, &t) == 0 ? (long long) f : -1;
-}
-
 /* 1 when the loaded nvptx plugin is gomp-plugin-rs (it exports gomp_nvptx_host_lock).  */
 static int plugin_is_ours (void)
 {
@@ -77,9 +69,9 @@ int main (void)
     }
   if (ours)
     {
-      long long d0 = driver_free ();
+      long long d0 = free_bytes ();
       long long q = prop () + prop () + prop ();
-      long long d1 = driver_free ();
+      long long d1 = free_bytes ();
       int pass = d0 >= 0 && d0 == d1;
       printf ("%s three property queries (sum %lld): driver free memory %lld -> %lld\n",
 	      pass ? "ok:" : "FAIL:", q, d0, d1);

@@ -43,14 +43,19 @@ static int __attribute__ ((unused)) gpu_mem (size_t *free_bytes, size_t *total_b
   return 0;
 }
 
-/* Free device memory as the driver reports it (gpu_mem), in MiB; -1 if it cannot be
-   read.  */
-static double __attribute__ ((unused)) free_mib (void)
+/* Free device memory as the driver reports it (gpu_mem), in bytes; -1 if it cannot
+   be read.  */
+static long long __attribute__ ((unused)) free_bytes (void)
 {
   size_t f, t;
-  if (gpu_mem (&f, &t) != 0)
-    return -1;
-  return f / 1048576.0;
+  return gpu_mem (&f, &t) == 0 ? (long long) f : -1;
+}
+
+/* The same in MiB; -1 if it cannot be read.  */
+static double __attribute__ ((unused)) free_mib (void)
+{
+  long long f = free_bytes ();
+  return f < 0 ? -1 : f / 1048576.0;
 }
 /* The exit status of a test that cannot run on this machine (too few devices, ...):
    tests/device/run.sh counts a run as skipped, never as passed, when it exits with it
