@@ -1,6 +1,6 @@
 //! A gcn image: reading and checking it as libgomp passes it to `load_image`
 //! ([`check`], over mkoffload's [`descriptor`], the [`code_object`], its target
-//! ([`mach`]) and kernel metadata ([`metadata`] over [`msgpack`]); pure), and, here, the
+//! ([`mach`]) and kernel metadata ([`metadata`], MessagePack by `rmpv`); pure), and, here, the
 //! image loaded on one device: the HSA code object reader over the image bytes,
 //! the executable made from it (created, the code object loaded for the agent, frozen,
 //! validated), its kernels and the address table for libgomp ([`table`]).
@@ -24,7 +24,6 @@ pub mod code_object;
 pub mod descriptor;
 pub mod mach;
 pub mod metadata;
-pub mod msgpack;
 pub mod table;
 #[cfg(test)]
 pub mod tests;
