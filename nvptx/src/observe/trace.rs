@@ -1,14 +1,14 @@
-//! A Chrome trace-event recorder and its JSON writer (the format Perfetto and
-//! chrome://tracing open): complete events (`"ph":"X"`, a start `ts` and a `dur`, in
-//! microseconds) on tracks named by `(pid, tid)`, plus metadata events naming the
-//! processes and threads. Events are kept in memory and written at once
-//! ([`Trace::write`]), sorted by track and start, so the file is whole whenever it
-//! exists. Thread-safe; a product creates one only when tracing is on.
+//! A Chrome trace-event recorder and its JSON output (the format Perfetto and
+//! chrome://tracing open; written with `serde_json`): complete events (`"ph":"X"`, a
+//! start `ts` and a `dur`, in microseconds) on tracks named by `(pid, tid)`, plus
+//! metadata events naming the processes and threads. Events are kept in memory and
+//! written at once ([`Trace::write`]), sorted by track and start, so the file is whole
+//! whenever it exists. Thread-safe; a product creates one only when tracing is on.
 
 use gomp_plugin::sync::Lock;
 use once_cell::sync::Lazy;
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -63,34 +63,19 @@ pub struct Trace {
     inner: Mutex<Inner>,
 }
 
-/// `s` as a JSON string literal.
-pub fn json_string(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
+/// A time in microseconds as JSON: rounded to the nanosecond, 0 for a negative or
+/// non-finite one.
+fn num(x: f64) -> Value {
+    if x.is_finite() {
+        json!((x.max(0.0) * 1e3).round() / 1e3)
+    } else {
+        json!(0)
     }
-    o.push('"');
-    o
 }
 
-/// A finite number as JSON (microseconds with nanosecond resolution).
-fn num(x: f64) -> String {
-    if x.is_finite() {
-        format!("{:.3}", x.max(0.0))
-    } else {
-        "0".into()
-    }
+/// A metadata event naming track `(pid, tid)` (`what`: `process_name`, `thread_name`).
+fn meta(what: &str, pid: u32, tid: u32, name: &str) -> Value {
+    json!({"name": what, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": {"name": name}})
 }
 
 impl Trace {
@@ -130,7 +115,7 @@ impl Trace {
     }
 
     /// The whole trace as JSON (`{"traceEvents":[...]}`): metadata events first, then
-    /// the spans sorted by track and start time.
+    /// the spans sorted by track and start time; one event a line.
     pub fn to_json(&self) -> String {
         self.with(|i| {
             let mut spans: Vec<&Span> = i.spans.iter().collect();
@@ -140,39 +125,33 @@ impl Trace {
                     .then(a.ts.total_cmp(&b.ts))
                     .then(b.dur.total_cmp(&a.dur))
             });
-            let mut ev: Vec<String> = Vec::with_capacity(spans.len() + 8);
-            for (pid, name) in &i.processes {
-                ev.push(format!(
-                    "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
-                    json_string(name)
-                ));
-            }
-            for ((pid, tid), name) in &i.threads {
-                ev.push(format!(
-                    "{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
-                    json_string(name)
-                ));
-            }
-            for s in spans {
-                let args: Vec<String> = s
+            let processes = i
+                .processes
+                .iter()
+                .map(|(&pid, n)| meta("process_name", pid, 0, n));
+            let threads = i
+                .threads
+                .iter()
+                .map(|(&(pid, tid), n)| meta("thread_name", pid, tid, n));
+            let spans = spans.into_iter().map(|s| {
+                let args: Map<String, Value> = s
                     .args
                     .iter()
-                    .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+                    .map(|(k, v)| (k.to_string(), json!(v)))
                     .collect();
-                ev.push(format!(
-                    "{{\"name\":{},\"cat\":{},\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{},\"args\":{{{}}}}}",
-                    json_string(&s.name),
-                    json_string(s.cat),
-                    num(s.ts),
-                    num(s.dur),
-                    s.pid,
-                    s.tid,
-                    args.join(",")
-                ));
-            }
+                json!({
+                    "name": s.name, "cat": s.cat, "ph": "X", "ts": num(s.ts), "dur": num(s.dur),
+                    "pid": s.pid, "tid": s.tid, "args": args,
+                })
+            });
+            let events: Vec<String> = processes
+                .chain(threads)
+                .chain(spans)
+                .map(|e| e.to_string())
+                .collect();
             format!(
                 "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n{}\n]}}\n",
-                ev.join(",\n")
+                events.join(",\n")
             )
         })
     }
@@ -192,202 +171,12 @@ impl Trace {
 pub(crate) mod tests {
     use super::*;
 
-    /// A JSON value, as much as the schema checks need.
-    #[derive(Debug, PartialEq)]
-    pub enum Json {
-        Null,
-        Bool(bool),
-        Num(f64),
-        Str(String),
-        Arr(Vec<Json>),
-        Obj(Vec<(String, Json)>),
-    }
-
-    impl Json {
-        pub fn get(&self, k: &str) -> Option<&Json> {
-            match self {
-                Json::Obj(m) => m.iter().find(|(n, _)| n == k).map(|(_, v)| v),
-                _ => None,
-            }
-        }
-        fn num(&self) -> Option<f64> {
-            match self {
-                Json::Num(x) => Some(*x),
-                _ => None,
-            }
-        }
-        fn str(&self) -> Option<&str> {
-            match self {
-                Json::Str(s) => Some(s),
-                _ => None,
-            }
-        }
-    }
-
-    /// A strict minimal JSON parser (RFC 8259 grammar; whole input).
-    pub fn parse(s: &str) -> Result<Json, String> {
-        let b = s.as_bytes();
-        let mut i = 0;
-        let v = value(b, &mut i)?;
-        ws(b, &mut i);
-        if i != b.len() {
-            return Err(format!("trailing data at {i}"));
-        }
-        Ok(v)
-    }
-
-    fn ws(b: &[u8], i: &mut usize) {
-        while *i < b.len() && matches!(b[*i], b' ' | b'\n' | b'\r' | b'\t') {
-            *i += 1;
-        }
-    }
-
-    fn lit(b: &[u8], i: &mut usize, w: &str, v: Json) -> Result<Json, String> {
-        if b[*i..].starts_with(w.as_bytes()) {
-            *i += w.len();
-            Ok(v)
-        } else {
-            Err(format!("bad literal at {i}"))
-        }
-    }
-
-    fn value(b: &[u8], i: &mut usize) -> Result<Json, String> {
-        ws(b, i);
-        match b.get(*i) {
-            Some(b'{') => {
-                *i += 1;
-                let mut m = Vec::new();
-                ws(b, i);
-                if b.get(*i) == Some(&b'}') {
-                    *i += 1;
-                    return Ok(Json::Obj(m));
-                }
-                loop {
-                    ws(b, i);
-                    let Json::Str(k) = string(b, i)? else {
-                        unreachable!()
-                    };
-                    ws(b, i);
-                    if b.get(*i) != Some(&b':') {
-                        return Err(format!("expected : at {i}"));
-                    }
-                    *i += 1;
-                    m.push((k, value(b, i)?));
-                    ws(b, i);
-                    match b.get(*i) {
-                        Some(b',') => *i += 1,
-                        Some(b'}') => {
-                            *i += 1;
-                            return Ok(Json::Obj(m));
-                        }
-                        _ => return Err(format!("expected , or }} at {i}")),
-                    }
-                }
-            }
-            Some(b'[') => {
-                *i += 1;
-                let mut a = Vec::new();
-                ws(b, i);
-                if b.get(*i) == Some(&b']') {
-                    *i += 1;
-                    return Ok(Json::Arr(a));
-                }
-                loop {
-                    a.push(value(b, i)?);
-                    ws(b, i);
-                    match b.get(*i) {
-                        Some(b',') => *i += 1,
-                        Some(b']') => {
-                            *i += 1;
-                            return Ok(Json::Arr(a));
-                        }
-                        _ => return Err(format!("expected , or ] at {i}")),
-                    }
-                }
-            }
-            Some(b'"') => string(b, i),
-            Some(b't') => lit(b, i, "true", Json::Bool(true)),
-            Some(b'f') => lit(b, i, "false", Json::Bool(false)),
-            Some(b'n') => lit(b, i, "null", Json::Null),
-            Some(c) if *c == b'-' || c.is_ascii_digit() => {
-                let start = *i;
-                *i += 1;
-                while *i < b.len()
-                    && matches!(b[*i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
-                {
-                    *i += 1;
-                }
-                let t = std::str::from_utf8(&b[start..*i]).map_err(|e| e.to_string())?;
-                if t.len() > 1
-                    && (t.starts_with('0') && !t.starts_with("0.")
-                        || t.starts_with("-0") && !t.starts_with("-0.") && t != "-0")
-                {
-                    return Err(format!("leading zero at {start}"));
-                }
-                t.parse()
-                    .map(Json::Num)
-                    .map_err(|_| format!("bad number {t}"))
-            }
-            _ => Err(format!("unexpected input at {i}")),
-        }
-    }
-
-    fn string(b: &[u8], i: &mut usize) -> Result<Json, String> {
-        if b.get(*i) != Some(&b'"') {
-            return Err(format!("expected string at {i}"));
-        }
-        *i += 1;
-        let mut out = String::new();
-        loop {
-            let c = *b.get(*i).ok_or("unterminated string")?;
-            *i += 1;
-            match c {
-                b'"' => return Ok(Json::Str(out)),
-                b'\\' => {
-                    let e = *b.get(*i).ok_or("bad escape")?;
-                    *i += 1;
-                    match e {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'n' => out.push('\n'),
-                        b'r' => out.push('\r'),
-                        b't' => out.push('\t'),
-                        b'b' => out.push('\u{8}'),
-                        b'f' => out.push('\u{c}'),
-                        b'u' => {
-                            let h = std::str::from_utf8(b.get(*i..*i + 4).ok_or("bad \\u")?)
-                                .map_err(|e| e.to_string())?;
-                            let n = u32::from_str_radix(h, 16).map_err(|e| e.to_string())?;
-                            out.push(char::from_u32(n).unwrap_or('\u{fffd}'));
-                            *i += 4;
-                        }
-                        _ => return Err(format!("bad escape at {i}")),
-                    }
-                }
-                c if c < 0x20 => return Err(format!("control character in string at {i}")),
-                _ => {
-                    // Copy a whole UTF-8 sequence.
-                    let start = *i - 1;
-                    let len = match c {
-                        0xf0.. => 4,
-                        0xe0.. => 3,
-                        0xc0.. => 2,
-                        _ => 1,
-                    };
-                    *i = start + len;
-                    out.push_str(std::str::from_utf8(&b[start..*i]).map_err(|e| e.to_string())?);
-                }
-            }
-        }
-    }
-
     /// The schema checks of a Chrome trace: every event has name/ph/ts/pid/tid,
     /// complete events have a non-negative `dur`, and on every track the complete
     /// events' start times never decrease. Returns the complete events' (cat, name).
     pub fn check_schema(json: &str) -> Result<Vec<(String, String)>, String> {
-        let v = parse(json)?;
-        let Some(Json::Arr(events)) = v.get("traceEvents") else {
+        let v: Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        let Some(Value::Array(events)) = v.get("traceEvents") else {
             return Err("no traceEvents array".into());
         };
         let mut last: BTreeMap<(u64, u64), f64> = BTreeMap::new();
@@ -395,12 +184,12 @@ pub(crate) mod tests {
         for (n, e) in events.iter().enumerate() {
             let text = |k: &str| {
                 e.get(k)
-                    .and_then(Json::str)
+                    .and_then(Value::as_str)
                     .ok_or(format!("event {n}: {k}"))
             };
             let num = |k: &str| {
                 e.get(k)
-                    .and_then(Json::num)
+                    .and_then(Value::as_f64)
                     .ok_or(format!("event {n}: {k}"))
             };
             let (name, ph) = (text("name")?, text("ph")?);
@@ -416,7 +205,11 @@ pub(crate) mod tests {
                         return Err(format!("event {n}: ts {ts} before {prev} on its track"));
                     }
                     *prev = ts;
-                    let cat = e.get("cat").and_then(Json::str).unwrap_or("").to_string();
+                    let cat = e
+                        .get("cat")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
                     out.push((cat, name.to_string()));
                 }
                 "M" => {}
@@ -435,33 +228,6 @@ pub(crate) mod tests {
             pid,
             tid,
             args: vec![("geometry", "132x256".into())],
-        }
-    }
-
-    #[test]
-    fn parser() {
-        assert_eq!(
-            parse(" [1, -2.5e3, \"a\\u0041\\n\", true, null, {}] ").unwrap(),
-            Json::Arr(vec![
-                Json::Num(1.0),
-                Json::Num(-2500.0),
-                Json::Str("aA\n".into()),
-                Json::Bool(true),
-                Json::Null,
-                Json::Obj(vec![])
-            ])
-        );
-        for bad in [
-            "",
-            "[1,]",
-            "{\"a\" 1}",
-            "[01]",
-            "\"a",
-            "[1] x",
-            "{'a':1}",
-            "[\"\u{1}\"]",
-        ] {
-            assert!(parse(bad).is_err(), "{bad:?}");
         }
     }
 
@@ -494,21 +260,32 @@ pub(crate) mod tests {
         // Sorted per track: fn.0 before fn.1.
         assert!(json.find("main._omp_fn.0").unwrap() < json.find("main._omp_fn.1").unwrap());
         // Metadata names the tracks.
-        let v = parse(&json).unwrap();
-        let Some(Json::Arr(ev)) = v.get("traceEvents") else {
+        let v: Value = serde_json::from_str(&json).unwrap();
+        let Some(Value::Array(ev)) = v.get("traceEvents") else {
             panic!()
         };
-        let meta: Vec<_> = ev
-            .iter()
-            .filter(|e| e.get("ph") == Some(&Json::Str("M".into())))
-            .collect();
+        let meta: Vec<_> = ev.iter().filter(|e| e["ph"] == "M").collect();
         assert_eq!(meta.len(), 4);
-        let dur = ev
-            .iter()
-            .find(|e| e.get("name") == Some(&Json::Str("load_image".into())))
-            .and_then(|e| e.get("dur"))
-            .unwrap();
-        assert_eq!(dur, &Json::Num(45_000.0));
+        assert!(meta.iter().any(|e| e["name"] == "process_name"
+            && e["pid"] == 1
+            && e["args"]["name"] == "GPU 0: NVIDIA H100"));
+        let load = ev.iter().find(|e| e["name"] == "load_image").unwrap();
+        assert_eq!(load["dur"].as_f64(), Some(45_000.0));
+        assert_eq!(load["ts"].as_f64(), Some(0.25));
+        assert_eq!(load["args"]["geometry"], "132x256");
+        // Times are rounded to the nanosecond; negative or non-finite ones are 0.
+        assert_eq!(num(1.23456789), json!(1.235));
+        assert_eq!(num(-1.0), json!(0.0));
+        assert_eq!(num(f64::NAN), json!(0));
+        // One event a line, as before (a reader can grep the file), in an object whose
+        // start and end tests/device/profile_trace.c checks.
+        assert_eq!(json.lines().count(), 2 + 9);
+        assert!(json.starts_with("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"));
+        assert!(json.ends_with("\n]}\n"));
+        assert!(
+            json.contains("\"name\":\"main._omp_fn.0\""),
+            "compact: {json}"
+        );
         eprintln!("{json}");
     }
 
