@@ -10,6 +10,7 @@ use crate::hsa::sys::*;
 use crate::hsa::table;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::*;
+use gomp_plugin::settings::ProcessSettings;
 use once_cell::sync::OnceCell;
 
 /// One GPU agent. Plain data.

@@ -21,6 +21,7 @@ use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::registry::Registry;
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::{OpenAcc, Plugin, Result};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;

@@ -25,7 +25,7 @@ use crate::config::staging::StagingParams;
 use crate::config::switches::{jit_cache, Switches, INJECTION_PATH_VARIABLE};
 use crate::config::tune::{PathKnob, Tune, PATH_KNOBS};
 use gomp_plugin::generate::Output;
-use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, Value};
+use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, ProcessSettings, Value};
 
 /// Parsed settings. Plain data, read once per process ([`Config::process`]); each
 /// device keeps a copy.
@@ -291,13 +291,25 @@ pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
     Ok(level)
 }
 
-impl Config {
+/// The settings of this process (`Config::process`, the framework's
+/// [`ProcessSettings`], as gcn's): read once, at the plugin's first use
+/// (`Plugin::read_settings`, at the first `get_num_devices`), so a bad value is reported
+/// once, even on a machine without a GPU; the plugin attaches the NVTX tool they name,
+/// if any, at that moment, and each opened device keeps a copy.
+impl ProcessSettings for Config {
     /// Reads the settings through `get` (the environment in production), reporting each
     /// bad value through `warn` and keeping its default.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
+    fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
         Config::read_with(&PATH_KNOBS, get, warn)
     }
 
+    fn cell() -> &'static once_cell::sync::OnceCell<Config> {
+        static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
+        &CONFIG
+    }
+}
+
+impl Config {
     /// [`Config::from_lookup`] with the copy paths' own `GOMP_NVPTX_TUNE` knobs `paths`
     /// (the unit tests give a knob of no path).
     fn read_with(
@@ -332,25 +344,6 @@ impl Config {
                 .map(Into::into);
         }
         c
-    }
-
-    /// Reads the process environment; warnings go to libgomp's error stream
-    /// ([`Config::process`] reads it once).
-    pub fn from_env() -> Config {
-        Config::from_lookup(
-            gomp_plugin::settings::env,
-            gomp_plugin::libgomp::report::error,
-        )
-    }
-
-    /// The settings of this process: the environment read once, at the plugin's first
-    /// use (`Plugin::read_settings`, at the first `get_num_devices`, as the gcn plugin
-    /// reads its own), so a bad value is reported once, even on a machine without a
-    /// GPU; the plugin attaches the NVTX tool they name, if any, at that moment, and each
-    /// opened device keeps a copy. Thread-safe.
-    pub fn process() -> &'static Config {
-        static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
-        CONFIG.get_or_init(Config::from_env)
     }
 }
 

@@ -12,6 +12,7 @@ use crate::observe::info;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::version::Libgomp;
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::{Error, Result};
 
 /// The driver loaded and initialised, and its device count.

@@ -19,6 +19,7 @@ use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::Result;
 use gomp_plugin::images::LoadedImages;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::DeviceCore;
 use std::ffi::c_void;
 use std::sync::Arc;

@@ -24,6 +24,7 @@ use gomp_plugin::libgomp::interop::{InteropObj, Value};
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::rect::Rect;
 use gomp_plugin::registry::Registry;
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::DeviceCore;
 use gomp_plugin::{Error, Plugin, Result};
 use std::ffi::{c_char, c_int, c_void, CStr};

@@ -61,6 +61,7 @@ use gomp_plugin::libgomp::report;
 use gomp_plugin::libgomp::version::{Detected, Libgomp};
 use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use gomp_plugin::settings::ProcessSettings;
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 

@@ -281,6 +281,7 @@ impl Copies {
 mod tests {
     use super::*;
     use crate::config::tune::{has_key, Tune, MAX_PATH_KNOBS, PATH_KNOBS};
+    use gomp_plugin::settings::ProcessSettings;
 
     /// The paths in today's order of decisions, each named once; every shared knob a
     /// path names is a key of `config::tune`'s table, no own knob is one, and the own
