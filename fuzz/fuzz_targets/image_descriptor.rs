@@ -2,7 +2,7 @@
 //! foreign image would present them): never panics; accepted descriptors are
 //! consistent with what was built.
 #![no_main]
-use gomp_plugin_nvptx::image::descriptor::{read, RawDescriptor, RawFn, RawPtxObj};
+use gomp_plugin_nvptx::image::descriptor::{read, RawDescriptor, RawKernel, RawPtxObj};
 use libfuzzer_sys::fuzz_target;
 use std::ffi::{c_char, CString};
 
@@ -45,8 +45,8 @@ fuzz_target!(|data: &[u8]| {
             }
         })
         .collect();
-    let fns: Vec<RawFn> = (0..nf)
-        .map(|i| RawFn {
+    let fns: Vec<RawKernel> = (0..nf)
+        .map(|i| RawKernel {
             name: pick(i + 2),
             dim: [head[5].into(), head[6].into(), 0],
         })

@@ -196,7 +196,7 @@ impl Image {
         &self,
         agent: hsa_agent_t,
         co: &CodeObject,
-        k: &self::descriptor::Kernel,
+        k: &self::descriptor::KernelEntry,
     ) -> Result<Kernel> {
         let kd = format!("{}.kd", k.name);
         // A kernel without a descriptor (a reverse-offload region's device stub)

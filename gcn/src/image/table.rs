@@ -13,7 +13,7 @@
 //! vadd images have it, the vars image not). Images with several kernels and
 //! variables were only read, never loaded on a GPU.
 
-use super::descriptor::Kernel;
+use super::descriptor::KernelEntry;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 
@@ -30,7 +30,7 @@ pub const ICVS_SYMBOL: &str = "__gomp_additional_icvs";
 pub const VAR_ENTRY: usize = 16;
 
 /// The descriptor's kernels that are offload functions, in order.
-pub fn offload_kernels(kernels: &[Kernel]) -> Vec<&Kernel> {
+pub fn offload_kernels(kernels: &[KernelEntry]) -> Vec<&KernelEntry> {
     kernels
         .iter()
         .filter(|k| !CDTOR_KERNELS.contains(&k.name.as_str()))
@@ -82,8 +82,8 @@ mod tests {
     use crate::image::code_object::CodeObject;
     use crate::image::tests::fixture_file;
 
-    fn kernel(name: &str) -> Kernel {
-        Kernel {
+    fn kernel(name: &str) -> KernelEntry {
+        KernelEntry {
             name: name.into(),
             oacc_dims: [0; 3],
             sgpr_count: 0,
@@ -94,7 +94,7 @@ mod tests {
     #[test]
     fn real_image_with_two_kernels_and_two_variables() {
         // mkoffload's kernel list for vars.c (tests/fixtures/gcn/README).
-        let ks: Vec<Kernel> = [
+        let ks: Vec<KernelEntry> = [
             "_init_array",
             "_fini_array",
             "zfirst._omp_fn.0",

@@ -3,7 +3,7 @@
 //! of them, and on random truncations and byte flips (nothing may panic).
 
 use super::code_object::CodeObject;
-use super::descriptor::{self, RawDesc, RawImage, RawKernel};
+use super::descriptor::{self, RawDescriptor, RawImage, RawKernel};
 use super::mach;
 use std::ffi::{c_void, CString};
 
@@ -154,14 +154,14 @@ fn descriptor_is_read_and_checked_like_libgomp_passes_it() {
         size: img.len(),
         image: img.as_ptr().cast(),
     };
-    let desc = RawDesc {
+    let desc = RawDescriptor {
         gcn_image: &raw_img,
         kernel_count: 3,
         kernel_infos: kernels.as_ptr(),
         ind_func_count: 0,
         global_variable_count: 0,
     };
-    let p = (&desc as *const RawDesc).cast::<c_void>();
+    let p = (&desc as *const RawDescriptor).cast::<c_void>();
     // SAFETY: `desc` and everything it points to live until the end of the test.
     let d = unsafe { descriptor::read(p) }.unwrap();
     assert_eq!(d.image, img);
@@ -189,12 +189,12 @@ fn descriptor_is_read_and_checked_like_libgomp_passes_it() {
     );
     // SAFETY: NULL is accepted and refused.
     assert!(unsafe { descriptor::read(std::ptr::null()) }.is_err());
-    let bad = RawDesc {
+    let bad = RawDescriptor {
         kernel_infos: std::ptr::null(),
         ..desc
     };
     // SAFETY: `bad` lives until the end of the test.
-    let e = unsafe { descriptor::read((&bad as *const RawDesc).cast()) }
+    let e = unsafe { descriptor::read((&bad as *const RawDescriptor).cast()) }
         .unwrap_err()
         .to_string();
     assert!(e.contains("bad kernel table"), "{e}");
