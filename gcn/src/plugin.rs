@@ -86,7 +86,7 @@ impl Plugin for Gcn {
     }
 
     /// The table goes after the output ring of a kernarg block reserved for the
-    /// session's launch ([`crate::launch::resources::Resources::reserve_table`]).
+    /// session's launch ([`crate::launch::launch_resources::LaunchResources::reserve_table`]).
     fn allocate_table(session: *mut c_void, ord: i32, size: usize) -> Result<*mut c_void> {
         Self::device(ord)?
             .launcher()

@@ -1,12 +1,12 @@
-//! `async_run` on a gcn device: the device's async thread ([`Worker`]), started on the
-//! first `async_run` with its own 64-packet HSA queue, runs the launches ([`Job`]) in
-//! order and reports each one's completion to libgomp ([`task_completion`]); the
-//! launch itself is `run.rs`'s (`Launcher::launch_async`).
+//! `async_run` on a gcn device: the device's async thread ([`AsyncQueue`], as nvptx's),
+//! started on the first `async_run` with its own 64-packet HSA queue, runs the launches
+//! ([`Pending`]) in order and reports each one's completion to libgomp
+//! ([`task_completion`]); the launch itself is `run.rs`'s (`Launcher::launch_async`).
 //!
-//! Ownership: the launcher owns its [`Worker`]; the thread holds an `Arc` of the
-//! launcher and is stopped and joined by [`Worker::stop`] (unless that runs on the
-//! thread, when the device's kernel called `exit`). Thread-safety: jobs reach the
-//! thread through a bounded channel.
+//! Ownership: the launcher owns its [`AsyncQueue`]; the thread holds an `Arc` of the
+//! launcher and is stopped and joined by [`AsyncQueue::stop`] (unless that runs on the
+//! thread, when the device's kernel called `exit`). Thread-safety: pending launches
+//! reach the thread through a bounded channel.
 
 use super::protocol::Dims;
 use crate::hsa::safe::memory::Allocation;
@@ -21,14 +21,14 @@ use std::thread::{JoinHandle, ThreadId};
 pub const ASYNC_QUEUE_SIZE: u32 = 64;
 
 /// The async queue: a thread running launches in order, then their completion.
-pub(super) struct Worker {
-    pub(super) tx: SyncSender<Job>,
+pub(super) struct AsyncQueue {
+    pub(super) tx: SyncSender<Pending>,
     pub(super) handle: JoinHandle<()>,
     pub(super) id: ThreadId,
 }
 
 /// One `async_run` launch, queued for the thread.
-pub(super) struct Job {
+pub(super) struct Pending {
     pub(super) kernel: Arc<Kernel>,
     pub(super) vars: u64,
     /// The kernarg block holding `vars` (claimed from a reservation), if any.
@@ -37,7 +37,7 @@ pub(super) struct Job {
     pub(super) async_data: usize,
 }
 
-impl Worker {
+impl AsyncQueue {
     /// Stops the thread after its pending launches and joins it (unless called on it).
     pub(super) fn stop(self) {
         drop(self.tx);
