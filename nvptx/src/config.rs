@@ -16,7 +16,7 @@
 //! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.
 
 pub mod cache_location;
-pub mod link_cache;
+pub mod link_cache_setting;
 pub mod staging;
 pub mod switches;
 pub mod tune;
@@ -61,7 +61,7 @@ pub struct Config {
     /// `GOMP_NVPTX_LINK_CACHE_SIZE`.
     link_cache_limit: u64,
     /// The linked-image cache: the two above and the driver's cache variables.
-    pub link_cache: link_cache::Setting,
+    pub link_cache: link_cache_setting::Setting,
     /// `GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`, `GOMP_NVPTX_TRACE`.
     pub observe: Switches,
     /// The driver's JIT cache, as the info line says it ([`jit_cache`]).
@@ -330,13 +330,13 @@ impl Config {
             device_cache: DEFAULT_DEVICE_CACHE,
             pinned_cache: DEFAULT_PINNED_CACHE,
             link_cache_on: true,
-            link_cache_limit: link_cache::DEFAULT_LIMIT,
-            link_cache: link_cache::Setting::Off(String::new()),
+            link_cache_limit: link_cache_setting::DEFAULT_LIMIT,
+            link_cache: link_cache_setting::Setting::Off(String::new()),
             observe: Switches::default(),
             jit_cache: String::new(),
         };
         read(&VARIABLES, &mut c, &get, &warn);
-        c.link_cache = link_cache::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
+        c.link_cache = link_cache_setting::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
         c.jit_cache = jit_cache(&get);
         if c.observe.nvtx {
             c.observe.nvtx_tool = get(INJECTION_PATH_VARIABLE)
@@ -540,19 +540,19 @@ mod tests {
         ]);
         assert_eq!(
             c.link_cache,
-            link_cache::Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into())
+            link_cache_setting::Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into())
         );
         assert_eq!(w.len(), 1, "{w:?}");
         // The link cache's switch and bound reach its setting.
         let (c, w) = cfg(&[("HOME", "/h"), ("GOMP_NVPTX_LINK_CACHE_SIZE", "1m")]);
         assert!(w.is_empty(), "{w:?}");
         assert!(
-            matches!(c.link_cache, link_cache::Setting::On { limit, .. } if limit == 1 << 20),
+            matches!(c.link_cache, link_cache_setting::Setting::On { limit, .. } if limit == 1 << 20),
             "{:?}",
             c.link_cache
         );
         let (c, w) = cfg(&[("HOME", "/h"), ("GOMP_NVPTX_LINK_CACHE", "yes")]);
-        assert!(matches!(c.link_cache, link_cache::Setting::On { .. }));
+        assert!(matches!(c.link_cache, link_cache_setting::Setting::On { .. }));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("Invalid value 'yes' for GOMP_NVPTX_LINK_CACHE (expected 0, 1)"));
         let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1024")]);
@@ -568,7 +568,7 @@ mod tests {
         let (c, _) = cfg(&[("CUDA_CACHE_PATH", "/c"), ("HOME", "/h")]);
         assert_eq!(c.jit_cache, "JIT cache /c (CUDA_CACHE_PATH)");
         assert!(
-            matches!(&c.link_cache, link_cache::Setting::On { dir, .. } if dir.starts_with("/c")),
+            matches!(&c.link_cache, link_cache_setting::Setting::On { dir, .. } if dir.starts_with("/c")),
             "{:?}",
             c.link_cache
         );
@@ -576,7 +576,7 @@ mod tests {
         assert!(c.jit_cache.contains("disabled"), "{}", c.jit_cache);
         assert_eq!(
             c.link_cache,
-            link_cache::Setting::Off("CUDA_CACHE_DISABLE=1".into())
+            link_cache_setting::Setting::Off("CUDA_CACHE_DISABLE=1".into())
         );
     }
 

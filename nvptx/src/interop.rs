@@ -86,17 +86,17 @@ fn fr_name(fr: c_int) -> &'static CStr {
 
 /// The value of property `prop` of an object using runtime `fr` on CUDA device `cu_dev`
 /// with context `ctx`.
-pub fn property(obj: &InteropObj, prop: c_int, cu_dev: CUdevice, ctx: CUcontext) -> Value {
+pub fn property(obj: &InteropObj, prop: c_int, cu_dev: CUdevice, ctx: CUcontext) -> InteropValue {
     match prop {
-        IPR_FR_ID => Value::Int(obj.fr as isize),
-        IPR_FR_NAME => Value::Str(fr_name(obj.fr)),
-        IPR_VENDOR => Value::Int(VENDOR_NVIDIA),
-        IPR_VENDOR_NAME => Value::Str(c"nvidia"),
-        IPR_DEVICE_NUM => Value::Int(obj.device_num as isize),
-        IPR_DEVICE => Value::Int(cu_dev as isize),
-        IPR_DEVICE_CONTEXT if obj.fr != FR_CUDA => Value::Ptr(ctx.cast()),
-        IPR_TARGETSYNC if !obj.stream.is_null() => Value::Ptr(obj.stream),
-        _ => Value::None,
+        IPR_FR_ID => InteropValue::Int(obj.fr as isize),
+        IPR_FR_NAME => InteropValue::Str(fr_name(obj.fr)),
+        IPR_VENDOR => InteropValue::Int(VENDOR_NVIDIA),
+        IPR_VENDOR_NAME => InteropValue::Str(c"nvidia"),
+        IPR_DEVICE_NUM => InteropValue::Int(obj.device_num as isize),
+        IPR_DEVICE => InteropValue::Int(cu_dev as isize),
+        IPR_DEVICE_CONTEXT if obj.fr != FR_CUDA => InteropValue::Ptr(ctx.cast()),
+        IPR_TARGETSYNC if !obj.stream.is_null() => InteropValue::Ptr(obj.stream),
+        _ => InteropValue::None,
     }
 }
 
@@ -215,9 +215,9 @@ mod tests {
             fr: FR_CUDA,
             device_num: 3,
         };
-        assert_eq!(property(&o, IPR_DEVICE_NUM, 0, ctx), Value::Int(3));
-        assert_eq!(property(&o, IPR_DEVICE_CONTEXT, 0, ctx), Value::None);
-        assert_eq!(property(&o, IPR_TARGETSYNC, 0, ctx), Value::None);
+        assert_eq!(property(&o, IPR_DEVICE_NUM, 0, ctx), InteropValue::Int(3));
+        assert_eq!(property(&o, IPR_DEVICE_CONTEXT, 0, ctx), InteropValue::None);
+        assert_eq!(property(&o, IPR_TARGETSYNC, 0, ctx), InteropValue::None);
         assert_eq!(
             as_kind(property(&o, IPR_FR_NAME, 0, ctx), b'i').1,
             IRC_TYPE_STR
@@ -230,11 +230,11 @@ mod tests {
         o.stream = 0x99 as *mut c_void;
         assert_eq!(
             property(&o, IPR_DEVICE_CONTEXT, 0, ctx),
-            Value::Ptr(ctx.cast())
+            InteropValue::Ptr(ctx.cast())
         );
         assert_eq!(
             as_kind(property(&o, IPR_TARGETSYNC, 0, ctx), b'p'),
-            (Value::Ptr(o.stream), IRC_SUCCESS)
+            (InteropValue::Ptr(o.stream), IRC_SUCCESS)
         );
         assert_eq!(type_desc(FR_CUDA_DRIVER, IPR_TARGETSYNC), Some(c"CUstream"));
         assert_eq!(type_desc(FR_HIP, IPR_DEVICE), Some(c"hipDevice_t"));

@@ -20,7 +20,7 @@ use crate::open::OpenDevice;
 use crate::openacc::{exec, property, queue::AccQueue, thread};
 use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
-use gomp_plugin::libgomp::interop::{InteropObj, Value};
+use gomp_plugin::libgomp::interop::{InteropObj, InteropValue};
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::rect::Rect;
 use gomp_plugin::registry::Registry;
@@ -206,7 +206,7 @@ impl Plugin for Nvptx {
         unsafe { interop::interop(buffers, launch, obj, flag, targetsync, prefer_type) }
     }
 
-    fn interop_property(obj: &InteropObj, prop: c_int) -> Result<Value> {
+    fn interop_property(obj: &InteropObj, prop: c_int) -> Result<InteropValue> {
         let dev = device(obj.device_num)?;
         let (dev, ctx) = (dev.shared().device().cu_dev(), dev.shared().context());
         Ok(interop::property(obj, prop, dev, ctx))

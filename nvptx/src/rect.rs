@@ -72,7 +72,7 @@ pub unsafe fn copy2d(launch: &LaunchResources, c: &CUDA_MEMCPY2D) -> Result<()> 
             launch.settle()?;
             // SAFETY: as above; the unaligned copy is synchronous on the legacy
             // stream, which is then waited for.
-            unsafe { crate::cuda::safe::memory::copy_2d_unaligned(c) }?;
+            unsafe { crate::cuda::safe::cu_mem::copy_2d_unaligned(c) }?;
             crate::cuda::safe::Stream::LEGACY.synchronize()?;
             Ok(())
         }

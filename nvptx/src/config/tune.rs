@@ -101,7 +101,7 @@ pub struct Tune {
     pub autotune: Autotune,
     /// OpenACC launches whose gang count the runtime chooses: `None` the tuner's
     /// candidates, `Some(k)` the default gang count over `k` from the first launch,
-    /// untimed (`openacc::tune`; for checking that every shape gives the same results).
+    /// untimed (`openacc::gang_tuner`; for checking that every shape gives the same results).
     pub accgangs: Option<u32>,
     /// Threads of the JIT's compiler for every image (`None`: the driver's single
     /// thread; `image::link::split_threads`).
@@ -526,7 +526,7 @@ static KEYS: [Entry<Parsing>; 21] = [
             ][i]
         }),
         default: "first",
-        doc: "when the memory pool makes its first, slow allocation (`nvptx/src/memory/pool.rs`): `first` \
+        doc: "when the memory pool makes its first, slow allocation (`nvptx/src/device_pool/pool.rs`): `first` \
               on a thread of its own started by the device's first allocation, which (like \
               any other made before that thread is done) takes plain cuMemAlloc memory; `0` \
               in the first allocation that needs it; `1` on a thread of its own at device \

@@ -7,12 +7,12 @@
 //! Threading: any host thread; each call makes the context current first (the
 //! registry's lookup) and locks only the parts it touches.
 
-use super::context::make_current;
+use super::device_context::make_current;
 use super::copy::Via;
 #[cfg(doc)]
 use super::memory::Memory;
 use super::whole::Core;
-use crate::cuda::safe::{memory as cu_mem, query};
+use crate::cuda::safe::{cu_mem, query};
 use crate::cuda::sys::*;
 use crate::host::ranges as host_ranges;
 use gomp_plugin::blocks::DevPtr;

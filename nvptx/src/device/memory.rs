@@ -10,17 +10,17 @@
 
 use crate::config::tune::{PoolWarm, LATER_DIRECT};
 use crate::config::Config;
-use crate::cuda::safe::memory as cu_mem;
+use crate::cuda::safe::cu_mem as cu_mem;
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::context::DeviceContext;
+use crate::device::device_context::DeviceContext;
 use crate::device::launch_resources::LaunchResources;
 use crate::device::settings::Settings;
-use crate::host::memory::{HostChunks, HostPool};
+use crate::host::pinned_chunks::{HostChunks, HostPool};
 use crate::host::pin_keep::PinKeep;
-use crate::memory::large_blocks::{self, LargeBlocks};
-use crate::memory::pool::{Pool, DIRECT_MAX};
-use crate::memory::small_blocks::{self, Given, SmallBlocks};
-use crate::memory::stacks::StackCache;
+use crate::device_pool::large_blocks::{self, LargeBlocks};
+use crate::device_pool::pool::{Pool, DIRECT_MAX};
+use crate::device_pool::small_blocks::{self, Given, SmallBlocks};
+use crate::device_pool::stacks::StackCache;
 use crate::observe::nvtx::{self, Kind};
 use crate::observe::DeviceObserve;
 use gomp_plugin::blocks::{check_copy, Blocks};
@@ -45,7 +45,7 @@ pub struct Memory {
     small: SmallBlocks,
     /// Freed large blocks kept for reuse.
     large: LargeBlocks,
-    /// Pooled page-locked host memory (`page_locked_host_alloc`, `host_memory.rs`).
+    /// Pooled page-locked host memory (`page_locked_host_alloc`, `pinned_alloc.rs`).
     pinned: HostPool,
     /// The page-locked block kept from open to close (`GOMP_NVPTX_TUNE=pinkeep`).
     pin_keep: PinKeep,
@@ -355,7 +355,7 @@ impl Memory {
         Ok(())
     }
 
-    /// Frees direct chunks ([`crate::memory::pool::Pool::drain_direct`]) with
+    /// Frees direct chunks ([`crate::device_pool::pool::Pool::drain_direct`]) with
     /// `cuMemFree`, after the deferred copies that may still write them (`launch`'s
     /// order). Best effort: a failure is a `GOMP_DEBUG` line naming device `ord`.
     pub(crate) fn free_direct(&self, chunks: Vec<CUdeviceptr>, ord: i32, launch: &LaunchResources) {

@@ -1,7 +1,7 @@
 //! The device core: one opened CUDA device ([`Core`]), made of parts it owns, one per
-//! responsibility: its context and properties ([`context`]), its settings and
+//! responsibility: its context and properties ([`device_context`]), its settings and
 //! run-time switches ([`settings`], over [`crate::config`]), its memory ([`memory`],
-//! over [`crate::memory`] and the pinned pool of [`crate::host`]), its copies ([`copy`]:
+//! over [`crate::device_pool`] and the pinned pool of [`crate::host`]), its copies ([`copy`]:
 //! the copy engine and its paths; [`copy_buffers`]: the paths' buffers;
 //! [`copy_order`]: the order of deferred copies, which the launch resources hold) and
 //! its launch resources ([`launch_resources`]: the pools of idle streams and events
@@ -24,12 +24,12 @@
 //! state is behind the locks of the parts it owns. Any thread may use it after
 //! `DeviceCore::activate` made the context current there.
 
-pub mod context;
+pub mod device_context;
 pub mod copy;
 pub mod copy_buffers;
 pub mod copy_order;
 pub mod entry_points;
-pub mod host_memory;
+pub mod pinned_alloc;
 pub mod launch_resources;
 pub mod memory;
 pub mod parts;
@@ -37,5 +37,5 @@ pub mod serving;
 pub mod settings;
 pub mod whole;
 
-pub use context::{attr_or_zero, Props};
+pub use device_context::{attr_or_zero, Props};
 pub use whole::Core;

@@ -7,7 +7,7 @@
 
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::context::DeviceContext;
+use crate::device::device_context::DeviceContext;
 use crate::device::copy_buffers::Buffers;
 use crate::device::launch_resources::LaunchResources;
 use crate::device::memory::Memory;

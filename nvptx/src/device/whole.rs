@@ -13,13 +13,13 @@ use crate::config::Config;
 use crate::cuda::safe::context as cu_context;
 use crate::cuda::safe::query;
 use crate::cuda::sys::*;
-use crate::device::context::{attr_or_zero, DeviceContext, Props};
+use crate::device::device_context::{attr_or_zero, DeviceContext, Props};
 use crate::device::copy::Copies;
 use crate::device::launch_resources::LaunchResources;
 use crate::device::memory::Memory;
 use crate::device::parts::Parts;
 use crate::device::settings::Settings;
-use crate::memory::pool::Pool;
+use crate::device_pool::pool::Pool;
 use crate::observe::{info, DeviceObserve};
 use gomp_plugin::error::{Error, Result};
 

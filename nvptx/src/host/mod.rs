@@ -1,5 +1,5 @@
 //! Host-side memory: page-locked host memory the plugin allocates ([`pinned_pool`] over
-//! [`memory`]'s chunks, on the device's NUMA node: [`numa`]; the driver's set-up of it kept
+//! [`pinned_chunks`], on the device's NUMA node: [`numa`]; the driver's set-up of it kept
 //! from device open: [`pin_keep`]) or locks for the program ([`lock`]), the process-wide registry of
 //! such ranges ([`ranges`]), and the two ways of moving data the driver alone cannot
 //! move well: the staging engine for large pageable copies ([`staging`]), bounce
@@ -14,7 +14,7 @@
 pub mod bounce;
 pub mod kernel_copy;
 pub mod lock;
-pub mod memory;
+pub mod pinned_chunks;
 pub mod numa;
 pub mod pin_keep;
 pub mod pinned_pool;

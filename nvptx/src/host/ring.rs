@@ -130,7 +130,7 @@ impl Ring {
             let mem = HostAlloc::alloc(BYTES + ALIGN, CU_MEMHOSTALLOC_DEVICEMAP as u32)?;
             // SAFETY: live page-locked memory (the word lies inside the allocation).
             let flag_dev =
-                match unsafe { crate::cuda::safe::memory::host_device_pointer(word(&mem)) } {
+                match unsafe { crate::cuda::safe::cu_mem::host_device_pointer(word(&mem)) } {
                     Ok(d) => d,
                     Err(e) => {
                         log::debug!("copy ring: {e}; waited for by synchronizing");

@@ -15,10 +15,10 @@
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
 use crate::device::Core;
+use crate::device_pool::stacks::StackBlock;
 use crate::launch::failure::kernel_error;
 use crate::launch::reverse::{Reverse, Service};
-use crate::memory::stacks::StackBlock;
-use crate::observe::nvtx::{self, Span};
+use crate::observe::nvtx::{self, AsyncRange};
 use crate::observe::Timer;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
@@ -44,7 +44,7 @@ pub struct Pending {
     /// The launch's timing events when profiling or tracing.
     timer: Option<Timer>,
     /// Its NVTX span until completion, when a tool is attached.
-    span: Span,
+    span: AsyncRange,
 }
 
 /// Soft-stack bytes of the device's async launches in flight: reserved by launching
@@ -136,7 +136,7 @@ pub fn submit(
     s: Stream,
     stacks: StackBlock,
     async_data: usize,
-    watch: (Option<Timer>, Span),
+    watch: (Option<Timer>, AsyncRange),
 ) -> Result<()> {
     let (timer, span) = watch;
     let event = dev.launch().events().acquire()?;

@@ -30,7 +30,7 @@
 //! frees it once the thread has ended.
 
 use crate::cuda::pools::thread_streams;
-use crate::cuda::safe::memory::host_device_pointer;
+use crate::cuda::safe::cu_mem::host_device_pointer;
 use crate::cuda::safe::{HostAlloc, Stream};
 use crate::cuda::sys::*;
 use crate::device::Core;

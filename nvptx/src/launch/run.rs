@@ -14,8 +14,8 @@ use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
 use crate::launch::geometry::{self, Geometry, Limits, Requested};
 use crate::launch::reverse::{ran_alone, Reverse};
-use crate::memory::stacks::StackBlock;
-use crate::observe::nvtx::{self, Kind, Span};
+use crate::device_pool::stacks::StackBlock;
+use crate::observe::nvtx::{self, Kind, AsyncRange};
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 use std::ffi::c_void;
@@ -274,7 +274,7 @@ pub fn run_async(
         o.stop(t, s);
     }
     // Until the completion thread sees the kernel end.
-    let span = Span::start(Kind::InFlight, label);
+    let span = AsyncRange::start(Kind::InFlight, label);
     let r = async_queue::submit(dev, q, rev, s, p.stacks, async_data as usize, (timer, span));
     if r.is_err() {
         span.end();
