@@ -158,7 +158,7 @@ pub static VARIABLES: [Entry<Config>; 16] = [
         }),
         default: "3 lanes per 4 processors, at most 12, of 2 buffers of 4 MiB",
         doc: "an experiment knob: the lanes (threads), their chunk size and their buffers of \
-              the staging engine of large pageable copies (`nvptx/src/host/staging.rs`)",
+              the staging engine of large pageable copies (`nvptx/src/device/copy/staged.rs`)",
     },
     Entry {
         name: "GOMP_NVPTX_TUNE",
@@ -336,7 +336,8 @@ impl Config {
             jit_cache: String::new(),
         };
         read(&VARIABLES, &mut c, &get, &warn);
-        c.link_cache = link_cache_setting::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
+        c.link_cache =
+            link_cache_setting::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
         c.jit_cache = jit_cache(&get);
         if c.observe.nvtx {
             c.observe.nvtx_tool = get(INJECTION_PATH_VARIABLE)
@@ -552,7 +553,10 @@ mod tests {
             c.link_cache
         );
         let (c, w) = cfg(&[("HOME", "/h"), ("GOMP_NVPTX_LINK_CACHE", "yes")]);
-        assert!(matches!(c.link_cache, link_cache_setting::Setting::On { .. }));
+        assert!(matches!(
+            c.link_cache,
+            link_cache_setting::Setting::On { .. }
+        ));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("Invalid value 'yes' for GOMP_NVPTX_LINK_CACHE (expected 0, 1)"));
         let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1024")]);

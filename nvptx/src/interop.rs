@@ -8,8 +8,9 @@
 
 use crate::cuda::safe::{OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::copy_buffers::Buffers;
+use crate::device::copy::ThreadBuffers;
 use crate::device::launch_resources::LaunchResources;
+use crate::device::settings::Settings;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::interop::*;
 use std::ffi::{c_char, c_int, CStr};
@@ -125,13 +126,13 @@ pub fn type_desc(fr: c_int, prop: c_int) -> Option<&'static CStr> {
 /// A `targetsync` stream is handed to the program, which may queue work on it at any
 /// time: it is made to wait for the deferred host-to-device copies made so far, and
 /// while it exists no further copy is deferred (`Parts::may_defer`): counted in
-/// the device's copy `buffers`, ordered by its `launch` resources.
+/// the device's `settings` (its run-time switches), ordered by its `launch` resources.
 ///
 /// # Safety
 /// `prefer` must be NULL or the compiler's NUL-terminated-list encoding.
 pub unsafe fn interop(
-    buffers: &Buffers,
-    launch: &LaunchResources,
+    settings: &Settings,
+    launch: &LaunchResources<ThreadBuffers>,
     obj: &mut InteropObj,
     flag: u32,
     targetsync: bool,
@@ -153,9 +154,9 @@ pub unsafe fn interop(
                 let s = OwnedStream::non_blocking()?;
                 // Counted first: a copy deferred from now on sees the count and waits
                 // (`Parts::deferred_done`); the ones before are ordered here.
-                buffers.count_interop_stream(true);
+                settings.count_interop_stream(true);
                 if let Err(e) = launch.order(s.handle()) {
-                    buffers.count_interop_stream(false);
+                    settings.count_interop_stream(false);
                     return Err(e);
                 }
                 obj.stream = s.into_raw().cast();
@@ -173,7 +174,7 @@ pub unsafe fn interop(
             obj.stream = std::ptr::null_mut();
             // SAFETY: created by init (`into_raw`), destroyed once.
             let s = unsafe { OwnedStream::from_raw(s) };
-            buffers.count_interop_stream(false);
+            settings.count_interop_stream(false);
             if let Err(e) = s.handle().synchronize() {
                 // Not destroyed after a failure, as before.
                 s.leak();

@@ -201,9 +201,9 @@ impl Plugin for Nvptx {
     ) -> Result<()> {
         let dev = device(ord)?;
         let dev = dev.shared();
-        let (buffers, launch) = (&dev.parts().buffers, dev.launch());
+        let (settings, launch) = (dev.settings(), dev.launch());
         // SAFETY: forwarded caller guarantee.
-        unsafe { interop::interop(buffers, launch, obj, flag, targetsync, prefer_type) }
+        unsafe { interop::interop(settings, launch, obj, flag, targetsync, prefer_type) }
     }
 
     fn interop_property(obj: &InteropObj, prop: c_int) -> Result<InteropValue> {

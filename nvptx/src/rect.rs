@@ -3,6 +3,7 @@
 //! per row. The sides come from the framework's [`Rect`].
 
 use crate::cuda::sys::*;
+use crate::device::copy::ThreadBuffers;
 use crate::device::launch_resources::LaunchResources;
 use gomp_plugin::error::Result;
 use gomp_plugin::rect::Side;
@@ -59,7 +60,7 @@ pub fn desc3d(dst: Side, src: Side, width: usize, height: usize, depth: usize) -
 ///
 /// # Safety
 /// The host side(s) must be valid for the whole block.
-pub unsafe fn copy2d(launch: &LaunchResources, c: &CUDA_MEMCPY2D) -> Result<()> {
+pub unsafe fn copy2d(launch: &LaunchResources<ThreadBuffers>, c: &CUDA_MEMCPY2D) -> Result<()> {
     if c.WidthInBytes == 0 || c.Height == 0 {
         return Ok(());
     }
@@ -84,7 +85,7 @@ pub unsafe fn copy2d(launch: &LaunchResources, c: &CUDA_MEMCPY2D) -> Result<()> 
 ///
 /// # Safety
 /// The host side(s) must be valid for the whole block.
-pub unsafe fn copy3d(launch: &LaunchResources, c: &CUDA_MEMCPY3D) -> Result<()> {
+pub unsafe fn copy3d(launch: &LaunchResources<ThreadBuffers>, c: &CUDA_MEMCPY3D) -> Result<()> {
     if c.WidthInBytes == 0 || c.Height == 0 || c.Depth == 0 {
         return Ok(());
     }

@@ -548,7 +548,7 @@ fn small_copies_to_the_host_wait_by_flag() {
         );
         let w = value_writes();
         match (flag.as_str(), lazy) {
-            // The thread's first small copies go without the ring (`host::ring::WITHOUT`);
+            // The thread's first small copies go without the ring (`device::copy::ring::WITHOUT`);
             // the 8 runs and the later copies write.
             ("1", false) => assert!(w > 8, "{w} flag writes"),
             // Polled, never written until a synchronisation ran the stream.
@@ -1189,7 +1189,7 @@ fn queue_copies_are_profiled() {
 }
 
 // ---------------------------------------------------------------------------------
-// Read-ahead of a region's results (nvptx/src/host/read_ahead.rs): a run reads ahead,
+// Read-ahead of a region's results (nvptx/src/device/copy/read_ahead.rs): a run reads ahead,
 // in its own wait, what the device-to-host copies after its kernel's last run read.
 
 /// Copies and memsets queued so far on device 0.

@@ -86,7 +86,7 @@ pub struct Tune {
     /// Largest host-to-device copy that may return before its DMA has ended (0: none).
     pub defer: usize,
     /// Most bytes a synchronous run reads ahead for the device-to-host copies after it
-    /// (`host::read_ahead`; 0: none).
+    /// (`device::copy::read_ahead`; 0: none).
     pub readahead: usize,
     /// The threads' streams.
     pub tstream: ThreadStream,
@@ -119,7 +119,7 @@ pub struct Tune {
     /// look for the answer (scoped form only; `image::rev_spin`).
     pub revdelay: u32,
     /// How a synchronous kernel launch and a small copy to the host through the
-    /// thread's ring are waited for (`host::ring::Ring::wait`).
+    /// thread's ring are waited for (`device::copy::ring::Ring::wait`).
     pub syncwait: SyncWait,
     /// The values given to the copy paths' own knobs ([`PathKnob`]; read by
     /// [`Tune::size`]).
@@ -188,14 +188,14 @@ impl PathSizes {
 
 /// How a synchronous kernel launch (`GOMP_OFFLOAD_run`) and a small synchronous copy to
 /// the host through the thread's page-locked ring are waited for
-/// (`host::ring::Ring::wait`). `Copy`, plain data.
+/// (`device::copy::ring::Ring::wait`). `Copy`, plain data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncWait {
     /// `cuStreamSynchronize`.
     Sync,
     /// A word the stream writes after the kernel or the copy (`cuStreamWriteValue32`),
     /// polled by the host (the stream's state asked every few polls;
-    /// `cuStreamSynchronize` after `host::ring`'s `SPIN_LIMIT`).
+    /// `cuStreamSynchronize` after `device::copy::ring`'s `SPIN_LIMIT`).
     Flag,
     /// The word for a kernel launch, `cuStreamSynchronize` for a copy (the default: on
     /// an H200 the flag made 4 KiB copies to the host up to 2x slower, while a launch
@@ -268,12 +268,12 @@ pub const LATER_DIRECT: usize = 16;
 /// the one nearest to this.
 pub const DEFAULT_WARPS: u32 = 8;
 
-/// Smallest pageable copy that goes through a bounce buffer (`host::bounce` reads it as
+/// Smallest pageable copy that goes through a bounce buffer (`device::copy::bounce` reads it as
 /// its `MIN_BYTES`; the `bounce` key's doc names it).
 pub const BOUNCE_MIN: usize = 16 << 10;
 
 /// Default `bounce`: the largest pageable copy that goes through a bounce buffer
-/// (`host::bounce` reads it as its `DEFAULT_LIMIT`).
+/// (`device::copy::bounce` reads it as its `DEFAULT_LIMIT`).
 pub const DEFAULT_BOUNCE: usize = 1 << 20;
 
 /// Largest host-to-device copy that returns before its DMA has ended, by default: the
@@ -288,7 +288,7 @@ pub static RING: PathKnob = PathKnob {
     default: BOUNCE_MIN,
     default_text: "16k",
     doc: "copies below this size go through the thread's page-locked ring \
-          (`nvptx/src/host/ring.rs`); 0: none",
+          (`nvptx/src/device/copy/ring.rs`); 0: none",
 };
 
 /// `bounce`: the largest copy the bounce path takes, the size of its buffers
@@ -499,7 +499,7 @@ static KEYS: [Entry<Parsing>; 21] = [
         },
         default: "16k",
         doc: "most bytes a synchronous run reads ahead, in its own wait, for the \
-              device-to-host copies that follow it (`nvptx/src/host/read_ahead.rs`); 0: none",
+              device-to-host copies that follow it (`nvptx/src/device/copy/read_ahead.rs`); 0: none",
     },
     Entry {
         name: "tstream",
@@ -632,7 +632,7 @@ static KEYS: [Entry<Parsing>; 21] = [
         }),
         default: "run",
         doc: "how a synchronous kernel launch and a small synchronous copy to the host through \
-              the thread's page-locked ring (`host/ring.rs`) are waited for, once the thread has \
+              the thread's page-locked ring (`device/copy/ring.rs`) are waited for, once the thread has \
               a ring: `flag`: the stream writes a word after the kernel or copy \
               (`cuStreamWriteValue32`) that the host polls, asking the stream's state every \
               64 polls and waiting by `cuStreamSynchronize` after 200 µs (drivers without it: \

@@ -8,14 +8,14 @@ use crate::config::tune::Tune;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
 use crate::device::Core;
+use crate::device_pool::stacks::StackBlock;
 use crate::image::Kernel;
 use crate::launch::async_queue::{self, AsyncQueue};
 use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
 use crate::launch::geometry::{self, Geometry, Limits, Requested};
 use crate::launch::reverse::{ran_alone, Reverse};
-use crate::device_pool::stacks::StackBlock;
-use crate::observe::nvtx::{self, Kind, AsyncRange};
+use crate::observe::nvtx::{self, AsyncRange, Kind};
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 use std::ffi::c_void;
@@ -165,14 +165,14 @@ fn enqueue_timed(
 }
 
 /// Runs `f` as launch request `r` asks, and waits for it (and for what it reads ahead
-/// for the device-to-host copies after it, `host::read_ahead`).
+/// for the device-to-host copies after it, `device::copy::read_ahead`).
 pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<()> {
     let _range = nvtx::range_c(Kind::Target, None, f.nvtx.as_ref().map(|l| &*l.omp));
     let mut p = prepare(dev, f, r, true)?;
     let lane = dev.launch().thread_streams().get()?;
     let ahead = &lane.data.read_ahead;
     let key = f as *const Kernel as usize;
-    // Not once OpenACC is in use (see `host::read_ahead`).
+    // Not once OpenACC is in use (see `device::copy::read_ahead`).
     let limit = if dev.settings().openacc_in_use() {
         0
     } else {

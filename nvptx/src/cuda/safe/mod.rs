@@ -21,14 +21,14 @@
 //! caller's business (see [`context`]).
 
 pub mod context;
-pub mod event;
 pub mod cu_mem;
+pub mod event;
 pub mod module;
 pub mod query;
 pub mod stream;
 
 pub use context::PrimaryContext;
-pub use event::{Event, OwnedEvent};
 pub use cu_mem::{HostAlloc, HostRegistration, MemPool, MemPoolRef};
+pub use event::{Event, OwnedEvent};
 pub use module::{LinkState, Module, ModuleRef};
 pub use stream::{OwnedStream, Stream};
