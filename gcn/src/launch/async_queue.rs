@@ -20,20 +20,29 @@ use std::thread::{JoinHandle, ThreadId};
 /// Packets of each async queue (and entries of the async software ring).
 pub const ASYNC_QUEUE_SIZE: u32 = 64;
 
-/// The async queue: a thread running launches in order, then their completion.
-pub(super) struct AsyncQueue {
+/// The async queue: a thread running launches in order, then their completion. Owned
+/// by the device's launcher (`Launcher::launch_async` starts it, `Launcher::close`
+/// stops it); `Send`.
+pub struct AsyncQueue {
+    /// The thread's end of the bounded channel of launches.
     pub(super) tx: SyncSender<Pending>,
+    /// The thread, joined by [`AsyncQueue::stop`].
     pub(super) handle: JoinHandle<()>,
+    /// The thread's id (a stop on the thread itself does not join it).
     pub(super) id: ThreadId,
 }
 
-/// One `async_run` launch, queued for the thread.
-pub(super) struct Pending {
+/// One `async_run` launch, queued for the thread, which owns it until it has run.
+pub struct Pending {
+    /// The kernel, held until the launch has run.
     pub(super) kernel: Arc<Kernel>,
+    /// The kernel's argument (libgomp's `tgt_vars`).
     pub(super) vars: u64,
     /// The kernarg block holding `vars` (claimed from a reservation), if any.
     pub(super) table_block: Option<Allocation>,
+    /// The grid.
     pub(super) dims: Dims,
+    /// What libgomp's completion callback is told.
     pub(super) async_data: usize,
 }
 
