@@ -97,20 +97,19 @@ impl LaunchResources {
     }
 
     /// [`LaunchResources::on`] with `s` waited for by the calling thread's `ring`
-    /// ([`Ring::wait`]: by its flag where `settings`' `GOMP_NVPTX_TUNE=syncwait` says so
-    /// for a kernel launch (`kernel`) or a copy, else synchronized).
+    /// ([`Ring::wait`]: by its flag when `flag`, else synchronized; the device's
+    /// settings choose, `Parts::on_waited`).
     ///
     /// # Safety
     /// `ring` must be the calling thread's lane's; `s` a stream of the device.
+    #[inline]
     pub unsafe fn on_waited<T>(
         &self,
-        settings: &Settings,
         s: Stream,
         ring: &Ring,
-        kernel: bool,
+        flag: bool,
         f: impl FnOnce(Stream) -> Result<T>,
     ) -> Result<T> {
-        let flag = settings.config().tune.syncwait.by_flag(kernel);
         // SAFETY: forwarded caller guarantee; the context is current (a stream of the
         // device is in use on this thread).
         self.on_with(s, f, |s| unsafe { ring.wait(s, flag) })

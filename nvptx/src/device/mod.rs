@@ -35,6 +35,7 @@ pub mod memory;
 pub mod parts;
 pub mod serving;
 pub mod settings;
+pub mod wait_choice;
 pub mod whole;
 
 pub use context::{attr_or_zero, Props};

@@ -13,10 +13,12 @@ use crate::device::launch_resources::LaunchResources;
 use crate::device::memory::Memory;
 use crate::device::serving;
 use crate::device::settings::Settings;
+use crate::device::wait_choice;
 use crate::host::ranges as host_ranges;
+use crate::host::ring::Ring;
 use crate::host::staging;
 use crate::observe::profile::CopyMem;
-use crate::observe::DeviceObserve;
+use crate::observe::{info, DeviceObserve};
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -45,6 +47,79 @@ impl Parts {
     #[inline]
     pub fn observe(&self) -> Option<&DeviceObserve> {
         self.observe.as_deref()
+    }
+
+    /// [`LaunchResources::on_waited`] with the wait the device's settings choose for a
+    /// kernel launch (`kernel`) or a copy; then, once per device under
+    /// `GOMP_NVPTX_TUNE=syncwait=auto`, the ways of waiting measured on `s`
+    /// ([`Parts::measure_waits`]).
+    ///
+    /// # Safety
+    /// `ring` must be the calling thread's lane's and `s` that lane's stream.
+    #[inline]
+    pub unsafe fn on_waited<T>(
+        &self,
+        s: Stream,
+        ring: &Ring,
+        kernel: bool,
+        f: impl FnOnce(Stream) -> Result<T>,
+    ) -> Result<T> {
+        let flag = self.settings.waits().by_flag(kernel);
+        // SAFETY: forwarded caller guarantees.
+        let r = unsafe { self.launch.on_waited(s, ring, flag, f) };
+        if r.is_ok() {
+            // SAFETY: forwarded caller guarantees; `s` has just run its work.
+            unsafe { self.measure_waits(s, ring) };
+        }
+        r
+    }
+
+    /// Measures the ways of waiting on `s` (`device::wait_choice`) if the device still
+    /// wants them measured and the calling thread's `ring` has its flag word; keeps the
+    /// faster of each and says which (`GOMP_DEBUG`, `GOMP_NVPTX_INFO`, the profile).
+    /// One relaxed load when nothing is to be done.
+    ///
+    /// # Safety
+    /// `ring` must be the calling thread's lane's and `s` that lane's stream, with
+    /// nothing queued on it that has not run.
+    #[inline]
+    pub unsafe fn measure_waits(&self, s: Stream, ring: &Ring) {
+        // SAFETY: the calling thread's ring (caller).
+        if self.settings.waits().wanted() && unsafe { ring.has_flag() } {
+            // SAFETY: forwarded caller guarantees.
+            unsafe { self.measure_waits_now(s, ring) }
+        }
+    }
+
+    /// [`Parts::measure_waits`]' measurement, by the one thread that claims it.
+    ///
+    /// # Safety
+    /// As [`Parts::measure_waits`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn measure_waits_now(&self, s: Stream, ring: &Ring) {
+        let waits = self.settings.waits();
+        if !waits.claim() {
+            return;
+        }
+        // SAFETY: forwarded caller guarantees.
+        match unsafe { wait_choice::measure(s, ring) } {
+            Ok(Some(m)) => {
+                waits.keep(&m);
+                let text = m.describe();
+                let ord = self.context.ord();
+                log::debug!("device {ord}: {text}");
+                info::device(&self.settings.config().observe, ord, &text);
+                if let Some(o) = self.observe() {
+                    o.note(&text);
+                }
+            }
+            Ok(None) => waits.unclaim(),
+            Err(e) => {
+                log::debug!("device {}: waits not measured ({e}): the word for launches, cuStreamSynchronize for copies", self.context.ord());
+                waits.give_up();
+            }
+        }
     }
 
     /// Whether a synchronous host-to-device copy of `n` bytes may return before its DMA

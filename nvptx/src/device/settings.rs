@@ -1,6 +1,6 @@
 //! The device core's settings part: its copy of the process's settings
 //! ([`crate::config`]) and what the program's use of the device switches at run time
-//! (OpenACC in use, a kernel completed).
+//! (OpenACC in use, a kernel completed, the ways of waiting measured).
 //!
 //! Owned by the device core (`device::Core`); `Sync` (plain data and relaxed flags).
 
@@ -8,6 +8,7 @@ use crate::config::tune::ThreadStream;
 use crate::config::Config;
 use crate::cuda::safe::Stream;
 use crate::device::serving;
+use crate::device::wait_choice::WaitChoice;
 use gomp_plugin::error::Result;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,6 +25,9 @@ pub struct Settings {
     /// Set once a kernel of the device has completed (`Settings::note_kernel_done`);
     /// `GOMP_NVPTX_TUNE=poolwarm=later` starts the pool's warm-up only then.
     kernel_done: AtomicBool,
+    /// How synchronous launches and small copies to the host are waited for
+    /// (`GOMP_NVPTX_TUNE=syncwait`, measured under `auto`).
+    waits: WaitChoice,
 }
 
 impl Settings {
@@ -31,6 +35,7 @@ impl Settings {
     pub(super) fn new(config: Config) -> Settings {
         Settings {
             tstream: config.tune.tstream,
+            waits: WaitChoice::new(config.tune.syncwait),
             config,
             openacc: AtomicBool::new(false),
             kernel_done: AtomicBool::new(false),
@@ -41,6 +46,12 @@ impl Settings {
     #[inline]
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// How synchronous launches and small copies to the host are waited for.
+    #[inline]
+    pub fn waits(&self) -> &WaitChoice {
+        &self.waits
     }
 
     /// True once the program uses OpenACC on this device.

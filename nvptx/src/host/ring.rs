@@ -13,15 +13,18 @@
 //! another stream starts the other half.
 //!
 //! A copy to the host through the ring, and the thread's synchronous kernel launches, are
-//! waited for by [`Ring::wait`]: with `GOMP_NVPTX_TUNE=syncwait=flag` (and, for kernel
-//! launches only, `syncwait=run`, the default) the
+//! waited for by [`Ring::wait`]: with `GOMP_NVPTX_TUNE=syncwait=flag` (for kernel
+//! launches only with `syncwait=run`; under `syncwait=auto`, the default, for each kind
+//! as the device measured faster, `device::wait_choice`) the
 //! stream writes a sequence number into a word after the ring's halves
 //! (`cuStreamWriteValue32`, fenced) and the thread polls it, which sees the work done
 //! sooner than `cuStreamSynchronize` (H100: the bare driver's 8-byte copy 6.4 µs waited
 //! so, 7.2 by synchronizing, bench/cuda_floor.c's `d2h8_flag`, `d2h8_pinned_sync`; a
 //! 4 KiB `target update from` 7.3 vs 7.9 µs through the plugin; but on an H200 host the
 //! plugin's copies to the host were slower so: a 4 KiB `target update from` 8.3 vs 7.8 µs,
-//! back-to-back 4 KiB copies 0.25 vs 0.51 GB/s, hence copies synchronize by default).
+//! back-to-back 4 KiB copies 0.25 vs 0.51 GB/s; on another H200 host of 2026-12-01 the
+//! flag was faster for copies: 8-byte copies to the host 6.97 vs 7.79 µs, hence the
+//! measured choice).
 //! Before the thread has its ring (its first few small copies) it synchronizes.
 //!
 //! Ownership and threading: one [`Ring`] per host thread and device, held by the
@@ -114,6 +117,17 @@ impl Ring {
             return false;
         }
         true
+    }
+
+    /// Whether the ring has been made and has its flag word (waits may poll it).
+    ///
+    /// # Safety
+    /// Only the thread owning the ring's lane may call this.
+    #[inline]
+    pub unsafe fn has_flag(&self) -> bool {
+        // SAFETY: only the owning thread gets here (caller); no reference into the
+        // cell outlives this call.
+        matches!(unsafe { &*self.0.get() }, Some(r) if r.flag_dev != 0)
     }
 
     /// Space for `n` bytes (at most [`HALF`]) for the copy the caller queues next on `s`;

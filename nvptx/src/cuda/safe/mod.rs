@@ -29,6 +29,6 @@ pub mod stream;
 
 pub use context::PrimaryContext;
 pub use event::{Event, OwnedEvent};
-pub use memory::{HostAlloc, HostRegistration, MemPool, MemPoolRef};
+pub use memory::{DeviceAlloc, HostAlloc, HostRegistration, MemPool, MemPoolRef};
 pub use module::{LinkState, Module, ModuleRef};
 pub use stream::{OwnedStream, Stream};

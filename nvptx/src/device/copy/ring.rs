@@ -142,7 +142,7 @@ unsafe fn dev2host(d: &Parts, ring: &ThreadRing, s: Stream, c: &HostCopy) -> Opt
             unsafe { s.copy_dtoh(slot.cast(), src, n) }
         };
         // SAFETY: the ring is this thread's lane's (caller); `s` a stream of the device.
-        unsafe { d.launch.on_waited(&d.settings, s, ring, false, copy) }?;
+        unsafe { d.on_waited(s, ring, false, copy) }?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
         Ok(())

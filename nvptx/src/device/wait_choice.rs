@@ -1,0 +1,302 @@
+//! How a device's synchronous waits are made, chosen by measurement
+//! (`GOMP_NVPTX_TUNE=syncwait=auto`, the default): a synchronous kernel launch and a
+//! small copy to the host through the thread's ring are waited for either by the word
+//! the stream writes after the work (`host::ring::Ring::arm`, polled) or by
+//! `cuStreamSynchronize`. Which is faster depends on the host: on an H100 host the word
+//! was ahead for both, on an H200 host behind for copies to the host and even for
+//! launches (bench/results/h200.md, table 3).
+//!
+//! So each device measures both ways once, at the first synchronous wait of a thread
+//! that has its ring (the thread's stream is idle then): [`ROUNDS`] rounds of a one-byte
+//! memset (a launch's wait: device work, then its end seen) and of an 8-byte copy to the
+//! ring (a copy's wait), each waited for both ways in alternating order, about 32 waits
+//! of a few microseconds; for each kind the other way than `syncwait=run`'s replaces it
+//! when faster by median by more than [`MARGIN_PERCENT`], and the choice is said in
+//! `GOMP_NVPTX_INFO` and the profile. Until then (and where the measurement cannot be
+//! made) launches wait by the word and copies synchronize (`syncwait=run`).
+//!
+//! Owned by the device's settings part (`device::settings::Settings`); `Sync` (one
+//! atomic byte; the measurement is claimed by one thread).
+
+use crate::config::tune::SyncWait;
+use crate::cuda::safe::{DeviceAlloc, Stream};
+use crate::host::ring::Ring;
+use gomp_plugin::error::Result;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Instant;
+
+/// Rounds of each kind of probe; each round waits once by the word, once by
+/// synchronizing.
+pub const ROUNDS: usize = 8;
+
+/// How much faster (by median) the other way must be to replace `syncwait=run`'s way
+/// of a kind (a launch's: the word; a copy's: synchronizing).
+pub const MARGIN_PERCENT: u64 = 3;
+
+/// The measurement has been made (or given up): the two bits below hold.
+const MEASURED: u8 = 1;
+/// A thread is measuring.
+const MEASURING: u8 = 2;
+/// A launch's wait polls the word.
+const LAUNCH_FLAG: u8 = 4;
+/// A copy's wait polls the word.
+const COPY_FLAG: u8 = 8;
+
+/// The device's choice of waits under `mode` (`GOMP_NVPTX_TUNE=syncwait`). `Sync`.
+pub struct WaitChoice {
+    mode: SyncWait,
+    state: AtomicU8,
+}
+
+/// What one measurement found: the median wall time (ns) of each kind of probe
+/// (`launch`, `copy`) waited for by the word (`.0`) and by synchronizing (`.1`).
+/// Plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Measured {
+    /// The memset's wait: by the word, by synchronizing.
+    pub launch: (u64, u64),
+    /// The 8-byte copy's wait: by the word, by synchronizing.
+    pub copy: (u64, u64),
+}
+
+impl Measured {
+    /// Whether each kind waits by the word: a launch's unless synchronizing is faster
+    /// by more than [`MARGIN_PERCENT`], a copy's only if the word is faster by more than
+    /// it (`syncwait=run`'s ways kept when the two are that close: a measurement of
+    /// microseconds moves by a few percent from one process to the next). Pure.
+    pub fn choice(&self) -> (bool, bool) {
+        let clearly_faster = |a: u64, b: u64| a * (100 + MARGIN_PERCENT) < b * 100;
+        (
+            !clearly_faster(self.launch.1, self.launch.0),
+            clearly_faster(self.copy.0, self.copy.1),
+        )
+    }
+
+    /// The words of the info line and the profile. Pure.
+    pub fn describe(&self) -> String {
+        let (l, c) = self.choice();
+        let way = |flag: bool| {
+            if flag {
+                "by the word"
+            } else {
+                "by cuStreamSynchronize"
+            }
+        };
+        let us = |ns: u64| ns as f64 / 1e3;
+        format!(
+            "synchronous waits measured: a launch's {} ({:.1} us by the word, {:.1} by \
+             cuStreamSynchronize), a copy's {} ({:.1} / {:.1})",
+            way(l),
+            us(self.launch.0),
+            us(self.launch.1),
+            way(c),
+            us(self.copy.0),
+            us(self.copy.1)
+        )
+    }
+}
+
+impl WaitChoice {
+    /// The choice under `mode`, nothing measured yet.
+    pub fn new(mode: SyncWait) -> WaitChoice {
+        WaitChoice {
+            mode,
+            state: AtomicU8::new(0),
+        }
+    }
+
+    /// Whether a wait for a kernel launch (`kernel`) or for a copy polls the word.
+    #[inline]
+    pub fn by_flag(&self, kernel: bool) -> bool {
+        if self.mode != SyncWait::Auto {
+            return self.mode.by_flag(kernel);
+        }
+        let s = self.state.load(Ordering::Relaxed);
+        if s & MEASURED == 0 {
+            return self.mode.by_flag(kernel);
+        }
+        s & if kernel { LAUNCH_FLAG } else { COPY_FLAG } != 0
+    }
+
+    /// Whether a launching thread that serves its device's reverse-offload requests
+    /// while it waits (`launch::reverse`) polls the word: only under `syncwait=flag`.
+    /// Its loop reads the mailbox and asks the stream every few polls; on an H200
+    /// (2026-12-01, 3 runs each) an empty region of a program with reverse offload took
+    /// 17.05 us with the word (`syncwait=run`) and 15.42 without it (`syncwait=sync`),
+    /// the release 15.52.
+    #[inline]
+    pub fn serving_by_flag(&self) -> bool {
+        self.mode == SyncWait::Flag
+    }
+
+    /// Whether the waits are still to be measured (one relaxed load).
+    #[inline]
+    pub fn wanted(&self) -> bool {
+        self.mode == SyncWait::Auto
+            && self.state.load(Ordering::Relaxed) & (MEASURED | MEASURING) == 0
+    }
+
+    /// Claims the measurement for the calling thread: true for one thread only.
+    pub fn claim(&self) -> bool {
+        self.state
+            .compare_exchange(0, MEASURING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Gives the claim back unmeasured (the thread could not measure: another may).
+    pub fn unclaim(&self) {
+        self.state.store(0, Ordering::Release);
+    }
+
+    /// Keeps the choice of `m`; a launch's and a copy's way from then on.
+    pub fn keep(&self, m: &Measured) {
+        let (l, c) = m.choice();
+        let bits = MEASURED | if l { LAUNCH_FLAG } else { 0 } | if c { COPY_FLAG } else { 0 };
+        self.state.store(bits, Ordering::Release);
+    }
+
+    /// Gives the measurement up: `syncwait=run`'s ways from then on.
+    pub fn give_up(&self) {
+        self.state.store(MEASURED | LAUNCH_FLAG, Ordering::Release);
+    }
+}
+
+/// The median of `v` (sorted in place; 0 when empty). Pure but for the order.
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Measures both ways of waiting on `s` ([`ROUNDS`] rounds of a one-byte memset and of
+/// an 8-byte copy into `ring`, each waited for by the word and by synchronizing, the
+/// order alternating by round); `None` when the ring has no word (the driver has no
+/// stream memory operations: every wait synchronizes).
+///
+/// # Safety
+/// `ring` must be the calling thread's lane's and `s` that lane's stream, with nothing
+/// queued that has not run; the device's context current.
+pub unsafe fn measure(s: Stream, ring: &Ring) -> Result<Option<Measured>> {
+    // SAFETY: the calling thread's ring (caller).
+    if !unsafe { ring.has_flag() } {
+        return Ok(None);
+    }
+    let scratch = DeviceAlloc::new(64)?;
+    // [kind][way]: kind 0 a launch's (memset), 1 a copy's; way 0 the word, 1 synchronize.
+    let mut t = [[[0u64; ROUNDS]; 2]; 2];
+    for r in 0..ROUNDS {
+        for (kind, times) in t.iter_mut().enumerate() {
+            for i in 0..2 {
+                let way = (i + r) % 2;
+                let t0 = Instant::now();
+                if kind == 0 {
+                    s.memset_d8(scratch.ptr(), r as u8, 1)?;
+                } else {
+                    // SAFETY: the calling thread's ring (caller); the space is written
+                    // by the copy alone and waited for just below.
+                    let slot = unsafe { ring.slot(8, s) }?;
+                    // SAFETY: 8 bytes of page-locked ring space, 8 of device memory.
+                    unsafe { s.copy_dtoh(slot.cast(), scratch.ptr(), 8) }?;
+                }
+                // SAFETY: the calling thread's ring and its lane's stream (caller).
+                unsafe { ring.wait(s, way == 0) }?;
+                times[way][r] = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            }
+        }
+    }
+    let [[mut lf, mut ls], [mut cf, mut cs]] = t;
+    Ok(Some(Measured {
+        launch: (median(&mut lf), median(&mut ls)),
+        copy: (median(&mut cf), median(&mut cs)),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forced_modes_are_not_measured() {
+        for (mode, [copy, kernel]) in [
+            (SyncWait::Sync, [false, false]),
+            (SyncWait::Flag, [true, true]),
+            (SyncWait::Run, [false, true]),
+        ] {
+            let w = WaitChoice::new(mode);
+            assert!(!w.wanted(), "{mode:?}");
+            assert_eq!((w.by_flag(false), w.by_flag(true)), (copy, kernel));
+        }
+    }
+
+    #[test]
+    fn auto_keeps_the_faster_way_of_each_kind() {
+        let w = WaitChoice::new(SyncWait::Auto);
+        assert!(w.wanted());
+        // Before the measurement: `run`'s ways.
+        assert_eq!((w.by_flag(false), w.by_flag(true)), (false, true));
+        assert!(w.claim());
+        assert!(!w.claim(), "one thread measures");
+        assert!(!w.wanted());
+        let m = Measured {
+            launch: (9_000, 8_000),
+            copy: (7_000, 8_000),
+        };
+        assert_eq!(m.choice(), (false, true));
+        // Within the margin: `run`'s ways (the word for a launch, synchronize a copy).
+        let close = Measured {
+            launch: (8_200, 8_000),
+            copy: (7_900, 8_000),
+        };
+        assert_eq!(close.choice(), (true, false));
+        w.keep(&m);
+        assert_eq!((w.by_flag(false), w.by_flag(true)), (true, false));
+        assert!(!w.wanted());
+        assert!(m
+            .describe()
+            .contains("a launch's by cuStreamSynchronize (9.0 us by the word, 8.0"));
+        assert!(m.describe().contains("a copy's by the word (7.0 / 8.0)"));
+    }
+
+    #[test]
+    fn a_tie_keeps_run_and_an_unclaimed_measurement_is_wanted_again() {
+        let m = Measured {
+            launch: (5, 5),
+            copy: (5, 5),
+        };
+        assert_eq!(m.choice(), (true, false));
+        let w = WaitChoice::new(SyncWait::Auto);
+        assert!(w.claim());
+        w.unclaim();
+        assert!(w.wanted());
+        assert!(w.claim());
+        w.give_up();
+        assert!(!w.wanted());
+        assert_eq!((w.by_flag(false), w.by_flag(true)), (false, true));
+    }
+
+    #[test]
+    fn a_serving_wait_polls_the_word_only_when_forced() {
+        for (mode, flag) in [
+            (SyncWait::Auto, false),
+            (SyncWait::Run, false),
+            (SyncWait::Sync, false),
+            (SyncWait::Flag, true),
+        ] {
+            let w = WaitChoice::new(mode);
+            if mode == SyncWait::Auto {
+                w.claim();
+                w.keep(&Measured {
+                    launch: (1, 2),
+                    copy: (1, 2),
+                });
+            }
+            assert_eq!(w.serving_by_flag(), flag, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut []), 0);
+        assert_eq!(median(&mut [3, 1, 2]), 2);
+        assert_eq!(median(&mut [4, 1, 3, 2]), 3);
+    }
+}
