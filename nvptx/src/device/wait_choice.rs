@@ -8,8 +8,8 @@
 //!
 //! So each device measures both ways once, at the first synchronous wait of a thread
 //! that has its ring (the thread's stream is idle then): [`ROUNDS`] rounds of a one-byte
-//! memset (a launch's wait: device work, then its end seen) and of an 8-byte copy to the
-//! ring (a copy's wait), each waited for both ways in alternating order, about 32 waits
+//! memset (a launch's wait: device work, then its end seen) and of an 8-byte copy to
+//! page-locked memory (a copy's wait), each waited for both ways in alternating order, about 32 waits
 //! of a few microseconds; for each kind the other way than `syncwait=run`'s replaces it
 //! when faster by median by more than [`MARGIN_PERCENT`], and the choice is said in
 //! `GOMP_NVPTX_INFO` and the profile. Until then (and where the measurement cannot be
@@ -19,7 +19,7 @@
 //! atomic byte; the measurement is claimed by one thread).
 
 use crate::config::tune::SyncWait;
-use crate::cuda::safe::{DeviceAlloc, Stream};
+use crate::cuda::safe::{DeviceAlloc, HostAlloc, Stream};
 use crate::host::ring::Ring;
 use gomp_plugin::error::Result;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -168,7 +168,7 @@ fn median(v: &mut [u64]) -> u64 {
 }
 
 /// Measures both ways of waiting on `s` ([`ROUNDS`] rounds of a one-byte memset and of
-/// an 8-byte copy into `ring`, each waited for by the word and by synchronizing, the
+/// an 8-byte copy to page-locked memory, each waited for by the word and by synchronizing, the
 /// order alternating by round); `None` when the ring has no word (the driver has no
 /// stream memory operations: every wait synchronizes).
 ///
@@ -181,6 +181,9 @@ pub unsafe fn measure(s: Stream, ring: &Ring) -> Result<Option<Measured>> {
         return Ok(None);
     }
     let scratch = DeviceAlloc::new(64)?;
+    // The copies' page-locked destination: a block of its own, so that the ring's
+    // space (`Ring::slot`, inlined into the copy path's hot loop) has one caller.
+    let dst = HostAlloc::alloc(64, 0)?;
     // [kind][way]: kind 0 a launch's (memset), 1 a copy's; way 0 the word, 1 synchronize.
     let mut t = [[[0u64; ROUNDS]; 2]; 2];
     for r in 0..ROUNDS {
@@ -191,11 +194,9 @@ pub unsafe fn measure(s: Stream, ring: &Ring) -> Result<Option<Measured>> {
                 if kind == 0 {
                     s.memset_d8(scratch.ptr(), r as u8, 1)?;
                 } else {
-                    // SAFETY: the calling thread's ring (caller); the space is written
-                    // by the copy alone and waited for just below.
-                    let slot = unsafe { ring.slot(8, s) }?;
-                    // SAFETY: 8 bytes of page-locked ring space, 8 of device memory.
-                    unsafe { s.copy_dtoh(slot.cast(), scratch.ptr(), 8) }?;
+                    // SAFETY: 64 bytes of page-locked memory written by this copy alone
+                    // (waited for just below), 64 of device memory.
+                    unsafe { s.copy_dtoh(dst.as_ptr(), scratch.ptr(), 8) }?;
                 }
                 // SAFETY: the calling thread's ring and its lane's stream (caller).
                 unsafe { ring.wait(s, way == 0) }?;
