@@ -529,13 +529,7 @@ fn small_copies_to_the_host_wait_by_flag() {
         let flag = std::env::var("RS_FLAG").unwrap();
         let lazy = std::env::var("STUB_LIBCUDA_LAZY").unwrap() == "1";
         for round in 1..=8u64 {
-            let words: Vec<u8> = (1..=8u64).flat_map(|w| (w * round).to_le_bytes()).collect();
-            assert!(h2d(p, &words));
-            run(k.double, p);
-            let want: Vec<u8> = (1..=8u64)
-                .flat_map(|w| (2 * w * round).to_le_bytes())
-                .collect();
-            assert_eq!(back(p, 64), want, "round {round}: the kernel's result");
+            doubled_round(&k, p, round);
             // A block no kernel saw: no read-ahead has it.
             let other = pattern(round as usize, 64);
             assert!(h2d(q, &other));
@@ -609,13 +603,7 @@ fn waits_are_measured_once_and_follow_their_costs() {
         let k = setup();
         let p = alloc(64);
         for round in 1..=6u64 {
-            let words: Vec<u8> = (1..=8u64).flat_map(|w| (w * round).to_le_bytes()).collect();
-            assert!(h2d(p, &words));
-            run(k.double, p);
-            let want: Vec<u8> = (1..=8u64)
-                .flat_map(|w| (2 * w * round).to_le_bytes())
-                .collect();
-            assert_eq!(back(p, 64), want, "round {round}: the kernel's result");
+            doubled_round(&k, p, round);
         }
         fini();
         return;
@@ -1294,6 +1282,18 @@ fn copies() -> i64 {
 /// Eight 64-bit words `base * 1 ..= base * 8` as bytes.
 fn words(base: u64) -> Vec<u8> {
     (1..=8u64).flat_map(|w| (base * w).to_le_bytes()).collect()
+}
+
+/// Round `round` of a region loop on the 64 bytes at `p`: the words of `round` up, the
+/// kernel that doubles them, its result checked by a copy back.
+fn doubled_round(k: &Kernels, p: usize, round: u64) {
+    assert!(h2d(p, &words(round)));
+    run(k.double, p);
+    assert_eq!(
+        back(p, 64),
+        words(2 * round),
+        "round {round}: the kernel's result"
+    );
 }
 
 /// A device-to-host copy of `n` bytes at `p`, and whether it queued a copy on the
