@@ -197,20 +197,25 @@ pub enum SyncWait {
     /// polled by the host (the stream's state asked every few polls;
     /// `cuStreamSynchronize` after `device::copy::ring`'s `SPIN_LIMIT`).
     Flag,
-    /// The word for a kernel launch, `cuStreamSynchronize` for a copy (the default: on
-    /// an H200 the flag made 4 KiB copies to the host up to 2x slower, while a launch
-    /// waited by it was as fast or faster on both the H100 and the H200).
+    /// The word for a kernel launch, `cuStreamSynchronize` for a copy (on an H200 the
+    /// flag made 4 KiB copies to the host up to 2x slower, while a launch waited by it
+    /// was as fast or faster on both the H100 and the H200).
     Run,
+    /// Measured on the device (the default): each way for a launch's wait and for a
+    /// copy's, at the first synchronous wait of a thread that has its ring; the faster
+    /// of each is kept (`device::wait_choice`), `Run` until then.
+    Auto,
 }
 
 impl SyncWait {
-    /// Whether a wait for a kernel launch (`kernel`) or for a copy polls the word.
+    /// Whether a wait for a kernel launch (`kernel`) or for a copy polls the word
+    /// (`Auto` before its measurement: as `Run`).
     #[inline]
     pub fn by_flag(self, kernel: bool) -> bool {
         match self {
             SyncWait::Sync => false,
             SyncWait::Flag => true,
-            SyncWait::Run => kernel,
+            SyncWait::Run | SyncWait::Auto => kernel,
         }
     }
 }
@@ -353,7 +358,7 @@ impl Default for Tune {
             pinnednuma: true,
             revspin: RevSpin::AcqRel,
             revdelay: DEFAULT_REVDELAY,
-            syncwait: SyncWait::Run,
+            syncwait: SyncWait::Auto,
             paths: PathSizes::default(),
         }
     }
@@ -627,10 +632,10 @@ static KEYS: [Entry<Parsing>; 21] = [
     },
     Entry {
         name: "syncwait",
-        value: Value::Word(&["sync", "flag", "run"], |p, i| {
-            p.t.syncwait = [SyncWait::Sync, SyncWait::Flag, SyncWait::Run][i]
+        value: Value::Word(&["sync", "flag", "run", "auto"], |p, i| {
+            p.t.syncwait = [SyncWait::Sync, SyncWait::Flag, SyncWait::Run, SyncWait::Auto][i]
         }),
-        default: "run",
+        default: "auto",
         doc: "how a synchronous kernel launch and a small synchronous copy to the host through \
               the thread's page-locked ring (`device/copy/ring.rs`) are waited for, once the thread has \
               a ring: `flag`: the stream writes a word after the kernel or copy \
@@ -638,7 +643,11 @@ static KEYS: [Entry<Parsing>; 21] = [
               64 polls and waiting by `cuStreamSynchronize` after 200 µs (drivers without it: \
               as `sync`); `run`: the word for a kernel launch, `cuStreamSynchronize` for a copy \
               (on an H200 the word made 4 KiB copies to the host up to 2x slower); `sync`: \
-              `cuStreamSynchronize`",
+              `cuStreamSynchronize`; `auto`: each device measures both ways for a launch's \
+              wait and for a copy's (a one-byte memset and an 8-byte copy to the host, 8 \
+              rounds each, well under 1 ms, once) at the first synchronous wait of a thread \
+              that has its ring, keeps the faster of each and says which in \
+              `GOMP_NVPTX_INFO` and the profile (`device/wait_choice.rs`); `run` until then",
     },
 ];
 
@@ -767,11 +776,12 @@ mod tests {
     #[test]
     fn syncwait_modes() {
         let sw = |s: &str| Tune::parse(s).unwrap().syncwait;
-        assert_eq!(sw(""), SyncWait::Run);
+        assert_eq!(sw(""), SyncWait::Auto);
         let modes = [
             ("sync", [false, false]),
             ("flag", [true, true]),
             ("run", [false, true]),
+            ("auto", [false, true]),
         ];
         for (word, [copy, kernel]) in modes {
             let m = sw(&format!("syncwait={word}"));

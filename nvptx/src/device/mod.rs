@@ -1,6 +1,7 @@
 //! The device core: one opened CUDA device ([`Core`]), made of parts it owns, one per
 //! responsibility: its context and properties ([`device_context`]), its settings and
-//! run-time switches ([`settings`], over [`crate::config`]), its memory ([`memory`],
+//! run-time switches ([`settings`], over [`crate::config`]; the choice of its
+//! synchronous waits, [`wait_choice`]), its memory ([`memory`],
 //! over [`crate::device_pool`] and the pinned pool of [`crate::host`]; libgomp's pinned
 //! allocator in [`pinned_alloc`]), its copies ([`copy`]: the copy engine, one file per
 //! copy path with its route, its engine and its buffers; [`copy_order`]: the order of
@@ -34,6 +35,7 @@ pub mod parts;
 pub mod pinned_alloc;
 pub mod serving;
 pub mod settings;
+pub mod wait_choice;
 pub mod whole;
 
 pub use device_context::{attr_or_zero, Props};

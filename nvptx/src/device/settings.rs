@@ -1,6 +1,7 @@
 //! The device core's settings part: its copy of the process's settings
 //! ([`crate::config`]) and what the program's use of the device switches at run time
-//! (OpenACC in use, a kernel completed, interop streams alive).
+//! (OpenACC in use, a kernel completed, interop streams alive, the ways of waiting
+//! measured).
 //!
 //! Owned by the device core (`device::Core`); `Sync` (plain data, relaxed flags and a
 //! sequentially consistent count).
@@ -9,6 +10,7 @@ use crate::config::tune::ThreadStream;
 use crate::config::Config;
 use crate::cuda::safe::Stream;
 use crate::device::serving;
+use crate::device::wait_choice::WaitChoice;
 use gomp_plugin::error::Result;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -29,6 +31,9 @@ pub struct Settings {
     /// any, host-to-device copies complete before returning (the program may queue work
     /// on such a stream at any time, out of the plugin's sight).
     interop_streams: AtomicUsize,
+    /// How synchronous launches and small copies to the host are waited for
+    /// (`GOMP_NVPTX_TUNE=syncwait`, measured under `auto`).
+    waits: WaitChoice,
 }
 
 impl Settings {
@@ -36,6 +41,7 @@ impl Settings {
     pub(super) fn new(config: Config) -> Settings {
         Settings {
             tstream: config.tune.tstream,
+            waits: WaitChoice::new(config.tune.syncwait),
             config,
             openacc: AtomicBool::new(false),
             kernel_done: AtomicBool::new(false),
@@ -47,6 +53,12 @@ impl Settings {
     #[inline]
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// How synchronous launches and small copies to the host are waited for.
+    #[inline]
+    pub fn waits(&self) -> &WaitChoice {
+        &self.waits
     }
 
     /// True once the program uses OpenACC on this device.

@@ -218,18 +218,25 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
         }
         Ok(())
     };
+    let parts = dev.parts();
     // SAFETY: this thread's lane's ring (`get`); the lane's stream.
     let r = unsafe {
         if serves {
-            // This thread serves the device's reverse-offload requests while it waits.
-            let flag = dev.config().tune.syncwait.by_flag(true);
+            // This thread serves the device's reverse-offload requests while it waits
+            // (asking the stream, not polling the word, unless `syncwait=flag`).
+            let flag = parts.settings.waits().serving_by_flag();
             // SAFETY: this thread's lane's ring and stream.
             let wait = |s| rev.wait_serving(dev, s, &lane.data.ring, flag);
-            dev.launch()
-                .on_waited_by(lane.stream(), &lane.data.ring, launch, wait)
+            let r = parts
+                .launch
+                .on_waited_by(lane.stream(), &lane.data.ring, launch, wait);
+            if r.is_ok() {
+                // SAFETY: this thread's lane's ring and stream, just waited for.
+                parts.measure_waits(lane.stream(), &lane.data.ring);
+            }
+            r
         } else {
-            dev.launch()
-                .on_waited(dev.settings(), lane.stream(), &lane.data.ring, true, launch)
+            parts.on_waited(lane.stream(), &lane.data.ring, true, launch)
         }
     };
     if r.is_ok() {

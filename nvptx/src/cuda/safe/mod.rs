@@ -28,7 +28,7 @@ pub mod query;
 pub mod stream;
 
 pub use context::PrimaryContext;
-pub use cu_mem::{HostAlloc, HostRegistration, MemPool, MemPoolRef};
+pub use cu_mem::{DeviceAlloc, HostAlloc, HostRegistration, MemPool, MemPoolRef};
 pub use event::{Event, OwnedEvent};
 pub use module::{LinkState, Module, ModuleRef};
 pub use stream::{OwnedStream, Stream};

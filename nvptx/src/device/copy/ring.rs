@@ -21,15 +21,18 @@
 //! another stream starts the other half.
 //!
 //! A copy to the host through the ring, and the thread's synchronous kernel launches, are
-//! waited for by [`Ring::wait`]: with `GOMP_NVPTX_TUNE=syncwait=flag` (and, for kernel
-//! launches only, `syncwait=run`, the default) the
+//! waited for by [`Ring::wait`]: with `GOMP_NVPTX_TUNE=syncwait=flag` (for kernel
+//! launches only with `syncwait=run`; under `syncwait=auto`, the default, for each kind
+//! as the device measured faster, `device::wait_choice`, measured here: [`measure`]) the
 //! stream writes a sequence number into a word after the ring's halves
 //! (`cuStreamWriteValue32`, fenced) and the thread polls it, which sees the work done
 //! sooner than `cuStreamSynchronize` (H100: the bare driver's 8-byte copy 6.4 µs waited
 //! so, 7.2 by synchronizing, bench/cuda_floor.c's `d2h8_flag`, `d2h8_pinned_sync`; a
 //! 4 KiB `target update from` 7.3 vs 7.9 µs through the plugin; but on an H200 host the
 //! plugin's copies to the host were slower so: a 4 KiB `target update from` 8.3 vs 7.8 µs,
-//! back-to-back 4 KiB copies 0.25 vs 0.51 GB/s, hence copies synchronize by default).
+//! back-to-back 4 KiB copies 0.25 vs 0.51 GB/s; on another H200 host of 2026-12-01 the
+//! flag was faster for copies: 8-byte copies to the host 6.97 vs 7.79 µs, hence the
+//! measured choice).
 //! Before the thread has its ring (its first few small copies) it synchronizes.
 //!
 //! Ownership and threading: one [`Ring`] per host thread and device, held by the
@@ -43,13 +46,14 @@ use super::path::{CopyPath, Ended, Failed, Knob, Route, Taken, Takes};
 pub(super) use crate::config::tune::RING as KNOB;
 use crate::config::Config;
 use crate::cuda::pools::thread_streams::LaneData;
-use crate::cuda::safe::{HostAlloc, OwnedEvent, Stream};
+use crate::cuda::safe::{DeviceAlloc, HostAlloc, OwnedEvent, Stream};
 use crate::cuda::sys::{CUdeviceptr, CUDA_ERROR_NOT_READY, CU_MEMHOSTALLOC_DEVICEMAP};
 use crate::device::launch_resources::LaunchResources;
 use crate::device::parts::Parts;
 use crate::device::serving;
-use crate::device::settings::Settings;
+use crate::device::wait_choice::{MeasuredWaits, ROUNDS};
 use crate::host::ranges as host_ranges;
+use crate::observe::info;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
 use std::cell::{Cell, UnsafeCell};
@@ -192,7 +196,7 @@ unsafe fn dev2host<B, T: LaneData>(
             unsafe { s.copy_dtoh(slot.cast(), src, n) }
         };
         // SAFETY: the ring is this thread's lane's (caller); `s` a stream of the device.
-        unsafe { d.launch.on_waited(&d.settings, s, ring, false, copy) }?;
+        unsafe { d.on_waited(s, ring, false, copy) }?;
         // SAFETY: `dst` is writable for `n` bytes (caller); distinct buffers.
         unsafe { std::ptr::copy_nonoverlapping(slot, dst.cast::<u8>(), n) };
         Ok(())
@@ -277,6 +281,17 @@ impl Ring {
             return false;
         }
         true
+    }
+
+    /// Whether the ring has been made and has its flag word (waits may poll it).
+    ///
+    /// # Safety
+    /// Only the thread owning the ring's lane may call this.
+    #[inline]
+    pub unsafe fn has_flag(&self) -> bool {
+        // SAFETY: only the owning thread gets here (caller); no reference into the
+        // cell outlives this call.
+        matches!(unsafe { &*self.0.get() }, Some(r) if r.flag_dev != 0)
     }
 
     /// Space for `n` bytes (at most [`HALF`]) for the copy the caller queues next on `s`;
@@ -410,24 +425,100 @@ impl Ring {
     }
 }
 
-/// The waits of the launch resources by the calling thread's ring (the thread's
-/// synchronous copies through the ring and its synchronous kernel launches).
-impl<T: LaneData> LaunchResources<T> {
-    /// [`LaunchResources::on`] with `s` waited for by the calling thread's `ring`
-    /// ([`Ring::wait`]: by its flag where `settings`' `GOMP_NVPTX_TUNE=syncwait` says so
-    /// for a kernel launch (`kernel`) or a copy, else synchronized).
+/// The device's synchronous waits by the calling thread's ring: the wait its settings
+/// choose, and their measurement (`syncwait=auto`).
+impl<B, T: LaneData> Parts<B, T> {
+    /// [`LaunchResources::on_waited`] with the wait the device's settings choose for a
+    /// kernel launch (`kernel`) or a copy; then, once per device under
+    /// `GOMP_NVPTX_TUNE=syncwait=auto`, the ways of waiting measured on `s`
+    /// ([`Parts::measure_waits`]).
     ///
     /// # Safety
-    /// `ring` must be the calling thread's lane's; `s` a stream of the device.
+    /// `ring` must be the calling thread's lane's and `s` that lane's stream.
+    #[inline]
     pub unsafe fn on_waited<R>(
         &self,
-        settings: &Settings,
         s: Stream,
         ring: &Ring,
         kernel: bool,
         f: impl FnOnce(Stream) -> Result<R>,
     ) -> Result<R> {
-        let flag = settings.config().tune.syncwait.by_flag(kernel);
+        let flag = self.settings.waits().by_flag(kernel);
+        // SAFETY: forwarded caller guarantees.
+        let r = unsafe { self.launch.on_waited(s, ring, flag, f) };
+        if r.is_ok() {
+            // SAFETY: forwarded caller guarantees; `s` has just run its work.
+            unsafe { self.measure_waits(s, ring) };
+        }
+        r
+    }
+
+    /// Measures the ways of waiting on `s` (`device::wait_choice`) if the device still
+    /// wants them measured and the calling thread's `ring` has its flag word; keeps the
+    /// faster of each and says which (`GOMP_DEBUG`, `GOMP_NVPTX_INFO`, the profile).
+    /// One relaxed load when nothing is to be done.
+    ///
+    /// # Safety
+    /// `ring` must be the calling thread's lane's and `s` that lane's stream, with
+    /// nothing queued on it that has not run.
+    #[inline]
+    pub unsafe fn measure_waits(&self, s: Stream, ring: &Ring) {
+        // SAFETY: the calling thread's ring (caller).
+        if self.settings.waits().wanted() && unsafe { ring.has_flag() } {
+            // SAFETY: forwarded caller guarantees.
+            unsafe { self.measure_waits_now(s, ring) }
+        }
+    }
+
+    /// [`Parts::measure_waits`]' measurement, by the one thread that claims it.
+    ///
+    /// # Safety
+    /// As [`Parts::measure_waits`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn measure_waits_now(&self, s: Stream, ring: &Ring) {
+        let waits = self.settings.waits();
+        if !waits.claim() {
+            return;
+        }
+        // SAFETY: forwarded caller guarantees.
+        match unsafe { measure(s, ring) } {
+            Ok(Some(m)) => {
+                waits.keep(&m);
+                let text = m.describe();
+                let ord = self.context.ord();
+                log::debug!("device {ord}: {text}");
+                info::device(&self.settings.config().observe, ord, &text);
+                if let Some(o) = self.observe() {
+                    o.note(&text);
+                }
+            }
+            Ok(None) => waits.unclaim(),
+            Err(e) => {
+                log::debug!("device {}: waits not measured ({e}): the word for launches, cuStreamSynchronize for copies", self.context.ord());
+                waits.give_up();
+            }
+        }
+    }
+}
+
+/// The waits of the launch resources by the calling thread's ring (the thread's
+/// synchronous copies through the ring and its synchronous kernel launches).
+impl<T: LaneData> LaunchResources<T> {
+    /// [`LaunchResources::on`] with `s` waited for by the calling thread's `ring`
+    /// ([`Ring::wait`]: by its flag when `flag`, else synchronized; the device's
+    /// settings choose, `Parts::on_waited`).
+    ///
+    /// # Safety
+    /// `ring` must be the calling thread's lane's; `s` a stream of the device.
+    #[inline]
+    pub unsafe fn on_waited<R>(
+        &self,
+        s: Stream,
+        ring: &Ring,
+        flag: bool,
+        f: impl FnOnce(Stream) -> Result<R>,
+    ) -> Result<R> {
         // SAFETY: forwarded caller guarantee; the context is current (a stream of the
         // device is in use on this thread).
         self.on_with(s, f, |s| unsafe { ring.wait(s, flag) })
@@ -515,6 +606,56 @@ pub fn not_ready(s: Stream) -> Result<bool> {
     }
 }
 
+/// The median of `v` (sorted in place; 0 when empty). Pure but for the order.
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Measures both ways of waiting on `s` ([`ROUNDS`] rounds of a one-byte memset and of
+/// an 8-byte copy to page-locked memory, each waited for by the word and by synchronizing, the
+/// order alternating by round); `None` when the ring has no word (the driver has no
+/// stream memory operations: every wait synchronizes).
+///
+/// # Safety
+/// `ring` must be the calling thread's lane's and `s` that lane's stream, with nothing
+/// queued that has not run; the device's context current.
+pub unsafe fn measure(s: Stream, ring: &Ring) -> Result<Option<MeasuredWaits>> {
+    // SAFETY: the calling thread's ring (caller).
+    if !unsafe { ring.has_flag() } {
+        return Ok(None);
+    }
+    let scratch = DeviceAlloc::new(64)?;
+    // The copies' page-locked destination: a block of its own, so that the ring's
+    // space (`Ring::slot`, inlined into the copy path's hot loop) has one caller.
+    let dst = HostAlloc::alloc(64, 0)?;
+    // [kind][way]: kind 0 a launch's (memset), 1 a copy's; way 0 the word, 1 synchronize.
+    let mut t = [[[0u64; ROUNDS]; 2]; 2];
+    for r in 0..ROUNDS {
+        for (kind, times) in t.iter_mut().enumerate() {
+            for i in 0..2 {
+                let way = (i + r) % 2;
+                let t0 = Instant::now();
+                if kind == 0 {
+                    s.memset_d8(scratch.ptr(), r as u8, 1)?;
+                } else {
+                    // SAFETY: 64 bytes of page-locked memory written by this copy alone
+                    // (waited for just below), 64 of device memory.
+                    unsafe { s.copy_dtoh(dst.as_ptr(), scratch.ptr(), 8) }?;
+                }
+                // SAFETY: the calling thread's ring and its lane's stream (caller).
+                unsafe { ring.wait(s, way == 0) }?;
+                times[way][r] = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            }
+        }
+    }
+    let [[mut lf, mut ls], [mut cf, mut cs]] = t;
+    Ok(Some(MeasuredWaits {
+        launch: (median(&mut lf), median(&mut ls)),
+        copy: (median(&mut cf), median(&mut cs)),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,5 +673,12 @@ mod tests {
         }
         // SAFETY: no other reference into the cell.
         assert!(unsafe { &*r.0.get() }.is_none(), "wanted creates nothing");
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut []), 0);
+        assert_eq!(median(&mut [3, 1, 2]), 2);
+        assert_eq!(median(&mut [4, 1, 3, 2]), 3);
     }
 }
