@@ -27,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/crate/src"
 printf '[package]\nname = "gomp-plugin-nvptx-header"\nversion = "0.0.0"\nedition = "2021"\n[lib]\npath = "src/lib.rs"\n' > "$tmp/crate/Cargo.toml"
 : > "$tmp/crate/src/lib.rs"
-cargo run -q --release -p gomp-plugin --example edge_table -- rust-decls nvptx > "$tmp/entry_points.rs"
+cargo run -q --profile test-fast -p gomp-plugin --example edge_table -- rust-decls nvptx > "$tmp/entry_points.rs"
 for f in src/libgomp/abi.rs src/libgomp/interop.rs "$tmp/entry_points.rs" \
          nvptx/src/extensions.rs; do
   m=$(echo "${f#"$tmp"/}" | tr '/.' '__')

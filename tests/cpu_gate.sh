@@ -2,8 +2,9 @@
 # cpu_gate.sh - scripts/test's cpu-gate stage: the host CPU work per target region of the
 # tree's nvptx plugin against the release baseline's, without a GPU.
 # Builds the release baseline's plugin (bench/results/release.txt; bench/build-before.sh
-# --release into target/cpu-gate/release, kept there: a later run with the same release
-# commit builds nothing) and the tree's (scripts/build), counts both with
+# --release into $WORK/cpu-gate/COMMIT-RUSTC/release, kept there: a later run with the
+# same release commit and the same rustc builds nothing, in this checkout or any other
+# that shares WORK) and the tree's (scripts/build), counts both with
 # bench/cpu-count.sh (callgrind, the stand-in libcuda, libgomp 16 of the sid root; N
 # regions per shape, the same N for both, default 2000) and judges the counts with
 # bench/cpu-gate.py: a shape whose host instructions per region (the stand-in's own
@@ -29,12 +30,21 @@ G=target/cpu-gate
 while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(GOMP_|OMP_|CUDA_|STUB_LIBCUDA_)' || true)
 rel=$(awk '$1 == "release" {print $2; exit}' bench/results/release.txt)
 [ -n "$rel" ] || { echo "cpu_gate.sh: bench/results/release.txt names no release" >&2; exit 1; }
-if [ -f "$G/release/libgomp-plugin-nvptx.so.1" ] && [ "$(cat "$G/release/COMMIT" 2>/dev/null)" = "$rel" ]; then
-  echo "cpu-gate: release $rel: plugin built before ($G/release)"
-else
-  echo "cpu-gate: release $rel: building its plugin (bench/build-before.sh --release $G)"
-  BEFORE_TARGET=$PWD/$G/build bench/build-before.sh --release "$G"
-fi
+# The release's plugin is a function of its commit and the compiler: built once per
+# (commit, rustc) into WORK, under a lock (checkouts sharing WORK may run this at once).
+R=$WORK/cpu-gate/$rel-$(rustc -vV | md5sum | cut -c1-8)
+mkdir -p "$WORK/cpu-gate" "$G"
+(
+  flock 9
+  if [ -f "$R/release/libgomp-plugin-nvptx.so.1" ] && [ "$(cat "$R/release/COMMIT" 2>/dev/null)" = "$rel" ]; then
+    echo "cpu-gate: release $rel: plugin built before ($R/release)"
+  else
+    echo "cpu-gate: release $rel: building its plugin (bench/build-before.sh --release $R)"
+    rm -rf "$R.tmp"
+    BEFORE_TARGET=$WORK/cpu-gate/build bench/build-before.sh --release "$R.tmp"
+    rm -rf "$R"; mv "$R.tmp" "$R"
+  fi
+) 9> "$WORK/cpu-gate/.lock"
 echo "cpu-gate: the tree's plugin (scripts/build)"
 scripts/build
 mkdir -p "$WORK"
@@ -45,7 +55,7 @@ mkdir -p "$WORK"
 # copies by synchronizing: bench/cpu-allow.txt's calls) is the way with the more host
 # work of the two a host may choose. The release's plugin knows no such key.
 for who in release tree; do
-  so=$G/release/libgomp-plugin-nvptx.so.1 tune=
+  so=$R/release/libgomp-plugin-nvptx.so.1 tune=
   [ $who = release ] || { so=target/plugin/nvptx/libgomp-plugin-nvptx.so.1; tune=syncwait=run; }
   echo "cpu-gate: counting the $who's plugin ($N regions per shape)"
   flock "$WORK/.lock" env N="$N" CPU_OUT="$G/counts-$who" ${tune:+GOMP_NVPTX_TUNE=$tune} bench/cpu-count.sh "$so"

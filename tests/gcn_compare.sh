@@ -126,6 +126,41 @@ run_one() {  # run_one V BIN DIR PLUGIN_DIR_OR_EMPTY TIMEOUT ENV...
       "$plug$R/${LIB[$v]}:$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu" "$bin" > "$dir/stdout" 2> "$dir/stderr"
     echo $? > "$dir/rc" ) 2> /dev/null
 }
+# compare_run FILE RNAME V BIN DIR LABEL LIMIT WANT_RC ALLOW ENV...: one run of a corpus
+# program with the stock plugin and with ours, and their comparison. Writes what it
+# found to DIR/report and "EXPLAINED UNEXPLAINED FAILED CLEAN" to DIR/counts: the runs
+# go on side by side (many wait: a timeout, the stand-in's device thread), the reports
+# are printed in corpus order.
+compare_run() {
+  local f=$1 rname=$2 v=$3 bin=$4 d=$5 label=$6 limit=$7 want_rc=$8 allow=$9 p rc which re out c e u ok=1
+  shift 9
+  mkdir -p "$d"
+  exec > "$d/report"
+  run_one "$v" "$bin" "$d/stock" "" "$limit" "$@"
+  run_one "$v" "$bin" "$d/ours" "$OURS:" "$limit" "$@"
+  for p in stock ours; do
+    rc=$(cat "$d/$p/rc")
+    [ "$rc" = "$want_rc" ] || { echo "FAIL: $label: $p exited with $rc, want $want_rc"; ok=0; }
+    while read -r which re; do
+      [ "$which" = "*" ] || [ "$which" = "$rname" ] || continue
+      grep -qE -- "$re" "$d/$p/stdout" || { echo "FAIL: $label: $p's stdout lacks /$re/"; ok=0; }
+    done < <(directive "$f" expect)
+  done
+  [ -s "$d/stock/trace" ] || { echo "FAIL: $label: stock left no trace"; ok=0; }
+  out=$(scripts/gcn-trace compare "$d/stock" "$d/ours" --name "$label" $allow); c=$?
+  read -r e u < <(sed -n 's/.*: \([0-9]*\) explained, \([0-9]*\) unexplained$/\1 \2/p' <<< "$out" | tail -1)
+  if [ "$c" != 0 ] || [ "$ok" = 0 ]; then
+    echo "$out" | awk '/^UNEXPLAINED/{p=1} /^explained/{p=0} p' | head -60
+    [ "$ok" = 0 ] || echo "FAIL: $label: unexplained differences"
+    echo "    stock stderr:"; sed 's/^/      /' "$d/stock/stderr" | grep -v 'stub-hsa: packet' | tail -8
+    echo "    ours stderr:"; sed 's/^/      /' "$d/ours/stderr" | grep -v 'stub-hsa: packet' | tail -8
+    echo "${e:-0} ${u:-0} 1 0" > "$d/counts"
+  else
+    echo "PASS: $label (${e:-0} explained difference(s))"
+    echo "${e:-0} ${u:-0} 0 1" > "$d/counts"
+  fi
+}
+order=()  # "DIR LABEL" of every run, in corpus order
 for f in "${programs[@]}"; do
   name=$(basename "$f")
   script=$(directive "$f" script)
@@ -138,43 +173,29 @@ for f in "${programs[@]}"; do
     fi
     while read -r rname rest; do
       [ -n "$rname" ] || continue
-      want_rc=0 limit=120 allow=() envs=("STUB_HSA_SCRIPT=$script" "${common[@]}")
+      want_rc=0 limit=120 allow= envs=("STUB_HSA_SCRIPT=$script" "${common[@]}")
       # GCC 14's device runtime keeps its low-latency heap at LDS offset 40 (spec §2).
       [ "$v" = 14 ] && envs+=(STUB_HSA_LOWLAT_HEAP=40)
       for w in $rest; do
-        case $w in rc=*) want_rc=${w#rc=} ;; timeout=*) limit=${w#timeout=} ;; bad=ok) allow=(--allow-bad) ;;
+        case $w in rc=*) want_rc=${w#rc=} ;; timeout=*) limit=${w#timeout=} ;; bad=ok) allow=--allow-bad ;;
           *) envs+=("$w") ;; esac
       done
       d=$T/runs/$v/${name%.*}/$rname
-      run_one "$v" "$bin" "$d/stock" "" "$limit" "${envs[@]}"
-      run_one "$v" "$bin" "$d/ours" "$OURS:" "$limit" "${envs[@]}"
-      runs=$((runs + 1))
       label="gcc-$v ${name%.*}/$rname"
-      ok=1
-      for p in stock ours; do
-        rc=$(cat "$d/$p/rc")
-        [ "$rc" = "$want_rc" ] || { echo "FAIL: $label: $p exited with $rc, want $want_rc"; ok=0; }
-        while read -r which re; do
-          [ "$which" = "*" ] || [ "$which" = "$rname" ] || continue
-          grep -qE -- "$re" "$d/$p/stdout" || { echo "FAIL: $label: $p's stdout lacks /$re/"; ok=0; }
-        done < <(directive "$f" expect)
-      done
-      [ -s "$d/stock/trace" ] || { echo "FAIL: $label: stock left no trace"; ok=0; }
-      out=$(scripts/gcn-trace compare "$d/stock" "$d/ours" --name "$label" "${allow[@]}"); c=$?
-      read -r e u < <(sed -n 's/.*: \([0-9]*\) explained, \([0-9]*\) unexplained$/\1 \2/p' <<< "$out" | tail -1)
-      exp=$((exp + ${e:-0})); unexp=$((unexp + ${u:-0}))
-      if [ "$c" != 0 ] || [ "$ok" = 0 ]; then
-        echo "$out" | awk '/^UNEXPLAINED/{p=1} /^explained/{p=0} p' | head -60
-        [ "$ok" = 0 ] || echo "FAIL: $label: unexplained differences"
-        echo "    stock stderr:"; sed 's/^/      /' "$d/stock/stderr" | grep -v 'stub-hsa: packet' | tail -8
-        echo "    ours stderr:"; sed 's/^/      /' "$d/ours/stderr" | grep -v 'stub-hsa: packet' | tail -8
-        fail=$((fail + 1))
-      else
-        echo "PASS: $label (${e:-0} explained difference(s))"
-        echo "$d $label" >> "$T/clean"
-      fi
+      order+=("$d $label")
+      while [ "$(jobs -pr | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+      compare_run "$f" "$rname" "$v" "$bin" "$d" "$label" "$limit" "$want_rc" "$allow" "${envs[@]}" &
     done < <(directive "$f" run)
   done
+done
+wait
+: > "$T/clean"
+for o in "${order[@]}"; do
+  read -r d label <<< "$o"
+  cat "$d/report" 2>/dev/null
+  read -r e u fl c < "$d/counts" 2>/dev/null || { echo "FAIL: $label: its run left no result"; fail=$((fail + 1)); continue; }
+  runs=$((runs + 1)); exp=$((exp + e)); unexp=$((unexp + u)); fail=$((fail + fl))
+  [ "$c" = 0 ] || echo "$d $label" >> "$T/clean"
 done
 # Differences planted in a trace of ours just recorded (the first run that compared
 # clean): its first launch's stack pointer 8 bytes further (a kernarg offset), then its

@@ -20,7 +20,7 @@
 //! Run one scenario of one backend:
 //!
 //! ```text
-//! cargo test --release -p gomp-plugin-gcn --test conformance run_kernel
+//! cargo test --profile test-fast -p gomp-plugin-gcn --test conformance run_kernel
 //! ```
 
 use crate::support::{self, api::*};

@@ -6,7 +6,8 @@
 //! the product's rlib, where they are `#[no_mangle]` symbols. The stand-in C libraries
 //! (libcuda, libhsa-runtime64, libgomp) stay C, because they impersonate C libraries:
 //! the tests compile them with `cc` from `tests/fallback/` and `tests/fake_libgomp/`
-//! into a [`Scratch`] directory that is removed afterwards.
+//! into a [`Scratch`] directory that is removed afterwards ([`cc`] copies one built
+//! before from the same inputs instead of compiling it again).
 //!
 //! A plugin reads its driver once per process, so every scenario runs in a process of
 //! its own: the test re-executes its own binary, running only itself ([`run_child`]),
@@ -17,10 +18,13 @@
 //! Everything here is used by one test thread at a time (the child's scenario, or the
 //! parent that starts it), except where an item says otherwise.
 
+use std::collections::hash_map::DefaultHasher;
 use std::ffi::{c_char, c_int, c_void, CString, OsStr};
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Set in a child run to the name of the test it runs.
 pub const CHILD_ENV: &str = "GOMP_PLUGIN_RS_TEST_CHILD";
@@ -74,15 +78,27 @@ pub fn crate_src(product: &str) -> PathBuf {
     repo().join(product).join("src")
 }
 
+/// Whether `tool --version` succeeds (asked once per process).
+fn answers_version(tool: &str) -> bool {
+    static SEEN: Mutex<Vec<(String, bool)>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, ok)) = seen.iter().find(|(t, _)| t == tool) {
+        return ok;
+    }
+    let ok = Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    seen.push((tool.to_string(), ok));
+    ok
+}
+
 /// True when every tool answers `--version`; otherwise prints why `test` is skipped.
 /// The only reason a test here may skip (CI has both tools: under CI=true a missing
 /// one fails the test).
 pub fn have_tools(test: &str, tools: &[&str]) -> bool {
     for t in tools {
-        let ok = Command::new(t)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
+        let ok = answers_version(t);
         if !ok {
             // CI installs every tool first (scripts/setup --dev): a missing one there is
             // a failure, not a skip.
@@ -137,15 +153,130 @@ impl Drop for Scratch {
     }
 }
 
-/// Runs `cc ARGS...`; panics with the compiler's output when it fails.
+/// Runs `cc ARGS...`; panics with the compiler's output when it fails. What it makes
+/// (`-o FILE`) is kept in the test profile's `stand-ins/` directory under a key of
+/// everything that goes into it ([`cc_key`]), and copied from there when the same
+/// inputs come again: the tests build the same few stand-ins a few hundred times.
 pub fn cc<S: AsRef<OsStr>>(args: &[S]) {
-    let out = Command::new("cc").args(args).output().expect("run cc");
+    let args: Vec<&OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    let cached = cc_key(&args).and_then(|(key, out)| Some((stand_ins()?.join(key), out)));
+    if let Some((kept, out)) = &cached {
+        if std::fs::copy(kept, out).is_ok() {
+            return;
+        }
+    }
+    let run = Command::new("cc").args(&args).output().expect("run cc");
     assert!(
-        out.status.success(),
-        "cc {:?} failed:\n{}",
-        args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
-        String::from_utf8_lossy(&out.stderr)
+        run.status.success(),
+        "cc {args:?} failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
     );
+    if let Some((kept, out)) = cached {
+        // Through a file of this process's own, renamed into place: tests running at
+        // once may keep the same key.
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let tmp = kept.with_extension(format!(
+            "tmp-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        if std::fs::copy(&out, &tmp).is_ok() && std::fs::rename(&tmp, &kept).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+/// Where [`cc`] keeps what it made: `stand-ins/` beside the test binary's `deps/`
+/// (`target/test-fast/stand-ins`); `None` when that cannot be made.
+fn stand_ins() -> Option<PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().ok()?;
+        let dir = exe.parent()?.parent()?.join("stand-ins");
+        std::fs::create_dir_all(&dir).ok()?;
+        Some(dir)
+    })
+    .clone()
+}
+
+/// The key of a `cc ARGS...` run and its output file: a hash of the compiler's
+/// `--version`, every argument, the contents of every file an argument names (a
+/// source, `-Wl,--version-script=FILE`), of the headers in each `-I` directory, and of
+/// the files beside a source (the headers it includes by relative path: every file
+/// under its folder in the repository, the `.h` files beside it elsewhere).
+/// `None` (not kept) without `-o`, for an argument that is not UTF-8, or when a file
+/// cannot be read.
+fn cc_key(args: &[&OsStr]) -> Option<(String, PathBuf)> {
+    fn file(h: &mut DefaultHasher, p: &Path) -> Option<()> {
+        std::fs::read(p).ok()?.hash(h);
+        Some(())
+    }
+    /// The files of `dir` (and below, when `deep`) whose names pass `keep`, by name.
+    fn files_in(
+        h: &mut DefaultHasher,
+        d: &Path,
+        deep: bool,
+        keep: fn(&Path) -> bool,
+    ) -> Option<()> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(d)
+            .ok()?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        entries.sort();
+        for p in entries {
+            if p.is_dir() && deep {
+                files_in(h, &p, deep, keep)?;
+            } else if p.is_file() && keep(&p) {
+                p.file_name().hash(h);
+                file(h, &p)?;
+            }
+        }
+        Some(())
+    }
+    static VERSION: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+    let version = VERSION.get_or_init(|| {
+        let o = Command::new("cc").arg("--version").output().ok()?;
+        o.status.success().then_some(o.stdout)
+    });
+    let mut h = DefaultHasher::new();
+    version.as_ref()?.hash(&mut h);
+    let mut out = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        // Where a file or folder is named, what is in it counts, not where it is (the
+        // tests' scratch folders differ from run to run).
+        let a = a.to_str()?;
+        if a == "-o" {
+            out = Some(PathBuf::from(it.next()?));
+        } else if let Some(d) = a.strip_prefix("-I") {
+            "-I".hash(&mut h);
+            files_in(&mut h, Path::new(d), false, |p| {
+                p.extension().is_some_and(|x| x == "h")
+            })?;
+        } else if let Some((flag, f)) = a.split_once('=').filter(|(_, f)| Path::new(f).is_file()) {
+            flag.hash(&mut h);
+            file(&mut h, Path::new(f))?;
+        } else if !Path::new(a).is_file() {
+            a.hash(&mut h);
+        } else {
+            a.strip_prefix(repo().to_str()?)
+                .unwrap_or("(scratch)")
+                .hash(&mut h);
+            let p = Path::new(a);
+            file(&mut h, p)?;
+            // Its neighbours: the whole folder (and below) in the repository, the
+            // headers beside it elsewhere (a file a test wrote into its scratch).
+            if p.starts_with(repo()) {
+                files_in(&mut h, p.parent()?, true, |_| true)?;
+            } else {
+                files_in(&mut h, p.parent()?, false, |p| {
+                    p.extension().is_some_and(|x| x == "h")
+                })?;
+            }
+        }
+    }
+    Some((format!("{:016x}", h.finish()), out?))
 }
 
 /// Compiles the C file `src` (relative to the repository) into the shared library

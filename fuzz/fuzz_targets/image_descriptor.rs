@@ -1,8 +1,12 @@
 //! Image-descriptor reading on arbitrary counts, sizes and names (as a corrupt or
 //! foreign image would present them): never panics; accepted descriptors are
-//! consistent with what was built.
+//! consistent with what was built, and their linked-image cache key (SHA-256 by sha2)
+//! is the same each time and changes with the PTX.
 #![no_main]
+use gomp_plugin_nvptx::config::tune::Tune;
 use gomp_plugin_nvptx::image::descriptor::{read, RawDescriptor, RawKernel, RawPtxObj};
+use gomp_plugin_nvptx::image::link::value_options;
+use gomp_plugin_nvptx::image::link_cache::{key, Target};
 use libfuzzer_sys::fuzz_target;
 use std::ffi::{c_char, CString};
 
@@ -80,5 +84,19 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(desc.vars.len(), nv);
         assert_eq!(desc.funcs.len(), nf);
         assert!(desc.ptx.iter().all(|p| p.last() == Some(&0)));
+        let options = value_options(None, &Tune::default(), u32::from(head[5]));
+        let target = Target {
+            cc: (9, 0),
+            driver: "fuzz".into(),
+        };
+        let k = key(&desc.ptx, &options, &target);
+        assert_eq!(k, key(&desc.ptx, &options, &target));
+        let mut more = desc.ptx.clone();
+        more.push(std::borrow::Cow::Owned(vec![0]));
+        assert_ne!(
+            k,
+            key(&more, &options, &target),
+            "the key covers every object"
+        );
     }
 });

@@ -6,7 +6,7 @@
 //! reverse-offload request for function 0 of the image's `.offload_func_table`) for
 //! the `reverse_offload` scenario.
 //!
-//! One scenario: `cargo test --release -p gomp-plugin-gcn --test conformance run_kernel`.
+//! One scenario: `cargo test --profile test-fast -p gomp-plugin-gcn --test conformance run_kernel`.
 
 mod gcn_image;
 use gcn_image::{GcnImage, GcnImageDesc, Kernel};

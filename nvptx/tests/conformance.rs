@@ -4,7 +4,7 @@
 //! first argument when its stream runs). Skipped, with the reason in `SKIP`:
 //! `reverse_offload`.
 //!
-//! One scenario: `cargo test --release -p gomp-plugin-nvptx --test conformance run_kernel`.
+//! One scenario: `cargo test --profile test-fast -p gomp-plugin-nvptx --test conformance run_kernel`.
 
 use gomp_plugin_conformance::suite::{Backend, Image, BUF};
 use gomp_plugin_conformance::support::{self, image};

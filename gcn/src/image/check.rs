@@ -137,7 +137,28 @@ pub(crate) mod tests {
         assert_eq!(co.target_name(), "unknown (EF_AMDGPU_MACH 0x1)");
         let mut b = good.clone();
         b[40..48].copy_from_slice(&u64::MAX.to_le_bytes()); // e_shoff
-        assert!(err(&b).contains("overflows"));
+        assert!(
+            err(&b).contains(&format!(
+                "section header table ({} entries at offset {})",
+                u16::from_le_bytes([b[60], b[61]]),
+                u64::MAX
+            )),
+            "{}",
+            err(&b)
+        );
+        let mut b = good.clone();
+        b[58] = 63; // e_shentsize
+        assert!(
+            err(&b).contains("section header table") && err(&b).contains("entry size"),
+            "{}",
+            err(&b)
+        );
+        let mut b = good.clone();
+        b[5] = 2; // ELFDATA2MSB
+        assert!(err(&b).contains("not little-endian"));
+        let mut b = good.clone();
+        b[6] = 2; // EI_VERSION
+        assert!(err(&b).contains("ELF version 2 (want 1)"), "{}", err(&b));
         assert!(err(&good[..10]).contains("shorter than an ELF64 header"));
     }
 
@@ -147,7 +168,8 @@ pub(crate) mod tests {
         for n in [64, 4096, good.len() / 2, good.len() - 1] {
             let e = err(&good[..n]);
             assert!(
-                e.contains("outside the") || e.contains("overflows"),
+                e.starts_with("invalid gcn code object: section header table")
+                    && e.ends_with(&format!("(in a {n}-byte image)")),
                 "{n}: {e}"
             );
         }

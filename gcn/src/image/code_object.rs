@@ -1,8 +1,8 @@
 //! AMDGPU code objects (the `.hsaco` ELF files mkoffload embeds): parsing and the
-//! checks the plugin can make without a GPU. [`CodeObject::parse`] reads the ELF
-//! header, the target (`e_flags`) and the dynamic and static symbol tables, refusing
-//! anything malformed with a clear error and never reading out of bounds, and the
-//! kernel metadata notes ([`super::metadata`]);
+//! checks the plugin can make without a GPU. [`CodeObject::parse`] reads, with the
+//! `object` crate's ELF reader, the ELF header, the target (`e_flags`), the dynamic and
+//! static symbol tables and the notes, refusing anything malformed with an error that
+//! says which part is wrong, and the kernel metadata notes ([`super::metadata`]);
 //! [`CodeObject::check_kernels`] verifies that every kernel descriptor
 //! (`<name>.kd`, 64 bytes) of a kernel libgomp names is well formed, and says which
 //! kernels have none (the device stub of a reverse-offload region, `<fn>.nohost.N`,
@@ -12,19 +12,21 @@
 use super::mach;
 use super::metadata::{self, KernelMeta};
 use gomp_plugin::error::{Error, Result};
+use object::elf::{self, FileHeader64};
+use object::read::elf::{FileHeader as _, SectionHeader as _, SectionTable, Sym as _, SymbolTable};
+use object::LittleEndian;
 
 /// `EM_AMDGPU`.
-pub const EM_AMDGPU: u16 = 224;
+pub const EM_AMDGPU: u16 = elf::EM_AMDGPU.0;
 /// `ELFOSABI_AMDGPU_HSA`.
 pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
 /// Size of a kernel descriptor (`amd_kernel_code_t` successor, code object v3+).
 pub const KERNEL_DESCRIPTOR_SIZE: u64 = 64;
 
-const SHT_PROGBITS: u32 = 1;
-const SHT_SYMTAB: u32 = 2;
-const SHT_NOTE: u32 = 7;
-const SHT_DYNSYM: u32 = 11;
-const STT_OBJECT: u8 = 1;
+const STT_OBJECT: u8 = elf::STT_OBJECT.0;
+const LE: LittleEndian = LittleEndian;
+
+type Sections<'a> = SectionTable<'a, FileHeader64<LittleEndian>, &'a [u8]>;
 
 /// One symbol of the code object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,60 +67,59 @@ fn bad(what: impl std::fmt::Display) -> Error {
     Error::invalid(format!("invalid gcn code object: {what}"))
 }
 
-fn slice<'a>(b: &'a [u8], off: u64, len: u64, what: &str) -> Result<&'a [u8]> {
-    let end = off
-        .checked_add(len)
-        .ok_or_else(|| bad(format!("{what} overflows")))?;
-    if end > b.len() as u64 {
-        return Err(bad(format!(
-            "{what} (bytes {off}..{end}) lies outside the {} byte image",
-            b.len()
-        )));
-    }
-    Ok(&b[off as usize..end as usize])
+/// An error of the ELF reader about `what` in an image of `len` bytes.
+fn elf_error(what: &str, len: usize) -> impl FnOnce(object::read::Error) -> Error + '_ {
+    move |e| bad(format!("{what}: {e} (in a {len}-byte image)"))
 }
 
-fn u16_at(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([b[o], b[o + 1]])
-}
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or_default())
-}
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or_default())
-}
-
-struct Section {
-    kind: u32,
-    addr: u64,
-    offset: u64,
-    size: u64,
-    link: u32,
-    entsize: u64,
+/// The bytes `[off, off+len)` of `b`, if they lie within it.
+fn slice(b: &[u8], off: u64, len: u64) -> Option<&[u8]> {
+    let start = usize::try_from(off).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    b.get(start..end)
 }
 
 impl CodeObject {
     /// Parses `b`; errors name what is wrong.
     pub fn parse(b: &[u8]) -> Result<CodeObject> {
-        let (flags, m) = check_header(b)?;
-        let sections = sections(b)?;
+        let header = check_header(b)?;
+        let flags = header.e_flags(LE).0;
+        let m = flags & mach::EF_AMDGPU_MACH;
+        let sections = header.sections(LE, b).map_err(elf_error(
+            &format!(
+                "section header table ({} entries at offset {})",
+                header.e_shnum(LE),
+                header.e_shoff(LE)
+            ),
+            b.len(),
+        ))?;
         let symbols = symbols(b, &sections)?;
         let mut kernel_meta = Vec::new();
-        for s in sections.iter().filter(|s| s.kind == SHT_NOTE) {
-            let sec = slice(b, s.offset, s.size, "note section")?;
-            kernel_meta.extend(metadata::from_note_section(sec)?);
+        for (i, s) in sections.enumerate() {
+            let what = || format!("metadata note: section {}", i.0);
+            let Some(mut notes) = s
+                .notes(LE, b)
+                .map_err(|e| bad(format!("{}: {e}", what())))?
+            else {
+                continue;
+            };
+            while let Some(note) = notes.next().map_err(|e| bad(format!("{}: {e}", what())))? {
+                if note.name() == b"AMDGPU" && note.n_type(LE).0 == metadata::NT_AMDGPU_METADATA {
+                    kernel_meta.extend(metadata::kernels(note.desc())?);
+                }
+            }
         }
         let loaded = sections
             .iter()
-            .filter(|s| s.kind == SHT_PROGBITS && s.addr != 0)
-            .map(|s| (s.addr, s.offset, s.size))
+            .filter(|s| s.sh_type(LE) == elf::SHT_PROGBITS && s.sh_addr(LE) != 0)
+            .map(|s| (s.sh_addr(LE), s.sh_offset(LE), s.sh_size(LE)))
             .collect();
         Ok(CodeObject {
             flags,
             mach: m,
             target: mach::name(m),
             generic_version: flags >> mach::GENERIC_VERSION_SHIFT,
-            abi_version: b[8],
+            abi_version: header.e_ident().abi_version,
             symbols,
             kernel_meta,
             loaded,
@@ -148,9 +149,7 @@ impl CodeObject {
                     .zip(a.checked_add(*n))
                     .is_some_and(|(e, end)| e <= end)
         })?;
-        slice(b, off + (addr - start), len, "section bytes")
-            .ok()
-            .filter(|_| size >= len)
+        slice(b, off.checked_add(addr - start)?, len).filter(|_| size >= len)
     }
 
     /// The symbol called `name`, if any.
@@ -200,89 +199,70 @@ impl CodeObject {
     }
 }
 
-/// Checks the ELF header of an AMDGPU HSA code object; returns `e_flags` and its
-/// `EF_AMDGPU_MACH` part.
-fn check_header(b: &[u8]) -> Result<(u32, u32)> {
-    if b.len() < 64 {
-        return Err(bad(format!(
-            "{} bytes, shorter than an ELF64 header",
-            b.len()
-        )));
-    }
-    if &b[..4] != b"\x7fELF" {
-        return Err(bad("not an ELF file"));
-    }
-    if b[4] != 2 {
-        return Err(bad(format!("ELF class {} (want ELF64)", b[4])));
-    }
-    if b[5] != 1 {
+/// The ELF header of an AMDGPU HSA code object, checked: ELF64, little-endian, for
+/// `EM_AMDGPU` and the HSA OS ABI, with a GPU target in `e_flags`.
+fn check_header(b: &[u8]) -> Result<&FileHeader64<LittleEndian>> {
+    let header = FileHeader64::<LittleEndian>::parse(b).map_err(|e| {
+        // What the reader refuses, said in the words of the identification bytes.
+        bad(match b {
+            _ if b.len() < std::mem::size_of::<FileHeader64<LittleEndian>>() => {
+                format!("{} bytes, shorter than an ELF64 header", b.len())
+            }
+            [m0, m1, m2, m3, ..] if [*m0, *m1, *m2, *m3] != elf::ELFMAG => {
+                "not an ELF file".to_string()
+            }
+            [_, _, _, _, class, ..] if *class != elf::ELFCLASS64.0 => {
+                format!("ELF class {class} (want ELF64)")
+            }
+            [_, _, _, _, _, _, version, ..] if *version != elf::EV_CURRENT.0 => {
+                format!("ELF version {version} (want 1)")
+            }
+            _ => format!("ELF header: {e}"),
+        })
+    })?;
+    if header.endian().is_err() {
         return Err(bad("not little-endian"));
     }
-    let machine = u16_at(b, 18);
+    let machine = header.e_machine(LE).0;
     if machine != EM_AMDGPU {
         return Err(bad(format!(
             "e_machine {machine} (want EM_AMDGPU, {EM_AMDGPU})"
         )));
     }
-    if b[7] != ELFOSABI_AMDGPU_HSA {
-        return Err(bad(format!("OS ABI {} (want AMDGPU HSA, 64)", b[7])));
+    let os_abi = header.e_ident().os_abi.0;
+    if os_abi != ELFOSABI_AMDGPU_HSA {
+        return Err(bad(format!("OS ABI {os_abi} (want AMDGPU HSA, 64)")));
     }
-    let flags = u32_at(b, 48);
-    let m = flags & mach::EF_AMDGPU_MACH;
-    if m == 0 {
+    if header.e_flags(LE).0 & mach::EF_AMDGPU_MACH == 0 {
         return Err(bad("e_flags names no GPU target (EF_AMDGPU_MACH 0)"));
     }
-    Ok((flags, m))
-}
-
-/// The section headers of `b` (header already checked).
-fn sections(b: &[u8]) -> Result<Vec<Section>> {
-    let shoff = u64_at(b, 40);
-    let shentsize = u16_at(b, 58) as u64;
-    let shnum = u16_at(b, 60) as u64;
-    if shnum > 0 && shentsize != 64 {
-        return Err(bad(format!("section header size {shentsize} (want 64)")));
-    }
-    let table = slice(b, shoff, shnum * 64, "section header table")?;
-    Ok(table
-        .chunks_exact(64)
-        .map(|s| Section {
-            kind: u32_at(s, 4),
-            addr: u64_at(s, 16),
-            offset: u64_at(s, 24),
-            size: u64_at(s, 32),
-            link: u32_at(s, 40),
-            entsize: u64_at(s, 56),
-        })
-        .collect())
+    Ok(header)
 }
 
 /// The symbols of every dynamic and static symbol table, in that order (the null
 /// symbol of each left out).
-fn symbols(b: &[u8], sections: &[Section]) -> Result<Vec<Symbol>> {
+fn symbols(b: &[u8], sections: &Sections<'_>) -> Result<Vec<Symbol>> {
     let mut symbols = Vec::new();
-    for want in [SHT_DYNSYM, SHT_SYMTAB] {
-        for s in sections.iter().filter(|s| s.kind == want) {
-            if s.entsize != 24 {
-                return Err(bad(format!("symbol entry size {} (want 24)", s.entsize)));
-            }
-            let syms = slice(b, s.offset, s.size, "symbol table")?;
-            let strs = sections
-                .get(s.link as usize)
-                .ok_or_else(|| bad(format!("symbol table links to section {}", s.link)))?;
-            let strs = slice(b, strs.offset, strs.size, "string table")?;
-            for e in syms.chunks_exact(24).skip(1) {
-                let at = u32_at(e, 0) as usize;
-                let name = strs
-                    .get(at..)
-                    .and_then(|t| t.split(|&c| c == 0).next())
-                    .filter(|_| at < strs.len())
-                    .ok_or_else(|| bad(format!("symbol name offset {at} out of range")))?;
+    for want in [elf::SHT_DYNSYM, elf::SHT_SYMTAB] {
+        for (i, s) in sections.enumerate().filter(|(_, s)| s.sh_type(LE) == want) {
+            let table = SymbolTable::parse(LE, b, sections, i, s).map_err(elf_error(
+                &format!("symbol table (section {})", i.0),
+                b.len(),
+            ))?;
+            for (n, sym) in table.enumerate().skip(1) {
+                let name = sym.name(LE, table.strings()).map_err(|e| {
+                    bad(format!(
+                        "symbol {} of section {}: {e} (name offset {})",
+                        n.0,
+                        i.0,
+                        sym.st_name(LE)
+                    ))
+                })?;
                 symbols.push(Symbol {
                     name: String::from_utf8_lossy(name).into_owned(),
-                    kind: e[4] & 0xf,
-                    value: u64_at(e, 8),
-                    size: u64_at(e, 16),
+                    kind: sym.st_type().0,
+                    value: sym.st_value(LE),
+                    size: sym.st_size(LE),
                 });
             }
         }

@@ -1,6 +1,6 @@
 //! A gcn image: reading and checking it as libgomp passes it to `load_image`
 //! ([`check`], over mkoffload's [`descriptor`], the [`code_object`], its target
-//! ([`mach`]) and kernel metadata ([`metadata`] over [`msgpack`]); pure), and, here, the
+//! ([`mach`]) and kernel metadata ([`metadata`], MessagePack by `rmpv`); pure), and, here, the
 //! image loaded on one device: the HSA code object reader over the image bytes,
 //! the executable made from it (created, the code object loaded for the agent, frozen,
 //! validated), its kernels, their constructor and destructor kernels ([`cdtors`], run
@@ -28,7 +28,6 @@ pub mod code_object;
 pub mod descriptor;
 pub mod mach;
 pub mod metadata;
-pub mod msgpack;
 
 pub use check::check_image;
 

@@ -2,10 +2,10 @@
 //! backend derives at great cost from inputs it can name completely (the nvptx
 //! backend: the JIT link's output), kept so that the next process skips the work.
 //!
-//! - [`key`]: a [`Key`] is a SHA-256 digest ([`sha256`]) of named, length-prefixed
+//! - [`key`]: a [`Key`] is a SHA-256 digest (`sha2`) of named, length-prefixed
 //!   fields: every input the derived data depends on, in order;
 //! - [`entry`]: the file format (header with kind, key and length; an XXH64 checksum,
-//!   [`xxh64`]);
+//!   `xxhash-rust`);
 //! - [`store`]: the directory (private to the user), reads checked on the descriptor,
 //!   atomic writes (temporary file + rename), the size bound ([`evict`]);
 //! - [`opened`]: the process's store, opened once from its setting (which directory,
@@ -21,9 +21,7 @@ pub mod entry;
 pub mod evict;
 pub mod key;
 pub mod opened;
-pub mod sha256;
 pub mod store;
-pub mod xxh64;
 
 pub use key::{Key, KeyBuilder};
 pub use store::{Lookup, Payload, Store};
