@@ -58,6 +58,9 @@ CUDA_LIBDIR=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 declare -A DIR=([stock]=$B/plugin [ours]=$C/plugin [before]=$C/before)
 # PLUGINS: which plugins, in this order each repetition (default "stock ours"; any other
 # name is the plugin in CARRY_DIR/NAME/, e.g. "before" for ours as it was before a change).
+# A plugin folder may hold an ENV file: one line of VAR=VAL words set for its runs, so
+# that a folder holding the same plugin with e.g. GOMP_NVPTX_TUNE=syncwait=sync is one
+# more column (a variant).
 PLUGINS=${PLUGINS:-stock ours}
 for p in $PLUGINS; do [ -n "${DIR[$p]:-}" ] || DIR[$p]=$C/$p; done   # any other name: CARRY_DIR/NAME/
 # Which build each plugin is, first in bench-raw.txt ("# plugin NAME commit HASH", from
@@ -86,7 +89,9 @@ has() { [[ " $BENCHES " == *" $1 "* ]]; }
 RUN_ENV=()   # extra VAR=VAL for run_bin (the kernels step's KNOBS)
 run_bin() { # PLUGIN BINARY ARGS... -> $T/one.txt; returns the exit status
   local p=$1 bin=$2; shift 2
-  env ${RUN_ENV[@]+"${RUN_ENV[@]}"} timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
+  local penv=()   # the plugin folder's ENV file: VAR=VAL words for its runs (a variant)
+  [ -f "${DIR[$p]}/ENV" ] && read -ra penv < "${DIR[$p]}/ENV"
+  env ${penv[@]+"${penv[@]}"} ${RUN_ENV[@]+"${RUN_ENV[@]}"} timeout 120 "$B/lib/ld-linux-x86-64.so.2" --library-path "${DIR[$p]}:$B/lib:$CUDA_LIBDIR" \
     "$C/$bin" "$@" > "$T/one.txt" 2>&1
 }
 # PLUGIN REP BINARY ARGS...: records the run's metric and ERROR lines (env KEEP: only

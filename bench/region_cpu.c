@@ -4,11 +4,12 @@
  * collected (CALLGRIND_TOGGLE_COLLECT), after a warm-up that opens the device and
  * loads the image. The stand-in runs no kernel, so results are not checked.
  *
- * usage: region_cpu map|tofrom|from|to N
+ * usage: region_cpu map|tofrom|from|to|empty N
  *   map     `target map(to: a[0:512]) map(from: s)` (4 KiB up, 8 B down)
  *   tofrom  `target map(tofrom: x)` of one double
  *   from    `target update from(a[0:512])` inside `target data` (4 KiB down)
- *   to      `target update to(a[0:512])` inside `target data` (4 KiB up) */
+ *   to      `target update to(a[0:512])` inside `target data` (4 KiB up)
+ *   empty   `target` with no map clause and an empty body (the launch and its wait) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,12 @@ static void map_region (void)
   a[1] = s;
 }
 
+static void empty_region (void)
+{
+#pragma omp target
+  ;
+}
+
 static void tofrom_region (double *x)
 {
 #pragma omp target map(tofrom: x[0:1])
@@ -35,9 +42,10 @@ int main (int argc, char **argv)
   const char *mode = argc == 3 ? argv[1] : "";
   long n = argc == 3 ? atol (argv[2]) : 0;
   int from = !strcmp (mode, "from"), to = !strcmp (mode, "to");
-  if (n <= 0 || !(from || to || !strcmp (mode, "map") || !strcmp (mode, "tofrom")))
+  if (n <= 0 || !(from || to || !strcmp (mode, "map") || !strcmp (mode, "tofrom")
+                  || !strcmp (mode, "empty")))
     {
-      fprintf (stderr, "usage: region_cpu map|tofrom|from|to N\n");
+      fprintf (stderr, "usage: region_cpu map|tofrom|from|to|empty N\n");
       return 2;
     }
   double x = 0;
@@ -71,6 +79,8 @@ int main (int argc, char **argv)
       for (long i = 0; i < n; i++)
         if (mode[0] == 'm')
           map_region ();
+        else if (mode[0] == 'e')
+          empty_region ();
         else
           tofrom_region (&x);
       CALLGRIND_TOGGLE_COLLECT;

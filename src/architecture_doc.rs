@@ -9,11 +9,16 @@
 //! `impl ... Type` block) or `name(params) -> Ret` (a free function), of the file named
 //! before it in the cell, without qualifiers (`pub`, `unsafe`); the file must declare
 //! that function with that signature (whitespace and rustfmt's trailing commas
-//! aside). The paired items have one shape: every signature of one backend column must
-//! be in the other backend columns of its row too, letter for letter, except in the
-//! rows of the driver layer (concept starting with "driver layer"), whose signatures
-//! name each driver's own types. A drift of either backend, or of the table, fails the
-//! test. Reads files only.
+//! aside). A span `Type.field: FieldType` is a field of the struct `Type` of that file,
+//! which must declare it so (with any visibility); the span `mod tests` says the file
+//! holds its unit tests inline (a `mod tests` of its own). The paired items have one
+//! shape: every signature, field and `mod tests` of one backend column must be in the
+//! other backend columns of its row too, letter for letter, except in the rows of the
+//! driver layer (concept starting with "driver layer"), whose signatures name each
+//! driver's own types. A drift of either backend, or of the table, fails the test.
+//! Besides the table: no crate (`src/`, `nvptx/src/`, `gcn/src/`) keeps unit tests in
+//! a separate `tests.rs` (the table's "unit tests" row says where they are). Reads
+//! files only.
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -70,6 +75,95 @@ mod tests {
                 })
             })
         })
+    }
+
+    /// Whether a span is paired across the backends: a signature, a field or `mod tests`.
+    fn paired(s: &str) -> bool {
+        s.contains('(') || is_field(s) || s == "mod tests"
+    }
+
+    /// Whether a span is a field, `Type.field: FieldType`.
+    fn is_field(s: &str) -> bool {
+        !s.contains('(')
+            && s.split_once(": ").is_some_and(|(head, _)| {
+                head.split_once('.').is_some_and(|(t, f)| {
+                    [t, f].iter().all(|w| {
+                        !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    })
+                })
+            })
+    }
+
+    /// Whether `src` declares field `field: ty` in `struct name { .. }` (any visibility,
+    /// whitespace aside).
+    fn declares_field(src: &str, span: &str) -> bool {
+        let Some((head, ty)) = span.split_once(": ") else {
+            return false;
+        };
+        let Some((name, field)) = head.split_once('.') else {
+            return false;
+        };
+        let want = normalize(&format!("{field}: {ty},"));
+        let mut inside = false;
+        for line in src.lines() {
+            if !inside {
+                let l = line.trim_start();
+                let l = l.split_once("struct ").map_or("", |(vis, rest)| {
+                    if vis.is_empty() || vis.trim().starts_with("pub") {
+                        rest
+                    } else {
+                        ""
+                    }
+                });
+                inside = l
+                    .strip_prefix(name)
+                    .is_some_and(|after| after.trim_start().starts_with(['{', '<']));
+                continue;
+            }
+            if line.starts_with('}') {
+                inside = false;
+                continue;
+            }
+            let l = line.trim();
+            let l = match l.strip_prefix("pub") {
+                Some(rest) if rest.starts_with('(') => {
+                    rest.split_once(')').map_or(l, |(_, r)| r.trim())
+                }
+                Some(rest) if rest.starts_with(' ') => rest.trim(),
+                _ => l,
+            };
+            if normalize(l) == want {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether `src` declares a `mod tests` (inline, with a body).
+    fn declares_tests(src: &str) -> bool {
+        src.lines()
+            .any(|l| l.trim_start().starts_with("mod tests {") || l.trim() == "mod tests {")
+    }
+
+    /// Every `tests.rs` under `root/dir` (unit tests kept apart from the code they test).
+    fn tests_files(root: &Path, dir: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut todo = vec![root.join(dir)];
+        while let Some(d) = todo.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if p.file_name().is_some_and(|n| n == "tests.rs") {
+                    out.push(p.strip_prefix(root).unwrap_or(&p).display().to_string());
+                }
+            }
+        }
+        out.sort();
+        out
     }
 
     /// Whitespace collapsed, no space inside parentheses, no trailing comma before `)`.
@@ -208,6 +302,22 @@ mod tests {
                 }
                 let mut file: Option<(String, String)> = None;
                 for s in named {
+                    if s == "mod tests" || is_field(s) {
+                        match &file {
+                            None => out.push(format!("{concept}: `{s}` for {base} after no file")),
+                            Some((f, src)) => {
+                                let ok = if s == "mod tests" {
+                                    declares_tests(src)
+                                } else {
+                                    declares_field(src, s)
+                                };
+                                if !ok {
+                                    out.push(format!("{concept}: {base}{f} declares no `{s}`"));
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     if s.contains('(') {
                         match &file {
                             None => out.push(format!(
@@ -253,7 +363,7 @@ mod tests {
             let sigs = |i: usize| -> Vec<String> {
                 spans(row.get(i).map_or("", String::as_str))
                     .into_iter()
-                    .filter(|s| s.contains('('))
+                    .filter(|s| paired(s))
                     .map(normalize)
                     .collect()
             };
@@ -270,6 +380,19 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn no_crate_keeps_unit_tests_apart() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let apart: Vec<String> = ["src", "nvptx/src", "gcn/src"]
+            .iter()
+            .flat_map(|d| tests_files(root, d))
+            .collect();
+        assert!(
+            apart.is_empty(),
+            "unit tests belong inline, in a `mod tests` of the file they test: {apart:?}"
+        );
     }
 
     #[test]
@@ -302,9 +425,13 @@ mod tests {
              | ok method | `images.rs::LoadedImages`, `LoadedImages::new() -> Self` |\n\
              | drifted fn | `error.rs`, `check(code: i64) -> Result<()>` |\n\
              | wrong type | `error.rs`, `Error::code(&self) -> i64` |\n\
-             | fn first | `new() -> Self` |\n{END}\n"
+             | fn first | `new() -> Self` |\n\
+             | ok field | `registry.rs::Registry`, `Registry.kernels: KernelSet<D::Kernel>` |\n\
+             | drifted field | `registry.rs`, `Registry.kernels: KernelSet<u8>` |\n\
+             | ok tests | `images.rs`, `mod tests` |\n\
+             | no tests | `lib.rs`, `mod tests` |\n{END}\n"
         );
-        let found = defects(&doc, root, 14);
+        let found = defects(&doc, root, 18);
         let expect = [
             "missing type: src/images.rs declares no `LoadedImagez`",
             "prefix only: src/images.rs declares no `LoadedImage`",
@@ -314,7 +441,9 @@ mod tests {
             "drifted fn: src/error.rs declares no `check(code: i64) -> Result<()>`",
             "wrong type: src/error.rs declares no `Error::code(&self) -> i64`",
             "fn first: signature `new() -> Self` for src/ after no file",
-            "13 row(s), expected at least 14",
+            "drifted field: src/registry.rs declares no `Registry.kernels: KernelSet<u8>`",
+            "no tests: src/lib.rs declares no `mod tests`",
+            "17 row(s), expected at least 18",
         ];
         for e in expect {
             assert!(found.iter().any(|f| f == e), "{e:?} not in {found:?}");
@@ -333,11 +462,15 @@ mod tests {
             "{BEGIN} -->\n| concept | a (`src/`) | b (`src/`) |\n|---|---|---|\n\
              | same | `images.rs`, `LoadedImages::new() -> Self` | `images.rs`, `LoadedImages::new() -> Self` |\n\
              | one side | `images.rs`, `LoadedImages::new() -> Self` | `images.rs` |\n\
-             | driver layer: own types | `images.rs`, `LoadedImages::new() -> Self` | `error.rs` |\n{END}\n"
+             | driver layer: own types | `images.rs`, `LoadedImages::new() -> Self` | `error.rs` |\n\
+             | field one side | `registry.rs`, `Registry.kernels: KernelSet<D::Kernel>` | `registry.rs` |\n{END}\n"
         );
         assert_eq!(
             defects(&doc, root, 3),
-            ["one side: `LoadedImages::new() -> Self` of src/ is not in src/'s cell"]
+            [
+                "one side: `LoadedImages::new() -> Self` of src/ is not in src/'s cell",
+                "field one side: `Registry.kernels: KernelSet<D::Kernel>` of src/ is not in src/'s cell"
+            ]
         );
     }
 }

@@ -164,7 +164,7 @@ pub trait Plugin: 'static {
         Err(Error::not_implemented(Self::NAME, "interop", "interop"))
     }
     /// `get_interop_*`: property `prop` of an object this plugin initialised.
-    fn interop_property(_obj: &InteropObj, _prop: c_int) -> Result<interop::Value> {
+    fn interop_property(_obj: &InteropObj, _prop: c_int) -> Result<interop::InteropValue> {
         Err(Error::not_implemented(Self::NAME, "get_interop", "interop"))
     }
     /// `get_interop_type_desc`: the C type of a property (`obj` may be absent).

@@ -175,6 +175,39 @@ pub fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// A backend's settings as one value (its `Config`), read from the environment once per
+/// process, the same in every product. The backend writes [`ProcessSettings::from_lookup`]
+/// (its table read with [`read`] through a lookup, a bad value reported through a
+/// callback) and names the one cell the process's value lives in
+/// ([`ProcessSettings::cell`], a `static` of its own); reading the process environment
+/// ([`ProcessSettings::from_env`]: bad values reported as `libgomp:` errors) and keeping
+/// it ([`ProcessSettings::process`]) are written here once. The value is read at the
+/// plugin's first use (`Plugin::read_settings`, at the first `get_num_devices`), so a
+/// bad value is reported once, also on a machine without a GPU; afterwards it is
+/// shared read-only by every thread (`Sync`).
+pub trait ProcessSettings: Sized + Send + Sync + 'static {
+    /// Reads the settings through `get` (the environment in production), reporting each
+    /// bad value through `warn` and keeping its default.
+    fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Self;
+
+    /// The cell the process's settings are kept in: the backend's own `static` (Rust
+    /// has no generic statics, so the one line that owns it is the backend's).
+    fn cell() -> &'static once_cell::sync::OnceCell<Self>;
+
+    /// Reads the process environment; bad values are reported through libgomp's error
+    /// stream ([`ProcessSettings::process`] reads it once).
+    fn from_env() -> Self {
+        Self::from_lookup(env, crate::libgomp::report::error)
+    }
+
+    /// The settings of this process: the environment read once, at the first call
+    /// (`Plugin::read_settings`), and kept for the process. Thread-safe.
+    #[inline]
+    fn process() -> &'static Self {
+        Self::cell().get_or_init(Self::from_env)
+    }
+}
+
 /// A lookup over `pairs` (name, value), as [`read`] takes one (tests, fuzzing): the
 /// value of the first pair of that name.
 pub fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {

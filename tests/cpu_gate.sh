@@ -14,8 +14,8 @@
 # usage: tests/cpu_gate.sh            (no arguments)
 # env: WORK (default ./.toolchain; the sid root, made there with
 #      scripts/toolchain/mkroot.sh sid when missing: root and network), N (default 2000).
-# The counts run with the defaults: GOMP_*, OMP_*, CUDA_* and STUB_LIBCUDA_* variables of
-# the caller are cleared. Each count takes $WORK/.lock (flock), as cpu-count.sh's callers
+# The counts run with the defaults (the tree's with syncwait=run, below): GOMP_*, OMP_*,
+# CUDA_* and STUB_LIBCUDA_* variables of the caller are cleared. Each count takes $WORK/.lock (flock), as cpu-count.sh's callers
 # on a shared WORK do: do not run this under that lock.
 # Output: target/cpu-gate/counts-{release,tree}/ (counts.txt, callgrind's SHAPE.cg per shape).
 # Needs git, cargo, cc, objcopy, valgrind, python3, flock, root (the sid root's chroot).
@@ -49,10 +49,15 @@ echo "cpu-gate: the tree's plugin (scripts/build)"
 scripts/build
 mkdir -p "$WORK"
 [ -x "$WORK/sid/usr/bin/gcc-16" ] || scripts/toolchain/mkroot.sh sid
+# The tree's plugin is counted with GOMP_NVPTX_TUNE=syncwait=run: by default (auto) it
+# measures at first use which way of waiting is faster on the host and keeps it, and on
+# the stand-in that choice is arbitrary; `run` (launches waited for by the ring's flag,
+# copies by synchronizing: bench/cpu-allow.txt's calls) is the way with the more host
+# work of the two a host may choose. The release's plugin knows no such key.
 for who in release tree; do
-  so=$R/release/libgomp-plugin-nvptx.so.1
-  [ $who = release ] || so=target/plugin/nvptx/libgomp-plugin-nvptx.so.1
+  so=$R/release/libgomp-plugin-nvptx.so.1 tune=
+  [ $who = release ] || { so=target/plugin/nvptx/libgomp-plugin-nvptx.so.1; tune=syncwait=run; }
   echo "cpu-gate: counting the $who's plugin ($N regions per shape)"
-  flock "$WORK/.lock" env N="$N" CPU_OUT="$G/counts-$who" bench/cpu-count.sh "$so"
+  flock "$WORK/.lock" env N="$N" CPU_OUT="$G/counts-$who" ${tune:+GOMP_NVPTX_TUNE=$tune} bench/cpu-count.sh "$so"
 done
 python3 bench/cpu-gate.py "$G/counts-release/counts.txt" "$G/counts-tree/counts.txt" --allow bench/cpu-allow.txt

@@ -1,6 +1,7 @@
 //! Environment-variable parsing on arbitrary values: never panics, always yields
 //! settings within their documented bounds.
 #![no_main]
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin_nvptx::config::Config;
 use libfuzzer_sys::fuzz_target;
 

@@ -4,7 +4,7 @@
 //! is the same each time and changes with the PTX.
 #![no_main]
 use gomp_plugin_nvptx::config::tune::Tune;
-use gomp_plugin_nvptx::image::descriptor::{read, RawDescriptor, RawFn, RawPtxObj};
+use gomp_plugin_nvptx::image::descriptor::{read, RawDescriptor, RawKernel, RawPtxObj};
 use gomp_plugin_nvptx::image::link::value_options;
 use gomp_plugin_nvptx::image::link_cache::{key, Target};
 use libfuzzer_sys::fuzz_target;
@@ -49,8 +49,8 @@ fuzz_target!(|data: &[u8]| {
             }
         })
         .collect();
-    let fns: Vec<RawFn> = (0..nf)
-        .map(|i| RawFn {
+    let fns: Vec<RawKernel> = (0..nf)
+        .map(|i| RawKernel {
             name: pick(i + 2),
             dim: [head[5].into(), head[6].into(), 0],
         })

@@ -23,7 +23,7 @@
 //! stale). Pure; thread-safe.
 
 use gomp_plugin::generate::Output;
-use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, Value};
+use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, ProcessSettings, Value};
 
 /// Default per-module heap (`GCN_HEAP_SIZE`): 100 MiB.
 pub const DEFAULT_HEAP: u64 = 100 << 20;
@@ -219,10 +219,14 @@ pub fn generated() -> Vec<Output> {
     ]
 }
 
-impl Config {
+/// The settings of this process (`Config::process`, the framework's
+/// [`ProcessSettings`], as nvptx's): read once, at the plugin's first use
+/// (`Plugin::read_settings`, at the first `get_num_devices`), so a bad value is reported
+/// once, even on a machine without a GPU.
+impl ProcessSettings for Config {
     /// Reads the settings through `get` (the environment in production), reporting each
     /// bad value through `warn` and keeping its default.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
+    fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
         let visible = |name: &str| match OVERRIDDEN.iter().find(|(v, _)| *v == name) {
             Some((_, over)) if get(over).is_some() => None,
             _ => get(name),
@@ -232,21 +236,9 @@ impl Config {
         c
     }
 
-    /// From the process environment; bad values are reported through libgomp.
-    pub fn from_env() -> Config {
-        Config::from_lookup(
-            gomp_plugin::settings::env,
-            gomp_plugin::libgomp::report::error,
-        )
-    }
-
-    /// The settings of this process: the environment read once, at the plugin's first
-    /// use (`Plugin::read_settings`, at the first `get_num_devices`, as the nvptx plugin
-    /// reads its own), so a bad value is reported once, even on a machine without a
-    /// GPU. Thread-safe.
-    pub fn process() -> &'static Config {
+    fn cell() -> &'static once_cell::sync::OnceCell<Config> {
         static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
-        CONFIG.get_or_init(Config::from_env)
+        &CONFIG
     }
 }
 

@@ -10,6 +10,7 @@ use crate::hsa::sys::*;
 use crate::hsa::table;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::*;
+use gomp_plugin::settings::ProcessSettings;
 use once_cell::sync::OnceCell;
 
 /// One GPU agent. Plain data.
@@ -112,4 +113,30 @@ pub fn compute_units(ord: i32) -> Option<u32> {
     let a = agent(ord).ok()?;
     let rt = table::load().ok()?;
     agent::compute_units(rt, hsa_agent_t { handle: a.handle }).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_count_policy() {
+        let a = [Agent {
+            handle: 1,
+            name: "gfx90a".into(),
+        }];
+        assert_eq!(devices_for(&[], 0).0, 0);
+        let (n, why) = devices_for(&a, 0);
+        assert_eq!(n, 1, "a GPU agent is a device");
+        assert!(why.contains("1 device(s)"), "{why}");
+        use gomp_plugin::libgomp::abi::*;
+        assert_eq!(devices_for(&a, REQUIRES_REVERSE_OFFLOAD).0, 1);
+        for m in [
+            REQUIRES_UNIFIED_SHARED_MEMORY,
+            REQUIRES_UNIFIED_ADDRESS,
+            REQUIRES_SELF_MAPS,
+        ] {
+            assert_eq!(devices_for(&a, m | REQUIRES_REVERSE_OFFLOAD).0, 0, "{m:#x}");
+        }
+    }
 }

@@ -21,8 +21,7 @@ use crate::device::{self, Core};
 use crate::discovery::agent;
 use crate::hsa::sys::*;
 use crate::hsa::table::{self, Runtime};
-use crate::image::check_image;
-use crate::image::{Image, Kernel};
+use crate::image::{cdtors, check_image, Image, Kernel};
 use crate::launch::run::Launcher;
 use crate::launch::{Dims, Grid, Kind, CDTOR_DIMS};
 use gomp_plugin::device::LoadedImage;
@@ -109,16 +108,16 @@ impl OpenDevice {
         &self.launcher
     }
 
-    /// Runs the image's `_init_array` (`which` 0) or `_fini_array` (1), if it has it.
+    /// Runs the image's `_init_array` (`which` 0) or `_fini_array` (1), if it has it
+    /// ([`cdtors::run_cdtors`]), through the launcher, waited for.
     fn run_cdtor(&self, img: &Image, which: usize) -> Result<()> {
-        let Some(k) = &img.cdtors[which] else {
-            return Ok(());
-        };
-        let e = self
-            .launcher
-            .launch(self.ord, None, k, 0, CDTOR_DIMS, Kind::Cdtor)?;
-        self.launcher.finish(e);
-        Ok(())
+        cdtors::run_cdtors(img.cdtors[which].as_ref(), |k| {
+            let e = self
+                .launcher
+                .launch(self.ord, None, k, 0, CDTOR_DIMS, Kind::Cdtor)?;
+            self.launcher.finish(e);
+            Ok(())
+        })
     }
 
     /// Runs `_fini_array`, then unloads the image.

@@ -21,6 +21,7 @@ use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::version::Libgomp;
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::registry::Registry;
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::{OpenAcc, Plugin, Result};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -85,7 +86,7 @@ impl Plugin for Gcn {
     }
 
     /// The table goes after the output ring of a kernarg block reserved for the
-    /// session's launch ([`crate::launch::resources::Resources::reserve_table`]).
+    /// session's launch ([`crate::launch::launch_resources::LaunchResources::reserve_table`]).
     fn allocate_table(session: *mut c_void, ord: i32, size: usize) -> Result<*mut c_void> {
         Self::device(ord)?
             .launcher()

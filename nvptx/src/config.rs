@@ -16,7 +16,7 @@
 //! `CUDA_CACHE_DISABLE`, `CUDA_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`.
 
 pub mod cache_location;
-pub mod link_cache;
+pub mod link_cache_setting;
 pub mod staging;
 pub mod switches;
 pub mod tune;
@@ -25,7 +25,7 @@ use crate::config::staging::StagingParams;
 use crate::config::switches::{jit_cache, Switches, INJECTION_PATH_VARIABLE};
 use crate::config::tune::{PathKnob, Tune, PATH_KNOBS};
 use gomp_plugin::generate::Output;
-use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, Value};
+use gomp_plugin::settings::{markdown_table, names_rs, read, Entry, ProcessSettings, Value};
 
 /// Parsed settings. Plain data, read once per process ([`Config::process`]); each
 /// device keeps a copy.
@@ -61,7 +61,7 @@ pub struct Config {
     /// `GOMP_NVPTX_LINK_CACHE_SIZE`.
     link_cache_limit: u64,
     /// The linked-image cache: the two above and the driver's cache variables.
-    pub link_cache: link_cache::Setting,
+    pub link_cache: link_cache_setting::Setting,
     /// `GOMP_NVPTX_INFO`, `GOMP_NVPTX_PROFILE`, `GOMP_NVPTX_TRACE`.
     pub observe: Switches,
     /// The driver's JIT cache, as the info line says it ([`jit_cache`]).
@@ -158,7 +158,7 @@ pub static VARIABLES: [Entry<Config>; 16] = [
         }),
         default: "3 lanes per 4 processors, at most 12, of 2 buffers of 4 MiB",
         doc: "an experiment knob: the lanes (threads), their chunk size and their buffers of \
-              the staging engine of large pageable copies (`nvptx/src/host/staging.rs`)",
+              the staging engine of large pageable copies (`nvptx/src/device/copy/staged.rs`)",
     },
     Entry {
         name: "GOMP_NVPTX_TUNE",
@@ -291,13 +291,25 @@ pub fn parse_jit(s: &str) -> Result<Option<u32>, String> {
     Ok(level)
 }
 
-impl Config {
+/// The settings of this process (`Config::process`, the framework's
+/// [`ProcessSettings`], as gcn's): read once, at the plugin's first use
+/// (`Plugin::read_settings`, at the first `get_num_devices`), so a bad value is reported
+/// once, even on a machine without a GPU; the plugin attaches the NVTX tool they name,
+/// if any, at that moment, and each opened device keeps a copy.
+impl ProcessSettings for Config {
     /// Reads the settings through `get` (the environment in production), reporting each
     /// bad value through `warn` and keeping its default.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
+    fn from_lookup(get: impl Fn(&str) -> Option<String>, warn: impl Fn(&str)) -> Config {
         Config::read_with(&PATH_KNOBS, get, warn)
     }
 
+    fn cell() -> &'static once_cell::sync::OnceCell<Config> {
+        static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
+        &CONFIG
+    }
+}
+
+impl Config {
     /// [`Config::from_lookup`] with the copy paths' own `GOMP_NVPTX_TUNE` knobs `paths`
     /// (the unit tests give a knob of no path).
     fn read_with(
@@ -318,13 +330,14 @@ impl Config {
             device_cache: DEFAULT_DEVICE_CACHE,
             pinned_cache: DEFAULT_PINNED_CACHE,
             link_cache_on: true,
-            link_cache_limit: link_cache::DEFAULT_LIMIT,
-            link_cache: link_cache::Setting::Off(String::new()),
+            link_cache_limit: link_cache_setting::DEFAULT_LIMIT,
+            link_cache: link_cache_setting::Setting::Off(String::new()),
             observe: Switches::default(),
             jit_cache: String::new(),
         };
         read(&VARIABLES, &mut c, &get, &warn);
-        c.link_cache = link_cache::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
+        c.link_cache =
+            link_cache_setting::Setting::resolve(c.link_cache_on, c.link_cache_limit, &get);
         c.jit_cache = jit_cache(&get);
         if c.observe.nvtx {
             c.observe.nvtx_tool = get(INJECTION_PATH_VARIABLE)
@@ -332,25 +345,6 @@ impl Config {
                 .map(Into::into);
         }
         c
-    }
-
-    /// Reads the process environment; warnings go to libgomp's error stream
-    /// ([`Config::process`] reads it once).
-    pub fn from_env() -> Config {
-        Config::from_lookup(
-            gomp_plugin::settings::env,
-            gomp_plugin::libgomp::report::error,
-        )
-    }
-
-    /// The settings of this process: the environment read once, at the plugin's first
-    /// use (`Plugin::read_settings`, at the first `get_num_devices`, as the gcn plugin
-    /// reads its own), so a bad value is reported once, even on a machine without a
-    /// GPU; the plugin attaches the NVTX tool they name, if any, at that moment, and each
-    /// opened device keeps a copy. Thread-safe.
-    pub fn process() -> &'static Config {
-        static CONFIG: once_cell::sync::OnceCell<Config> = once_cell::sync::OnceCell::new();
-        CONFIG.get_or_init(Config::from_env)
     }
 }
 
@@ -547,19 +541,22 @@ mod tests {
         ]);
         assert_eq!(
             c.link_cache,
-            link_cache::Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into())
+            link_cache_setting::Setting::Off("GOMP_NVPTX_LINK_CACHE=0".into())
         );
         assert_eq!(w.len(), 1, "{w:?}");
         // The link cache's switch and bound reach its setting.
         let (c, w) = cfg(&[("HOME", "/h"), ("GOMP_NVPTX_LINK_CACHE_SIZE", "1m")]);
         assert!(w.is_empty(), "{w:?}");
         assert!(
-            matches!(c.link_cache, link_cache::Setting::On { limit, .. } if limit == 1 << 20),
+            matches!(c.link_cache, link_cache_setting::Setting::On { limit, .. } if limit == 1 << 20),
             "{:?}",
             c.link_cache
         );
         let (c, w) = cfg(&[("HOME", "/h"), ("GOMP_NVPTX_LINK_CACHE", "yes")]);
-        assert!(matches!(c.link_cache, link_cache::Setting::On { .. }));
+        assert!(matches!(
+            c.link_cache,
+            link_cache_setting::Setting::On { .. }
+        ));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("Invalid value 'yes' for GOMP_NVPTX_LINK_CACHE (expected 0, 1)"));
         let (c, w) = cfg(&[("GOMP_REVERSE_OFFLOAD_THREADS", "1024")]);
@@ -575,7 +572,7 @@ mod tests {
         let (c, _) = cfg(&[("CUDA_CACHE_PATH", "/c"), ("HOME", "/h")]);
         assert_eq!(c.jit_cache, "JIT cache /c (CUDA_CACHE_PATH)");
         assert!(
-            matches!(&c.link_cache, link_cache::Setting::On { dir, .. } if dir.starts_with("/c")),
+            matches!(&c.link_cache, link_cache_setting::Setting::On { dir, .. } if dir.starts_with("/c")),
             "{:?}",
             c.link_cache
         );
@@ -583,7 +580,7 @@ mod tests {
         assert!(c.jit_cache.contains("disabled"), "{}", c.jit_cache);
         assert_eq!(
             c.link_cache,
-            link_cache::Setting::Off("CUDA_CACHE_DISABLE=1".into())
+            link_cache_setting::Setting::Off("CUDA_CACHE_DISABLE=1".into())
         );
     }
 

@@ -7,11 +7,11 @@
 
 use crate::cuda::safe::query;
 use crate::cuda::{sys::*, table};
-use crate::device;
 use crate::observe::info;
 use gomp_plugin::libgomp::abi::*;
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::version::Libgomp;
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::{Error, Result};
 
 /// The driver loaded and initialised, and its device count.
@@ -81,7 +81,7 @@ pub fn num_devices(mask: u32, on_count: impl FnOnce(usize)) -> i32 {
     if mask & usm != 0 {
         let pageable = (0..n).all(|i| {
             query::device(i).is_ok_and(|dev| {
-                device::attr_or_zero(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0
+                query::attribute(dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS).unwrap_or(0) != 0
             })
         });
         if !pageable || host::libgomp().is_none_or(|v| v < Libgomp::V15) {

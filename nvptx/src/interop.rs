@@ -8,8 +8,9 @@
 
 use crate::cuda::safe::{OwnedStream, Stream};
 use crate::cuda::sys::*;
-use crate::device::copy_buffers::Buffers;
+use crate::device::copy::ThreadBuffers;
 use crate::device::launch_resources::LaunchResources;
+use crate::device::settings::Settings;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::interop::*;
 use std::ffi::{c_char, c_int, CStr};
@@ -86,17 +87,17 @@ fn fr_name(fr: c_int) -> &'static CStr {
 
 /// The value of property `prop` of an object using runtime `fr` on CUDA device `cu_dev`
 /// with context `ctx`.
-pub fn property(obj: &InteropObj, prop: c_int, cu_dev: CUdevice, ctx: CUcontext) -> Value {
+pub fn property(obj: &InteropObj, prop: c_int, cu_dev: CUdevice, ctx: CUcontext) -> InteropValue {
     match prop {
-        IPR_FR_ID => Value::Int(obj.fr as isize),
-        IPR_FR_NAME => Value::Str(fr_name(obj.fr)),
-        IPR_VENDOR => Value::Int(VENDOR_NVIDIA),
-        IPR_VENDOR_NAME => Value::Str(c"nvidia"),
-        IPR_DEVICE_NUM => Value::Int(obj.device_num as isize),
-        IPR_DEVICE => Value::Int(cu_dev as isize),
-        IPR_DEVICE_CONTEXT if obj.fr != FR_CUDA => Value::Ptr(ctx.cast()),
-        IPR_TARGETSYNC if !obj.stream.is_null() => Value::Ptr(obj.stream),
-        _ => Value::None,
+        IPR_FR_ID => InteropValue::Int(obj.fr as isize),
+        IPR_FR_NAME => InteropValue::Str(fr_name(obj.fr)),
+        IPR_VENDOR => InteropValue::Int(VENDOR_NVIDIA),
+        IPR_VENDOR_NAME => InteropValue::Str(c"nvidia"),
+        IPR_DEVICE_NUM => InteropValue::Int(obj.device_num as isize),
+        IPR_DEVICE => InteropValue::Int(cu_dev as isize),
+        IPR_DEVICE_CONTEXT if obj.fr != FR_CUDA => InteropValue::Ptr(ctx.cast()),
+        IPR_TARGETSYNC if !obj.stream.is_null() => InteropValue::Ptr(obj.stream),
+        _ => InteropValue::None,
     }
 }
 
@@ -125,13 +126,13 @@ pub fn type_desc(fr: c_int, prop: c_int) -> Option<&'static CStr> {
 /// A `targetsync` stream is handed to the program, which may queue work on it at any
 /// time: it is made to wait for the deferred host-to-device copies made so far, and
 /// while it exists no further copy is deferred (`Parts::may_defer`): counted in
-/// the device's copy `buffers`, ordered by its `launch` resources.
+/// the device's `settings` (its run-time switches), ordered by its `launch` resources.
 ///
 /// # Safety
 /// `prefer` must be NULL or the compiler's NUL-terminated-list encoding.
 pub unsafe fn interop(
-    buffers: &Buffers,
-    launch: &LaunchResources,
+    settings: &Settings,
+    launch: &LaunchResources<ThreadBuffers>,
     obj: &mut InteropObj,
     flag: u32,
     targetsync: bool,
@@ -153,9 +154,9 @@ pub unsafe fn interop(
                 let s = OwnedStream::non_blocking()?;
                 // Counted first: a copy deferred from now on sees the count and waits
                 // (`Parts::deferred_done`); the ones before are ordered here.
-                buffers.count_interop_stream(true);
+                settings.count_interop_stream(true);
                 if let Err(e) = launch.order(s.handle()) {
-                    buffers.count_interop_stream(false);
+                    settings.count_interop_stream(false);
                     return Err(e);
                 }
                 obj.stream = s.into_raw().cast();
@@ -173,7 +174,7 @@ pub unsafe fn interop(
             obj.stream = std::ptr::null_mut();
             // SAFETY: created by init (`into_raw`), destroyed once.
             let s = unsafe { OwnedStream::from_raw(s) };
-            buffers.count_interop_stream(false);
+            settings.count_interop_stream(false);
             if let Err(e) = s.handle().synchronize() {
                 // Not destroyed after a failure, as before.
                 s.leak();
@@ -215,9 +216,9 @@ mod tests {
             fr: FR_CUDA,
             device_num: 3,
         };
-        assert_eq!(property(&o, IPR_DEVICE_NUM, 0, ctx), Value::Int(3));
-        assert_eq!(property(&o, IPR_DEVICE_CONTEXT, 0, ctx), Value::None);
-        assert_eq!(property(&o, IPR_TARGETSYNC, 0, ctx), Value::None);
+        assert_eq!(property(&o, IPR_DEVICE_NUM, 0, ctx), InteropValue::Int(3));
+        assert_eq!(property(&o, IPR_DEVICE_CONTEXT, 0, ctx), InteropValue::None);
+        assert_eq!(property(&o, IPR_TARGETSYNC, 0, ctx), InteropValue::None);
         assert_eq!(
             as_kind(property(&o, IPR_FR_NAME, 0, ctx), b'i').1,
             IRC_TYPE_STR
@@ -230,11 +231,11 @@ mod tests {
         o.stream = 0x99 as *mut c_void;
         assert_eq!(
             property(&o, IPR_DEVICE_CONTEXT, 0, ctx),
-            Value::Ptr(ctx.cast())
+            InteropValue::Ptr(ctx.cast())
         );
         assert_eq!(
             as_kind(property(&o, IPR_TARGETSYNC, 0, ctx), b'p'),
-            (Value::Ptr(o.stream), IRC_SUCCESS)
+            (InteropValue::Ptr(o.stream), IRC_SUCCESS)
         );
         assert_eq!(type_desc(FR_CUDA_DRIVER, IPR_TARGETSYNC), Some(c"CUstream"));
         assert_eq!(type_desc(FR_HIP, IPR_DEVICE), Some(c"hipDevice_t"));

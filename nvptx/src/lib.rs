@@ -14,12 +14,12 @@ pub mod plugin;
 
 pub mod cache;
 pub mod device;
+pub mod device_pool;
 pub mod discovery;
 pub mod host;
 pub mod image;
 pub mod interop;
 pub mod launch;
-pub mod memory;
 pub mod observe;
 pub mod open;
 pub mod openacc;

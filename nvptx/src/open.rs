@@ -19,6 +19,7 @@ use gomp_plugin::device::LoadedImage;
 use gomp_plugin::error::Result;
 use gomp_plugin::images::LoadedImages;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::DeviceCore;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -41,8 +42,8 @@ pub struct OpenDevice {
     /// The device core, shared with the plugin's threads and OpenACC queues.
     core: Arc<Core>,
     /// Loaded images (the framework's list: found by libgomp's key, unloaded in reverse
-    /// load order at close), kept in the boxes `Image::load` builds them in.
-    images: LoadedImages<Box<Image>>,
+    /// load order at close), as gcn's.
+    images: LoadedImages<Image>,
     /// Asynchronous launches (`nowait`) and their completion thread.
     async_queue: AsyncQueue,
     /// Reverse-offload mailbox and service thread.
@@ -110,7 +111,7 @@ impl gomp_plugin::Device for OpenDevice {
         // The device's idle events (completion of `nowait` launches, OpenACC queues).
         self.core.launch().events().destroy_all();
         self.reverse.shutdown();
-        let unloaded = self.images.unload_all(|img| (*img).unload());
+        let unloaded = self.images.unload_all(|img| img.unload());
         self.core.close(settled.err().or(unloaded.err()))
     }
 
@@ -164,7 +165,7 @@ impl gomp_plugin::Device for OpenDevice {
         let img = self.images.remove(data as usize)?;
         // The module's memory goes: deferred copies into its globals complete first.
         self.core.launch().settle()?;
-        (*img).unload()
+        img.unload()
     }
 
     fn run(&self, kernel: &Arc<Kernel>, req: &LaunchRequest) -> Result<()> {

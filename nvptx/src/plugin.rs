@@ -20,10 +20,11 @@ use crate::open::OpenDevice;
 use crate::openacc::{exec, property, queue::AccQueue, thread};
 use gomp_plugin::kernels::Live;
 use gomp_plugin::libgomp::abi::*;
-use gomp_plugin::libgomp::interop::{InteropObj, Value};
+use gomp_plugin::libgomp::interop::{InteropObj, InteropValue};
 use gomp_plugin::openacc::{AccLaunch, AccProperty};
 use gomp_plugin::rect::Rect;
 use gomp_plugin::registry::Registry;
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::DeviceCore;
 use gomp_plugin::{Error, Plugin, Result};
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -200,12 +201,12 @@ impl Plugin for Nvptx {
     ) -> Result<()> {
         let dev = device(ord)?;
         let dev = dev.shared();
-        let (buffers, launch) = (&dev.parts().buffers, dev.launch());
+        let (settings, launch) = (dev.settings(), dev.launch());
         // SAFETY: forwarded caller guarantee.
-        unsafe { interop::interop(buffers, launch, obj, flag, targetsync, prefer_type) }
+        unsafe { interop::interop(settings, launch, obj, flag, targetsync, prefer_type) }
     }
 
-    fn interop_property(obj: &InteropObj, prop: c_int) -> Result<Value> {
+    fn interop_property(obj: &InteropObj, prop: c_int) -> Result<InteropValue> {
         let dev = device(obj.device_num)?;
         let (dev, ctx) = (dev.shared().device().cu_dev(), dev.shared().context());
         Ok(interop::property(obj, prop, dev, ctx))

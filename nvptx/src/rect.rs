@@ -3,6 +3,7 @@
 //! per row. The sides come from the framework's [`Rect`].
 
 use crate::cuda::sys::*;
+use crate::device::copy::ThreadBuffers;
 use crate::device::launch_resources::LaunchResources;
 use gomp_plugin::error::Result;
 use gomp_plugin::rect::Side;
@@ -59,7 +60,7 @@ pub fn desc3d(dst: Side, src: Side, width: usize, height: usize, depth: usize) -
 ///
 /// # Safety
 /// The host side(s) must be valid for the whole block.
-pub unsafe fn copy2d(launch: &LaunchResources, c: &CUDA_MEMCPY2D) -> Result<()> {
+pub unsafe fn copy2d(launch: &LaunchResources<ThreadBuffers>, c: &CUDA_MEMCPY2D) -> Result<()> {
     if c.WidthInBytes == 0 || c.Height == 0 {
         return Ok(());
     }
@@ -72,7 +73,7 @@ pub unsafe fn copy2d(launch: &LaunchResources, c: &CUDA_MEMCPY2D) -> Result<()> 
             launch.settle()?;
             // SAFETY: as above; the unaligned copy is synchronous on the legacy
             // stream, which is then waited for.
-            unsafe { crate::cuda::safe::memory::copy_2d_unaligned(c) }?;
+            unsafe { crate::cuda::safe::cu_mem::copy_2d_unaligned(c) }?;
             crate::cuda::safe::Stream::LEGACY.synchronize()?;
             Ok(())
         }
@@ -84,7 +85,7 @@ pub unsafe fn copy2d(launch: &LaunchResources, c: &CUDA_MEMCPY2D) -> Result<()> 
 ///
 /// # Safety
 /// The host side(s) must be valid for the whole block.
-pub unsafe fn copy3d(launch: &LaunchResources, c: &CUDA_MEMCPY3D) -> Result<()> {
+pub unsafe fn copy3d(launch: &LaunchResources<ThreadBuffers>, c: &CUDA_MEMCPY3D) -> Result<()> {
     if c.WidthInBytes == 0 || c.Height == 0 || c.Depth == 0 {
         return Ok(());
     }

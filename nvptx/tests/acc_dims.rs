@@ -1,5 +1,5 @@
 //! The launch dimensions of OpenACC kernels (nvptx/src/openacc/dims.rs) and the tuner
-//! of the gang counts the runtime chooses (nvptx/src/openacc/tune.rs), against the
+//! of the gang counts the runtime chooses (nvptx/src/openacc/gang_tuner.rs), against the
 //! stand-in driver (tests/fallback/stub_libcuda_2dev.c), whose occupancy calculator
 //! answers as an H100 does for `STUB_LIBCUDA_REGS` registers and whose launches take
 //! the time `STUB_LIBCUDA_KERNEL_NS` says (here by grid size) on the virtual clock its

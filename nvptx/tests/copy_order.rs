@@ -248,13 +248,16 @@ fn fini() -> bool {
 
 /// The settings every scenario runs under: the threads' streams and the stand-in's
 /// queries.
+/// (`syncwait=run`: the scenarios count the driver's copies and launches, and the
+/// default's one-time measurement of the ways of waiting (`syncwait=auto`) adds its
+/// own; it has a test of its own below.)
 const MODES: [(&str, &str); 6] = [
-    ("teams=1,warps=1,tstream=blocking", "0"),
-    ("teams=1,warps=1,tstream=blocking", "1"),
-    ("teams=1,warps=1,tstream=nonblocking", "0"),
-    ("teams=1,warps=1,tstream=nonblocking", "1"),
-    ("teams=1,warps=1,tstream=legacy", "0"),
-    ("teams=1,warps=1,tstream=legacy", "1"),
+    ("teams=1,warps=1,tstream=blocking,syncwait=run", "0"),
+    ("teams=1,warps=1,tstream=blocking,syncwait=run", "1"),
+    ("teams=1,warps=1,tstream=nonblocking,syncwait=run", "0"),
+    ("teams=1,warps=1,tstream=nonblocking,syncwait=run", "1"),
+    ("teams=1,warps=1,tstream=legacy,syncwait=run", "0"),
+    ("teams=1,warps=1,tstream=legacy,syncwait=run", "1"),
 ];
 
 /// Runs scenario `test` in a child under every mode (stand-in built with `flags`);
@@ -526,13 +529,7 @@ fn small_copies_to_the_host_wait_by_flag() {
         let flag = std::env::var("RS_FLAG").unwrap();
         let lazy = std::env::var("STUB_LIBCUDA_LAZY").unwrap() == "1";
         for round in 1..=8u64 {
-            let words: Vec<u8> = (1..=8u64).flat_map(|w| (w * round).to_le_bytes()).collect();
-            assert!(h2d(p, &words));
-            run(k.double, p);
-            let want: Vec<u8> = (1..=8u64)
-                .flat_map(|w| (2 * w * round).to_le_bytes())
-                .collect();
-            assert_eq!(back(p, 64), want, "round {round}: the kernel's result");
+            doubled_round(&k, p, round);
             // A block no kernel saw: no read-ahead has it.
             let other = pattern(round as usize, 64);
             assert!(h2d(q, &other));
@@ -548,13 +545,16 @@ fn small_copies_to_the_host_wait_by_flag() {
         );
         let w = value_writes();
         match (flag.as_str(), lazy) {
-            // The thread's first small copies go without the ring (`host::ring::WITHOUT`);
+            // The thread's first small copies go without the ring (`device::copy::ring::WITHOUT`);
             // the 8 runs and the later copies write.
             ("1", false) => assert!(w > 8, "{w} flag writes"),
             // Polled, never written until a synchronisation ran the stream.
             ("1", true) => assert!(w >= 1, "{w} flag writes"),
             // Only the runs write (at most 8), never a copy.
             ("run", _) => assert!((1..=8).contains(&w), "{w} flag writes"),
+            // The measurement of the ways of waiting polls the word in 8 rounds of each
+            // of its two probes (then each kind waits the way it found faster).
+            ("auto", _) => assert!(w >= 16, "{w} flag writes"),
             _ => assert_eq!(w, 0),
         }
         // The failure was reported; close reports nothing more.
@@ -570,7 +570,7 @@ fn small_copies_to_the_host_wait_by_flag() {
         ("syncwait=flag", "1"),
         ("syncwait=sync", "0"),
         ("syncwait=run", "run"),
-        ("", "run"),
+        ("", "auto"),
     ] {
         for lazy in ["0", "1"] {
             let tune = format!("teams=1,warps=1,{how}");
@@ -586,6 +586,88 @@ fn small_copies_to_the_host_wait_by_flag() {
             .assert_passed()
             .assert_stderr_lacks("panicked")
             .assert_stderr_lacks("stub libcuda:");
+        }
+    }
+}
+
+/// `syncwait=auto` (the default): the device measures both ways of waiting once, at
+/// the first wait of a thread that has its ring, and keeps for a launch's wait and for
+/// a copy's the faster by median, as `GOMP_NVPTX_INFO` and the profile say; the
+/// stand-in makes one way slower (`STUB_LIBCUDA_SYNC_NS`: every cuStreamSynchronize
+/// 200 us more; `STUB_LIBCUDA_WRITE_NS`: every flag write). Results stay right either
+/// way, and a forced `syncwait` measures nothing.
+#[test]
+fn waits_are_measured_once_and_follow_their_costs() {
+    const T: &str = "waits_are_measured_once_and_follow_their_costs";
+    if support::is_child(T) {
+        let k = setup();
+        let p = alloc(64);
+        for round in 1..=6u64 {
+            doubled_round(&k, p, round);
+        }
+        fini();
+        return;
+    }
+    if !support::have_tools(T, &["cc"]) {
+        return;
+    }
+    let dir = support::Scratch::new("copy-order-waits");
+    let lib = support::stub_libcuda_2dev(&dir, &[]);
+    let info = "libgomp: nvptx info: device 0: synchronous waits measured: ";
+    for (slow, tune, want) in [
+        (
+            "STUB_LIBCUDA_SYNC_NS",
+            "",
+            Some(("by the word", "by the word")),
+        ),
+        (
+            "STUB_LIBCUDA_WRITE_NS",
+            "",
+            Some(("by cuStreamSynchronize", "by cuStreamSynchronize")),
+        ),
+        ("STUB_LIBCUDA_SYNC_NS", "syncwait=run", None),
+        ("STUB_LIBCUDA_WRITE_NS", "syncwait=sync", None),
+    ] {
+        let tune = format!("teams=1,warps=1,{tune}");
+        let c = support::run_child(
+            T,
+            &[
+                ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
+                ("GOMP_NVPTX_TUNE", OsStr::new(&tune)),
+                ("GOMP_NVPTX_INFO", OsStr::new("1")),
+                ("GOMP_NVPTX_PROFILE", OsStr::new("1")),
+                (slow, OsStr::new("200000")),
+            ],
+        );
+        c.assert_passed()
+            .assert_stderr_lacks("panicked")
+            .assert_stderr_lacks("stub libcuda:");
+        let lines: Vec<&str> = c.stderr.lines().filter(|l| l.starts_with(info)).collect();
+        let profile = c
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("libgomp: nvptx profile: device 0: synchronous waits"))
+            .count();
+        match want {
+            Some((launch, copy)) => {
+                assert_eq!(lines.len(), 1, "{slow} {tune}: measured once\n{}", c.stderr);
+                assert!(
+                    lines[0].contains(&format!("a launch's {launch} ("))
+                        && lines[0].contains(&format!("a copy's {copy} (")),
+                    "{slow} {tune}: {}",
+                    lines[0]
+                );
+                assert_eq!(
+                    profile, 1,
+                    "{slow} {tune}: the profile says it\n{}",
+                    c.stderr
+                );
+            }
+            None => assert!(
+                lines.is_empty() && profile == 0,
+                "{slow} {tune}: forced, nothing measured\n{}",
+                c.stderr
+            ),
         }
     }
 }
@@ -1189,7 +1271,7 @@ fn queue_copies_are_profiled() {
 }
 
 // ---------------------------------------------------------------------------------
-// Read-ahead of a region's results (nvptx/src/host/read_ahead.rs): a run reads ahead,
+// Read-ahead of a region's results (nvptx/src/device/copy/read_ahead.rs): a run reads ahead,
 // in its own wait, what the device-to-host copies after its kernel's last run read.
 
 /// Copies and memsets queued so far on device 0.
@@ -1200,6 +1282,18 @@ fn copies() -> i64 {
 /// Eight 64-bit words `base * 1 ..= base * 8` as bytes.
 fn words(base: u64) -> Vec<u8> {
     (1..=8u64).flat_map(|w| (base * w).to_le_bytes()).collect()
+}
+
+/// Round `round` of a region loop on the 64 bytes at `p`: the words of `round` up, the
+/// kernel that doubles them, its result checked by a copy back.
+fn doubled_round(k: &Kernels, p: usize, round: u64) {
+    assert!(h2d(p, &words(round)));
+    run(k.double, p);
+    assert_eq!(
+        back(p, 64),
+        words(2 * round),
+        "round {round}: the kernel's result"
+    );
 }
 
 /// A device-to-host copy of `n` bytes at `p`, and whether it queued a copy on the
@@ -1369,7 +1463,10 @@ fn read_ahead_unused_is_dropped() {
         T,
         &[
             ("GOMP_PLUGIN_RS_LIBCUDA", lib.as_os_str()),
-            ("GOMP_NVPTX_TUNE", OsStr::new("teams=1,warps=1,readahead=0")),
+            (
+                "GOMP_NVPTX_TUNE",
+                OsStr::new("teams=1,warps=1,readahead=0,syncwait=run"),
+            ),
         ],
     )
     .assert_passed()

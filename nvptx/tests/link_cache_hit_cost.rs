@@ -18,7 +18,7 @@ use gomp_plugin_conformance::support;
 
 use gomp_plugin_nvptx::cache::{entry, Lookup, Store};
 use gomp_plugin_nvptx::config::tune::Tune;
-use gomp_plugin_nvptx::image::descriptor::{self, RawDescriptor, RawFn, RawPtxObj};
+use gomp_plugin_nvptx::image::descriptor::{self, RawDescriptor, RawKernel, RawPtxObj};
 use gomp_plugin_nvptx::image::link::value_options;
 use gomp_plugin_nvptx::image::link_cache::{self, Target};
 use gomp_plugin_nvptx::image::ptx_names::PtxNames;
@@ -152,9 +152,9 @@ fn hit_cost() {
     let names: Vec<CString> = (0..6)
         .map(|i| CString::new(format!("main$_omp_fn${i}")).unwrap())
         .collect();
-    let fns: Vec<RawFn> = names
+    let fns: Vec<RawKernel> = names
         .iter()
-        .map(|n| RawFn {
+        .map(|n| RawKernel {
             name: n.as_ptr(),
             dim: [0; 3],
         })

@@ -43,7 +43,7 @@ const PROP_NAME: c_uint = 0x10001;
 
 /// The stand-in's device memory (cuDeviceTotalMem).
 const TOTAL_MEM: usize = 81559 << 20;
-/// The smallest pageable copy the plugin stages (nvptx/src/host/staging.rs).
+/// The smallest pageable copy the plugin stages (nvptx/src/device/copy/staged.rs).
 const STAGED: usize = 4 << 20;
 
 /// The stand-in's UUID of physical device `i`, as the plugin formats it.

@@ -9,7 +9,7 @@ use crate::device::{check_image_version, Device};
 use crate::edge::args;
 use crate::error::{Error, Result};
 use crate::libgomp::abi::{AddrPair, GoaccAsyncqueue};
-use crate::libgomp::interop::{self, InteropObj, Value};
+use crate::libgomp::interop::{self, InteropObj, InteropValue};
 use crate::libgomp::session::Session;
 use crate::libgomp::target_args::LaunchRequest;
 use crate::libgomp::{host, report};
@@ -228,13 +228,16 @@ pub fn interop_query<P: Plugin>(
     prop: c_int,
     kind: u8,
     rc: *mut c_int,
-) -> Value {
-    let (v, code) =
-        crate::edge::guard::result("get_interop", (Value::None, interop::IRC_NO_VALUE), || {
+) -> InteropValue {
+    let (v, code) = crate::edge::guard::result(
+        "get_interop",
+        (InteropValue::None, interop::IRC_NO_VALUE),
+        || {
             // SAFETY: libgomp passes an object it initialised through us.
             let o = unsafe { obj.as_ref() }.ok_or_else(|| Error::invalid("interop: no object"))?;
             Ok(interop::as_kind(P::interop_property(o, prop)?, kind))
-        });
+        },
+    );
     if !rc.is_null() {
         // SAFETY: checked non-NULL; libgomp passes the caller's return-code slot.
         unsafe { *rc = code };

@@ -827,7 +827,7 @@ macro_rules! __gomp_entry_point_table {
     note("Property ids run from -1 (fr_id) to -9 (targetsync); rc codes are success 0, no_value 1, type_int -3, type_ptr -4, type_str -5. The vendor id is 11 (\"nvidia\").")
     fn(obj: *mut InteropObj, prop: c_int, rc: *mut c_int) -> isize {
         match shell::interop_query::<Backend>(obj, prop, b'i', rc) {
-            $crate::libgomp::interop::Value::Int(v) => v,
+            $crate::libgomp::interop::InteropValue::Int(v) => v,
             _ => 0,
         }
     }
@@ -838,7 +838,7 @@ macro_rules! __gomp_entry_point_table {
     note("As get_interop_int, for pointer properties.")
     fn(obj: *mut InteropObj, prop: c_int, rc: *mut c_int) -> *mut c_void {
         match shell::interop_query::<Backend>(obj, prop, b'p', rc) {
-            $crate::libgomp::interop::Value::Ptr(p) => p,
+            $crate::libgomp::interop::InteropValue::Ptr(p) => p,
             _ => ::std::ptr::null_mut(),
         }
     }
@@ -849,7 +849,7 @@ macro_rules! __gomp_entry_point_table {
     note("As get_interop_int, for string properties.")
     fn(obj: *mut InteropObj, prop: c_int, rc: *mut c_int) -> *const c_char {
         match shell::interop_query::<Backend>(obj, prop, b's', rc) {
-            $crate::libgomp::interop::Value::Str(s) => s.as_ptr(),
+            $crate::libgomp::interop::InteropValue::Str(s) => s.as_ptr(),
             _ => ::std::ptr::null(),
         }
     }

@@ -31,7 +31,7 @@ pub const IRC_TYPE_STR: c_int = -5;
 
 /// The value of one property.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Value {
+pub enum InteropValue {
     /// An integer property.
     Int(isize),
     /// A pointer property.
@@ -44,12 +44,14 @@ pub enum Value {
 
 /// Converts a property value to what an `omp_get_interop_{int,ptr,str}` call of kind
 /// `want` returns, and the return code.
-pub fn as_kind(v: Value, want: u8) -> (Value, c_int) {
+pub fn as_kind(v: InteropValue, want: u8) -> (InteropValue, c_int) {
     match (v, want) {
-        (Value::None, _) => (Value::None, IRC_NO_VALUE),
-        (Value::Int(_), b'i') | (Value::Ptr(_), b'p') | (Value::Str(_), b's') => (v, IRC_SUCCESS),
-        (Value::Int(_), _) => (Value::None, IRC_TYPE_INT),
-        (Value::Ptr(_), _) => (Value::None, IRC_TYPE_PTR),
-        (Value::Str(_), _) => (Value::None, IRC_TYPE_STR),
+        (InteropValue::None, _) => (InteropValue::None, IRC_NO_VALUE),
+        (InteropValue::Int(_), b'i')
+        | (InteropValue::Ptr(_), b'p')
+        | (InteropValue::Str(_), b's') => (v, IRC_SUCCESS),
+        (InteropValue::Int(_), _) => (InteropValue::None, IRC_TYPE_INT),
+        (InteropValue::Ptr(_), _) => (InteropValue::None, IRC_TYPE_PTR),
+        (InteropValue::Str(_), _) => (InteropValue::None, IRC_TYPE_STR),
     }
 }

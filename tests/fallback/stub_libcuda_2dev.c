@@ -82,6 +82,10 @@
  *     before W), *=NS (any other shape; default 0) or @K=NS (the K-th launch of the
  *     process, counted from 1, whatever its shape: noise);
  *   env STUB_LIBCUDA_DRIVER_VERSION=N: what cuDriverGetVersion says (default 12080).
+ * The costs of the two ways of waiting (the plugin's measured choice of waits,
+ * nvptx/src/device/wait_choice.rs): env STUB_LIBCUDA_SYNC_NS=N makes every
+ * cuStreamSynchronize take N ns more, STUB_LIBCUDA_WRITE_NS=N every
+ * cuStreamWriteValue32_v2 (the host spins that long, outside the stand-in's lock).
  * env STUB_LIBCUDA_MMAP=1: device memory and page-locked host memory (cuMemAlloc and
  *   kin, cuMemHostAlloc) are mapped with mmap, one mapping each, as a real driver's
  *   are, instead of coming from the process's malloc heap: their allocations then do
@@ -1358,11 +1362,26 @@ CUresult cuMemsetD8Async (CUdeviceptr p, unsigned char v, size_t n, void *s)
   return r;
 }
 
+/* Spins for the nanoseconds environment variable `var` names (unset: none).  */
+static void stub_delay (const char *var)
+{
+  const char *v = getenv (var);
+  long ns = v ? atol (v) : 0;
+  if (ns <= 0)
+    return;
+  struct timespec t0, t;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  do
+    clock_gettime (CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ns);
+}
+
 /* cuStreamWriteValue32_v2 into page-locked host memory (the only memory the plugin
    gives it): the word is written when the stream's work before it has run.  */
 CUresult cuStreamWriteValue32_v2 (void *s, CUdeviceptr addr, unsigned value, unsigned flags)
 {
   CHECK_INIT;
+  stub_delay ("STUB_LIBCUDA_WRITE_NS");
   if (flags != 0 || (addr & 3))
     return CUDA_ERROR_INVALID_VALUE;
   LOCK;
@@ -1557,6 +1576,7 @@ static struct handle *named_stream (const char *fn, void *s)
 CUresult cuStreamSynchronize (void *s)
 {
   CHECK_INIT;
+  stub_delay ("STUB_LIBCUDA_SYNC_NS");
   LOCK;
   struct handle *q = named_stream ("cuStreamSynchronize", s);
   CUresult r = s ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;

@@ -6,7 +6,7 @@
 //! layer the rest of the crate calls instead of the table:
 //!
 //! - RAII owners whose `Drop` gives the resource back (a failure is logged at
-//!   `GOMP_DEBUG`, never a panic): [`safe::signal::Signal`], [`safe::queue::Queue`],
+//!   `GOMP_DEBUG`, never a panic): [`safe::signal::Signal`], [`safe::aql_queue::Queue`],
 //!   [`safe::executable::CodeObjectReader`], [`safe::executable::Executable`] and
 //!   [`safe::memory::Allocation`]; those whose release error the plugin reports have a
 //!   consuming method returning it (`destroy`, `free`).

@@ -33,7 +33,7 @@ pub struct RawKernel {
 /// `struct gcn_image_desc`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct RawDesc {
+pub struct RawDescriptor {
     /// The code object.
     pub gcn_image: *const RawImage,
     /// Number of entries of `kernel_infos`.
@@ -48,7 +48,7 @@ pub struct RawDesc {
 
 /// One kernel of the descriptor, owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kernel {
+pub struct KernelEntry {
     /// Kernel name, e.g. `main._omp_fn.0`.
     pub name: String,
     /// OpenACC dimensions as compiled.
@@ -65,7 +65,7 @@ pub struct Descriptor {
     /// A copy of the code object bytes.
     pub image: Vec<u8>,
     /// The kernels, in the descriptor's order.
-    pub kernels: Vec<Kernel>,
+    pub kernels: Vec<KernelEntry>,
     /// Indirect function count.
     pub ind_func_count: u32,
     /// Global variable count.
@@ -87,7 +87,7 @@ pub unsafe fn read(p: *const c_void) -> Result<Descriptor> {
         return Err(Error::invalid("gcn image descriptor is NULL"));
     }
     // SAFETY: caller's contract; the struct is plain data.
-    let d = unsafe { *(p as *const RawDesc) };
+    let d = unsafe { *(p as *const RawDescriptor) };
     if d.gcn_image.is_null() {
         return Err(Error::invalid("gcn image descriptor has no image"));
     }
@@ -120,7 +120,7 @@ pub unsafe fn read(p: *const c_void) -> Result<Descriptor> {
         let name = unsafe { CStr::from_ptr(k.name) }
             .to_string_lossy()
             .into_owned();
-        kernels.push(Kernel {
+        kernels.push(KernelEntry {
             name,
             oacc_dims: k.oacc_dims,
             sgpr_count: k.sgpr_count,

@@ -3,7 +3,9 @@
 //! ([`mach`]) and kernel metadata ([`metadata`], MessagePack by `rmpv`); pure), and, here, the
 //! image loaded on one device: the HSA code object reader over the image bytes,
 //! the executable made from it (created, the code object loaded for the agent, frozen,
-//! validated), its kernels and the address table for libgomp ([`table`]).
+//! validated), its kernels, their constructor and destructor kernels ([`cdtors`], run
+//! by the open device through its launcher) and the address table for libgomp
+//! ([`address_table`]).
 //!
 //! Ownership: an [`Image`] belongs to its device's image list, from `load_image` to
 //! `unload_image` (or `fini_device`); it owns the executable, the reader and the bytes
@@ -19,18 +21,17 @@
 //! `hsa_executable_validate`, `hsa_executable_get_symbol_by_name`) and was run only
 //! against the stand-in runtime of tests/fallback/stub_libhsa.c.
 
+pub mod address_table;
+pub mod cdtors;
 pub mod check;
 pub mod code_object;
 pub mod descriptor;
 pub mod mach;
 pub mod metadata;
-pub mod table;
-#[cfg(test)]
-pub mod tests;
 
 pub use check::check_image;
 
-use self::table::{ICVS_SYMBOL, VAR_ENTRY, VAR_TABLE_SYMBOL};
+use self::address_table::{ICVS_SYMBOL, VAR_ENTRY, VAR_TABLE_SYMBOL};
 use crate::hsa::safe::executable::{CodeObjectReader, Executable};
 use crate::hsa::safe::memory::Allocation;
 use crate::hsa::sys::*;
@@ -156,12 +157,12 @@ impl Image {
         co: &CodeObject,
         want_rev: bool,
     ) -> Result<Vec<AddrPair>> {
-        let offload = table::offload_kernels(&desc.kernels)
+        let offload = address_table::offload_kernels(&desc.kernels)
             .into_iter()
             .map(|k| self.kernel(agent, co, k))
             .collect::<Result<Vec<_>>>()?;
-        for (i, name) in table::CDTOR_KERNELS.iter().enumerate() {
-            if let Some(k) = desc.kernels.iter().find(|k| k.name == *name) {
+        for (i, k) in cdtors::find(&desc.kernels).into_iter().enumerate() {
+            if let Some(k) = k {
                 self.cdtors[i] = Some(Arc::new(self.kernel(agent, co, k)?));
             }
         }
@@ -186,7 +187,7 @@ impl Image {
                 start: a as usize,
                 end: a as usize + n as usize,
             });
-        Ok(table::assemble(&vars, icvs))
+        Ok(address_table::assemble(&vars, icvs))
     }
 
     /// The record of kernel `k`: its kernel object from the executable, its metadata
@@ -195,7 +196,7 @@ impl Image {
         &self,
         agent: hsa_agent_t,
         co: &CodeObject,
-        k: &self::descriptor::Kernel,
+        k: &self::descriptor::KernelEntry,
     ) -> Result<Kernel> {
         let kd = format!("{}.kd", k.name);
         // A kernel without a descriptor (a reverse-offload region's device stub)
@@ -245,13 +246,16 @@ impl Image {
                 }),
             )
         }?;
-        table::var_pairs(&raw, nvars)
+        address_table::var_pairs(&raw, nvars)
     }
 
     /// `.offload_func_table`'s device addresses, one per offload function (`n`);
     /// `None` when the image has no such table or it is all zero (no reverse offload).
     fn read_rev_table(&self, agent: hsa_agent_t, n: usize) -> Result<Option<Vec<u64>>> {
-        let Some((addr, _)) = self.exec.variable(agent, table::FUNC_TABLE_SYMBOL)? else {
+        let Some((addr, _)) = self
+            .exec
+            .variable(agent, address_table::FUNC_TABLE_SYMBOL)?
+        else {
             return Ok(None);
         };
         let mut raw = vec![0u8; n * 8];

@@ -8,6 +8,7 @@
 //! spec gives (acquire load of `consumed`/`written`, release store of `consumed`).
 
 use super::protocol::*;
+use gomp_plugin::libgomp::target::RevCall;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
@@ -15,23 +16,6 @@ extern "C" {
     fn printf(fmt: *const c_char, ...) -> c_int;
     fn fflush(f: *mut c_void) -> c_int;
     static stdout: *mut c_void;
-}
-
-/// A reverse-offload request: `value_u64[0..6]` of a type-4 slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RevRequest {
-    /// Device address of the host function's table entry.
-    pub fn_addr: u64,
-    /// Number of mappings.
-    pub mapnum: u64,
-    /// Device pointers to the addresses, sizes and kinds arrays.
-    pub addrs: u64,
-    /// See `addrs`.
-    pub sizes: u64,
-    /// See `addrs`.
-    pub kinds: u64,
-    /// The device number (`GOMP_ADDITIONAL_ICVS.device_num`).
-    pub dev_num: u64,
 }
 
 /// The output ring of one launch, at `base` (the `struct output`).
@@ -88,7 +72,7 @@ impl Ring {
     /// reverse-offload requests to `rev` (which returns when the host function ran),
     /// and releases each slot. On the `last` pass (after completion) unwritten slots
     /// up to `next_output` are printed too and an overflow is reported.
-    pub fn drain(&self, last: bool, rev: &mut dyn FnMut(RevRequest)) -> Drained {
+    pub fn drain(&self, last: bool, rev: &mut dyn FnMut(RevCall)) -> Drained {
         let from = self.u32_at(OUT_CONSUMED).load(Ordering::Acquire);
         let to = self.u32_at(OUT_NEXT).load(Ordering::Acquire);
         let mut d = Drained::default();
@@ -125,13 +109,15 @@ impl Ring {
                     }
                     4 => {
                         let w = |k: usize| (val.add(8 * k) as *const u64).read_volatile();
-                        let r = RevRequest {
+                        // A reverse-offload request: `value_u64[0..6]` of a type-4 slot,
+                        // the device number `GOMP_ADDITIONAL_ICVS.device_num`.
+                        let r = RevCall {
                             fn_addr: w(0),
                             mapnum: w(1),
                             addrs: w(2),
                             sizes: w(3),
                             kinds: w(4),
-                            dev_num: w(5),
+                            dev_num: w(5) as c_int,
                         };
                         // Output printed so far goes out before the host function runs.
                         self.flush();
@@ -207,7 +193,7 @@ mod tests {
         );
         assert_eq!(
             got,
-            [RevRequest {
+            [RevCall {
                 fn_addr: 0xf00,
                 mapnum: 2,
                 addrs: 0xa0,

@@ -1,8 +1,9 @@
-//! The geometry of one launch on a gcn device ([`Shape`], docs/gcn-launch.md §2-§3):
-//! the packet's dimensions (capped by the kernel's VGPRs), its LDS size, its
-//! ephemeral memory, from the pure rules of [`super::protocol`] and the device's
-//! properties; and the AQL dispatch packet of that shape. Plain data and pure
-//! functions: thread-safe.
+//! The geometry of one launch on a gcn device ([`Geometry`], the launch shape, as
+//! nvptx's `launch/geometry.rs`; docs/gcn-launch.md §2-§3): the packet's dimensions
+//! (capped by the kernel's VGPRs), its LDS size, its ephemeral memory, from the pure
+//! rules of [`super::protocol`] (the grid libgomp asked for, `Dims`, and the packet's,
+//! `PacketDims`) and the device's properties; and the AQL dispatch packet of that
+//! geometry. Plain data and pure functions: thread-safe.
 
 use super::protocol::{self, *};
 use crate::config::Config;
@@ -11,14 +12,17 @@ use crate::hsa::sys::*;
 use crate::image::Kernel;
 
 /// What one launch looks like: the packet's dimensions, its LDS size, its ephemeral
-/// memory.
-pub(super) struct Shape {
+/// memory. Plain data, made per launch on the launching thread.
+pub struct Geometry {
+    /// The packet's grid and work-group dimensions.
     pub(super) pd: PacketDims,
+    /// The packet's `group_segment_size` (LDS bytes).
     pub(super) group: u32,
+    /// The team arenas and stacks.
     pub(super) eph: Ephemeral,
 }
 
-impl Shape {
+impl Geometry {
     /// The dispatch packet of a launch of `k` with kernarg block `kernargs`, completing
     /// on `signal` (header and setup words included).
     pub(super) fn packet(
@@ -58,7 +62,7 @@ impl Shape {
         cu: u32,
         cfg: &Config,
         gcc: u32,
-    ) -> Shape {
+    ) -> Geometry {
         let dims = protocol::cap_by_vgprs(dims, k.vgprs, protocol::max_isa_vgprs(isa));
         let pd = protocol::packet_dims(&dims, kind, cfg);
         let (teams, threads) = (pd.grid[0], pd.grid[2]);
@@ -70,6 +74,6 @@ impl Shape {
             gcc,
         );
         let eph = protocol::ephemeral(kind, teams, threads, cfg);
-        Shape { pd, group, eph }
+        Geometry { pd, group, eph }
     }
 }

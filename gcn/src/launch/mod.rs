@@ -5,7 +5,7 @@
 //! ([`console`]) and the launches themselves, one file per concept as nvptx's
 //! `launch/`: [`run`] (the device's `Launcher`: queues, dispatch, completion,
 //! `async_run`), [`geometry`] (a launch's packet dimensions, LDS, ephemeral memory and
-//! its AQL packet), [`resources`] (kernarg blocks, table reservations, ephemeral
+//! its AQL packet), [`launch_resources`] (kernarg blocks, table reservations, ephemeral
 //! memory, module heaps), [`failure`] (refusing a kernel, acting on its end),
 //! [`reverse`] (reverse offload) and [`async_queue`] (`async_run`'s thread).
 //! Thread-safety: see each module.
@@ -15,8 +15,8 @@ pub mod console;
 pub mod dispatch;
 pub mod failure;
 pub mod geometry;
+pub mod launch_resources;
 pub mod protocol;
-pub mod resources;
 pub mod reverse;
 pub mod run;
 

@@ -1,13 +1,14 @@
 //! Reverse offload on a gcn device (docs/gcn-launch.md §5): a request the kernel
-//! wrote into the output ring ([`super::console`]) is run through libgomp's
-//! `GOMP_PLUGIN_target_rev`, synchronously, on the thread waiting for the kernel,
-//! with HSA copies either way (libgomp 13's copy callback). Functions; thread-safe.
+//! wrote into the output ring ([`super::console`], which reads it into the framework's
+//! `RevCall`, as nvptx's `launch/reverse.rs` reads its mailbox) is handed to libgomp's
+//! `GOMP_PLUGIN_target_rev` by [`handle`], synchronously, on the thread waiting for the
+//! kernel, with HSA copies either way (libgomp 13's copy callback). Functions;
+//! thread-safe.
 
-use super::console::RevRequest;
 use crate::hsa::safe::memory;
 use gomp_plugin::libgomp::report;
 use gomp_plugin::libgomp::target::{self, RevCall};
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 /// libgomp 13's copy callback: HSA copies either way.
 unsafe extern "C" fn copy13(dst: *mut c_void, src: *const c_void, n: usize, _token: *mut c_void) {
@@ -20,22 +21,14 @@ unsafe extern "C" fn copy13(dst: *mut c_void, src: *const c_void, n: usize, _tok
     }
 }
 
-/// Runs one reverse-offload request through libgomp, synchronously (§5).
-pub fn reverse_offload(ord: i32, r: RevRequest) {
+/// Hands one reverse-offload request of device `ord` to libgomp, synchronously (§5).
+pub fn handle(ord: i32, call: RevCall) {
     log::debug!(
         "device {}: reverse offload of fn {:#x} ({} mapping(s))",
         ord,
-        r.fn_addr,
-        r.mapnum
+        call.fn_addr,
+        call.mapnum
     );
-    let call = RevCall {
-        fn_addr: r.fn_addr,
-        mapnum: r.mapnum,
-        addrs: r.addrs,
-        sizes: r.sizes,
-        kinds: r.kinds,
-        dev_num: r.dev_num as c_int,
-    };
     // SAFETY: the request's words as the device wrote them; copy13 needs no token.
     unsafe { target::target_rev(&call, copy13, copy13, std::ptr::null_mut()) };
 }

@@ -2,8 +2,8 @@
 //! device, its HSA queues, one AQL dispatch, the wait for its completion signal with
 //! the console drained meanwhile, and `async_run`. Beside it, by concept: the launch's
 //! geometry and packet (`geometry.rs`), the kernarg blocks and ephemeral memories kept
-//! between launches (`resources.rs`), how a launch is refused or a kernel's end acted
-//! on (`failure.rs`), reverse offload (`reverse.rs`) and `async_run`'s thread
+//! between launches (`launch_resources.rs`), how a launch is refused or a kernel's end
+//! acted on (`failure.rs`), reverse offload (`reverse.rs`) and `async_run`'s thread
 //! (`async_queue.rs`).
 //!
 //! **Completion.** The stock plugin waits in 1 ms slices (`hsa_signal_wait_acquire`
@@ -17,19 +17,20 @@
 //!
 //! **Tables in kernarg memory (libgomp 17).** `session_allocate_target_var_table` asks
 //! for host memory that libgomp writes the launch's table of mapped-variable addresses
-//! into; [`Resources::reserve_table`] (`resources.rs`) takes a kernarg block with room for it after the
-//! output ring ([`TABLE_OFFSET`]) and answers that place, so the table reaches the GPU
-//! with the kernarg block (host-coherent memory the kernel reads directly) instead of in
-//! libgomp's host-to-device copy. The block stays reserved (out of the cache) until the
-//! launch that passes the table as its argument claims it ([`Resources::claim_table`],
-//! called by every launch entry before it returns, also for queued launches); the
+//! into; [`LaunchResources::reserve_table`] (`launch_resources.rs`) takes a kernarg
+//! block with room for it after the output ring ([`TABLE_OFFSET`]) and answers that
+//! place, so the table reaches the GPU with the kernarg block (host-coherent memory the
+//! kernel reads directly) instead of in libgomp's host-to-device copy. The block stays
+//! reserved (out of the cache) until the launch that passes the table as its argument
+//! claims it ([`LaunchResources::claim_table`], called by every launch entry before it
+//! returns, also for queued launches); the
 //! launch then uses that block and gives it back to the cache when it ends or fails. A
 //! reservation no launch claimed is given back when the next reservation is made for
 //! the same session block (libgomp reuses the block only once the session ended) and
 //! at [`Launcher::close`].
 //!
 //! Ownership: a [`Launcher`] belongs to its open device; it owns the queues and its
-//! [`Resources`] (the cached kernarg blocks, the reserved ones and the ephemeral
+//! [`LaunchResources`] (the cached kernarg blocks, the reserved ones and the ephemeral
 //! blocks), freed by [`Launcher::close`]. The async
 //! thread holds an `Arc` of the device and is stopped and joined by `close` (unless
 //! `close` runs on that thread, when the device's kernel called `exit`).
@@ -40,16 +41,16 @@
 //! tests/fallback/stub_libhsa.c, which checks each packet and kernarg block against
 //! the spec and plays the device side of the ring.
 
-use super::async_queue::{task_completion, Job, Worker, ASYNC_QUEUE_SIZE};
-use super::console::{RevRequest, Ring};
+use super::async_queue::{task_completion, AsyncQueue, Pending, ASYNC_QUEUE_SIZE};
+use super::console::Ring;
 use super::failure;
-use super::geometry::Shape;
+use super::geometry::Geometry;
+use super::launch_resources::LaunchResources;
 use super::protocol::{self, *};
-use super::resources::Resources;
-use super::reverse::reverse_offload;
+use super::reverse;
 use crate::config::Config;
+use crate::hsa::safe::aql_queue::Queue;
 use crate::hsa::safe::memory::Allocation;
-use crate::hsa::safe::queue::Queue;
 use crate::hsa::safe::signal::Signal;
 use crate::hsa::safe::{agent, system};
 use crate::hsa::sys::*;
@@ -58,7 +59,9 @@ use crate::image::Kernel;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::host;
 use gomp_plugin::libgomp::report;
+use gomp_plugin::libgomp::target::RevCall;
 use gomp_plugin::libgomp::version::{Detected, Libgomp};
+use gomp_plugin::settings::ProcessSettings;
 use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::sync_channel;
@@ -80,8 +83,8 @@ pub struct Launcher {
     queue: Queue,
     /// The blocks launches use: kernarg blocks (cached or reserved for a table),
     /// ephemeral memory, module heaps.
-    pub resources: Resources,
-    worker: Mutex<Option<Worker>>,
+    pub resources: LaunchResources,
+    async_queue: Mutex<Option<AsyncQueue>>,
     /// Launches run since open (for GOMP_DEBUG).
     launches: AtomicU32,
 }
@@ -116,7 +119,7 @@ impl Launcher {
             agent,
             isa: isa.to_string(),
             cu,
-            resources: Resources::new(
+            resources: LaunchResources::new(
                 rt,
                 agent,
                 regions.kernarg,
@@ -128,7 +131,7 @@ impl Launcher {
             gcc,
             ticks_per_us: (freq / 1_000_000).max(1),
             queue,
-            worker: Mutex::new(None),
+            async_queue: Mutex::new(None),
             launches: AtomicU32::new(0),
         })
     }
@@ -137,8 +140,8 @@ impl Launcher {
     /// given) and waits for it, draining the console; returns how it ended.
     /// `ord` names the device in messages; when the kernel's image has a reverse-offload
     /// table (`Kernel::reverse_offload`), the console is polled more often. A table at
-    /// `vars` in a reserved kernarg block ([`Resources::reserve_table`]) is claimed and
-    /// the launch uses that block.
+    /// `vars` in a reserved kernarg block ([`LaunchResources::reserve_table`]) is claimed
+    /// and the launch uses that block.
     pub fn launch(
         &self,
         ord: i32,
@@ -170,21 +173,21 @@ impl Launcher {
             self.resources.unclaim(table_block);
             return Err(e);
         }
-        let shape = Shape::of(k, dims, kind, &self.isa, self.cu, &self.cfg, self.gcc);
-        let lease = self.resources.lease(shape.eph.total, table_block)?;
-        let ring = lease.write_kernargs(k, vars, &shape);
+        let geometry = Geometry::of(k, dims, kind, &self.isa, self.cu, &self.cfg, self.gcc);
+        let lease = self.resources.lease(geometry.eph.total, table_block)?;
+        let ring = lease.write_kernargs(k, vars, &geometry);
         let signal = Signal::create(self.rt, 1)?;
         signal.store_relaxed(1);
-        let packet = shape.packet(k, lease.kernargs(), &signal);
+        let packet = geometry.packet(k, lease.kernargs(), &signal);
         // SAFETY: the kernel object is a loaded kernel's (its image stays loaded while
         // it runs); the kernarg block and the signal live until the wait below has seen
         // the completion.
         unsafe { queue.unwrap_or(&self.queue).dispatch(&packet) };
         let n = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
-        let (pd, eph) = (&shape.pd, &shape.eph);
+        let (pd, eph) = (&geometry.pd, &geometry.eph);
         log::debug!(
             "launch {n}: kernel {} on device {}: {} team(s) x {} thread(s) (grid {:?}, work-group {:?}), LDS {}, arena {} x {}, stack {} per wavefront",
-            k.name, ord, pd.grid[0], pd.grid[2], pd.grid, pd.wg, shape.group, eph.arena, pd.grid[0], eph.stack
+            k.name, ord, pd.grid[0], pd.grid[2], pd.grid, pd.wg, geometry.group, eph.arena, pd.grid[0], eph.stack
         );
         self.wait(ord, k.reverse_offload, &ring, &signal);
         let rv = ring.return_value();
@@ -197,7 +200,7 @@ impl Launcher {
     fn wait(&self, ord: i32, rev_table: bool, ring: &Ring, signal: &Signal) {
         let cap_us: u64 = if rev_table { 1000 } else { 4000 };
         let mut timeout_us = 20u64;
-        let mut rev = |r: RevRequest| reverse_offload(ord, r);
+        let mut rev = |r: RevCall| reverse::handle(ord, r);
         while signal.wait_below(1, timeout_us * self.ticks_per_us) >= 1 {
             let d = ring.drain(false, &mut rev);
             timeout_us = if d.slots > 0 {
@@ -221,7 +224,7 @@ impl Launcher {
 
     /// `async_run`: queues the launch on the device's async thread (started, with its
     /// own 64-packet queue, on first use); its completion is reported to libgomp after
-    /// it ran. Blocks while 64 launches are pending; the job holds the kernel until it
+    /// it ran. Blocks while 64 launches are pending; a pending launch holds the kernel until it
     /// has run, and the kernarg block of a table at `vars` (claimed here, before this
     /// returns and libgomp may reuse the session) until it has run.
     pub fn launch_async(
@@ -233,10 +236,10 @@ impl Launcher {
         async_data: usize,
     ) -> Result<()> {
         let table_block = self.resources.claim_table(vars);
-        let mut w = self.worker.locked();
+        let mut w = self.async_queue.locked();
         if w.is_none() {
             let q = Queue::create(self.rt, self.agent, ASYNC_QUEUE_SIZE)?;
-            let (tx, rx) = sync_channel::<Job>(ASYNC_QUEUE_SIZE as usize);
+            let (tx, rx) = sync_channel::<Pending>(ASYNC_QUEUE_SIZE as usize);
             let l = Arc::clone(self);
             let handle = std::thread::Builder::new()
                 .name(format!("gcn{ord}-async"))
@@ -268,11 +271,11 @@ impl Launcher {
                 }
             };
             let id = handle.thread().id();
-            *w = Some(Worker { tx, handle, id });
+            *w = Some(AsyncQueue { tx, handle, id });
         }
         let tx = w.as_ref().map(|w| w.tx.clone());
         drop(w);
-        let job = Job {
+        let job = Pending {
             kernel,
             vars,
             table_block,
@@ -292,7 +295,7 @@ impl Launcher {
     /// Stops the async thread (after its pending launches), frees the kernarg and
     /// ephemeral blocks. The queues are destroyed with the launcher.
     pub fn close(&self) {
-        if let Some(w) = self.worker.locked().take() {
+        if let Some(w) = self.async_queue.locked().take() {
             w.stop();
         }
         self.resources.close();

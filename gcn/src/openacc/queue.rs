@@ -7,8 +7,8 @@
 //! may be used from any thread; its counter is behind a mutex, its jobs go through a
 //! channel to its thread.
 
+use crate::hsa::safe::aql_queue::Queue;
 use crate::hsa::safe::memory::Allocation;
-use crate::hsa::safe::queue::Queue;
 use crate::image::Kernel;
 use crate::launch::async_queue::ASYNC_QUEUE_SIZE;
 use crate::launch::{Dims, Kind};
@@ -29,7 +29,7 @@ pub(super) enum Job {
         kernel: Arc<Kernel>,
         vars: u64,
         /// The kernarg block holding the table at `vars`, claimed when the job was
-        /// queued (libgomp 17, [`crate::launch::resources::Resources::reserve_table`]).
+        /// queued (libgomp 17, [`crate::launch::launch_resources::LaunchResources::reserve_table`]).
         table_block: Option<Allocation>,
         dims: Dims,
     },

@@ -1,5 +1,5 @@
 //! The process's store, opened once from the linked-image cache's setting
-//! (`crate::config::link_cache::Setting`, read with every other setting): the store
+//! (`crate::config::link_cache_setting::Setting`, read with every other setting): the store
 //! the linked-image cache (`crate::image::link_cache`) uses and the words of the
 //! `GOMP_NVPTX_INFO` device line on it.
 //!
@@ -7,7 +7,7 @@
 //! thread-safe.
 
 use super::store::Store;
-use crate::config::link_cache::Setting;
+use crate::config::link_cache_setting::Setting;
 use once_cell::sync::OnceCell;
 
 /// The process's store, opened (and its directory created and checked) on first use:

@@ -1,7 +1,7 @@
 //! Where the cache lives: beside the driver's own JIT cache when the user moved that
 //! (`CUDA_CACHE_PATH` for CUDA; the backend names its variable), else in the user's
 //! cache directory (`$XDG_CACHE_HOME`, else `~/.cache`), always in a subdirectory of
-//! ours. Pure code: the caller passes the variables' values (`super::link_cache`, with
+//! ours. Pure code: the caller passes the variables' values (`super::link_cache_setting`, with
 //! the other settings).
 
 use std::path::PathBuf;

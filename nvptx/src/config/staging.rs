@@ -1,8 +1,13 @@
 //! `GOMP_NVPTX_STAGING`: the shape of the staging engine of large pageable copies
-//! (`crate::host::staging`, which reads it), its default and its parser. Plain data,
-//! `Copy`, read once per process with every other setting.
+//! (`crate::device::copy::staged`, which reads it), its default and its parser, and the
+//! smallest copy the engine takes ([`MIN_STAGED`]). Plain data, `Copy`, read once per
+//! process with every other setting.
 
 use gomp_plugin::settings::parse_size;
+
+/// Smallest copy that is staged (the staging path's, `device::copy::staged`; here,
+/// below the device, because the device's parts ask it too: `Parts::stage`).
+pub const MIN_STAGED: usize = 4 << 20;
 
 /// The staging engine's shape. Default: 4 MiB buffers, 2 per lane, and three lanes per
 /// four processors, at most 12 (96 MiB page-locked, allocated on the first staged

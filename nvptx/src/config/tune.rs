@@ -86,7 +86,7 @@ pub struct Tune {
     /// Largest host-to-device copy that may return before its DMA has ended (0: none).
     pub defer: usize,
     /// Most bytes a synchronous run reads ahead for the device-to-host copies after it
-    /// (`host::read_ahead`; 0: none).
+    /// (`device::copy::read_ahead`; 0: none).
     pub readahead: usize,
     /// The threads' streams.
     pub tstream: ThreadStream,
@@ -101,7 +101,7 @@ pub struct Tune {
     pub autotune: Autotune,
     /// OpenACC launches whose gang count the runtime chooses: `None` the tuner's
     /// candidates, `Some(k)` the default gang count over `k` from the first launch,
-    /// untimed (`openacc::tune`; for checking that every shape gives the same results).
+    /// untimed (`openacc::gang_tuner`; for checking that every shape gives the same results).
     pub accgangs: Option<u32>,
     /// Threads of the JIT's compiler for every image (`None`: the driver's single
     /// thread; `image::link::split_threads`).
@@ -119,7 +119,7 @@ pub struct Tune {
     /// look for the answer (scoped form only; `image::rev_spin`).
     pub revdelay: u32,
     /// How a synchronous kernel launch and a small copy to the host through the
-    /// thread's ring are waited for (`host::ring::Ring::wait`).
+    /// thread's ring are waited for (`device::copy::ring::Ring::wait`).
     pub syncwait: SyncWait,
     /// The values given to the copy paths' own knobs ([`PathKnob`]; read by
     /// [`Tune::size`]).
@@ -188,29 +188,34 @@ impl PathSizes {
 
 /// How a synchronous kernel launch (`GOMP_OFFLOAD_run`) and a small synchronous copy to
 /// the host through the thread's page-locked ring are waited for
-/// (`host::ring::Ring::wait`). `Copy`, plain data.
+/// (`device::copy::ring::Ring::wait`). `Copy`, plain data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncWait {
     /// `cuStreamSynchronize`.
     Sync,
     /// A word the stream writes after the kernel or the copy (`cuStreamWriteValue32`),
     /// polled by the host (the stream's state asked every few polls;
-    /// `cuStreamSynchronize` after `host::ring`'s `SPIN_LIMIT`).
+    /// `cuStreamSynchronize` after `device::copy::ring`'s `SPIN_LIMIT`).
     Flag,
-    /// The word for a kernel launch, `cuStreamSynchronize` for a copy (the default: on
-    /// an H200 the flag made 4 KiB copies to the host up to 2x slower, while a launch
-    /// waited by it was as fast or faster on both the H100 and the H200).
+    /// The word for a kernel launch, `cuStreamSynchronize` for a copy (on an H200 the
+    /// flag made 4 KiB copies to the host up to 2x slower, while a launch waited by it
+    /// was as fast or faster on both the H100 and the H200).
     Run,
+    /// Measured on the device (the default): each way for a launch's wait and for a
+    /// copy's, at the first synchronous wait of a thread that has its ring; the faster
+    /// of each is kept (`device::wait_choice`), `Run` until then.
+    Auto,
 }
 
 impl SyncWait {
-    /// Whether a wait for a kernel launch (`kernel`) or for a copy polls the word.
+    /// Whether a wait for a kernel launch (`kernel`) or for a copy polls the word
+    /// (`Auto` before its measurement: as `Run`).
     #[inline]
     pub fn by_flag(self, kernel: bool) -> bool {
         match self {
             SyncWait::Sync => false,
             SyncWait::Flag => true,
-            SyncWait::Run => kernel,
+            SyncWait::Run | SyncWait::Auto => kernel,
         }
     }
 }
@@ -268,12 +273,12 @@ pub const LATER_DIRECT: usize = 16;
 /// the one nearest to this.
 pub const DEFAULT_WARPS: u32 = 8;
 
-/// Smallest pageable copy that goes through a bounce buffer (`host::bounce` reads it as
+/// Smallest pageable copy that goes through a bounce buffer (`device::copy::bounce` reads it as
 /// its `MIN_BYTES`; the `bounce` key's doc names it).
 pub const BOUNCE_MIN: usize = 16 << 10;
 
 /// Default `bounce`: the largest pageable copy that goes through a bounce buffer
-/// (`host::bounce` reads it as its `DEFAULT_LIMIT`).
+/// (`device::copy::bounce` reads it as its `DEFAULT_LIMIT`).
 pub const DEFAULT_BOUNCE: usize = 1 << 20;
 
 /// Largest host-to-device copy that returns before its DMA has ended, by default: the
@@ -288,7 +293,7 @@ pub static RING: PathKnob = PathKnob {
     default: BOUNCE_MIN,
     default_text: "16k",
     doc: "copies below this size go through the thread's page-locked ring \
-          (`nvptx/src/host/ring.rs`); 0: none",
+          (`nvptx/src/device/copy/ring.rs`); 0: none",
 };
 
 /// `bounce`: the largest copy the bounce path takes, the size of its buffers
@@ -353,7 +358,7 @@ impl Default for Tune {
             pinnednuma: true,
             revspin: RevSpin::AcqRel,
             revdelay: DEFAULT_REVDELAY,
-            syncwait: SyncWait::Run,
+            syncwait: SyncWait::Auto,
             paths: PathSizes::default(),
         }
     }
@@ -499,7 +504,7 @@ static KEYS: [Entry<Parsing>; 21] = [
         },
         default: "16k",
         doc: "most bytes a synchronous run reads ahead, in its own wait, for the \
-              device-to-host copies that follow it (`nvptx/src/host/read_ahead.rs`); 0: none",
+              device-to-host copies that follow it (`nvptx/src/device/copy/read_ahead.rs`); 0: none",
     },
     Entry {
         name: "tstream",
@@ -526,7 +531,7 @@ static KEYS: [Entry<Parsing>; 21] = [
             ][i]
         }),
         default: "first",
-        doc: "when the memory pool makes its first, slow allocation (`nvptx/src/memory/pool.rs`): `first` \
+        doc: "when the memory pool makes its first, slow allocation (`nvptx/src/device_pool/pool.rs`): `first` \
               on a thread of its own started by the device's first allocation, which (like \
               any other made before that thread is done) takes plain cuMemAlloc memory; `0` \
               in the first allocation that needs it; `1` on a thread of its own at device \
@@ -627,18 +632,22 @@ static KEYS: [Entry<Parsing>; 21] = [
     },
     Entry {
         name: "syncwait",
-        value: Value::Word(&["sync", "flag", "run"], |p, i| {
-            p.t.syncwait = [SyncWait::Sync, SyncWait::Flag, SyncWait::Run][i]
+        value: Value::Word(&["sync", "flag", "run", "auto"], |p, i| {
+            p.t.syncwait = [SyncWait::Sync, SyncWait::Flag, SyncWait::Run, SyncWait::Auto][i]
         }),
-        default: "run",
+        default: "auto",
         doc: "how a synchronous kernel launch and a small synchronous copy to the host through \
-              the thread's page-locked ring (`host/ring.rs`) are waited for, once the thread has \
+              the thread's page-locked ring (`device/copy/ring.rs`) are waited for, once the thread has \
               a ring: `flag`: the stream writes a word after the kernel or copy \
               (`cuStreamWriteValue32`) that the host polls, asking the stream's state every \
               64 polls and waiting by `cuStreamSynchronize` after 200 µs (drivers without it: \
               as `sync`); `run`: the word for a kernel launch, `cuStreamSynchronize` for a copy \
               (on an H200 the word made 4 KiB copies to the host up to 2x slower); `sync`: \
-              `cuStreamSynchronize`",
+              `cuStreamSynchronize`; `auto`: each device measures both ways for a launch's \
+              wait and for a copy's (a one-byte memset and an 8-byte copy to the host, 8 \
+              rounds each, well under 1 ms, once) at the first synchronous wait of a thread \
+              that has its ring, keeps the faster of each and says which in \
+              `GOMP_NVPTX_INFO` and the profile (`device/wait_choice.rs`); `run` until then",
     },
 ];
 
@@ -767,11 +776,12 @@ mod tests {
     #[test]
     fn syncwait_modes() {
         let sw = |s: &str| Tune::parse(s).unwrap().syncwait;
-        assert_eq!(sw(""), SyncWait::Run);
+        assert_eq!(sw(""), SyncWait::Auto);
         let modes = [
             ("sync", [false, false]),
             ("flag", [true, true]),
             ("run", [false, true]),
+            ("auto", [false, true]),
         ];
         for (word, [copy, kernel]) in modes {
             let m = sw(&format!("syncwait={word}"));

@@ -7,12 +7,12 @@
 //! Threading: any host thread; each call makes the context current first (the
 //! registry's lookup) and locks only the parts it touches.
 
-use super::context::make_current;
 use super::copy::Via;
+use super::device_context::make_current;
 #[cfg(doc)]
 use super::memory::Memory;
 use super::whole::Core;
-use crate::cuda::safe::{memory as cu_mem, query};
+use crate::cuda::safe::{cu_mem, query};
 use crate::cuda::sys::*;
 use crate::host::ranges as host_ranges;
 use gomp_plugin::blocks::DevPtr;
@@ -28,10 +28,10 @@ impl DeviceCore for Core {
     /// Makes this device's context current on the calling thread, if it is not already.
     /// Every entry point that touches the device calls this first, so any host thread
     /// (an OpenMP worker, say) may use the device.
-    /// Counted for the thread's read-ahead (`host::read_ahead`): what it read ahead
+    /// Counted for the thread's read-ahead (`device::copy::read_ahead`): what it read ahead
     /// serves only copies with no other call into the plugin since the run.
     fn activate(&self) -> Result<()> {
-        crate::host::read_ahead::entered();
+        crate::device::copy::read_ahead::entered();
         make_current(self.context())
     }
 

@@ -1,7 +1,8 @@
 //! The device core's launch-resources part: the pools of idle streams and events
 //! (from [`crate::cuda::pools`]), each host thread's stream with what the thread keeps
-//! beside it ([`crate::host::ThreadHost`]), which launches, copies and OpenACC queues
-//! borrow, and the order between those streams ([`CopyOrder`]: the deferred copies in
+//! beside it (its lane's data, `T`: the copy paths' per-thread buffers, named by the
+//! core, `device::copy::buffers::ThreadBuffers`; this part does not name them, as
+//! the copy paths above it use it), which launches, copies and OpenACC queues borrow, and the order between those streams ([`CopyOrder`]: the deferred copies in
 //! flight, which work on any other stream waits for). Its methods run work on a stream
 //! after the deferred copies and wait for it.
 //!
@@ -11,24 +12,23 @@
 use crate::config::tune::ThreadStream;
 use crate::cuda::pools::events::EventPool;
 use crate::cuda::pools::streams::StreamPool;
-use crate::cuda::pools::thread_streams::ThreadStreams;
+use crate::cuda::pools::thread_streams::{LaneData, ThreadStreams};
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::{CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING};
 use crate::device::copy_order::{CopyOrder, Waited};
 use crate::device::settings::Settings;
-use crate::host::ring::Ring;
-use crate::host::ThreadHost;
 use crate::observe::nvtx;
 use gomp_plugin::error::Result;
 
 /// Streams and events of one device, and the order of deferred copies between the
-/// streams. Owned by the core; `Sync`.
-pub struct LaunchResources {
+/// streams; `T` is what each host thread keeps beside its stream (its lane's data).
+/// Owned by the core; `Sync`.
+pub struct LaunchResources<T> {
     /// Idle streams (copies by kernel during reverse offload).
     streams: StreamPool,
-    /// Each host thread's stream (its synchronous copies and launches), its ring for
-    /// small copies and its read-ahead of regions' results.
-    thread_streams: ThreadStreams<ThreadHost>,
+    /// Each host thread's stream (its synchronous copies and launches) and its data
+    /// (the ring for small copies and the read-ahead of regions' results).
+    thread_streams: ThreadStreams<T>,
     /// Idle events (completion of `nowait` launches, OpenACC queue callbacks and
     /// serialisation).
     events: EventPool,
@@ -37,9 +37,9 @@ pub struct LaunchResources {
     order: CopyOrder,
 }
 
-impl LaunchResources {
+impl<T: LaneData> LaunchResources<T> {
     /// Empty pools; the threads' streams made as `tstream` says.
-    pub(super) fn new(tstream: ThreadStream) -> LaunchResources {
+    pub(super) fn new(tstream: ThreadStream) -> LaunchResources<T> {
         LaunchResources {
             streams: StreamPool::default(),
             thread_streams: ThreadStreams::new(match tstream {
@@ -69,7 +69,7 @@ impl LaunchResources {
 
     /// Each host thread's stream and what the thread keeps beside it.
     #[inline]
-    pub fn thread_streams(&self) -> &ThreadStreams<ThreadHost> {
+    pub fn thread_streams(&self) -> &ThreadStreams<T> {
         &self.thread_streams
     }
 
@@ -83,7 +83,7 @@ impl LaunchResources {
     /// Runs `f` on the calling thread's stream, ordered after deferred copies on other
     /// streams, then waits for the stream (see [`LaunchResources::on`]).
     #[inline]
-    pub fn on_stream<T>(&self, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
+    pub fn on_stream<R>(&self, f: impl FnOnce(Stream) -> Result<R>) -> Result<R> {
         self.on(self.thread_streams.stream()?, f)
     }
 
@@ -91,60 +91,20 @@ impl LaunchResources {
     /// copies of other streams, then waits for `s`; the error of `f` comes first, then
     /// the synchronisation's. Whatever `s` waited for is then known complete.
     #[inline]
-    pub fn on<T>(&self, s: Stream, f: impl FnOnce(Stream) -> Result<T>) -> Result<T> {
+    pub fn on<R>(&self, s: Stream, f: impl FnOnce(Stream) -> Result<R>) -> Result<R> {
         // A stream of the device's context (caller).
         self.on_with(s, f, |s| s.synchronize())
     }
 
-    /// [`LaunchResources::on`] with `s` waited for by the calling thread's `ring`
-    /// ([`Ring::wait`]: by its flag where `settings`' `GOMP_NVPTX_TUNE=syncwait` says so
-    /// for a kernel launch (`kernel`) or a copy, else synchronized).
-    ///
-    /// # Safety
-    /// `ring` must be the calling thread's lane's; `s` a stream of the device.
-    pub unsafe fn on_waited<T>(
-        &self,
-        settings: &Settings,
-        s: Stream,
-        ring: &Ring,
-        kernel: bool,
-        f: impl FnOnce(Stream) -> Result<T>,
-    ) -> Result<T> {
-        let flag = settings.config().tune.syncwait.by_flag(kernel);
-        // SAFETY: forwarded caller guarantee; the context is current (a stream of the
-        // device is in use on this thread).
-        self.on_with(s, f, |s| unsafe { ring.wait(s, flag) })
-    }
-
-    /// [`LaunchResources::on`] with `s` waited for by `wait` (which returns once the
-    /// stream's work has run, or with its error), then noted as synchronised on the
-    /// calling thread's `ring` ([`Ring::synced`]).
-    ///
-    /// # Safety
-    /// `ring` must be the calling thread's lane's; `s` a stream of the device.
-    pub unsafe fn on_waited_by<T>(
-        &self,
-        s: Stream,
-        ring: &Ring,
-        f: impl FnOnce(Stream) -> Result<T>,
-        wait: impl FnOnce(Stream) -> Result<()>,
-    ) -> Result<T> {
-        self.on_with(s, f, |s| {
-            wait(s)?;
-            // SAFETY: the calling thread's ring (caller), after `s` has run its work.
-            unsafe { ring.synced(s) };
-            Ok(())
-        })
-    }
-
     /// [`LaunchResources::on`] with the stream waited for by `wait` (which returns once
-    /// the stream's work has run, or with its error).
-    fn on_with<T>(
+    /// the stream's work has run, or with its error): also the calling thread's ring's
+    /// waits (`device::copy::ring`'s `on_waited`).
+    pub fn on_with<R>(
         &self,
         s: Stream,
-        f: impl FnOnce(Stream) -> Result<T>,
+        f: impl FnOnce(Stream) -> Result<R>,
         wait: impl FnOnce(Stream) -> Result<()>,
-    ) -> Result<T> {
+    ) -> Result<R> {
         let w = self.order(s)?;
         let out = f(s);
         let synced = wait(s);

@@ -10,17 +10,18 @@
 
 use crate::config::tune::{PoolWarm, LATER_DIRECT};
 use crate::config::Config;
-use crate::cuda::safe::memory as cu_mem;
+use crate::cuda::pools::thread_streams::LaneData;
+use crate::cuda::safe::cu_mem;
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::context::DeviceContext;
+use crate::device::device_context::DeviceContext;
 use crate::device::launch_resources::LaunchResources;
 use crate::device::settings::Settings;
-use crate::host::memory::{HostChunks, HostPool};
+use crate::device_pool::large_blocks::{self, LargeBlocks};
+use crate::device_pool::pool::{Pool, DIRECT_MAX};
+use crate::device_pool::small_blocks::{self, Given, SmallBlocks};
+use crate::device_pool::stacks::StackCache;
 use crate::host::pin_keep::PinKeep;
-use crate::memory::large_blocks::{self, LargeBlocks};
-use crate::memory::pool::{Pool, DIRECT_MAX};
-use crate::memory::small_blocks::{self, Given, SmallBlocks};
-use crate::memory::stacks::StackCache;
+use crate::host::pinned_chunks::{HostChunks, HostPool};
 use crate::observe::nvtx::{self, Kind};
 use crate::observe::DeviceObserve;
 use gomp_plugin::blocks::{check_copy, Blocks};
@@ -45,7 +46,7 @@ pub struct Memory {
     small: SmallBlocks,
     /// Freed large blocks kept for reuse.
     large: LargeBlocks,
-    /// Pooled page-locked host memory (`page_locked_host_alloc`, `host_memory.rs`).
+    /// Pooled page-locked host memory (`page_locked_host_alloc`, `pinned_alloc.rs`).
     pinned: HostPool,
     /// The page-locked block kept from open to close (`GOMP_NVPTX_TUNE=pinkeep`).
     pin_keep: PinKeep,
@@ -122,7 +123,7 @@ impl Memory {
     /// Gives back the device memory at close (context current, deferred copies
     /// settled): the cached stacks, the caches' chunks and the pool; then releases the
     /// kept page-locked block.
-    pub(super) fn close(&self, ord: i32, launch: &LaunchResources) {
+    pub(super) fn close<T: LaneData>(&self, ord: i32, launch: &LaunchResources<T>) {
         self.stacks.close();
         for c in self
             .small
@@ -182,12 +183,12 @@ impl Memory {
     /// `alloc_once`). On out-of-memory the cached large blocks, the pool's unused
     /// memory and the cached soft stacks are released and the allocation retried once.
     /// `context`, `settings` and `launch` are the device's; `observe` its recorder.
-    pub fn alloc_retry(
+    pub fn alloc_retry<T: LaneData>(
         &self,
         size: usize,
         context: &DeviceContext,
         settings: &Settings,
-        launch: &LaunchResources,
+        launch: &LaunchResources<T>,
         observe: Option<&DeviceObserve>,
     ) -> Result<CUdeviceptr> {
         match self.alloc_once(size.max(1), context, settings, observe) {
@@ -207,7 +208,7 @@ impl Memory {
     /// memory. Costs the next allocations a driver call each; cheap when the caches
     /// are empty. Context current (caller); `ord` names the device in log lines,
     /// `launch` orders the frees after the deferred copies.
-    pub fn release_cached(&self, ord: i32, launch: &LaunchResources) {
+    pub fn release_cached<T: LaneData>(&self, ord: i32, launch: &LaunchResources<T>) {
         for p in self
             .large
             .drain()
@@ -283,11 +284,11 @@ impl Memory {
     /// returns (through the pool, which keeps none of it), so another process can have
     /// it at once. NULL is accepted and ignored; an address that does not start a
     /// block is "invalid device address". The block's size.
-    pub fn free_block(
+    pub fn free_block<T: LaneData>(
         &self,
         p: CUdeviceptr,
         settings: &Settings,
-        launch: &LaunchResources,
+        launch: &LaunchResources<T>,
         observe: Option<&DeviceObserve>,
     ) -> Result<usize> {
         if p == 0 {
@@ -321,7 +322,11 @@ impl Memory {
     /// pool give the driver everything it holds unused: the memory kept for reuse is
     /// the caches' alone, so the bound holds however the caches grow later (the large
     /// and small caches hand out memory without touching the pool).
-    fn give_back(&self, blocks: &[CUdeviceptr], launch: &LaunchResources) -> Result<()> {
+    fn give_back<T: LaneData>(
+        &self,
+        blocks: &[CUdeviceptr],
+        launch: &LaunchResources<T>,
+    ) -> Result<()> {
         let mut first = Ok(());
         for &b in blocks {
             if let Err(e) = self.free_chunk(b, launch) {
@@ -338,7 +343,11 @@ impl Memory {
     /// pool or the driver, after the deferred copies that may still write it
     /// (`launch`'s order): the pool's stream waits for them, a plain free waits on the
     /// host.
-    pub fn free_chunk(&self, p: CUdeviceptr, launch: &LaunchResources) -> Result<()> {
+    pub fn free_chunk<T: LaneData>(
+        &self,
+        p: CUdeviceptr,
+        launch: &LaunchResources<T>,
+    ) -> Result<()> {
         match &self.pool {
             // Kept aside, freed when memory runs out or the device closes.
             Some(pool) if pool.park_direct(p) => {}
@@ -355,10 +364,15 @@ impl Memory {
         Ok(())
     }
 
-    /// Frees direct chunks ([`crate::memory::pool::Pool::drain_direct`]) with
+    /// Frees direct chunks ([`crate::device_pool::pool::Pool::drain_direct`]) with
     /// `cuMemFree`, after the deferred copies that may still write them (`launch`'s
     /// order). Best effort: a failure is a `GOMP_DEBUG` line naming device `ord`.
-    pub(crate) fn free_direct(&self, chunks: Vec<CUdeviceptr>, ord: i32, launch: &LaunchResources) {
+    pub(crate) fn free_direct<T: LaneData>(
+        &self,
+        chunks: Vec<CUdeviceptr>,
+        ord: i32,
+        launch: &LaunchResources<T>,
+    ) {
         if chunks.is_empty() {
             return;
         }

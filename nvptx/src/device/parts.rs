@@ -4,43 +4,49 @@
 //! which is given them (the copy paths take `&Parts`, never the core); with the
 //! questions a copy asks of them (staged? pageable? deferred?). Each part's behaviour
 //! is the part's own.
+//!
+//! The copy buffers (`B`) and what each thread keeps beside its stream (`T`) are the
+//! copy paths' types, declared in the copy folder above this file (each path's engine
+//! in the path's file); the core names them (`device/whole.rs`: `Parts<Buffers,
+//! ThreadBuffers>`, the one instance), this file does not.
 
+use crate::config::staging::MIN_STAGED;
+use crate::cuda::pools::thread_streams::LaneData;
 use crate::cuda::safe::{query, Stream};
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::context::DeviceContext;
-use crate::device::copy_buffers::Buffers;
+use crate::device::device_context::DeviceContext;
 use crate::device::launch_resources::LaunchResources;
 use crate::device::memory::Memory;
 use crate::device::serving;
 use crate::device::settings::Settings;
 use crate::host::ranges as host_ranges;
-use crate::host::staging;
 use crate::observe::profile::CopyMem;
 use crate::observe::DeviceObserve;
 use gomp_plugin::error::Result;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// A device's parts, owned by its core (`device::Core`) and given to its copy engine.
-/// `Sync` through the core (each part locks inside; the context handle may be used from
-/// any thread).
-pub struct Parts {
+/// A device's parts, owned by its core (`device::Core`) and given to its copy engine;
+/// `B`: the copy paths' buffers of the device, `T`: each host thread's. `Sync` through
+/// the core (each part locks inside; the context handle may be used from any thread).
+pub struct Parts<B, T> {
     /// Which device, its properties and its context.
     pub context: DeviceContext,
     /// Settings and run-time switches.
     pub settings: Settings,
     /// Device memory and page-locked host memory.
     pub memory: Memory,
-    /// The copy paths' buffers and the interop-stream count.
-    pub buffers: Buffers,
-    /// Streams, events and the order of deferred copies.
-    pub launch: LaunchResources,
+    /// The copy paths' buffers.
+    pub buffers: B,
+    /// Streams, events and the order of deferred copies; each thread's stream with its
+    /// `T`.
+    pub launch: LaunchResources<T>,
     /// The profile's and trace's recorder (`None` unless `GOMP_NVPTX_PROFILE` or
     /// `GOMP_NVPTX_TRACE` is set: every hook is a check of this field).
     pub observe: Option<Arc<DeviceObserve>>,
 }
 
-impl Parts {
+impl<B, T: LaneData> Parts<B, T> {
     /// The profile's and trace's recorder, if either is on.
     #[inline]
     pub fn observe(&self) -> Option<&DeviceObserve> {
@@ -54,7 +60,7 @@ impl Parts {
     #[inline]
     pub fn may_defer(&self, n: usize) -> bool {
         n <= self.settings.config().tune.defer
-            && !self.buffers.interop_stream_alive()
+            && !self.settings.interop_stream_alive()
             && !serving::serving_request()
     }
 
@@ -63,7 +69,7 @@ impl Parts {
     /// at once), the copy is waited for instead.
     pub fn deferred_done(&self, s: Stream) -> Result<()> {
         let r = self.launch.copy_order().deferred(s, self.launch.events());
-        if r.is_err() || self.buffers.interop_stream_alive() {
+        if r.is_err() || self.settings.interop_stream_alive() {
             self.launch.on(s, |_| Ok(()))?;
         }
         r
@@ -76,9 +82,7 @@ impl Parts {
     /// known from the host-range registry; otherwise `p` is pageable when the driver
     /// knows nothing of it (page-locked and managed memory DMA directly).
     pub fn stage(&self, p: *const c_void, n: usize, sync: bool) -> bool {
-        n >= staging::MIN_STAGED
-            && (!sync || !self.settings.openacc_in_use())
-            && self.pageable(p, n)
+        n >= MIN_STAGED && (!sync || !self.settings.openacc_in_use()) && self.pageable(p, n)
     }
 
     /// Whether host `p` (of a copy of `n` bytes) is pageable: not memory the plugin

@@ -1,15 +1,18 @@
 //! The device core's settings part: its copy of the process's settings
 //! ([`crate::config`]) and what the program's use of the device switches at run time
-//! (OpenACC in use, a kernel completed).
+//! (OpenACC in use, a kernel completed, interop streams alive, the ways of waiting
+//! measured).
 //!
-//! Owned by the device core (`device::Core`); `Sync` (plain data and relaxed flags).
+//! Owned by the device core (`device::Core`); `Sync` (plain data, relaxed flags and a
+//! sequentially consistent count).
 
 use crate::config::tune::ThreadStream;
 use crate::config::Config;
 use crate::cuda::safe::Stream;
 use crate::device::serving;
+use crate::device::wait_choice::WaitChoice;
 use gomp_plugin::error::Result;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Settings and run-time switches of one device. Owned by the core; `Sync`.
 pub struct Settings {
@@ -24,6 +27,13 @@ pub struct Settings {
     /// Set once a kernel of the device has completed (`Settings::note_kernel_done`);
     /// `GOMP_NVPTX_TUNE=poolwarm=later` starts the pool's warm-up only then.
     kernel_done: AtomicBool,
+    /// Interop objects with a `targetsync` stream alive on the device: while there are
+    /// any, host-to-device copies complete before returning (the program may queue work
+    /// on such a stream at any time, out of the plugin's sight).
+    interop_streams: AtomicUsize,
+    /// How synchronous launches and small copies to the host are waited for
+    /// (`GOMP_NVPTX_TUNE=syncwait`, measured under `auto`).
+    waits: WaitChoice,
 }
 
 impl Settings {
@@ -31,9 +41,11 @@ impl Settings {
     pub(super) fn new(config: Config) -> Settings {
         Settings {
             tstream: config.tune.tstream,
+            waits: WaitChoice::new(config.tune.syncwait),
             config,
             openacc: AtomicBool::new(false),
             kernel_done: AtomicBool::new(false),
+            interop_streams: AtomicUsize::new(0),
         }
     }
 
@@ -41,6 +53,12 @@ impl Settings {
     #[inline]
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// How synchronous launches and small copies to the host are waited for.
+    #[inline]
+    pub fn waits(&self) -> &WaitChoice {
+        &self.waits
     }
 
     /// True once the program uses OpenACC on this device.
@@ -68,6 +86,21 @@ impl Settings {
     pub fn note_kernel_done(&self) {
         if !self.kernel_done.load(Ordering::Relaxed) {
             self.kernel_done.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether an interop `targetsync` stream is alive.
+    #[inline]
+    pub fn interop_stream_alive(&self) -> bool {
+        self.interop_streams.load(Ordering::SeqCst) != 0
+    }
+
+    /// Counts an interop `targetsync` stream in (`true`) or out.
+    pub fn count_interop_stream(&self, alive: bool) {
+        if alive {
+            self.interop_streams.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.interop_streams.fetch_sub(1, Ordering::SeqCst);
         }
     }
 

@@ -13,13 +13,13 @@ use crate::config::Config;
 use crate::cuda::safe::context as cu_context;
 use crate::cuda::safe::query;
 use crate::cuda::sys::*;
-use crate::device::context::{attr_or_zero, DeviceContext, Props};
-use crate::device::copy::Copies;
+use crate::device::copy::{Buffers, Copies, ThreadBuffers};
+use crate::device::device_context::{attr_or_zero, DeviceContext, Props};
 use crate::device::launch_resources::LaunchResources;
 use crate::device::memory::Memory;
 use crate::device::parts::Parts;
 use crate::device::settings::Settings;
-use crate::memory::pool::Pool;
+use crate::device_pool::pool::Pool;
 use crate::observe::{info, DeviceObserve};
 use gomp_plugin::error::{Error, Result};
 
@@ -30,7 +30,7 @@ use gomp_plugin::error::{Error, Result};
 pub struct Core {
     /// Context, settings, memory, the copy paths' buffers, launch resources and the
     /// recorder: what the copy engine is given.
-    parts: Parts,
+    parts: Parts<Buffers, ThreadBuffers>,
     /// The copy engine: the paths each kind of copy is offered to.
     copies: Copies,
 }
@@ -187,7 +187,7 @@ impl Core {
 
     /// The launch resources: streams, events and the order of deferred copies.
     #[inline]
-    pub fn launch(&self) -> &LaunchResources {
+    pub fn launch(&self) -> &LaunchResources<ThreadBuffers> {
         &self.parts.launch
     }
 
@@ -199,7 +199,7 @@ impl Core {
 
     /// The device's parts, which copies are given ([`Copies::host2dev`] and kin).
     #[inline]
-    pub fn parts(&self) -> &Parts {
+    pub fn parts(&self) -> &Parts<Buffers, ThreadBuffers> {
         &self.parts
     }
 

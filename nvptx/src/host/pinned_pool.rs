@@ -33,8 +33,8 @@
 //! The memory comes from a [`ChunkSource`] (the CUDA driver in production, `std::alloc`
 //! in the unit tests), so the bookkeeping is tested without a GPU.
 
-use crate::memory::free_lists::FreeLists;
-use crate::memory::size_cache::SizeCache;
+use crate::device_pool::free_lists::FreeLists;
+use crate::device_pool::size_cache::SizeCache;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::sync::Lock;
 use std::cell::Cell;

@@ -32,7 +32,7 @@ pub enum Origin {
 
 /// A registered range as the registry reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Range {
+pub struct HostRange {
     /// First byte (page-aligned).
     pub start: usize,
     /// One past the last byte (page-aligned).
@@ -47,7 +47,7 @@ pub enum Locked {
     /// The range was new: the `register` action ran and the range is now registered.
     New,
     /// The range lies inside a registered one, which it now shares.
-    Shared(Range),
+    Shared(HostRange),
 }
 
 struct Entry {
@@ -109,10 +109,10 @@ impl Registry {
     }
 
     /// The registered range containing address `p`, if any.
-    pub fn find(&self, p: usize) -> Option<Range> {
+    pub fn find(&self, p: usize) -> Option<HostRange> {
         let m = self.map.read_locked();
         let (&start, e) = m.range(..=p).next_back()?;
-        (p < e.end).then_some(Range {
+        (p < e.end).then_some(HostRange {
             start,
             end: e.end,
             origin: e.origin,
@@ -168,7 +168,7 @@ impl Registry {
                 Some((_, n)) => *n += 1,
                 None => ent.holds.push((p, 1)),
             }
-            return Ok(Locked::Shared(Range {
+            return Ok(Locked::Shared(HostRange {
                 start,
                 end: ent.end,
                 origin: ent.origin,
@@ -321,7 +321,7 @@ mod tests {
             r.lock(A, 8 * PAGE, Origin::User(0), reg).unwrap(),
             Locked::New
         );
-        let outer = Range {
+        let outer = HostRange {
             start: A,
             end: A + 8 * PAGE,
             origin: Origin::User(0),
@@ -423,7 +423,7 @@ mod tests {
         assert!(r.contains(A + 123, 1000));
         assert!(matches!(
             r.lock(A + PAGE, 64, Origin::User(0), |_, _| panic!("shared")),
-            Ok(Locked::Shared(Range {
+            Ok(Locked::Shared(HostRange {
                 origin: Origin::Pool(0),
                 ..
             }))

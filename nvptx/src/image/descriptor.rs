@@ -18,7 +18,7 @@ pub struct RawPtxObj {
 
 /// One function entry: kernel name and OpenACC launch dimensions.
 #[repr(C)]
-pub struct RawFn {
+pub struct RawKernel {
     /// Kernel name.
     pub name: *const c_char,
     /// Gang, worker, vector dimensions (OpenACC; 0 = dynamic).
@@ -38,7 +38,7 @@ pub struct RawDescriptor {
     /// Number of variables.
     pub var_num: u32,
     /// Kernels, in host-table order.
-    pub fn_names: *const RawFn,
+    pub fn_names: *const RawKernel,
     /// Number of kernels.
     pub fn_num: u32,
     /// Number of `declare target indirect` functions (GCC 14+ images only).
@@ -47,7 +47,7 @@ pub struct RawDescriptor {
 
 /// A kernel named by the image.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FnEntry {
+pub struct KernelEntry {
     /// Kernel (entry) name.
     pub name: CString,
     /// OpenACC gang/worker/vector dimensions from the compiler (0 = choose).
@@ -63,7 +63,7 @@ pub struct Descriptor<'a> {
     /// Variable names, in host-table order.
     pub vars: Vec<CString>,
     /// Kernels, in host-table order.
-    pub funcs: Vec<FnEntry>,
+    pub funcs: Vec<KernelEntry>,
     /// Number of indirect functions (0 for pre-GCC-14 images).
     pub ind_fn_num: u32,
 }
@@ -142,7 +142,7 @@ pub unsafe fn read<'a>(version: u32, data: *const RawDescriptor) -> Result<Descr
         .map(|i| {
             // SAFETY: i < fn_num elements (caller).
             let f = unsafe { &*d.fn_names.add(i) };
-            Ok(FnEntry {
+            Ok(KernelEntry {
                 name: cstr(f.name, "function", i)?,
                 dims: f.dim,
             })
@@ -167,10 +167,15 @@ mod tests {
         assert_eq!(std::mem::offset_of!(RawDescriptor, fn_names), 32);
         assert_eq!(std::mem::offset_of!(RawDescriptor, fn_num), 40);
         assert_eq!(std::mem::offset_of!(RawDescriptor, ind_fn_num), 44);
-        assert_eq!(std::mem::size_of::<RawFn>(), 16);
+        assert_eq!(std::mem::size_of::<RawKernel>(), 16);
     }
 
-    fn raw(ptx: &[RawPtxObj], vars: &[*const c_char], fns: &[RawFn], ind: u32) -> RawDescriptor {
+    fn raw(
+        ptx: &[RawPtxObj],
+        vars: &[*const c_char],
+        fns: &[RawKernel],
+        ind: u32,
+    ) -> RawDescriptor {
         RawDescriptor {
             ptx_objs: ptx.as_ptr(),
             ptx_num: ptx.len() as u32,
@@ -190,7 +195,7 @@ mod tests {
             size: code.to_bytes_with_nul().len(),
         }];
         let vars = [c"x".as_ptr(), c"y".as_ptr()];
-        let fns = [RawFn {
+        let fns = [RawKernel {
             name: c"main$_omp_fn$0".as_ptr(),
             dim: [0, 0, 32],
         }];
@@ -245,7 +250,7 @@ mod tests {
             let mut r = raw(&good, &[], &[], 0);
             r.fn_num = u32::MAX;
             assert!(read(0x30001, &r).is_err());
-            let unnamed = [RawFn {
+            let unnamed = [RawKernel {
                 name: std::ptr::null(),
                 dim: [0; 3],
             }];

@@ -32,11 +32,11 @@ use crate::observe::nvtx::{self, Kind};
 use gomp_plugin::error::Result;
 use once_cell::sync::OnceCell;
 
-/// The cache's setting is the settings' (`crate::config::link_cache`), its store, opened
+/// The cache's setting is the settings' (`crate::config::link_cache_setting`), its store, opened
 /// once per process, the cache's (`crate::cache::opened`); named here too, where the
 /// cache is used.
 pub use crate::cache::opened::{describe, store};
-pub use crate::config::link_cache::{Setting, DEFAULT_LIMIT};
+pub use crate::config::link_cache_setting::{Setting, DEFAULT_LIMIT};
 
 /// The entry kind of a linked image.
 pub const KIND: &str = "cubin";

@@ -1,14 +1,16 @@
 //! Offload images: reading libgomp's image descriptor ([`descriptor`]), JIT-linking its
 //! PTX into a CUDA module ([`link`]), the identifiers the PTX names ([`ptx_names`]), the
-//! indirect-function table ([`indirect_table`]), and the loaded [`Image`] itself: its
-//! module, kernels and the device-side globals the plugin fills in (ICVs, clock tick,
-//! indirect-function map), and the table returned to libgomp (spec §5.3).
+//! indirect-function table ([`indirect_table`]), the constructors and destructors
+//! ([`cdtors`]), and the loaded [`Image`] itself: its module, kernels and the
+//! device-side globals the plugin fills in (ICVs, clock tick, indirect-function map),
+//! and the table returned to libgomp (spec §5.3, [`address_table`]).
 //!
 //! Threading: an image is built by the thread loading it, then owned by its device's
 //! image list and read (never changed) by any thread launching its kernels. Its
 //! kernels are shared (`Arc`) with the framework's live set, which checks the handles
 //! libgomp passes back.
 
+pub mod address_table;
 pub mod cdtors;
 pub mod descriptor;
 pub mod indirect_table;
@@ -242,7 +244,7 @@ impl Image {
         host_ind_fns: *const u64,
         eager: bool,
         rev: bool,
-    ) -> Result<(Box<Image>, Vec<AddrPair>)> {
+    ) -> Result<(Image, Vec<AddrPair>)> {
         // SAFETY: forwarded caller guarantee.
         let mut desc = unsafe { descriptor::read(version, data) }?;
         let ptx_bytes = desc.ptx.iter().map(|o| o.len() as u64).sum();
@@ -269,14 +271,14 @@ impl Image {
         )?;
         let module_ms = start.elapsed().as_secs_f64() * 1e3;
         let t1 = t0.map(|_| crate::observe::now());
-        let mut img = Box::new(Image {
+        let mut img = Image {
             key: data as usize,
             core: Arc::clone(dev),
             module,
             fns: Vec::new(),
             owned: Vec::new(),
             names: PtxNames::from_ptx(&desc.ptx),
-        });
+        };
         // On an error below, the partly built image releases what it holds.
         // SAFETY: forwarded caller guarantee.
         match unsafe { img.fill(dev, &desc, host_ind_fns, image_key, eager) } {
@@ -298,7 +300,7 @@ impl Image {
             }
             Err(e) => {
                 // Settles the device first, as an unload does.
-                let _ = (*img).release();
+                let _ = img.release();
                 Err(e)
             }
         }
@@ -312,7 +314,7 @@ impl Image {
         image_key: Option<Key>,
         eager: bool,
     ) -> Result<Vec<AddrPair>> {
-        let icvs_block = self.global(c"__gomp_additional_icvs")?;
+        let icvs_block = self.global(address_table::ICVS_SYMBOL)?;
         let team_icvs =
             Arc::new(icvs_block.map_or_else(TeamIcvs::default, |(p, n)| TeamIcvs::at(p, n)));
         let module = self.module.borrow();
@@ -339,19 +341,7 @@ impl Image {
                 f.code(dev)?;
             }
         }
-        let mut table = Vec::with_capacity(desc.vars.len() + 1);
-        for v in &desc.vars {
-            let (p, n) = self.global(v)?.ok_or_else(|| {
-                Error::invalid(format!(
-                    "offload image lacks variable '{}'",
-                    v.to_string_lossy()
-                ))
-            })?;
-            table.push(AddrPair {
-                start: p as usize,
-                end: p as usize + n,
-            });
-        }
+        let vars = address_table::var_pairs(&desc.vars, |v| self.global(v))?;
         if desc.ind_fn_num > 0 && !host_ind_fns.is_null() {
             // SAFETY: forwarded caller guarantee on `host_ind_fns`.
             unsafe { self.map_indirect_functions(dev, desc.ind_fn_num as usize, host_ind_fns) }?;
@@ -359,13 +349,11 @@ impl Image {
         // The last entry: libgomp 12 writes the device number into the image's
         // `__gomp_device_num`, 13+ the ICVs into its ICV block.
         let last = match gomp_plugin::libgomp::host::libgomp() {
-            Some(v) if v.trailing_entry_is_device_num() => self.global(c"__gomp_device_num")?,
+            Some(v) if v.trailing_entry_is_device_num() => {
+                self.global(address_table::DEVICE_NUM_SYMBOL)?
+            }
             _ => icvs_block,
         };
-        table.push(last.map_or(AddrPair::default(), |(p, n)| AddrPair {
-            start: p as usize,
-            end: p as usize + n,
-        }));
         if let (Some((p, 8)), k) = (self.global(c"__nvptx_clocktick")?, dev.props().clock_khz) {
             if k > 0 {
                 let tick: f64 = 1e-3 / k as f64;
@@ -374,7 +362,10 @@ impl Image {
             }
         }
         cdtors::run_cdtors(dev, |n| self.function(n), c"__do_global_ctors__entry")?;
-        Ok(table)
+        Ok(address_table::assemble(
+            &vars,
+            last.map(address_table::pair),
+        ))
     }
 
     /// Gives the device the (host address, device address) pairs of the image's

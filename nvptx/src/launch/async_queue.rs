@@ -15,10 +15,10 @@
 use crate::cuda::safe::{OwnedEvent, OwnedStream, Stream};
 use crate::cuda::sys::*;
 use crate::device::Core;
+use crate::device_pool::stacks::StackBlock;
 use crate::launch::failure::kernel_error;
 use crate::launch::reverse::{Reverse, Service};
-use crate::memory::stacks::StackBlock;
-use crate::observe::nvtx::{self, Span};
+use crate::observe::nvtx::{self, AsyncRange};
 use crate::observe::Timer;
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::report;
@@ -26,7 +26,7 @@ use gomp_plugin::sync::{Lock, Wait};
 use gomp_plugin::DeviceCore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -44,7 +44,7 @@ pub struct Pending {
     /// The launch's timing events when profiling or tracing.
     timer: Option<Timer>,
     /// Its NVTX span until completion, when a tool is attached.
-    span: Span,
+    span: AsyncRange,
 }
 
 /// Soft-stack bytes of the device's async launches in flight: reserved by launching
@@ -52,22 +52,29 @@ pub struct Pending {
 /// completion thread.
 #[derive(Default)]
 struct StackBudget {
-    in_flight: Mutex<usize>,
+    /// Bytes in flight, and launching threads waiting for some to be given back.
+    in_flight: Mutex<(usize, usize)>,
     freed: Condvar,
 }
 
 impl StackBudget {
     fn reserve(&self, bytes: usize) {
-        let mut used = self.in_flight.locked();
-        while *used > 0 && *used + bytes > STACK_BUDGET {
-            used = self.freed.wait_locked(used);
+        let mut st = self.in_flight.locked();
+        while st.0 > 0 && st.0 + bytes > STACK_BUDGET {
+            st.1 += 1;
+            st = self.freed.wait_locked(st);
+            st.1 -= 1;
         }
-        *used += bytes;
+        st.0 += bytes;
     }
 
     fn unreserve(&self, bytes: usize) {
-        *self.in_flight.locked() -= bytes;
-        self.freed.notify_all();
+        let mut st = self.in_flight.locked();
+        st.0 -= bytes;
+        // Waking costs a system call on every completion: only when a launch waits.
+        if st.1 > 0 {
+            self.freed.notify_all();
+        }
     }
 }
 
@@ -136,7 +143,7 @@ pub fn submit(
     s: Stream,
     stacks: StackBlock,
     async_data: usize,
-    watch: (Option<Timer>, Span),
+    watch: (Option<Timer>, AsyncRange),
 ) -> Result<()> {
     let (timer, span) = watch;
     let event = dev.launch().events().acquire()?;
@@ -185,6 +192,24 @@ fn finish(dev: &Core, budget: &StackBudget, service: &Service, p: Pending) {
     gomp_plugin::libgomp::target::task_completion(p.async_data);
 }
 
+/// Polls of the channel (tens of microseconds in all) before the completion thread,
+/// with nothing outstanding, blocks in it: a `nowait` loop launches again within
+/// microseconds of a completion, and a launch that found the thread blocked would pay
+/// a system call to wake it, and its completion the thread's wake-up.
+const IDLE_POLLS: u32 = 20_000;
+
+/// The next launch handed to the completion thread; `None` once the queue is shut down.
+fn next_launch(rx: &Receiver<Pending>) -> Option<Pending> {
+    for _ in 0..IDLE_POLLS {
+        match rx.try_recv() {
+            Ok(p) => return Some(p),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => std::hint::spin_loop(),
+        }
+    }
+    rx.recv().ok()
+}
+
 fn complete_loop(dev: &Core, budget: &StackBudget, service: &Service, rx: Receiver<Pending>) {
     if let Err(e) = dev.activate() {
         report::fatal(&format!("nvptx completion thread: {e}"));
@@ -195,9 +220,9 @@ fn complete_loop(dev: &Core, budget: &StackBudget, service: &Service, rx: Receiv
     let mut pending: VecDeque<Pending> = VecDeque::new();
     loop {
         if pending.is_empty() {
-            match rx.recv() {
-                Ok(p) => pending.push_back(p),
-                Err(_) => return,
+            match next_launch(&rx) {
+                Some(p) => pending.push_back(p),
+                None => return,
             }
         }
         pending.extend(rx.try_iter());

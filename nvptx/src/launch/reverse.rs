@@ -30,11 +30,11 @@
 //! frees it once the thread has ended.
 
 use crate::cuda::pools::thread_streams;
-use crate::cuda::safe::memory::host_device_pointer;
+use crate::cuda::safe::cu_mem::host_device_pointer;
 use crate::cuda::safe::{HostAlloc, Stream};
 use crate::cuda::sys::*;
+use crate::device::copy::ring::{not_ready, Armed, Ring};
 use crate::device::Core;
-use crate::host::ring::{not_ready, Armed, Ring};
 use crate::image::Image;
 use crate::observe::nvtx::{self, Kind};
 use gomp_plugin::error::Result;
@@ -444,8 +444,13 @@ fn serve(dev: &Core, r: &Service, mailbox: usize) {
 
 /// Polls of the mailbox between two queries of the waited-for stream in
 /// [`poll_serving`] (a query is a driver call, a poll a load): when the stream's end is
-/// seen by the ring's flag, and when it is not.
-const POLLS_PER_QUERY: (u32, u32) = (4096, 16);
+/// seen by the ring's flag; when it is not, during the wait's first [`SHORT_KERNEL`]
+/// (an empty region's kernel ends within it: its end is seen within a poll or two of
+/// the query's cost), and after that (a kernel that runs longer, making requests: the
+/// mailbox is read between queries).
+const POLLS_PER_QUERY: (u32, u32, u32) = (4096, 2, 64);
+/// How long [`poll_serving`] asks the stream often when it has no flag.
+const SHORT_KERNEL: Duration = Duration::from_micros(30);
 /// Polls after which [`poll_serving`] yields the processor between polls (a long
 /// kernel then costs the host less).
 const SPIN_POLLS: u32 = 100_000;
@@ -459,10 +464,10 @@ fn poll_serving(
     s: Stream,
     armed: Option<Armed>,
 ) -> Result<()> {
-    let every = if armed.is_some() {
-        POLLS_PER_QUERY.0
+    let (mut every, mut early) = if armed.is_some() {
+        (POLLS_PER_QUERY.0, None)
     } else {
-        POLLS_PER_QUERY.1
+        (POLLS_PER_QUERY.1, Some(std::time::Instant::now()))
     };
     let mut polls = 0u32;
     loop {
@@ -476,6 +481,11 @@ fn poll_serving(
         // the end.
         if (reached || polls % every == 0) && !not_ready(s)? {
             return Ok(());
+        }
+        // Without the flag: the stream asked often while the kernel may be a short
+        // one, then seldom, so that the mailbox is read almost all the time.
+        if polls % every == 0 && early.is_some_and(|t| t.elapsed() > SHORT_KERNEL) {
+            (every, early) = (POLLS_PER_QUERY.2, None);
         }
         if polls > SPIN_POLLS {
             std::thread::yield_now();

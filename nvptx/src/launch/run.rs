@@ -8,14 +8,14 @@ use crate::config::tune::Tune;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::*;
 use crate::device::Core;
+use crate::device_pool::stacks::StackBlock;
 use crate::image::Kernel;
 use crate::launch::async_queue::{self, AsyncQueue};
 use crate::launch::autotune;
 use crate::launch::failure::kernel_error;
 use crate::launch::geometry::{self, Geometry, Limits, Requested};
 use crate::launch::reverse::{ran_alone, Reverse};
-use crate::memory::stacks::StackBlock;
-use crate::observe::nvtx::{self, Kind, Span};
+use crate::observe::nvtx::{self, AsyncRange, Kind};
 use gomp_plugin::error::Result;
 use gomp_plugin::libgomp::target_args::LaunchRequest;
 use std::ffi::c_void;
@@ -165,14 +165,14 @@ fn enqueue_timed(
 }
 
 /// Runs `f` as launch request `r` asks, and waits for it (and for what it reads ahead
-/// for the device-to-host copies after it, `host::read_ahead`).
+/// for the device-to-host copies after it, `device::copy::read_ahead`).
 pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<()> {
     let _range = nvtx::range_c(Kind::Target, None, f.nvtx.as_ref().map(|l| &*l.omp));
     let mut p = prepare(dev, f, r, true)?;
     let lane = dev.launch().thread_streams().get()?;
     let ahead = &lane.data.read_ahead;
     let key = f as *const Kernel as usize;
-    // Not once OpenACC is in use (see `host::read_ahead`).
+    // Not once OpenACC is in use (see `device::copy::read_ahead`).
     let limit = if dev.settings().openacc_in_use() {
         0
     } else {
@@ -218,18 +218,25 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
         }
         Ok(())
     };
+    let parts = dev.parts();
     // SAFETY: this thread's lane's ring (`get`); the lane's stream.
     let r = unsafe {
         if serves {
-            // This thread serves the device's reverse-offload requests while it waits.
-            let flag = dev.config().tune.syncwait.by_flag(true);
+            // This thread serves the device's reverse-offload requests while it waits
+            // (asking the stream, not polling the word, unless `syncwait=flag`).
+            let flag = parts.settings.waits().serving_by_flag();
             // SAFETY: this thread's lane's ring and stream.
             let wait = |s| rev.wait_serving(dev, s, &lane.data.ring, flag);
-            dev.launch()
-                .on_waited_by(lane.stream(), &lane.data.ring, launch, wait)
+            let r = parts
+                .launch
+                .on_waited_by(lane.stream(), &lane.data.ring, launch, wait);
+            if r.is_ok() {
+                // SAFETY: this thread's lane's ring and stream, just waited for.
+                parts.measure_waits(lane.stream(), &lane.data.ring);
+            }
+            r
         } else {
-            dev.launch()
-                .on_waited(dev.settings(), lane.stream(), &lane.data.ring, true, launch)
+            parts.on_waited(lane.stream(), &lane.data.ring, true, launch)
         }
     };
     if r.is_ok() {
@@ -274,7 +281,7 @@ pub fn run_async(
         o.stop(t, s);
     }
     // Until the completion thread sees the kernel end.
-    let span = Span::start(Kind::InFlight, label);
+    let span = AsyncRange::start(Kind::InFlight, label);
     let r = async_queue::submit(dev, q, rev, s, p.stacks, async_data as usize, (timer, span));
     if r.is_err() {
         span.end();

@@ -86,6 +86,14 @@ pub fn image(on: &Switches, line: impl FnOnce() -> String) {
     }
 }
 
+/// Prints `text`, a fact of device `ord` found after its open (e.g. the ways of waiting
+/// it measured), when `GOMP_NVPTX_INFO` is on.
+pub fn device(on: &Switches, ord: i32, text: &str) {
+    if on.info {
+        report::error(&format!("nvptx info: device {ord}: {text}"));
+    }
+}
+
 /// Prints why the program runs on the host when `GOMP_NVPTX_INFO` is on.
 pub fn fallback(on: &Switches, why: &str) {
     if on.info {

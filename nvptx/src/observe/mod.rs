@@ -179,6 +179,14 @@ impl DeviceObserve {
         }
     }
 
+    /// A fact of the device for the profile's summary (e.g. the ways of waiting it
+    /// measured).
+    pub fn note(&self, text: &str) {
+        if let Some(p) = &self.rec.profile {
+            p.note(format!("device {}: {text}", self.ord));
+        }
+    }
+
     /// Records the timing event after the launch on its stream.
     pub fn stop(&self, t: &Timer, s: Stream) {
         let _ = t.end.handle().record(s);

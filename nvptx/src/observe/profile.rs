@@ -182,6 +182,9 @@ pub struct Data {
     pub reverse_ns: Vec<u64>,
     /// OpenACC queues created.
     pub acc_queues: u64,
+    /// Facts of the devices found while running (the ways of waiting measured), in
+    /// order.
+    pub notes: Vec<String>,
 }
 
 /// The profile of a process: [`Data`] behind a lock.
@@ -221,6 +224,11 @@ impl Profile {
         self.with(|d| {
             d.kernels.entry(name.to_string()).or_default().tuning = Some(text.to_string());
         })
+    }
+
+    /// A fact of a device for the summary.
+    pub fn note(&self, text: String) {
+        self.with(|d| d.notes.push(text))
     }
 
     /// A device time read after the launch was counted (a launch whose completion
@@ -419,6 +427,7 @@ fn summary_lines(d: &Data, lines: &mut Vec<String>) {
     if d.acc_queues > 0 {
         lines.push(format!("OpenACC queues: {}", d.acc_queues));
     }
+    lines.extend(d.notes.iter().cloned());
 }
 
 /// Renders `d` as the table printed at exit, every line prefixed by `prefix`.

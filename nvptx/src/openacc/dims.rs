@@ -12,7 +12,7 @@
 //! this plugin launched before) made real loop nests up to 4.5x slower: a gang loop's
 //! iterations are dealt to the gangs in blocks, so few gangs leave SMs idle behind the
 //! slowest block. Where the gang count is the runtime's choice the tuner
-//! (`openacc::tune`) also tries fewer gangs ([`gang_candidates`]), which is what a loop
+//! (`openacc::gang_tuner`) also tries fewer gangs ([`gang_candidates`]), which is what a loop
 //! far smaller than the GPU wants.
 
 /// Gang, worker and vector counts.
@@ -39,7 +39,7 @@ pub struct Inputs {
 
 /// The kernel's and device's limits.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Limits {
+pub struct AccLimits {
     /// Most threads per block the kernel can be launched with.
     pub max_threads_per_block: u32,
     /// Streaming multiprocessors (fallback when there is no occupancy calculator).
@@ -88,7 +88,7 @@ pub const MAX_WORKERS: u32 = 32;
 pub const MAX_WORKERS_WIDE: u32 = 15;
 
 /// Picks the launch dimensions; `occ` is the kernel's occupancy calculator.
-pub fn choose(inp: &Inputs, lim: &Limits, occ: &impl Occupancy) -> Result<Choice, DimsError> {
+pub fn choose(inp: &Inputs, lim: &AccLimits, occ: &impl Occupancy) -> Result<Choice, DimsError> {
     let fixed: [u32; 3] = std::array::from_fn(|i| {
         if inp.compiled[i] != 0 {
             u32::from(inp.compiled[i])
@@ -187,7 +187,7 @@ impl DimsError {
 mod tests {
     use super::*;
 
-    const LIM: Limits = Limits {
+    const LIM: AccLimits = AccLimits {
         max_threads_per_block: 1024,
         num_sms: 132,
     };
@@ -303,7 +303,7 @@ mod tests {
         assert_eq!((d.workers, d.vector), (8, 128));
         let d = dims([0; 3], [0; 3], [0; 3]).unwrap();
         assert_eq!((d.workers, d.vector), (32, 32));
-        let small = Limits {
+        let small = AccLimits {
             max_threads_per_block: 256,
             num_sms: 10,
         };

@@ -3,8 +3,8 @@
 //! An OpenACC entry point takes one parameter: the device address of the block of
 //! mapped-variable addresses, which libgomp has already copied to the device.
 
-use super::dims::{choose, Choice, Dims, Inputs, Limits};
-use super::tune;
+use super::dims::{choose, AccLimits, Choice, Dims, Inputs};
+use super::gang_tuner;
 use crate::cuda::safe::module::occupancy as occupancy_of;
 use crate::cuda::safe::Stream;
 use crate::device::copy_order::Waited;
@@ -43,7 +43,7 @@ pub fn dims_for(dev: &Core, f: &Kernel, requested: [u32; 3]) -> Result<Choice> {
         requested,
         defaults,
     };
-    let limits = Limits {
+    let limits = AccLimits {
         max_threads_per_block: code.max_threads_per_block.max(0) as u32,
         num_sms: dev.props().num_sms.max(1) as u32,
     };
@@ -60,11 +60,11 @@ fn shape(
     queued: bool,
 ) -> Result<(Dims, Option<Trial>)> {
     let choice = dims_for(dev, f, requested)?;
-    let forced = tune::forced(dev, &choice);
-    let tuned = tune::eligible(dev, &choice);
+    let forced = gang_tuner::forced(dev, &choice);
+    let tuned = gang_tuner::eligible(dev, &choice);
     let (d, trial) = match forced {
         Some(d) => (d, None),
-        None if tuned => tune::pick(dev, f, &choice, queued),
+        None if tuned => gang_tuner::pick(dev, f, &choice, queued),
         None => (choice.dims, None),
     };
     log::debug!(

@@ -4,7 +4,7 @@
 
 pub mod dims;
 pub mod exec;
+pub mod gang_tuner;
 pub mod property;
 pub mod queue;
 pub mod thread;
-pub mod tune;

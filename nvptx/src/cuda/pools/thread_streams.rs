@@ -27,6 +27,13 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+/// What a lane's data must be: made empty for a new thread (`Default`), handed between
+/// threads with its lane (`Send + Sync`, see [`Lane`]) and kept by the set (`'static`).
+/// Every type that is so is one (the device's is the copy paths' per-thread buffers).
+pub trait LaneData: Default + Send + Sync + 'static {}
+
+impl<T: Default + Send + Sync + 'static> LaneData for T {}
+
 /// Ids of opens, process-wide; 0 is never handed out.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 

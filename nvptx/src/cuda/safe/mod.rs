@@ -10,7 +10,7 @@
 //!   (`release`, `destroy`, `unload`, `free`, `unregister`).
 //! - Borrowed handles ([`Stream`], [`Event`]): `Copy` newtypes over the driver handle,
 //!   valid while their owner lives (the owner is whoever handed them out).
-//! - Plain queries and operations as small functions ([`query`], [`memory`]).
+//! - Plain queries and operations as small functions ([`query`], [`cu_mem`], the driver's `cuMem*` calls).
 //!
 //! Every wrapper is a `#[repr(transparent)]` newtype or a plain struct of handles, every
 //! method `#[inline]`: no allocation, lock or extra driver call beyond the one it wraps.
@@ -21,14 +21,14 @@
 //! caller's business (see [`context`]).
 
 pub mod context;
+pub mod cu_mem;
 pub mod event;
-pub mod memory;
 pub mod module;
 pub mod query;
 pub mod stream;
 
 pub use context::PrimaryContext;
+pub use cu_mem::{DeviceAlloc, HostAlloc, HostRegistration, MemPool, MemPoolRef};
 pub use event::{Event, OwnedEvent};
-pub use memory::{HostAlloc, HostRegistration, MemPool, MemPoolRef};
 pub use module::{LinkState, Module, ModuleRef};
 pub use stream::{OwnedStream, Stream};

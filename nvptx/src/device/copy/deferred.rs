@@ -6,12 +6,12 @@
 //! are first copied into a bounce buffer. Memory the program page-locked is never left
 //! in flight. Not taken when the copy cannot be deferred so (the later paths wait).
 
-use super::bounce;
+use super::bounce::{self, Bounce, MIN_BYTES};
 use super::host_copy::HostCopy;
-use super::path::{CopyPath, Ended, Failed, Knob, Taken, Takes};
+use super::path::{CopyPath, Ended, Failed, Knob, Route, Taken, Takes};
 use crate::config::Config;
+use crate::cuda::pools::thread_streams::LaneData;
 use crate::device::parts::Parts;
-use crate::host::bounce::MIN_BYTES;
 use crate::observe::profile::CopyDir;
 use gomp_plugin::error::Result;
 
@@ -24,7 +24,7 @@ const PINNED_BOUNCE: usize = 64 << 10;
 /// buffers' `bounce`).
 pub struct Deferred;
 
-impl CopyPath for Deferred {
+impl Route for Deferred {
     fn label(&self) -> &'static str {
         "deferred"
     }
@@ -36,14 +36,16 @@ impl CopyPath for Deferred {
     fn takes(&self, _config: &Config) -> Takes {
         Takes::of(CopyDir::H2D, false)
     }
+}
 
-    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
+impl<B: AsRef<Bounce>, T: LaneData> CopyPath<B, T> for Deferred {
+    unsafe fn try_copy(&self, d: &Parts<B, T>, c: &HostCopy) -> Option<Taken> {
         if !c.may_defer(d) {
             return None;
         }
         let pageable = c.pageable(d);
         let direct = pageable && c.n < MIN_BYTES;
-        let b = &d.buffers.bounce();
+        let b: &Bounce = d.buffers.as_ref();
         if !direct && !((pageable || c.n <= PINNED_BOUNCE) && b.fits(c.n)) {
             return None;
         }

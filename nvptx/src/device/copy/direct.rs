@@ -4,19 +4,22 @@
 //! device are queued.
 
 use super::host_copy::{HostCopy, Via};
-use super::path::{CopyPath, Ended, Failed, Taken};
+use super::path::{CopyPath, Ended, Failed, Route, Taken};
+use crate::cuda::pools::thread_streams::LaneData;
 use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
 
 /// The direct path (zero-sized, stateless, `Sync`).
 pub struct Direct;
 
-impl CopyPath for Direct {
+impl Route for Direct {
     fn label(&self) -> &'static str {
         "direct"
     }
+}
 
-    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
+impl<B, T: LaneData> CopyPath<B, T> for Direct {
+    unsafe fn try_copy(&self, d: &Parts<B, T>, c: &HostCopy) -> Option<Taken> {
         let (dev, host, n) = (c.dev, c.host, c.n);
         c.taken(self.label());
         Some(match (c.dir, c.via) {

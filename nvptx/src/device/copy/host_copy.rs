@@ -2,6 +2,7 @@
 //! where it goes ([`Via`]) and its kind (direction by caller, [`kind_index`]). Lives on
 //! the calling thread's stack for one copy; plain types.
 
+use crate::cuda::pools::thread_streams::LaneData;
 use crate::cuda::safe::Stream;
 use crate::cuda::sys::CUdeviceptr;
 use crate::device::parts::Parts;
@@ -80,7 +81,7 @@ impl HostCopy {
         }
     }
 
-    /// The path labelled `path` (its `CopyPath::label`) makes this copy from here on:
+    /// The path labelled `path` (its `Route::label`) makes this copy from here on:
     /// with an NVTX tool attached, the copy's range, named after its direction and the
     /// path (`h2d ring`), its payload the bytes; it ends when the copy returns, or when
     /// the path gives the copy up. Without a tool, one check.
@@ -109,26 +110,30 @@ impl HostCopy {
     }
 
     /// Whether the host memory is pageable ([`Parts::pageable`]; asked once).
-    pub fn pageable(&self, d: &Parts) -> bool {
+    pub fn pageable<B, T: LaneData>(&self, d: &Parts<B, T>) -> bool {
         memo(&self.pageable, || d.pageable(self.host, self.n))
     }
 
     /// Whether a synchronous host-to-device copy may return before its DMA has ended
     /// ([`Parts::may_defer`]; asked once).
-    pub fn may_defer(&self, d: &Parts) -> bool {
+    pub fn may_defer<B, T: LaneData>(&self, d: &Parts<B, T>) -> bool {
         memo(&self.may_defer, || d.may_defer(self.n))
     }
 
     /// The stream a device-to-host copy that is waited for goes on: the calling
     /// thread's copy stream (`LaunchResources::copy_stream`; asked once) or the queue's.
-    pub fn stream(&self, d: &Parts) -> Result<Stream> {
+    pub fn stream<B, T: LaneData>(&self, d: &Parts<B, T>) -> Result<Stream> {
         self.stream_or(d, || d.launch.thread_streams().stream())
     }
 
     /// [`HostCopy::stream`] with the calling thread's own stream from `own` (a path
     /// that has the thread's lane at hand).
     #[inline]
-    pub fn stream_or(&self, d: &Parts, own: impl FnOnce() -> Result<Stream>) -> Result<Stream> {
+    pub fn stream_or<B, T: LaneData>(
+        &self,
+        d: &Parts<B, T>,
+        own: impl FnOnce() -> Result<Stream>,
+    ) -> Result<Stream> {
         if let Some(s) = self.stream.get() {
             return Ok(s);
         }

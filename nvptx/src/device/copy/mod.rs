@@ -4,8 +4,8 @@
 //! Two kinds of callers ([`Via`]):
 //! - *Synchronous* copies (`GOMP_OFFLOAD_host2dev` and kin, OpenMP and OpenACC alike) run
 //!   on the calling thread's stream, or on CUDA's legacy default stream once OpenACC is
-//!   in use (see `LaunchResources::copy_stream`). Device-to-host and device-to-device copies are
-//!   complete when the call returns; a small host-to-device copy may return once its
+//!   in use (see `LaunchResources::copy_stream`). Device-to-host and device-to-device
+//!   copies are complete when the call returns; a small host-to-device copy may return once its
 //!   source bytes are safe to reuse, before its DMA has ended (a *deferred* copy), with
 //!   everything that can observe device memory ordered after it (`device::copy_order`).
 //! - *Queued* copies of an OpenACC async queue run on the queue's stream, in stream
@@ -13,61 +13,78 @@
 //!   queue before it relies on them (OpenACC's rule).
 //!
 //! Both take the same paths for the same memory. A copy between the host and the
-//! device is offered to the copy paths of [`PATHS`] in their order, one file each in
-//! this folder ([`CopyPath`]); the first that takes it makes it. Each path says itself
-//! which copies it takes (direction, caller, size, memory: the kinds and sizes it may
-//! take in [`CopyPath::takes`], read once per device into [`Copies`]' routes, so that
-//! a copy is offered only to the paths that may take it; the rest in its
-//! `try_copy`), the `GOMP_NVPTX_TUNE` key
-//! that sizes it ([`Knob`]: its own, declared in its file, or a shared one) and the
-//! profile row it counts its copies under (an existing row or its own,
-//! `CopyMem::Path`); its buffers are a field of `Buffers` (`device::copy_buffers`, one
-//! of the device's [`Parts`]) or the calling thread's lane. A path is given the
-//! device's parts ([`Parts`]), never the core. A synchronous copy whose driver call failed may be made again by a later path
-//! ([`CopyPath::retry`]: by kernel, for device-heap memory while serving a
+//! device is offered to the copy paths of [`PATHS`] (the route list) in their order;
+//! the first that takes it makes it. Each path is one file of this folder holding all
+//! of it: its route ([`Route`]: which copies it takes, direction, caller and size in
+//! [`Route::takes`], read once per device into [`Copies`]' routes so that a copy is
+//! offered only to the paths that may take it, the rest in its `try_copy`; the
+//! `GOMP_NVPTX_TUNE` key that sizes it, [`Knob`]: its own or a shared one; the profile
+//! row it counts its copies under, an existing row or its own, `CopyMem::Path`), its
+//! copies ([`CopyPath`]), and the engine and buffers only it uses:
+//!
+//! | file | route | engine and buffers |
+//! |---|---|---|
+//! | `read_ahead.rs` | [`FromReadAhead`]: a synchronous copy to the host served from what the thread's run read ahead | `ReadAhead`, each thread's |
+//! | `staged.rs` | [`Staged`]: large pageable copies | `Staging`, the device's staging engine (lane threads, page-locked buffers) |
+//! | `queued.rs` | [`Queued`]: a queue's copy to page-locked memory, queued | none |
+//! | `ring.rs` | [`ByRing`]: copies of a few bytes | `Ring`, each thread's page-locked ring (also its synchronous launches' wait) |
+//! | `deferred.rs` | [`Deferred`]: a small synchronous copy to the device that returns before its DMA ends | the bounce buffers (`bounce.rs`'s) |
+//! | `bounce.rs` | [`Bounced`]: mid-sized pageable copies | `Bounce`, the device's page-locked bounce buffers |
+//! | `direct.rs` | [`Direct`]: the driver's copy, every copy no earlier path took | none |
+//! | `kernel_copy.rs` | [`ByKernel`]: a refused copy of device-heap memory, again, while serving reverse offload | `KernelCopy`, the device's copy kernel |
+//!
+//! A path's engine lives in the device's copy buffers ([`Buffers`], one of the
+//! device's parts) or in the calling thread's lane ([`ThreadBuffers`]), both
+//! `buffers.rs`. A path is given the device's parts (`device::parts::Parts`), never
+//! the core. A synchronous copy whose driver call failed may be made again by a later
+//! path ([`CopyPath::retry`]: by kernel, for device-heap memory while serving a
 //! reverse-offload request). The profile and the trace count every copy by how it
 //! reached the host (`staged`, `pinned`, `pageable`) or how it ended (`deferred`;
 //! `queued` for a queue's copy that returned before it ran). A path that takes a copy
 //! says so before making it ([`HostCopy::taken`]): with an NVTX tool attached, the
 //! copy's range (`h2d ring`, with its bytes) runs from there to the copy's return.
 //!
-//! Adding a path: its file here (its zero-sized type, `impl CopyPath` for it and its own
-//! profile row if it has one) and, in this file, its `mod` line and its line in
-//! [`PATHS`] (and, when it keeps buffers per device, their field in `Buffers`,
-//! `device/copy_buffers.rs`); its own knob, if it has one, is a `PathKnob` of the
-//! settings (`config::tune`'s `PATH_KNOBS`, which `GOMP_NVPTX_TUNE`'s parser and the
-//! README's table read), named by its file. What a path is ([`CopyPath`], [`Takes`],
-//! [`Knob`], [`Taken`]) is `path.rs`; the copy as the paths see it ([`HostCopy`],
-//! [`Via`]) is `host_copy.rs`. No file here names this body: the paths import their
-//! siblings, this body imports them.
+//! Adding a path: its file here (its zero-sized type with `impl Route` and
+//! `impl CopyPath`, its own profile row if it has one, and its engine, if it has one),
+//! its `mod` line and its line in [`PATHS`] in this file, and its tests; when its
+//! engine is kept per device or per thread, its field in `Buffers` or `ThreadBuffers`
+//! (`buffers.rs`, with an `AsRef` for it). Its own `GOMP_NVPTX_TUNE` key, if it has one,
+//! is a `PathKnob` of the settings (`config::tune`'s `PATH_KNOBS`, which the key
+//! parser and the README's table read at the first `get_num_devices`, before any
+//! device exists; the settings are below the device and cannot name this folder), named
+//! by its file; a unit test here holds the two lists to each other. What a path is
+//! ([`Route`], [`CopyPath`], [`Takes`], [`Knob`], [`Taken`]) is `path.rs`; the copy as
+//! the paths see it ([`HostCopy`], [`Via`]) is `host_copy.rs`. No file here names this
+//! body: the paths import their siblings, this body imports them.
 
-mod bounce;
-mod deferred;
-mod direct;
-mod host_copy;
-mod kernel_copy;
-mod path;
-mod queued;
-mod read_ahead;
-mod ring;
-mod staged;
+pub mod bounce;
+pub mod buffers;
+pub mod deferred;
+pub mod direct;
+pub mod host_copy;
+pub mod kernel_copy;
+pub mod path;
+pub mod queued;
+pub mod read_ahead;
+pub mod ring;
+pub mod staged;
 
 pub use bounce::Bounced;
+pub use buffers::{Buffers, ThreadBuffers};
 pub use deferred::Deferred;
 pub use direct::Direct;
 pub use host_copy::{HostCopy, Via};
 pub use kernel_copy::ByKernel;
-pub use path::{CopyPath, Ended, Failed, Knob, Taken, Takes};
+pub use path::{CopyPath, Ended, Failed, Knob, Route, Taken, Takes};
 pub use queued::Queued;
-pub use read_ahead::ReadAhead;
-pub use ring::Ring;
+pub use read_ahead::FromReadAhead;
+pub use ring::ByRing;
 pub use staged::Staged;
 
 use crate::config::tune::PathKnob;
 use crate::config::Config;
 use crate::cuda::sys::CUdeviceptr;
-use crate::device::copy_buffers::Buffers;
-use crate::device::parts::Parts;
+use crate::device::parts;
 use crate::observe::nvtx::{self, Kind};
 use crate::observe::profile::{CopyDir, CopyMem};
 use gomp_plugin::error::{Error, Result};
@@ -79,14 +96,25 @@ use std::ffi::c_void;
 /// The copy paths between the host and the device, in the order a copy is offered to
 /// them: one line per path. A static list of zero-sized paths: asking one is an
 /// indirect call, nothing is allocated per copy; a copy is offered only to the paths
-/// whose [`CopyPath::takes`] holds it ([`Copies`]' routes).
-static PATHS: &[&dyn CopyPath] = &[
-    &ReadAhead, &Staged, &Queued, &Ring, &Deferred, &Bounced, &Direct, &ByKernel,
+/// whose [`Route::takes`] holds it ([`Copies`]' routes).
+static PATHS: &[&dyn CopyPath<Buffers, ThreadBuffers>] = &[
+    &FromReadAhead,
+    &Staged,
+    &Queued,
+    &ByRing,
+    &Deferred,
+    &Bounced,
+    &Direct,
+    &ByKernel,
 ];
+
+/// The device's parts as the core holds them (`device/whole.rs`), which copies are
+/// given: its copy buffers and each thread's are this folder's.
+type Parts = parts::Parts<Buffers, ThreadBuffers>;
 
 /// For each kind of copy ([`kind_index`]), the paths that may take it, in [`PATHS`]'
 /// order: each one's index in `PATHS` and the byte counts it takes. Made once per
-/// device from the paths' [`CopyPath::takes`] under its settings.
+/// device from the paths' [`Route::takes`] under its settings.
 type Routes = [Vec<(usize, (usize, usize))>; KINDS];
 
 /// The routes of a device opened with `config`.
@@ -205,14 +233,18 @@ impl Copies {
         r.map(|_| ())
     }
 
-    /// Offers checked copy `c` to the paths that may take it ([`CopyPath::takes`]) in
+    /// Offers checked copy `c` to the paths that may take it ([`Route::takes`]) in
     /// order; the first that takes it makes it. A synchronous copy that failed in the
     /// driver is offered to the later paths' [`CopyPath::retry`]. How it ended and the
     /// path that made it.
     ///
     /// # Safety
     /// As [`CopyPath::try_copy`].
-    unsafe fn by_paths(&self, d: &Parts, c: &HostCopy) -> Result<(Ended, &'static dyn CopyPath)> {
+    unsafe fn by_paths(
+        &self,
+        d: &Parts,
+        c: &HostCopy,
+    ) -> Result<(Ended, &'static dyn CopyPath<Buffers, ThreadBuffers>)> {
         for &(i, (at_least, below)) in &self.routes[c.kind()] {
             if c.n < at_least || c.n >= below {
                 continue;
@@ -281,6 +313,7 @@ impl Copies {
 mod tests {
     use super::*;
     use crate::config::tune::{has_key, Tune, MAX_PATH_KNOBS, PATH_KNOBS};
+    use gomp_plugin::settings::ProcessSettings;
 
     /// The paths in today's order of decisions, each named once; every shared knob a
     /// path names is a key of `config::tune`'s table, no own knob is one, and the own
@@ -353,11 +386,8 @@ mod tests {
                 |w| panic!("{w}"),
             )
         };
-        let (any, staged) = (
-            (0, usize::MAX),
-            (crate::host::staging::MIN_STAGED, usize::MAX),
-        );
-        let ring = (0, crate::host::bounce::MIN_BYTES);
+        let (any, staged) = ((0, usize::MAX), (staged::MIN_STAGED, usize::MAX));
+        let ring = (0, bounce::MIN_BYTES);
         assert_eq!(
             names(&routes(&config(""))),
             [

@@ -1,8 +1,16 @@
-//! What a copy path is (one file of this folder each): the [`CopyPath`] trait, the
-//! kinds and sizes of copies a path may take ([`Takes`]), the `GOMP_NVPTX_TUNE` key that
-//! sizes it ([`Knob`]) and what it answers for a copy it took ([`Taken`]: how it
-//! [`Ended`], or why it [`Failed`]). Plain types and a trait; the paths and their order
-//! are the folder's (`copy/mod.rs`).
+//! What a copy path is (one file of this folder each, with the engine and buffers it
+//! uses): its route ([`Route`]: its name, the kinds and sizes of copies it may take,
+//! [`Takes`], the `GOMP_NVPTX_TUNE` key that sizes it, [`Knob`], its profile row) and
+//! its copies ([`CopyPath`]: what it answers for a copy it took, [`Taken`]: how it
+//! [`Ended`], or why it [`Failed`]). Plain types and two traits; the paths and their
+//! order are the folder's (`copy/mod.rs`).
+//!
+//! [`CopyPath`] is generic over the device's copy buffers `B` and each thread's `T`
+//! (the folder's `Buffers` and `ThreadBuffers`, `buffers.rs`), which the device's parts
+//! hold: the paths' engines are declared in the paths' files, and the parts, which the
+//! paths are given, are below this folder, so they cannot name them. A path asks for
+//! the engine it uses by its type (`B: AsRef<Bounce>`); the core names the one
+//! instance (`device/whole.rs`), so nothing is generic at run time.
 
 use super::host_copy::{kind_index, HostCopy};
 use crate::config::tune::PathKnob;
@@ -11,7 +19,7 @@ use crate::device::parts::Parts;
 use crate::observe::profile::{CopyDir, CopyMem};
 use gomp_plugin::error::{Error, Result};
 
-/// The kinds and sizes of copies a path may take ([`CopyPath::takes`]): directions and
+/// The kinds and sizes of copies a path may take ([`Route::takes`]): directions and
 /// callers, and a range of byte counts. Plain data (`Copy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Takes {
@@ -79,12 +87,10 @@ impl Knob {
     }
 }
 
-/// One way of making a copy between the host and the device (a file of this folder).
-/// Paths are zero-sized and stateless: what they keep lives in the copy engine's
-/// buffers (per device, [`Parts`]' `buffers`) or in the calling thread's lane
-/// (`host::ThreadHost`). `Sync`: any thread asks. A path is given the device's parts a
-/// copy uses ([`Parts`]), not the core.
-pub trait CopyPath: Sync {
+/// Which copies a path takes, and how they are named and counted: the part of a copy
+/// path that needs no device (a file of this folder each). Paths are zero-sized and
+/// stateless. `Sync`: any thread asks.
+pub trait Route: Sync {
     /// The path's name (its file's).
     fn label(&self) -> &'static str;
 
@@ -107,15 +113,22 @@ pub trait CopyPath: Sync {
     fn row(&self, ended: Ended, mem: CopyMem) -> CopyMem {
         ended.row(mem)
     }
+}
 
-    /// Makes copy `c` (nonempty, addresses checked, among [`CopyPath::takes`]) if the
+/// One way of making a copy between the host and the device (a file of this folder,
+/// beside its [`Route`]). Paths are zero-sized and stateless: what they keep lives in
+/// the copy engine's buffers (per device, [`Parts`]' `buffers`, of type `B`) or in the
+/// calling thread's lane (its data, of type `T`). `Sync`: any thread asks. A path is
+/// given the device's parts a copy uses ([`Parts`]), not the core.
+pub trait CopyPath<B, T>: Route {
+    /// Makes copy `c` (nonempty, addresses checked, among [`Route::takes`]) if the
     /// path takes it: `None` when it does not (the next path is asked), else how the
     /// copy ended or why it failed.
     ///
     /// # Safety
     /// `c.host` readable (to the device) or writable (to the host) for `c.n` bytes; for
     /// [`Via::Queue`], until the queue's work queued so far has run.
-    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken>;
+    unsafe fn try_copy(&self, d: &Parts<B, T>, c: &HostCopy) -> Option<Taken>;
 
     /// Makes again a synchronous copy `c` that an earlier path failed with `failed`
     /// (a [`Failed::copy`]), if the path can: `None` when it cannot (the next path is
@@ -123,7 +136,7 @@ pub trait CopyPath: Sync {
     ///
     /// # Safety
     /// As [`CopyPath::try_copy`].
-    unsafe fn retry(&self, _d: &Parts, _c: &HostCopy, _failed: &Error) -> Option<Result<()>> {
+    unsafe fn retry(&self, _d: &Parts<B, T>, _c: &HostCopy, _failed: &Error) -> Option<Result<()>> {
         None
     }
 }

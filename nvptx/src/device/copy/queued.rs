@@ -3,15 +3,16 @@
 //! bytes). A queue's copy to pageable memory goes on to the later paths, waited for.
 
 use super::host_copy::{HostCopy, Via};
-use super::path::{CopyPath, Ended, Taken, Takes};
+use super::path::{CopyPath, Ended, Route, Taken, Takes};
 use crate::config::Config;
+use crate::cuda::pools::thread_streams::LaneData;
 use crate::device::parts::Parts;
 use crate::observe::profile::CopyDir;
 
 /// The queued path (zero-sized, stateless, `Sync`).
 pub struct Queued;
 
-impl CopyPath for Queued {
+impl Route for Queued {
     fn label(&self) -> &'static str {
         "queued"
     }
@@ -19,8 +20,10 @@ impl CopyPath for Queued {
     fn takes(&self, _config: &Config) -> Takes {
         Takes::of(CopyDir::D2H, true)
     }
+}
 
-    unsafe fn try_copy(&self, d: &Parts, c: &HostCopy) -> Option<Taken> {
+impl<B, T: LaneData> CopyPath<B, T> for Queued {
+    unsafe fn try_copy(&self, d: &Parts<B, T>, c: &HostCopy) -> Option<Taken> {
         let Via::Queue(s) = c.via else { return None };
         if c.pageable(d) {
             return None;

@@ -14,7 +14,7 @@
 //!
 //! Ownership and threads: the flag and the attached session are process-wide statics,
 //! set once; any thread calls. A [`Range`] is pushed and popped on one thread (it is
-//! not `Send`); a [`Span`] (start/end) may end on another thread.
+//! not `Send`); an [`AsyncRange`] (start/end) may end on another thread.
 
 pub mod abi;
 pub mod names;
@@ -310,26 +310,27 @@ fn mark_now(kind: Kind, payload: Option<u64>, name: &CStr) {
     }
 }
 
-/// A start/end range, which may end on another thread than it started on (a `nowait`
-/// kernel: started at its enqueue, ended by the completion thread). `Copy`, plain data;
-/// [`Span::NONE`] (nothing to end) when no tool is attached.
+/// A start/end range (held as NVTX's `nvtxRangeId_t`), which may end on another
+/// thread than it started on (a `nowait` kernel: started at its enqueue, ended by the
+/// completion thread); a push/pop [`Range`] ends where it began. `Copy`, plain data;
+/// [`AsyncRange::NONE`] (nothing to end) when no tool is attached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Span(u64);
+pub struct AsyncRange(u64);
 
-impl Span {
-    /// A span that was not started.
-    pub const NONE: Span = Span(0);
+impl AsyncRange {
+    /// A range that was not started.
+    pub const NONE: AsyncRange = AsyncRange(0);
 
-    /// Starts a span of `kind` named `name` (a kernel's label), if a tool is attached.
+    /// Starts a range of `kind` named `name` (a kernel's label), if a tool is attached.
     #[inline]
-    pub fn start(kind: Kind, name: Option<&CStr>) -> Span {
+    pub fn start(kind: Kind, name: Option<&CStr>) -> AsyncRange {
         match name {
             Some(n) if on() => start(kind, n),
-            _ => Span::NONE,
+            _ => AsyncRange::NONE,
         }
     }
 
-    /// Ends the span (nothing for [`Span::NONE`]).
+    /// Ends the range (nothing for [`AsyncRange::NONE`]).
     #[inline]
     pub fn end(self) {
         if self.0 != 0 {
@@ -339,16 +340,16 @@ impl Span {
 }
 
 #[cold]
-fn start(kind: Kind, name: &CStr) -> Span {
+fn start(kind: Kind, name: &CStr) -> AsyncRange {
     let (Some(d), Some(f)) = (
         domain(),
         call::<abi::DomainRangeStartEx>(abi::CORE2, abi::CORE2_RANGE_START_EX),
     ) else {
-        return Span::NONE;
+        return AsyncRange::NONE;
     };
     let a = attributes(kind, None, name);
     // SAFETY: the slot's type; attributes and name alive during the call.
-    Span(unsafe { f(d, &a) })
+    AsyncRange(unsafe { f(d, &a) })
 }
 
 #[cold]
@@ -441,8 +442,11 @@ mod tests {
         let _r = range(Kind::Copy, Some(8), || unreachable!());
         mark(Kind::Tuner, None, || unreachable!());
         name_stream(std::ptr::null_mut(), || unreachable!());
-        assert_eq!(Span::start(Kind::InFlight, Some(c"k")), Span::NONE);
-        Span::NONE.end();
+        assert_eq!(
+            AsyncRange::start(Kind::InFlight, Some(c"k")),
+            AsyncRange::NONE
+        );
+        AsyncRange::NONE.end();
         name_this_thread();
     }
 

@@ -27,7 +27,7 @@
 //! makes the first allocation that needs the pool pay for it.
 
 use crate::cuda::safe::context;
-use crate::cuda::safe::memory::free_async;
+use crate::cuda::safe::cu_mem::free_async;
 use crate::cuda::safe::{MemPool, MemPoolRef, OwnedStream, Stream};
 use crate::cuda::{sys::*, table};
 use crate::observe::nvtx;

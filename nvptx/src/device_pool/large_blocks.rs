@@ -7,7 +7,7 @@
 //! memory and at device close.
 
 use crate::cuda::sys::CUdeviceptr;
-use crate::memory::size_cache::SizeCache;
+use crate::device_pool::size_cache::SizeCache;
 use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;

@@ -29,6 +29,34 @@ pub unsafe fn free(p: CUdeviceptr) -> Result<()> {
     unsafe { cu!(cuMemFree(p)) }
 }
 
+/// A device block owned for a while by one piece of code, freed (`cuMemFree`) when
+/// dropped, in the context current then (the one it was made in: the owner's, which
+/// drops it with that context current).
+pub struct DeviceAlloc(CUdeviceptr);
+
+impl DeviceAlloc {
+    /// `size` bytes of device memory in the current context ([`alloc`]).
+    pub fn new(size: usize) -> Result<DeviceAlloc> {
+        alloc(size).map(DeviceAlloc)
+    }
+
+    /// The block's device address.
+    #[inline]
+    pub fn ptr(&self) -> CUdeviceptr {
+        self.0
+    }
+}
+
+impl Drop for DeviceAlloc {
+    fn drop(&mut self) {
+        // SAFETY: the block came from `alloc`, is freed once, here; its owner queued no
+        // work on it that has not run (the owner waits for its streams first).
+        if let Err(e) = unsafe { free(self.0) } {
+            log::debug!("device block {:#x}: {e}", self.0);
+        }
+    }
+}
+
 /// `size` bytes of managed memory attached globally (`cuMemAllocManaged`).
 #[inline]
 pub fn alloc_managed(size: usize) -> Result<CUdeviceptr> {

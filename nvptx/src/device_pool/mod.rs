@@ -6,7 +6,7 @@
 //! the device's context current.
 
 pub mod free_lists;
-pub mod idle;
+pub mod idle_trim;
 pub mod large_blocks;
 pub mod pool;
 pub mod size_cache;

@@ -14,7 +14,7 @@
 //! scan of the lists.
 
 use crate::cuda::sys::CUdeviceptr;
-use crate::memory::free_lists::FreeLists;
+use crate::device_pool::free_lists::FreeLists;
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
 use std::collections::BTreeMap;

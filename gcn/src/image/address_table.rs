@@ -1,5 +1,5 @@
-//! The address table `load_image` returns for a gcn image (contract, ABI spec §2 and
-//! §5.3: one entry per offload function, one per global variable, then the ICV block,
+//! The address table `load_image` returns for a gcn image (as nvptx's
+//! `image/address_table.rs`; contract, ABI spec §2 and §5.3: one entry per offload function, one per global variable, then the ICV block,
 //! funcs+vars+1 in all, in the host table's order; the framework writes the functions'
 //! entries, this file the rest). Pure; thread-safe.
 //!
@@ -13,12 +13,11 @@
 //! vadd images have it, the vars image not). Images with several kernels and
 //! variables were only read, never loaded on a GPU.
 
-use super::descriptor::Kernel;
+use super::cdtors::CDTOR_KERNELS;
+use super::descriptor::KernelEntry;
 use gomp_plugin::error::{Error, Result};
 use gomp_plugin::libgomp::abi::AddrPair;
 
-/// Kernels mkoffload adds that are not offload functions of the host table.
-pub const CDTOR_KERNELS: [&str; 2] = ["_init_array", "_fini_array"];
 /// The code object symbol holding the variables' `(address, size)` pairs.
 pub const VAR_TABLE_SYMBOL: &str = ".offload_var_table";
 /// The code object symbol holding the offload functions' device addresses, read into
@@ -30,7 +29,7 @@ pub const ICVS_SYMBOL: &str = "__gomp_additional_icvs";
 pub const VAR_ENTRY: usize = 16;
 
 /// The descriptor's kernels that are offload functions, in order.
-pub fn offload_kernels(kernels: &[Kernel]) -> Vec<&Kernel> {
+pub fn offload_kernels(kernels: &[KernelEntry]) -> Vec<&KernelEntry> {
     kernels
         .iter()
         .filter(|k| !CDTOR_KERNELS.contains(&k.name.as_str()))
@@ -79,11 +78,11 @@ pub fn assemble(vars: &[AddrPair], icvs: Option<AddrPair>) -> Vec<AddrPair> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::check::tests::fixture_file;
     use crate::image::code_object::CodeObject;
-    use crate::image::tests::fixture_file;
 
-    fn kernel(name: &str) -> Kernel {
-        Kernel {
+    fn kernel(name: &str) -> KernelEntry {
+        KernelEntry {
             name: name.into(),
             oacc_dims: [0; 3],
             sgpr_count: 0,
@@ -94,7 +93,7 @@ mod tests {
     #[test]
     fn real_image_with_two_kernels_and_two_variables() {
         // mkoffload's kernel list for vars.c (tests/fixtures/gcn/README).
-        let ks: Vec<Kernel> = [
+        let ks: Vec<KernelEntry> = [
             "_init_array",
             "_fini_array",
             "zfirst._omp_fn.0",

@@ -1,5 +1,5 @@
 //! Page-locked host memory the device can reach: libgomp 16's pinned allocator, served
-//! by the device's pinned pool ([`crate::host::memory`]), a part of the device's
+//! by the device's pinned pool ([`crate::host::pinned_chunks`]), a part of the device's
 //! [`Memory`]. (Managed memory and the accessibility query are libgomp's memory entry
 //! points, `entry_points.rs`.) Any thread.
 

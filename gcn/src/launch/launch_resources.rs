@@ -1,16 +1,16 @@
-//! The memory a gcn device's launches use, kept between launches ([`Resources`], a
-//! part of the device's [`super::run::Launcher`]): the cached kernarg blocks, the
+//! The memory a gcn device's launches use, kept between launches ([`LaunchResources`],
+//! a part of the device's [`super::run::Launcher`]): the cached kernarg blocks, the
 //! kernarg blocks reserved for a session's table (libgomp 17; see `run.rs`, "Tables in
 //! kernarg memory"), the ephemeral blocks (team arenas + stacks), a module's heap, and
 //! one launch's [`Lease`] of them.
 //!
-//! Ownership: [`Resources`] owns every block it handed out or keeps, freed by
-//! [`Resources::close`] (or when dropped); a [`Lease`] gives its blocks back to the
-//! caches when dropped. Thread-safety: the caches are behind mutexes; an ephemeral block
+//! Ownership: [`LaunchResources`] owns every block it handed out or keeps, freed by
+//! [`LaunchResources::close`] (or when dropped); a [`Lease`] gives its blocks back to
+//! the caches when dropped. Thread-safety: the caches are behind mutexes; an ephemeral block
 //! is leased to one launch at a time (its `in_use` flag).
 
 use super::console::Ring;
-use super::geometry::Shape;
+use super::geometry::Geometry;
 use super::protocol::*;
 use crate::hsa::safe::memory::Allocation;
 use crate::hsa::sys::*;
@@ -53,10 +53,10 @@ impl Lease<'_> {
 
     /// Fills the kernarg block for `k` with `vars` (docs/gcn-launch.md §1) and resets
     /// its output ring, which it returns.
-    pub(super) fn write_kernargs(&self, k: &Kernel, vars: u64, shape: &Shape) -> Ring {
+    pub(super) fn write_kernargs(&self, k: &Kernel, vars: u64, geometry: &Geometry) -> Ring {
         let b = self.kernargs();
         let out = b.wrapping_add(KERNARGS_SIZE);
-        let (eph, teams) = (&shape.eph, shape.pd.grid[0]);
+        let (eph, teams) = (&geometry.eph, geometry.pd.grid[0]);
         let arena_total = eph.arena as u64 * teams as u64;
         let mem = self.eph.mem.addr();
         // SAFETY: `b` is a kernarg block of at least KERNARG_BLOCK host-accessible bytes,
@@ -91,7 +91,7 @@ impl Drop for Lease<'_> {
 /// session's table), ephemeral memory, module heaps. Owned by the device's `Launcher`
 /// (a part of it); owns the blocks it keeps. Thread-safe: every method takes `&self`,
 /// the lists are behind mutexes.
-pub struct Resources {
+pub struct LaunchResources {
     rt: &'static Runtime,
     agent: hsa_agent_t,
     kernarg_region: Option<hsa_region_t>,
@@ -100,14 +100,15 @@ pub struct Resources {
     heap_size: u64,
     kernargs: Mutex<Vec<Allocation>>,
     /// Whether libgomp launches through sessions (17) and so may put tables in kernarg
-    /// memory ([`Resources::reserve_table`]); under 12-16 no table is ever reserved.
+    /// memory ([`LaunchResources::reserve_table`]); under 12-16 no table is ever
+    /// reserved.
     sessions: bool,
     /// Kernarg blocks reserved for a session's table, not yet claimed by its launch.
     tables: Mutex<Vec<Reserved>>,
     ephemeral: Mutex<Vec<Arc<EphBlock>>>,
 }
 
-impl Resources {
+impl LaunchResources {
     /// No block yet: blocks are allocated from `kernarg_region` (kernel arguments) and
     /// `data_region` (the rest, given to `agent` read-write) on first need.
     pub fn new(
@@ -117,8 +118,8 @@ impl Resources {
         data_region: hsa_region_t,
         heap_size: u64,
         sessions: bool,
-    ) -> Resources {
-        Resources {
+    ) -> LaunchResources {
+        LaunchResources {
             rt,
             agent,
             kernarg_region,

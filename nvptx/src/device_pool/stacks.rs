@@ -11,9 +11,9 @@
 //! [`IDLE_PERIOD`], by the process's idle trimmer ([`super::idle`]) without any
 //! call from the program.
 
-use crate::cuda::safe::{context, memory as cu_mem};
+use crate::cuda::safe::{context, cu_mem};
 use crate::cuda::sys::{CUcontext, CUdeviceptr};
-use crate::memory::idle::{self, IdleTrim};
+use crate::device_pool::idle_trim::{self, IdleTrim};
 use gomp_plugin::error::Result;
 use gomp_plugin::sync::Lock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -151,7 +151,7 @@ impl StackCache {
             over
         };
         if watch {
-            idle::watch(self.me.clone(), IDLE_PERIOD);
+            idle_trim::watch(self.me.clone(), IDLE_PERIOD);
         }
     }
 
