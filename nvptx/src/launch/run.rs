@@ -227,14 +227,7 @@ pub fn run(dev: &Core, rev: &Reverse, f: &Kernel, r: &LaunchRequest) -> Result<(
             let flag = parts.settings.waits().serving_by_flag();
             // SAFETY: this thread's lane's ring and stream.
             let wait = |s| rev.wait_serving(dev, s, &lane.data.ring, flag);
-            let r = parts
-                .launch
-                .on_waited_by(lane.stream(), &lane.data.ring, launch, wait);
-            if r.is_ok() {
-                // SAFETY: this thread's lane's ring and stream, just waited for.
-                parts.measure_waits(lane.stream(), &lane.data.ring);
-            }
-            r
+            parts.on_waited_by(lane.stream(), &lane.data.ring, launch, wait)
         } else {
             parts.on_waited(lane.stream(), &lane.data.ring, true, launch)
         }

@@ -453,6 +453,28 @@ impl<B, T: LaneData> Parts<B, T> {
         r
     }
 
+    /// [`LaunchResources::on_waited_by`] (`s` waited for by `wait`, a thread serving
+    /// reverse offload meanwhile), then, as [`Parts::on_waited`], the ways of waiting
+    /// measured once per device under `syncwait=auto`.
+    ///
+    /// # Safety
+    /// `ring` must be the calling thread's lane's and `s` that lane's stream.
+    pub unsafe fn on_waited_by<R>(
+        &self,
+        s: Stream,
+        ring: &Ring,
+        f: impl FnOnce(Stream) -> Result<R>,
+        wait: impl FnOnce(Stream) -> Result<()>,
+    ) -> Result<R> {
+        // SAFETY: forwarded caller guarantees.
+        let r = unsafe { self.launch.on_waited_by(s, ring, f, wait) };
+        if r.is_ok() {
+            // SAFETY: forwarded caller guarantees; `s` has just run its work.
+            unsafe { self.measure_waits(s, ring) };
+        }
+        r
+    }
+
     /// Measures the ways of waiting on `s` (`device::wait_choice`) if the device still
     /// wants them measured and the calling thread's `ring` has its flag word; keeps the
     /// faster of each and says which (`GOMP_DEBUG`, `GOMP_NVPTX_INFO`, the profile).
@@ -462,7 +484,7 @@ impl<B, T: LaneData> Parts<B, T> {
     /// `ring` must be the calling thread's lane's and `s` that lane's stream, with
     /// nothing queued on it that has not run.
     #[inline]
-    pub unsafe fn measure_waits(&self, s: Stream, ring: &Ring) {
+    unsafe fn measure_waits(&self, s: Stream, ring: &Ring) {
         // SAFETY: the calling thread's ring (caller).
         if self.settings.waits().wanted() && unsafe { ring.has_flag() } {
             // SAFETY: forwarded caller guarantees.
